@@ -1,0 +1,74 @@
+"""Token middleware: turns ``X-Auth-Token`` into a RequestContext, or a 401.
+
+Version documents and token creation are public; everything else needs a
+valid token.
+"""
+from __future__ import annotations
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from cirrus.api.errors import error_response, style_for_path
+from cirrus.context import new_request_id
+from cirrus.exception import CirrusException
+
+# Exact paths (after the service prefix) that skip authentication.
+PUBLIC_PATHS = frozenset({
+    "/", "",
+    "/identity", "/identity/", "/identity/v3", "/identity/v3/",
+    "/compute", "/compute/", "/compute/v2.1", "/compute/v2.1/", "/compute/v2", "/compute/v2/",
+    "/image", "/image/", "/image/versions",
+    "/network", "/network/",
+})
+
+
+def is_public(method: str, path: str) -> bool:
+    if path in PUBLIC_PATHS:
+        return True
+    return path == "/identity/v3/auth/tokens" and method == "POST"
+
+
+class AuthMiddleware:
+    """ASGI middleware; sets ``scope["state"]["context"]`` for authenticated calls."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        request_id = new_request_id()
+        state = scope.setdefault("state", {})
+        state["request_id"] = request_id
+
+        async def send_with_id(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                message.setdefault("headers", [])
+                message["headers"] = list(message["headers"]) + [
+                    (b"x-openstack-request-id", request_id.encode()),
+                    (b"x-compute-request-id", request_id.encode())]
+            await send(message)
+
+        path = scope["path"]
+        if is_public(scope["method"], path):
+            await self.app(scope, receive, send_with_id)
+            return
+        token = headers.get(b"x-auth-token")
+        identity = scope["app"].state.identity
+        try:
+            if not token:
+                raise CirrusException("The request you have made requires authentication.")
+            data = await identity.validate(token.decode())
+        except CirrusException as exc:
+            response = error_response(401, exc.format_message() if token else
+                                      "The request you have made requires authentication.",
+                                      style_for_path(path),
+                                      headers={"WWW-Authenticate": "Keystone uri=\"%s\"" %
+                                               (scope["app"].state.settings.public_url + "/identity")})
+            await response(scope, receive, send_with_id)
+            return
+        ctx = identity.context_for(data, token.decode())
+        ctx.request_id = request_id
+        state["context"] = ctx
+        await self.app(scope, receive, send_with_id)

@@ -1,0 +1,84 @@
+"""Request helpers every handler uses: body parsing, context, JSON replies."""
+from __future__ import annotations
+
+import json
+from typing import Any, TypeVar
+
+import pydantic
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from cirrus import exception
+from cirrus.context import RequestContext
+
+M = TypeVar("M", bound=pydantic.BaseModel)
+
+
+def context(request: Request) -> RequestContext:
+    """The caller's context, set by the auth middleware."""
+    ctx = getattr(request.state, "context", None)
+    if ctx is None:
+        raise exception.NotAuthenticated()
+    return ctx
+
+
+async def json_body(request: Request, max_bytes: int | None = None) -> Any:
+    """The parsed JSON body; 400 if malformed, 413 if larger than ``max_bytes``."""
+    limit = max_bytes or request.app.state.settings.max_body_bytes
+    length = request.headers.get("content-length")
+    if length and length.isdigit() and int(length) > limit:
+        raise exception.BodyTooLarge()
+    raw = bytearray()
+    async for chunk in request.stream():
+        raw.extend(chunk)
+        if len(raw) > limit:
+            raise exception.BodyTooLarge()
+    if not raw:
+        raise exception.Invalid("Malformed request body: the body is empty.")
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise exception.Invalid(f"Malformed request body: {exc}") from exc
+
+
+def _location(loc: tuple[Any, ...]) -> str:
+    return "/".join(str(p) for p in loc) or "body"
+
+
+def validate(model: type[M], data: Any) -> M:
+    """Validate ``data`` against ``model``; a 400 naming the field otherwise."""
+    try:
+        return model.model_validate(data)
+    except pydantic.ValidationError as exc:
+        err = exc.errors()[0]
+        raise exception.ValidationError(field=_location(err.get("loc", ())),
+                                        reason=err.get("msg", "invalid")) from None
+
+
+def require_dict(data: Any, key: str) -> dict[str, Any]:
+    """``data[key]`` as a dict, or a 400 saying what is wrong."""
+    if not isinstance(data, dict) or not isinstance(data.get(key), dict):
+        raise exception.ValidationError(field=key, reason=f"'{key}' is a required object")
+    return data[key]
+
+
+def reply(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def no_content(headers: dict[str, str] | None = None) -> Response:
+    return Response(status_code=204, headers=headers)
+
+
+def query_int(request: Request, name: str, default: int | None = None,
+              minimum: int = 0) -> int | None:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise exception.ValidationError(field=name, reason=f"'{raw}' is not an integer") from None
+    if value < minimum:
+        raise exception.ValidationError(field=name, reason=f"must be >= {minimum}")
+    return value

@@ -1,0 +1,125 @@
+"""The ``cirrus`` command: run the cloud and administer it."""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from cirrus.config import Settings, load_settings
+
+LOG = logging.getLogger("cirrus")
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", help="TOML configuration file (or CIRRUS_CONFIG)")
+    parser.add_argument("--state-dir", type=Path, help="database, images, logs, clouds.yaml")
+    parser.add_argument("--database-url", help="SQLAlchemy URL (default: SQLite in the state dir)")
+    parser.add_argument("--transport-url", help="inprocess:// (default) or amqp://…")
+    parser.add_argument("--log-level", help="DEBUG, INFO, WARNING…")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="cirrus", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    up = sub.add_parser("up", help="run the whole cloud in one process")
+    _common(up)
+    up.add_argument("--bind", help="HOST:PORT to listen on (default 127.0.0.1:8774)")
+    up.add_argument("--public-url", help="URL clients use, if not http://BIND")
+    up.add_argument("--computes", type=int, help="number of simulated compute hosts")
+    up.add_argument("--driver", dest="compute_driver", help="compute driver: fake or libvirt")
+    up.set_defaults(func=cmd_up)
+
+    db = sub.add_parser("db", help="database administration")
+    dbsub = db.add_subparsers(dest="db_command", required=True)
+    upgrade = dbsub.add_parser("upgrade", help="apply schema migrations")
+    _common(upgrade)
+    upgrade.set_defaults(func=cmd_db_upgrade)
+    return parser
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    keys = ("state_dir", "database_url", "transport_url", "log_level", "bind",
+            "public_url", "computes", "compute_driver")
+    overrides = {k: getattr(args, k, None) for k in keys}
+    return load_settings(getattr(args, "config", None), overrides=overrides)
+
+
+def setup_logging(settings: Settings) -> None:
+    logdir = settings.state_dir / "logs"
+    logdir.mkdir(parents=True, exist_ok=True)
+    fmt = "%(asctime)s %(levelname)s %(name)s %(message)s"
+    handlers: list[logging.Handler] = [logging.FileHandler(logdir / "cirrus.log"),
+                                       logging.StreamHandler(sys.stderr)]
+    handlers[1].setLevel(logging.WARNING)
+    for h in handlers:
+        h.setFormatter(logging.Formatter(fmt))
+    root = logging.getLogger()
+    root.handlers[:] = handlers
+    root.setLevel(settings.log_level.upper())
+
+
+async def serve(settings: Settings) -> None:
+    """Start every service and the HTTP API; return on SIGINT/SIGTERM."""
+    import uvicorn
+
+    from cirrus.bootstrap import Cloud, write_clouds_yaml
+
+    cloud = Cloud(settings)
+    await cloud.start()
+    try:
+        config = uvicorn.Config(cloud.app, host=settings.host, port=settings.port,
+                                log_level="warning", access_log=False, lifespan="off",
+                                timeout_graceful_shutdown=5)
+        server = uvicorn.Server(config)
+        clouds = write_clouds_yaml(settings)
+        print(f"cirrus is up at {settings.public_url}", flush=True)
+        print(f"clouds.yaml: {clouds}", flush=True)
+        print(f"  export OS_CLIENT_CONFIG_FILE={clouds}; openstack --os-cloud cirrus server list",
+              flush=True)
+        await server.serve()
+    finally:
+        await cloud.stop()
+        print("cirrus stopped", flush=True)
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    settings = settings_from(args)
+    setup_logging(settings)
+    try:
+        import uvloop  # noqa: F401
+
+        runner: Any = uvloop.run
+    except ImportError:
+        runner = asyncio.run
+    try:
+        runner(serve(settings))
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def cmd_db_upgrade(args: argparse.Namespace) -> int:
+    from cirrus.db import migrate
+
+    settings = settings_from(args)
+    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    migrate.upgrade(settings.database_url)
+    print(f"database at revision {migrate.current(settings.database_url)}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ValueError as exc:
+        print(f"cirrus: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

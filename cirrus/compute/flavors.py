@@ -1,0 +1,39 @@
+"""Flavor records: queries and the default set seeded on bootstrap."""
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+
+from cirrus.compute.models import flavors
+from cirrus.db.base import utcnow
+from cirrus.db.engine import fetch_all, fetch_one
+
+# (flavorid, name, vcpus, memory_mb, root_gb) as in OpenStack's classic set.
+DEFAULT_FLAVORS = (
+    ("1", "m1.tiny", 1, 512, 1),
+    ("2", "m1.small", 1, 2048, 20),
+    ("3", "m1.medium", 2, 4096, 40),
+    ("4", "m1.large", 4, 8192, 80),
+    ("5", "m1.xlarge", 8, 16384, 160),
+)
+
+
+def seed_default_flavors(conn: sa.Connection) -> None:
+    """Insert the default flavors the first time only."""
+    if conn.execute(sa.select(sa.func.count()).select_from(flavors)).scalar_one():
+        return
+    now = utcnow()
+    conn.execute(flavors.insert(), [
+        {"flavorid": fid, "name": name, "vcpus": vcpus, "memory_mb": ram, "root_gb": disk,
+         "ephemeral_gb": 0, "swap": 0, "rxtx_factor": 1.0, "is_public": True,
+         "disabled": False, "extra_specs": {}, "created_at": now}
+        for fid, name, vcpus, ram, disk in DEFAULT_FLAVORS])
+
+
+def get_flavor(conn: sa.Connection, flavorid: str) -> dict[str, Any] | None:
+    return fetch_one(conn, sa.select(flavors).where(flavors.c.flavorid == flavorid))
+
+
+def list_flavors(conn: sa.Connection) -> list[dict[str, Any]]:
+    return fetch_all(conn, sa.select(flavors).order_by(flavors.c.memory_mb, flavors.c.flavorid))

@@ -1,0 +1,209 @@
+"""Compute tables: flavors, instances and everything hanging off them,
+compute nodes and the resource allocations the scheduler claims on them."""
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from cirrus.db.base import metadata, timestamps
+
+JSON = sa.JSON
+
+flavors = sa.Table(
+    "flavors", metadata,
+    sa.Column("flavorid", sa.String(255), primary_key=True),
+    sa.Column("name", sa.String(255), nullable=False, unique=True),
+    sa.Column("vcpus", sa.Integer, nullable=False),
+    sa.Column("memory_mb", sa.Integer, nullable=False),
+    sa.Column("root_gb", sa.Integer, nullable=False, default=0),
+    sa.Column("ephemeral_gb", sa.Integer, nullable=False, default=0),
+    sa.Column("swap", sa.Integer, nullable=False, default=0),
+    sa.Column("rxtx_factor", sa.Float, nullable=False, default=1.0),
+    sa.Column("is_public", sa.Boolean, nullable=False, default=True),
+    sa.Column("disabled", sa.Boolean, nullable=False, default=False),
+    sa.Column("description", sa.Text, nullable=True),
+    sa.Column("extra_specs", JSON, nullable=False, default=dict),
+    *timestamps(),
+)
+
+instances = sa.Table(
+    "instances", metadata,
+    sa.Column("uuid", sa.String(36), primary_key=True),
+    sa.Column("id", sa.Integer, nullable=False, unique=True),  # Nova's integer id, for names
+    sa.Column("project_id", sa.String(64), nullable=False, index=True),
+    sa.Column("user_id", sa.String(64), nullable=False),
+    sa.Column("display_name", sa.String(255), nullable=False),
+    sa.Column("display_description", sa.Text, nullable=True),
+    sa.Column("hostname", sa.String(255), nullable=False),
+    sa.Column("image_ref", sa.String(255), nullable=True),
+    sa.Column("flavor", JSON, nullable=False),  # snapshot of the flavor at boot
+    sa.Column("vcpus", sa.Integer, nullable=False),
+    sa.Column("memory_mb", sa.Integer, nullable=False),
+    sa.Column("root_gb", sa.Integer, nullable=False),
+    sa.Column("ephemeral_gb", sa.Integer, nullable=False, default=0),
+    sa.Column("vm_state", sa.String(32), nullable=False),
+    sa.Column("task_state", sa.String(32), nullable=True),
+    sa.Column("power_state", sa.Integer, nullable=False, default=0),
+    sa.Column("host", sa.String(255), nullable=True, index=True),
+    sa.Column("node", sa.String(255), nullable=True),
+    sa.Column("launched_on", sa.String(255), nullable=True),
+    sa.Column("availability_zone", sa.String(255), nullable=True),
+    sa.Column("key_name", sa.String(255), nullable=True),
+    sa.Column("key_data", sa.Text, nullable=True),
+    sa.Column("user_data", sa.Text, nullable=True),
+    sa.Column("config_drive", sa.Boolean, nullable=False, default=False),
+    sa.Column("metadata", JSON, nullable=False, default=dict),
+    sa.Column("system_metadata", JSON, nullable=False, default=dict),
+    sa.Column("security_groups", JSON, nullable=False, default=list),
+    sa.Column("requested_networks", JSON, nullable=True),
+    sa.Column("access_ip_v4", sa.String(64), nullable=True),
+    sa.Column("access_ip_v6", sa.String(64), nullable=True),
+    sa.Column("reservation_id", sa.String(255), nullable=False),
+    sa.Column("launch_index", sa.Integer, nullable=False, default=0),
+    sa.Column("locked", sa.Boolean, nullable=False, default=False),
+    sa.Column("progress", sa.Integer, nullable=False, default=0),
+    sa.Column("tags", JSON, nullable=False, default=list),
+    sa.Column("scheduled_at", sa.DateTime, nullable=True),
+    sa.Column("launched_at", sa.DateTime, nullable=True),
+    sa.Column("terminated_at", sa.DateTime, nullable=True),
+    *timestamps(),
+    sa.Column("deleted_at", sa.DateTime, nullable=True),
+    sa.Column("deleted", sa.Boolean, nullable=False, default=False, index=True),
+)
+
+instance_info_caches = sa.Table(
+    "instance_info_caches", metadata,
+    sa.Column("instance_uuid", sa.String(36), sa.ForeignKey("instances.uuid"), primary_key=True),
+    sa.Column("network_info", JSON, nullable=False, default=list),
+    *timestamps(),
+)
+
+instance_faults = sa.Table(
+    "instance_faults", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("instance_uuid", sa.String(36), sa.ForeignKey("instances.uuid"), nullable=False, index=True),
+    sa.Column("code", sa.Integer, nullable=False),
+    sa.Column("message", sa.String(255), nullable=False),
+    sa.Column("details", sa.Text, nullable=True),
+    sa.Column("host", sa.String(255), nullable=True),
+    *timestamps(),
+)
+
+instance_actions = sa.Table(
+    "instance_actions", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("instance_uuid", sa.String(36), sa.ForeignKey("instances.uuid"), nullable=False, index=True),
+    sa.Column("action", sa.String(255), nullable=False),
+    sa.Column("request_id", sa.String(255), nullable=False),
+    sa.Column("user_id", sa.String(64), nullable=True),
+    sa.Column("project_id", sa.String(64), nullable=True),
+    sa.Column("start_time", sa.DateTime, nullable=False),
+    sa.Column("finish_time", sa.DateTime, nullable=True),
+    sa.Column("message", sa.String(255), nullable=True),
+    *timestamps(),
+)
+
+instance_actions_events = sa.Table(
+    "instance_actions_events", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("action_id", sa.Integer, sa.ForeignKey("instance_actions.id"), nullable=False, index=True),
+    sa.Column("event", sa.String(255), nullable=False),
+    sa.Column("start_time", sa.DateTime, nullable=False),
+    sa.Column("finish_time", sa.DateTime, nullable=True),
+    sa.Column("result", sa.String(255), nullable=True),
+    sa.Column("traceback", sa.Text, nullable=True),
+    sa.Column("host", sa.String(255), nullable=True),
+    sa.Column("details", sa.Text, nullable=True),
+    *timestamps(),
+)
+
+block_device_mappings = sa.Table(
+    "block_device_mappings", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("instance_uuid", sa.String(36), sa.ForeignKey("instances.uuid"), nullable=False, index=True),
+    sa.Column("source_type", sa.String(32), nullable=False),
+    sa.Column("destination_type", sa.String(32), nullable=False),
+    sa.Column("image_id", sa.String(36), nullable=True),
+    sa.Column("boot_index", sa.Integer, nullable=True),
+    sa.Column("device_name", sa.String(255), nullable=True),
+    sa.Column("volume_size", sa.Integer, nullable=True),
+    sa.Column("delete_on_termination", sa.Boolean, nullable=False, default=True),
+    sa.Column("guest_format", sa.String(32), nullable=True),
+    sa.Column("disk_bus", sa.String(32), nullable=True),
+    *timestamps(),
+)
+
+key_pairs = sa.Table(
+    "key_pairs", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("name", sa.String(255), nullable=False),
+    sa.Column("user_id", sa.String(64), nullable=False),
+    sa.Column("fingerprint", sa.String(255), nullable=False),
+    sa.Column("public_key", sa.Text, nullable=False),
+    sa.Column("type", sa.String(16), nullable=False, default="ssh"),
+    *timestamps(),
+    sa.UniqueConstraint("user_id", "name"),
+)
+
+instance_groups = sa.Table(
+    "instance_groups", metadata,
+    sa.Column("uuid", sa.String(36), primary_key=True),
+    sa.Column("name", sa.String(255), nullable=False),
+    sa.Column("policy", sa.String(64), nullable=False),
+    sa.Column("rules", JSON, nullable=False, default=dict),
+    sa.Column("project_id", sa.String(64), nullable=False, index=True),
+    sa.Column("user_id", sa.String(64), nullable=False),
+    *timestamps(),
+)
+
+instance_group_members = sa.Table(
+    "instance_group_members", metadata,
+    sa.Column("group_uuid", sa.String(36), sa.ForeignKey("instance_groups.uuid", ondelete="CASCADE"),
+              primary_key=True),
+    sa.Column("instance_uuid", sa.String(36), primary_key=True),
+)
+
+# One row per hypervisor node. The *_used columns are the claimed totals; a
+# claim is one guarded UPDATE, so concurrent boots can never overcommit.
+compute_nodes = sa.Table(
+    "compute_nodes", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("uuid", sa.String(36), nullable=False, unique=True),
+    sa.Column("host", sa.String(255), nullable=False, index=True),
+    sa.Column("hypervisor_hostname", sa.String(255), nullable=False, unique=True),
+    sa.Column("hypervisor_type", sa.String(64), nullable=False, default="fake"),
+    sa.Column("hypervisor_version", sa.Integer, nullable=False, default=1),
+    sa.Column("cpu_arch", sa.String(32), nullable=False, default="x86_64"),
+    sa.Column("host_ip", sa.String(64), nullable=True),
+    sa.Column("vcpus", sa.Integer, nullable=False),
+    sa.Column("memory_mb", sa.Integer, nullable=False),
+    sa.Column("local_gb", sa.Integer, nullable=False),
+    sa.Column("vcpus_used", sa.Integer, nullable=False, default=0),
+    sa.Column("memory_mb_used", sa.Integer, nullable=False, default=0),
+    sa.Column("local_gb_used", sa.Integer, nullable=False, default=0),
+    sa.Column("reserved_memory_mb", sa.Integer, nullable=False, default=0),
+    sa.Column("cpu_allocation_ratio", sa.Float, nullable=False, default=16.0),
+    sa.Column("ram_allocation_ratio", sa.Float, nullable=False, default=1.5),
+    sa.Column("disk_allocation_ratio", sa.Float, nullable=False, default=1.0),
+    sa.Column("running_vms", sa.Integer, nullable=False, default=0),
+    *timestamps(),
+)
+
+# What each instance holds on a node; deleting the row (and subtracting it)
+# releases the claim exactly once.
+allocations = sa.Table(
+    "allocations", metadata,
+    sa.Column("consumer_uuid", sa.String(36), primary_key=True),
+    sa.Column("node_id", sa.Integer, sa.ForeignKey("compute_nodes.id"), nullable=False, index=True),
+    sa.Column("vcpus", sa.Integer, nullable=False),
+    sa.Column("memory_mb", sa.Integer, nullable=False),
+    sa.Column("disk_gb", sa.Integer, nullable=False),
+    *timestamps(),
+)
+
+quota_limits = sa.Table(
+    "quota_limits", metadata,
+    sa.Column("project_id", sa.String(64), primary_key=True),
+    sa.Column("resource", sa.String(64), primary_key=True),
+    sa.Column("hard_limit", sa.Integer, nullable=False),
+    *timestamps(),
+)

@@ -1,0 +1,67 @@
+"""Instance states from the seeds, in one module.
+
+``vm_state`` is what the instance is; ``task_state`` is what is being done to
+it; ``power_state`` is what the hypervisor reports.
+"""
+from __future__ import annotations
+
+import enum
+
+
+class VmState(str, enum.Enum):
+    BUILDING = "building"
+    ACTIVE = "active"
+    STOPPED = "stopped"
+    PAUSED = "paused"
+    SUSPENDED = "suspended"
+    RESIZED = "resized"
+    ERROR = "error"
+    DELETED = "deleted"
+    SOFT_DELETED = "soft-delete"
+
+
+class TaskState(str, enum.Enum):
+    SCHEDULING = "scheduling"
+    NETWORKING = "networking"
+    BLOCK_DEVICE_MAPPING = "block_device_mapping"
+    SPAWNING = "spawning"
+    POWERING_ON = "powering-on"
+    POWERING_OFF = "powering-off"
+    REBOOTING = "rebooting"
+    REBOOT_PENDING = "reboot_pending"
+    REBOOT_STARTED = "reboot_started"
+    REBOOTING_HARD = "rebooting_hard"
+    REBOOT_PENDING_HARD = "reboot_pending_hard"
+    REBOOT_STARTED_HARD = "reboot_started_hard"
+    REBUILDING = "rebuilding"
+    DELETING = "deleting"
+
+
+class PowerState(enum.IntEnum):
+    NOSTATE = 0
+    RUNNING = 1
+    PAUSED = 3
+    SHUTDOWN = 4
+    CRASHED = 6
+    SUSPENDED = 7
+
+
+# The API's server "status", from (vm_state, task_state), as Nova maps it.
+def status_of(vm_state: str, task_state: str | None) -> str:
+    """The ``status`` a client sees for an instance."""
+    if vm_state == VmState.BUILDING:
+        return "BUILD"
+    if vm_state == VmState.ACTIVE:
+        if task_state in (TaskState.REBOOTING, TaskState.REBOOT_PENDING, TaskState.REBOOT_STARTED):
+            return "REBOOT"
+        if task_state in (TaskState.REBOOTING_HARD, TaskState.REBOOT_PENDING_HARD,
+                          TaskState.REBOOT_STARTED_HARD):
+            return "HARD_REBOOT"
+        if task_state == TaskState.REBUILDING:
+            return "REBUILD"
+        return "ACTIVE"
+    return {
+        VmState.STOPPED: "SHUTOFF", VmState.PAUSED: "PAUSED", VmState.SUSPENDED: "SUSPENDED",
+        VmState.RESIZED: "VERIFY_RESIZE", VmState.ERROR: "ERROR", VmState.DELETED: "DELETED",
+        VmState.SOFT_DELETED: "SOFT_DELETED",
+    }.get(vm_state, "UNKNOWN")

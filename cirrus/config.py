@@ -1,0 +1,164 @@
+"""Settings: one TOML file, then ``CIRRUS_*`` environment variables, then flags.
+
+A :class:`Settings` object is built once by the CLI (or a test) and passed down;
+nothing reads configuration from a global.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, Mapping
+
+DEFAULT_PORT = 8774
+ENV_PREFIX = "CIRRUS_"
+
+
+def default_state_dir() -> Path:
+    """The per-user data directory (``$XDG_DATA_HOME/cirrus``)."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "cirrus"
+
+
+@dataclass
+class Settings:
+    """Every tunable of a cirrus deployment. See docs/configuration.md."""
+
+    state_dir: Path = field(default_factory=default_state_dir)
+    bind: str = f"127.0.0.1:{DEFAULT_PORT}"
+    # The URL clients are told to use (catalog, version documents); defaults to bind.
+    public_url: str = ""
+    database_url: str = ""  # default: sqlite file in state_dir
+    transport_url: str = "inprocess://"
+    computes: int = 1
+    compute_driver: str = "fake"
+    network_backend: str = "noop"
+    region: str = "RegionOne"
+    log_level: str = "INFO"
+
+    # identity
+    token_expiration: int = 3600
+    admin_password: str = "admin"
+    demo_password: str = "demo"
+
+    # api
+    max_body_bytes: int = 1 << 20
+    max_image_bytes: int = 16 << 30
+
+    # compute
+    max_concurrent_builds: int = 10
+    network_allocate_retries: int = 0
+    vif_plugging_timeout: float = 300.0
+    vif_plugging_is_fatal: bool = True
+    default_access_ip_network_name: str = ""
+    default_availability_zone: str = "nova"
+    instance_build_timeout: float = 600.0
+    fake_host_vcpus: int = 16
+    fake_host_memory_mb: int = 32768
+    fake_host_disk_gb: int = 1024
+
+    # scheduler
+    max_attempts: int = 3
+    cpu_allocation_ratio: float = 16.0
+    ram_allocation_ratio: float = 1.5
+    disk_allocation_ratio: float = 1.0
+    ram_weight_multiplier: float = 1.0
+    cpu_weight_multiplier: float = 1.0
+    disk_weight_multiplier: float = 1.0
+    host_subset_size: int = 1
+
+    # service frame
+    report_interval: float = 10.0
+    service_down_time: float = 60.0
+
+    # quotas (per project defaults)
+    quota_instances: int = 10
+    quota_cores: int = 20
+    quota_ram: int = 51200
+    quota_key_pairs: int = 100
+    quota_server_groups: int = 10
+    quota_server_group_members: int = 10
+    quota_networks: int = 100
+    quota_subnets: int = 100
+    quota_ports: int = 500
+    quota_security_groups: int = 10
+    quota_security_group_rules: int = 100
+
+    # network
+    base_mac: str = "fa:16:3e:00:00:00"
+    auto_allocate_cidr: str = "10.0.0.0/24"
+
+    def __post_init__(self) -> None:
+        self.state_dir = Path(self.state_dir)
+        if not self.database_url:
+            self.database_url = f"sqlite:///{self.state_dir / 'cirrus.db'}"
+        if not self.public_url:
+            host, port = split_bind(self.bind)
+            self.public_url = f"http://{host}:{port}"
+
+    @property
+    def host(self) -> str:
+        return split_bind(self.bind)[0]
+
+    @property
+    def port(self) -> int:
+        return split_bind(self.bind)[1]
+
+
+def split_bind(bind: str) -> tuple[str, int]:
+    """``"HOST:PORT"`` (or ``":PORT"`` or ``"HOST"``) → (host, port)."""
+    host, sep, port = bind.rpartition(":")
+    if not sep:
+        return bind or "127.0.0.1", DEFAULT_PORT
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def _coerce(kind: Any, value: Any) -> Any:
+    if isinstance(value, str):
+        if kind in (bool, "bool"):
+            return value.strip().lower() in ("1", "true", "yes", "on")
+        if kind in (int, "int"):
+            return int(value)
+        if kind in (float, "float"):
+            return float(value)
+        if kind in (Path, "Path"):
+            return Path(value).expanduser()
+    return value
+
+
+def load_settings(
+    config_file: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Merge file < environment < overrides (flags) into a :class:`Settings`.
+
+    Raises ``ValueError`` for unknown keys in the file or unparseable values.
+    """
+    env = os.environ if env is None else env
+    known = {f.name: f for f in fields(Settings)}
+    values: dict[str, Any] = {}
+    path = config_file or env.get(ENV_PREFIX + "CONFIG")
+    if path:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+        for key, value in data.items():
+            if key not in known:
+                raise ValueError(f"unknown configuration key {key!r} in {path}")
+            values[key] = value
+    for name in known:
+        raw = env.get(ENV_PREFIX + name.upper())
+        if raw is not None:
+            values[name] = raw
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            values[key] = value
+    typed = {k: _coerce(known[k].type, v) for k, v in values.items()}
+    return Settings(**typed)
+
+
+def replace(settings: Settings, **changes: Any) -> Settings:
+    """A copy of ``settings`` with ``changes`` applied."""
+    return dataclasses.replace(settings, **changes)

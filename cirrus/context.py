@@ -1,0 +1,64 @@
+"""The request context every service call carries: who asks, for which project."""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def new_request_id() -> str:
+    return "req-" + str(uuid.uuid4())
+
+
+@dataclass
+class RequestContext:
+    """Identity of the caller, as established by the token middleware.
+
+    It crosses the bus as a plain dict (:meth:`to_dict` / :meth:`from_dict`).
+    """
+
+    user_id: str | None = None
+    project_id: str | None = None
+    domain_id: str | None = None
+    roles: list[str] = field(default_factory=list)
+    request_id: str = field(default_factory=new_request_id)
+    auth_token: str | None = None
+    user_name: str | None = None
+    project_name: str | None = None
+    # Set by the API for admins asking about other projects' resources.
+    all_tenants: bool = False
+
+    @property
+    def is_admin(self) -> bool:
+        return "admin" in self.roles
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "user_id": self.user_id,
+            "project_id": self.project_id,
+            "domain_id": self.domain_id,
+            "roles": list(self.roles),
+            "request_id": self.request_id,
+            "user_name": self.user_name,
+            "project_name": self.project_name,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RequestContext":
+        return cls(**{k: data.get(k) for k in
+                      ("user_id", "project_id", "domain_id", "request_id",
+                       "user_name", "project_name")},
+                   roles=list(data.get("roles") or []))
+
+    def elevated(self) -> "RequestContext":
+        """An admin copy, for internal work done on the caller's behalf."""
+        roles = self.roles if self.is_admin else [*self.roles, "admin"]
+        return RequestContext(user_id=self.user_id, project_id=self.project_id,
+                              domain_id=self.domain_id, roles=roles,
+                              request_id=self.request_id, auth_token=self.auth_token,
+                              user_name=self.user_name, project_name=self.project_name)
+
+
+def admin_context() -> RequestContext:
+    """A context for the services themselves (periodic tasks, bootstrap)."""
+    return RequestContext(roles=["admin"])

@@ -1,0 +1,64 @@
+"""Identity queries, each a function of a connection (run on a DB thread)."""
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+
+from cirrus.db.base import utcnow
+from cirrus.db.engine import fetch_all, fetch_one
+from cirrus.identity import models as m
+
+
+def get_domain(conn: sa.Connection, *, id: str | None = None, name: str | None = None) -> dict | None:
+    col, value = (m.domains.c.id, id) if id else (m.domains.c.name, name)
+    return fetch_one(conn, sa.select(m.domains).where(col == value))
+
+
+def get_user(conn: sa.Connection, *, id: str | None = None, name: str | None = None,
+             domain_id: str | None = None) -> dict | None:
+    q = sa.select(m.users)
+    q = q.where(m.users.c.id == id) if id else q.where(
+        m.users.c.name == name, m.users.c.domain_id == domain_id)
+    return fetch_one(conn, q)
+
+
+def get_project(conn: sa.Connection, *, id: str | None = None, name: str | None = None,
+                domain_id: str | None = None) -> dict | None:
+    q = sa.select(m.projects)
+    q = q.where(m.projects.c.id == id) if id else q.where(
+        m.projects.c.name == name, m.projects.c.domain_id == domain_id)
+    return fetch_one(conn, q)
+
+
+def role_names_for(conn: sa.Connection, user_id: str, *, project_id: str | None = None,
+                   domain_id: str | None = None) -> list[dict[str, Any]]:
+    """Roles (id, name) the user holds on the project or domain."""
+    ra = m.role_assignments
+    q = sa.select(m.roles.c.id, m.roles.c.name).join(ra, ra.c.role_id == m.roles.c.id).where(
+        ra.c.user_id == user_id)
+    q = q.where(ra.c.project_id == project_id) if project_id else q.where(
+        ra.c.domain_id == domain_id, ra.c.project_id.is_(None))
+    return fetch_all(conn, q.order_by(m.roles.c.name))
+
+
+def load_token_keys(conn: sa.Connection, create: bool, new_key: str) -> list[str]:
+    """Token keys, newest first; creates the first one when asked and none exist."""
+    rows = conn.execute(sa.select(m.token_keys.c.key).order_by(m.token_keys.c.id.desc())).all()
+    if not rows and create:
+        conn.execute(m.token_keys.insert().values(key=new_key, created_at=utcnow()))
+        return [new_key]
+    return [r.key for r in rows]
+
+
+def revoke(conn: sa.Connection, audit_id: str, expires_at: Any) -> None:
+    exists = conn.execute(sa.select(m.revoked_tokens.c.audit_id).where(
+        m.revoked_tokens.c.audit_id == audit_id)).first()
+    if not exists:
+        conn.execute(m.revoked_tokens.insert().values(audit_id=audit_id, expires_at=expires_at))
+
+
+def revoked_audit_ids(conn: sa.Connection) -> set[str]:
+    now = utcnow()
+    conn.execute(m.revoked_tokens.delete().where(m.revoked_tokens.c.expires_at < now))
+    return {r.audit_id for r in conn.execute(sa.select(m.revoked_tokens.c.audit_id))}
