@@ -1,6 +1,18 @@
-"""Compute v2.1 HTTP API route table."""
+"""Compute v2.1 HTTP API: one route table built from each resource's module."""
 from __future__ import annotations
 
 from starlette.routing import BaseRoute
 
-ROUTES: list[BaseRoute] = []
+from cirrus.api.compute import (external_events, flavors, instance_actions, interfaces,
+                                keypairs, server_groups, servers, versions)
+
+ROUTES: list[BaseRoute] = [
+    *versions.ROUTES,
+    *flavors.ROUTES,
+    *keypairs.ROUTES,
+    *server_groups.ROUTES,
+    *servers.ROUTES,
+    *instance_actions.ROUTES,
+    *interfaces.ROUTES,
+    *external_events.ROUTES,
+]

@@ -1,0 +1,6 @@
+"""Compute API: external_events."""
+from __future__ import annotations
+
+from starlette.routing import BaseRoute
+
+ROUTES: list[BaseRoute] = []

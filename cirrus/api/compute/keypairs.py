@@ -1,0 +1,6 @@
+"""Compute API: keypairs."""
+from __future__ import annotations
+
+from starlette.routing import BaseRoute
+
+ROUTES: list[BaseRoute] = []
