@@ -33,6 +33,9 @@ class Settings:
     database_url: str = ""  # default: sqlite file in state_dir
     transport_url: str = "inprocess://"
     computes: int = 1
+    # This process's compute host name (``cirrus compute --host``); when empty,
+    # ``cirrus up`` simulates ``computes`` hosts named compute1…computeN.
+    compute_host: str = ""
     compute_driver: str = "fake"
     network_backend: str = "noop"
     region: str = "RegionOne"

@@ -42,7 +42,11 @@ async def index(request: Request) -> Response:
 def build_app(state: dict[str, Any]) -> Starlette:
     """A Starlette app whose ``app.state`` holds ``state`` (settings, services)."""
     routes: list[BaseRoute] = [Route("/", index, methods=["GET"])]
-    routes += [Mount(prefix, routes=table) for prefix, table in _route_tables()]
+    from cirrus.api.compute.microversion import MicroversionMiddleware
+
+    for prefix, table in _route_tables():
+        middleware = [Middleware(MicroversionMiddleware)] if prefix == "/compute" else None
+        routes.append(Mount(prefix, routes=table, middleware=middleware))
     app = Starlette(
         routes=routes,
         middleware=[Middleware(AuthMiddleware)],

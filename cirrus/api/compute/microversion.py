@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from starlette.requests import Request
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from cirrus.exception import CirrusException
 
@@ -70,3 +71,32 @@ def response_headers(version: tuple[int, int]) -> dict[str, str]:
     v = fmt(version)
     return {"OpenStack-API-Version": f"compute {v}", "X-OpenStack-Nova-API-Version": v,
             "Vary": "OpenStack-API-Version, X-OpenStack-Nova-API-Version"}
+
+
+class MicroversionMiddleware:
+    """Negotiates the version of every compute request and echoes it back."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        from cirrus.api.errors import error_response
+
+        request = Request(scope)
+        try:
+            version = parse(request)
+        except CirrusException as exc:
+            await error_response(exc.code, exc.format_message(), "compute")(scope, receive, send)
+            return
+        scope.setdefault("state", {})["api_version"] = version
+        extra = [(k.lower().encode(), v.encode()) for k, v in response_headers(version).items()]
+
+        async def send_with_version(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = list(message.get("headers", [])) + extra
+            await send(message)
+
+        await self.app(scope, receive, send_with_version)
