@@ -61,6 +61,7 @@ class Settings:
     fake_host_vcpus: int = 16
     fake_host_memory_mb: int = 32768
     fake_host_disk_gb: int = 1024
+    fake_spawn_delay: float = 0.0
 
     # scheduler
     max_attempts: int = 3

@@ -27,8 +27,9 @@ flavors = sa.Table(
 
 instances = sa.Table(
     "instances", metadata,
-    sa.Column("uuid", sa.String(36), primary_key=True),
-    sa.Column("id", sa.Integer, nullable=False, unique=True),  # Nova's integer id, for names
+    # Nova's integer id (names like instance-0000002a) and the public uuid.
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("uuid", sa.String(36), nullable=False, unique=True),
     sa.Column("project_id", sa.String(64), nullable=False, index=True),
     sa.Column("user_id", sa.String(64), nullable=False),
     sa.Column("display_name", sa.String(255), nullable=False),

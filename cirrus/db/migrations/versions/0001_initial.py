@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-22 14:54:29.030835
+Create Date: 2026-11-22 15:01:31.584654
 """
 from alembic import op
 import sqlalchemy as sa
@@ -88,8 +88,8 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f('ix_instance_groups_project_id'), ['project_id'], unique=False)
 
     op.create_table('instances',
+    sa.Column('id', sa.Integer(), autoincrement=True, nullable=False),
     sa.Column('uuid', sa.String(length=36), nullable=False),
-    sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('project_id', sa.String(length=64), nullable=False),
     sa.Column('user_id', sa.String(length=64), nullable=False),
     sa.Column('display_name', sa.String(length=255), nullable=False),
@@ -130,8 +130,8 @@ def upgrade() -> None:
     sa.Column('updated_at', sa.DateTime(), nullable=True),
     sa.Column('deleted_at', sa.DateTime(), nullable=True),
     sa.Column('deleted', sa.Boolean(), nullable=False),
-    sa.PrimaryKeyConstraint('uuid', name=op.f('pk_instances')),
-    sa.UniqueConstraint('id', name=op.f('uq_instances_id'))
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_instances')),
+    sa.UniqueConstraint('uuid', name=op.f('uq_instances_uuid'))
     )
     with op.batch_alter_table('instances', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_instances_deleted'), ['deleted'], unique=False)

@@ -1,0 +1,378 @@
+"""The compute API (seed 000: ``compute/api.py`` ``create`` → ``_create_instance``).
+
+Runs in the API process. It checks everything that can be checked before
+answering (policy, flavor, image, zone, key pair, networks, group, quota),
+writes the instance records in one transaction, records the ``create``
+action and casts the build to the conductor. The build runs after the 202.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import uuid as uuidlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+
+from cirrus import policy
+from cirrus.compute import exception as exc
+from cirrus.compute import instance as inst
+from cirrus.compute import instance_actions, quotas
+from cirrus.compute.flavors import get_flavor
+from cirrus.compute.models import (block_device_mappings, instance_group_members, instance_groups,
+                                   instance_info_caches, instances, key_pairs)
+from cirrus.compute.rpcapi import ComputeAPI
+from cirrus.compute.states import PowerState, TaskState, VmState
+from cirrus.conductor.rpcapi import ComputeTaskAPI
+from cirrus.config import Settings
+from cirrus.context import RequestContext
+from cirrus.db.base import utcnow
+from cirrus.db.engine import Database
+from cirrus.rpc import Transport
+from cirrus.service_models import services
+
+MAX_USERDATA_SIZE = 65535
+GROUP_POLICIES = ("affinity", "anti-affinity", "soft-affinity", "soft-anti-affinity")
+
+
+@dataclass
+class CreateRequest:
+    """What ``POST /servers`` asked for, parsed and typed by the API layer."""
+
+    name: str
+    flavor_id: str
+    image_href: str | None
+    min_count: int = 1
+    max_count: int = 1
+    description: str | None = None
+    availability_zone: str | None = None
+    key_name: str | None = None
+    user_data: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+    injected_files: list[tuple[str, str]] = field(default_factory=list)
+    config_drive: bool = False
+    security_groups: list[str] = field(default_factory=list)
+    admin_password: str | None = None
+    requested_networks: list[dict[str, Any]] | None = None
+    block_device_mapping: list[dict[str, Any]] = field(default_factory=list)
+    scheduler_hints: dict[str, Any] = field(default_factory=dict)
+    access_ip_v4: str | None = None
+    access_ip_v6: str | None = None
+    tags: list[str] = field(default_factory=list)
+    hostname: str | None = None
+
+
+def sanitize_hostname(name: str, default: str) -> str:
+    """A DNS label from a display name, as Nova derives it."""
+    host = re.sub(r"[ _]", "-", name.lower())
+    host = re.sub(r"[^a-z0-9.-]+", "", host)
+    host = host[:63].strip(".-")
+    return host or default
+
+
+def parse_availability_zone(ctx: RequestContext, value: str | None, default: str
+                            ) -> tuple[str | None, str | None, str | None]:
+    """``az``, ``az:host``, ``az:host:node`` or ``az::node`` → (az, host, node)."""
+    if not value:
+        return None, None, None
+    az, host, node = (value.split(":") + [None, None])[:3]
+    if host or node:
+        if not policy.check(ctx, "compute:server:forced_host"):
+            raise exc.ForcedHostForbidden(action="os_compute_api:servers:create:forced_host")
+    return az or default, host or None, node or None
+
+
+class API:
+    """The compute API used by the HTTP handlers."""
+
+    def __init__(self, settings: Settings, db: Database, transport: Transport,
+                 images: Any, network: Any) -> None:
+        self.settings = settings
+        self.db = db
+        self.transport = transport
+        self.images = images
+        self.network = network
+        self.compute_task_api = ComputeTaskAPI(transport)
+        self.compute_rpcapi = ComputeAPI(transport)
+
+    # -- create ------------------------------------------------------------------
+    async def create(self, ctx: RequestContext, req: CreateRequest) -> tuple[list[dict[str, Any]], str]:
+        """Create instance records and start their build; (instances, reservation_id)."""
+        policy.enforce(ctx, "compute:server:create", {"project_id": ctx.project_id})
+        if req.min_count > req.max_count:
+            raise exc.InvalidRequest(reason="min_count must be <= max_count")
+        return await self._create_instance(ctx, req)
+
+    async def _create_instance(self, ctx: RequestContext, req: CreateRequest
+                               ) -> tuple[list[dict[str, Any]], str]:
+        flavor = await self.db.read(get_flavor, req.flavor_id)
+        if flavor is None:
+            raise exc.FlavorNotFound(flavor_id=req.flavor_id)
+        if flavor["disabled"]:
+            raise exc.FlavorDisabled()
+        image_id = self._boot_image_id(req)
+        image = await self._checked_image(ctx, image_id, flavor) if image_id else None
+        az, forced_host, forced_node = parse_availability_zone(
+            ctx, req.availability_zone, self.settings.default_availability_zone)
+        await self.db.read(self._check_zone_and_host, az, forced_host)
+        key_data = await self.db.read(self._key_data, ctx.user_id, req.key_name)
+        self._check_user_data(req.user_data)
+        group = await self.db.read(self._group, req.scheduler_hints.get("group"))
+        max_net = await self.network.validate_networks(ctx, req.requested_networks, req.max_count)
+        max_count = min(req.max_count, max_net) if max_net else req.max_count
+        if max_count < req.min_count:
+            max_count = req.min_count  # the network API raises if truly impossible
+        reservation_id = "r-" + uuidlib.uuid4().hex[:8]
+        rows = await self.db.run(self._provision_instances, ctx, req, flavor, image, az or
+                                 self.settings.default_availability_zone, key_data, group,
+                                 reservation_id, max_count)
+        request_spec = self._request_spec(ctx, rows, flavor, image, az, forced_host, forced_node,
+                                          req.scheduler_hints, group)
+        build_params = {"admin_password": req.admin_password,
+                        "injected_files": [list(f) for f in req.injected_files],
+                        "requested_networks": req.requested_networks,
+                        "security_groups": req.security_groups,
+                        "block_device_mapping": req.block_device_mapping}
+        await self.compute_task_api.build_instances(
+            ctx, instance_uuids=[r["uuid"] for r in rows], request_spec=request_spec,
+            filter_properties={"scheduler_hints": req.scheduler_hints,
+                               "retry": {"num_attempts": 1, "hosts": []}},
+            build_params=build_params)
+        return rows, reservation_id
+
+    @staticmethod
+    def _boot_image_id(req: CreateRequest) -> str | None:
+        for bdm in req.block_device_mapping:
+            if bdm.get("boot_index") in (0, "0") and bdm.get("source_type") == "image":
+                return bdm.get("uuid") or req.image_href
+        return req.image_href or None
+
+    async def _checked_image(self, ctx: RequestContext, image_id: str,
+                             flavor: dict[str, Any]) -> dict[str, Any]:
+        from cirrus.exception import NotFound
+
+        try:
+            image = await self.images.get(ctx, image_id)
+        except NotFound:
+            raise exc.ImageNotFound(image_id=image_id) from None
+        if image.get("status") != "active":
+            raise exc.ImageNotActive(image_id=image_id)
+        if (image.get("min_ram") or 0) > flavor["memory_mb"]:
+            raise exc.FlavorMemoryTooSmall()
+        min_disk_gb = max(image.get("min_disk") or 0, -(-(image.get("size") or 0) // (1 << 30)))
+        if flavor["root_gb"] and min_disk_gb > flavor["root_gb"]:
+            raise exc.FlavorDiskTooSmall()
+        return image
+
+    def _check_zone_and_host(self, conn: sa.Connection, az: str | None, host: str | None) -> None:
+        rows = conn.execute(sa.select(services.c.host, services.c.availability_zone).where(
+            services.c.binary == "cirrus-compute")).all()
+        if az and az != self.settings.default_availability_zone and \
+                az not in {r.availability_zone for r in rows}:
+            raise exc.InvalidAvailabilityZone()
+        if host and host not in {r.host for r in rows}:
+            raise exc.ComputeHostNotFound(host=host)
+
+    @staticmethod
+    def _key_data(conn: sa.Connection, user_id: str | None, key_name: str | None) -> str | None:
+        if key_name is None:
+            return None
+        key = conn.execute(sa.select(key_pairs.c.public_key).where(
+            key_pairs.c.user_id == user_id, key_pairs.c.name == key_name)).scalar()
+        if key is None:
+            raise exc.KeypairNotFound()
+        return key
+
+    @staticmethod
+    def _check_user_data(user_data: str | None) -> None:
+        if user_data is None:
+            return
+        if len(user_data) > MAX_USERDATA_SIZE:
+            raise exc.InvalidRequest(reason=f"User data too large. User data must be no larger "
+                                            f"than {MAX_USERDATA_SIZE} bytes once base64 encoded.")
+        try:
+            base64.b64decode(user_data, validate=True)
+        except (binascii.Error, ValueError):
+            raise exc.InvalidRequest(reason="Userdata content cannot be decoded.") from None
+
+    @staticmethod
+    def _group(conn: sa.Connection, group_uuid: str | None) -> dict[str, Any] | None:
+        if not group_uuid:
+            return None
+        row = conn.execute(sa.select(instance_groups).where(
+            instance_groups.c.uuid == group_uuid)).mappings().first()
+        if row is None:
+            raise exc.InstanceGroupNotFound(group_uuid=group_uuid)
+        return dict(row)
+
+    def _provision_instances(self, conn: sa.Connection, ctx: RequestContext, req: CreateRequest,
+                             flavor: dict[str, Any], image: dict[str, Any] | None, az: str,
+                             key_data: str | None, group: dict[str, Any] | None,
+                             reservation_id: str, max_count: int) -> list[dict[str, Any]]:
+        """All records of the request in one transaction, quota checked after insert."""
+        assert ctx.project_id is not None and ctx.user_id is not None
+        quotas.lock_project(conn, ctx.project_id)
+        count = quotas.allowed_instances(conn, self.settings, ctx.project_id, flavor,
+                                         req.min_count, max_count)
+        now = utcnow()
+        snapshot = {k: flavor[k] for k in ("flavorid", "name", "vcpus", "memory_mb", "root_gb",
+                                           "ephemeral_gb", "swap", "rxtx_factor", "extra_specs",
+                                           "description")}
+        rows = []
+        for index in range(count):
+            uuid = str(uuidlib.uuid4())
+            name = req.name if count == 1 else f"{req.name}-{index + 1}"
+            hostname = req.hostname if (req.hostname and count == 1) else \
+                sanitize_hostname(name, f"server-{uuid}")
+            rows.append({
+                "uuid": uuid, "project_id": ctx.project_id, "user_id": ctx.user_id,
+                "display_name": name, "display_description": req.description,
+                "hostname": hostname, "image_ref": image["id"] if image else "",
+                "flavor": snapshot, "vcpus": flavor["vcpus"], "memory_mb": flavor["memory_mb"],
+                "root_gb": flavor["root_gb"], "ephemeral_gb": flavor["ephemeral_gb"],
+                "vm_state": VmState.BUILDING.value, "task_state": TaskState.SCHEDULING.value,
+                "power_state": PowerState.NOSTATE.value, "availability_zone": az,
+                "key_name": req.key_name, "key_data": key_data, "user_data": req.user_data,
+                "config_drive": req.config_drive, "metadata": dict(req.metadata),
+                "system_metadata": self._system_metadata(image),
+                "security_groups": list(req.security_groups or ["default"]),
+                "requested_networks": req.requested_networks,
+                "access_ip_v4": req.access_ip_v4, "access_ip_v6": req.access_ip_v6,
+                "reservation_id": reservation_id, "launch_index": index, "locked": False,
+                "progress": 0, "tags": list(req.tags), "deleted": False, "created_at": now,
+            })
+        conn.execute(instances.insert(), rows)
+        quotas.recheck(conn, self.settings, ctx.project_id)
+        uuids = [r["uuid"] for r in rows]
+        conn.execute(instance_info_caches.insert(),
+                     [{"instance_uuid": u, "network_info": [], "created_at": now} for u in uuids])
+        bdms = self._bdm_rows(req, image, flavor, now)
+        if bdms:
+            conn.execute(block_device_mappings.insert(),
+                         [{**b, "instance_uuid": u} for u in uuids for b in bdms])
+        if group is not None:
+            self._add_group_members(conn, group, uuids)
+        for u in uuids:
+            instance_actions.action_start(conn, ctx, u, "create")
+        ids = dict(conn.execute(sa.select(instances.c.uuid, instances.c.id).where(
+            instances.c.uuid.in_(uuids))).all())
+        for r in rows:
+            r["id"] = ids[r["uuid"]]
+        return rows
+
+    def _add_group_members(self, conn: sa.Connection, group: dict[str, Any],
+                           uuids: list[str]) -> None:
+        limit = quotas.limits(conn, self.settings, group["project_id"])["server_group_members"]
+        current = conn.execute(sa.select(sa.func.count()).select_from(instance_group_members).join(
+            instances, instances.c.uuid == instance_group_members.c.instance_uuid).where(
+            instance_group_members.c.group_uuid == group["uuid"],
+            instances.c.deleted.is_(False))).scalar_one()
+        if limit >= 0 and current + len(uuids) > limit:
+            raise exc.ServerGroupQuotaExceeded(resource="server_group_members")
+        conn.execute(instance_group_members.insert(),
+                     [{"group_uuid": group["uuid"], "instance_uuid": u} for u in uuids])
+
+    @staticmethod
+    def _system_metadata(image: dict[str, Any] | None) -> dict[str, Any]:
+        if not image:
+            return {}
+        meta = {f"image_{k}": v for k, v in (image.get("properties") or {}).items()}
+        for key in ("disk_format", "container_format", "min_ram", "min_disk"):
+            if image.get(key) is not None:
+                meta[f"image_{key}"] = image[key]
+        meta["image_base_image_ref"] = image["id"]
+        return meta
+
+    @staticmethod
+    def _bdm_rows(req: CreateRequest, image: dict[str, Any] | None, flavor: dict[str, Any],
+                  now: Any) -> list[dict[str, Any]]:
+        if image is None and not req.block_device_mapping:
+            return []
+        return [{"source_type": "image", "destination_type": "local",
+                 "image_id": image["id"] if image else None, "boot_index": 0,
+                 "device_name": "/dev/vda", "volume_size": flavor["root_gb"],
+                 "delete_on_termination": True, "created_at": now}]
+
+    def _request_spec(self, ctx: RequestContext, rows: list[dict[str, Any]],
+                      flavor: dict[str, Any], image: dict[str, Any] | None, az: str | None,
+                      forced_host: str | None, forced_node: str | None,
+                      hints: dict[str, Any], group: dict[str, Any] | None) -> dict[str, Any]:
+        return {
+            "instance_uuids": [r["uuid"] for r in rows], "num_instances": len(rows),
+            "flavor": {k: flavor[k] for k in ("flavorid", "name", "vcpus", "memory_mb", "root_gb",
+                                              "ephemeral_gb", "swap", "extra_specs")},
+            "image": {"id": image["id"], "properties": image.get("properties") or {}}
+            if image else {"id": None, "properties": {}},
+            "project_id": ctx.project_id, "user_id": ctx.user_id, "availability_zone": az,
+            "force_hosts": [forced_host] if forced_host else [],
+            "force_nodes": [forced_node] if forced_node else [],
+            "scheduler_hints": hints,
+            "instance_group": {"uuid": group["uuid"], "policy": group["policy"]} if group else None,
+            "retry": {"num_attempts": 1, "hosts": []},
+        }
+
+    # -- read ----------------------------------------------------------------------
+    async def get(self, ctx: RequestContext, uuid: str) -> dict[str, Any]:
+        """The instance if the caller may see it; 404 otherwise."""
+        row = await self.db.read(inst.get, uuid)
+        if not policy.check(ctx, "compute:server:get", row):
+            raise exc.InstanceNotFound(instance_id=uuid)
+        return row
+
+    # -- delete --------------------------------------------------------------------
+    async def delete(self, ctx: RequestContext, uuid: str) -> None:
+        """Delete a server in any state, including one that is still building."""
+        row = await self.get(ctx, uuid)
+        policy.enforce(ctx, "compute:server:delete", row)
+        await self.db.run(self._start_delete, ctx, row)
+        if row["host"]:
+            await self.compute_rpcapi.terminate_instance(ctx, row["host"], uuid)
+        else:
+            # Not on a host yet: the conductor's build will find it gone.
+            await self.db.run(self._local_delete, ctx, row)
+
+    @staticmethod
+    def _start_delete(conn: sa.Connection, ctx: RequestContext, row: dict[str, Any]) -> None:
+        inst.save(conn, row["uuid"], {"task_state": TaskState.DELETING})
+        instance_actions.action_start(conn, ctx, row["uuid"], "delete")
+
+    @staticmethod
+    def _local_delete(conn: sa.Connection, ctx: RequestContext, row: dict[str, Any]) -> None:
+        conn.execute(instance_group_members.delete().where(
+            instance_group_members.c.instance_uuid == row["uuid"]))
+        inst.soft_delete(conn, row["uuid"])
+        instance_actions.action_finish(conn, ctx, row["uuid"])
+
+    # -- external events (network-vif-plugged) -------------------------------------
+    async def external_instance_event(self, ctx: RequestContext,
+                                      events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Route each event to the host of its instance; per-event status codes."""
+        uuids = list({e["server_uuid"] for e in events})
+        rows = {r["uuid"]: r for r in await self.db.read(inst.get_many, uuids)}
+        by_host: dict[str, list[dict[str, Any]]] = {}
+        results = []
+        for event in events:
+            row = rows.get(event["server_uuid"])
+            result = dict(event)
+            if row is None or row["deleted"]:
+                result.update(code=404, status="failed")
+            elif not row["host"]:
+                result.update(code=422, status="failed")
+            else:
+                result.update(code=200, status=event.get("status", "completed"))
+                by_host.setdefault(row["host"], []).append(event)
+            results.append(result)
+        for host, host_events in by_host.items():
+            await self.compute_rpcapi.external_instance_event(ctx, host, host_events)
+        return results
+
+
+def make_compute_api(settings: Settings, db: Database, transport: Transport) -> API:
+    """The compute API for ``app.state.compute_api``."""
+    from cirrus.image.api import make_image_api
+    from cirrus.network.api import make_network_api
+
+    return API(settings, db, transport, make_image_api(settings, db, transport),
+               make_network_api(settings, db, None, None))

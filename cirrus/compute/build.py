@@ -1,0 +1,354 @@
+"""Building an instance on this host (seeds 000/004, ``compute/manager.py``).
+
+``build_and_run_instance`` returns at once; the build runs in the background
+under a per-instance lock and the ``max_concurrent_builds`` semaphore.
+Failure handling follows seed 004: RescheduledException → networks cleaned
+up, claim released, back to the conductor with this host excluded;
+BuildAbortException (and out-of-IPs, image unacceptable, flavor too small)
+→ ERROR with a fault, no reschedule; deleted during the build → clean up
+and stop quietly.
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, AsyncIterator
+
+import sqlalchemy as sa
+
+from cirrus.compute import exception as exc
+from cirrus.compute import instance as inst
+from cirrus.compute import instance_actions
+from cirrus.compute.models import instance_group_members, instance_groups, instances
+from cirrus.compute.states import TaskState, VmState
+from cirrus.context import RequestContext
+from cirrus.db.base import utcnow
+from cirrus.utils import spawn
+
+if TYPE_CHECKING:
+    from cirrus.compute.manager import ComputeManager
+
+LOG = logging.getLogger(__name__)
+ACTIVE, RESCHEDULED, FAILED = "active", "rescheduled", "failed"
+BUILD_EVENT = "compute__do_build_and_run_instance"
+
+
+def _network_errors(*names: str) -> tuple[type[BaseException], ...]:
+    from cirrus.network import exception as nexc
+
+    return tuple(c for c in (getattr(nexc, n, None) for n in names) if isinstance(c, type))
+
+
+# Network failures that no other host would fix: abort, don't reschedule.
+NO_MORE_NETWORK = _network_errors("IpAddressGenerationFailure", "NoMoreFixedIps",
+                                  "FixedIpLimitExceeded", "NoMoreNetworks")
+ABORT_ERRORS = (exc.FlavorDiskTooSmall, exc.FlavorMemoryTooSmall, exc.ImageNotActive,
+                exc.ImageUnacceptable, exc.ImageNotFound)
+
+
+@dataclass
+class Resources:
+    network_info: Any
+    block_device_info: dict[str, Any]
+
+
+class Builder:
+    """The build path of one compute host."""
+
+    def __init__(self, manager: "ComputeManager") -> None:
+        self.m = manager
+
+    # -- entry -------------------------------------------------------------------
+    def build_and_run_instance(self, ctx: RequestContext, instance_uuid: str, node: str | None,
+                               request_spec: dict[str, Any], filter_properties: dict[str, Any],
+                               build_params: dict[str, Any]) -> None:
+        """Start the build in the background and return."""
+        task = spawn(self._locked_do_build_and_run_instance(
+            ctx, instance_uuid, node, request_spec, filter_properties, build_params),
+            name=f"build:{instance_uuid}")
+        self.m.builds[instance_uuid] = task
+        task.add_done_callback(lambda _t: self.m.builds.pop(instance_uuid, None))
+
+    async def _locked_do_build_and_run_instance(self, *args: Any) -> str:
+        async with self.m.build_semaphore, self.m.instance_lock(args[1]):
+            return await self._do_build_and_run_instance(*args)
+
+    # -- _do_build_and_run_instance (seed 004) -------------------------------------
+    async def _do_build_and_run_instance(self, ctx: RequestContext, uuid: str, node: str | None,
+                                         spec: dict[str, Any], filter_properties: dict[str, Any],
+                                         params: dict[str, Any]) -> str:
+        try:
+            instance = await self.m.db.run(self._start, ctx, uuid)
+        except exc.InstanceNotFound:
+            LOG.debug("instance %s disappeared before its build started", uuid)
+            return FAILED
+        except exc.UnexpectedTaskStateError as error:
+            LOG.debug("instance %s: %s; not building", uuid, error)
+            await self._cleanup_after_failure(ctx, uuid, None, deleting=True)
+            return FAILED
+        injected = [(path, base64.b64decode(data)) for path, data in params.get("injected_files") or []]
+        node = node or self.m.rt.default_node()
+        try:
+            await self._build_and_run_instance(ctx, instance, node, spec, params, injected)
+            await self._finish_event(ctx, uuid, None)
+            return ACTIVE
+        except exc.RescheduledException as error:
+            await self._finish_event(ctx, uuid, error)
+            return await self._reschedule(ctx, instance, node, spec, filter_properties, params, error)
+        except (exc.InstanceNotFound, exc.UnexpectedDeletingTaskStateError) as error:
+            LOG.info("instance %s was deleted during the build", uuid)
+            await self._finish_event(ctx, uuid, error)
+            await self._cleanup_after_failure(ctx, uuid, params, deleting=True)
+            return FAILED
+        except asyncio.CancelledError as error:
+            await asyncio.shield(self._finish_event(ctx, uuid, error))
+            raise
+        except exc.BuildAbortException as error:
+            await self._fail(ctx, uuid, params, error)
+            return FAILED
+        except Exception as error:  # noqa: BLE001 - seed 004: unexpected → ERROR, no reschedule
+            LOG.exception("Unexpected build failure, not rescheduling build of %s", uuid)
+            await self._fail(ctx, uuid, params, error)
+            return FAILED
+
+    def _start(self, conn: sa.Connection, ctx: RequestContext, uuid: str) -> dict[str, Any]:
+        inst.save(conn, uuid, {"vm_state": VmState.BUILDING, "task_state": None},
+                  expected_task_state=(TaskState.SCHEDULING, None))
+        instance_actions.event_start(conn, ctx, uuid, BUILD_EVENT, host=self.m.host)
+        return inst.get(conn, uuid)
+
+    async def _finish_event(self, ctx: RequestContext, uuid: str, error: BaseException | None) -> None:
+        def finish(conn: sa.Connection) -> None:
+            from cirrus.compute.models import instance_actions_events as ev
+            from cirrus.compute.models import instance_actions as act
+
+            event_id = conn.execute(sa.select(ev.c.id).join(act, act.c.id == ev.c.action_id).where(
+                act.c.instance_uuid == uuid, act.c.request_id == ctx.request_id,
+                ev.c.event == BUILD_EVENT, ev.c.host == self.m.host,
+                ev.c.finish_time.is_(None)).order_by(ev.c.id.desc()).limit(1)).scalar()
+            instance_actions.event_finish(conn, event_id, exc=error)
+            if error is None:
+                instance_actions.action_finish(conn, ctx, uuid)
+        await self.m.db.run(finish)
+
+    async def _reschedule(self, ctx: RequestContext, instance: dict[str, Any], node: str,
+                          spec: dict[str, Any], filter_properties: dict[str, Any],
+                          params: dict[str, Any], error: exc.RescheduledException) -> str:
+        uuid = instance["uuid"]
+        retry = filter_properties.get("retry")
+        if not retry:
+            LOG.debug("Retry info not present, will not reschedule %s", uuid)
+            await self._fail(ctx, uuid, params, error)
+            return FAILED
+        LOG.info("rescheduling %s away from %s: %s", uuid, self.m.host, error)
+        if self.m.driver.deallocate_networks_on_reschedule(instance):
+            await self._cleanup_allocated_networks(ctx, instance, params)
+        await self.m.release_claim(uuid)
+        retry.setdefault("hosts", []).append([self.m.host, node])
+        retry["num_attempts"] = retry.get("num_attempts", 1) + 1
+        retry["exc_reason"] = error.format_message()
+        try:
+            await self.m.db.run(inst.save, uuid, {"task_state": TaskState.SCHEDULING,
+                                                  "host": None, "node": None})
+        except (exc.InstanceNotFound, exc.UnexpectedDeletingTaskStateError):
+            await self._cleanup_after_failure(ctx, uuid, params, deleting=True)
+            return FAILED
+        await self.m.compute_task_api.build_instances(
+            ctx, instance_uuids=[uuid], request_spec=spec, filter_properties=filter_properties,
+            build_params=params)
+        return RESCHEDULED
+
+    async def _fail(self, ctx: RequestContext, uuid: str, params: dict[str, Any] | None,
+                    error: BaseException) -> None:
+        """ERROR with a fault; ports and claim released (BuildAbort path)."""
+        await self._cleanup_after_failure(ctx, uuid, params, deleting=False)
+
+        def record(conn: sa.Connection) -> None:
+            inst.set_error(conn, uuid, error, self.m.host)
+            instance_actions.action_finish(conn, ctx, uuid, message="Error")
+        await self.m.db.run(record)
+        await self._finish_event(ctx, uuid, error)
+
+    async def _cleanup_after_failure(self, ctx: RequestContext, uuid: str,
+                                     params: dict[str, Any] | None, deleting: bool) -> None:
+        try:
+            instance = await self.m.db.read(inst.get, uuid, read_deleted=True)
+        except exc.InstanceNotFound:
+            return
+        with contextlib.suppress(Exception):
+            await self.m.driver.destroy(ctx, instance, [], None)
+        await self._cleanup_allocated_networks(ctx, instance, params)
+        await self.m.release_claim(uuid)
+
+    async def _cleanup_allocated_networks(self, ctx: RequestContext, instance: dict[str, Any],
+                                          params: dict[str, Any] | None) -> None:
+        try:
+            await self.m.network_api.deallocate_for_instance(
+                ctx, instance, requested_networks=(params or {}).get("requested_networks"))
+        except Exception:  # noqa: BLE001 - logged; the periodic heal retries
+            LOG.exception("failed to deallocate networks of %s", instance["uuid"])
+
+    # -- _build_and_run_instance (seed 004) -------------------------------------
+    async def _build_and_run_instance(self, ctx: RequestContext, instance: dict[str, Any],
+                                      node: str, spec: dict[str, Any], params: dict[str, Any],
+                                      injected: list[tuple[str, bytes]]) -> None:
+        uuid = instance["uuid"]
+        notify = self.m.notifier
+        payload = {"instance_id": uuid, "host": self.m.host, "node": node}
+        notify.info(ctx, "compute.instance.create.start", payload)
+        try:
+            claim = await self.m.rt.instance_claim(instance, node)
+            await self.m.db.read(self._validate_instance_group_policy, instance)
+            image_meta = await self._image_meta(ctx, instance)
+            async with self._build_resources(ctx, instance, params) as resources:
+                instance = await self.m.db.run(self._save_and_get, uuid, {
+                    "vm_state": VmState.BUILDING, "task_state": TaskState.SPAWNING},
+                    TaskState.BLOCK_DEVICE_MAPPING)
+                await self.m.driver.spawn(ctx, instance, image_meta, injected,
+                                          params.get("admin_password"), claim,
+                                          resources.network_info, resources.block_device_info)
+        except (exc.InstanceNotFound, exc.UnexpectedDeletingTaskStateError) as error:
+            notify.info(ctx, "compute.instance.create.end", {**payload, "fault": str(error)})
+            raise
+        except exc.ComputeResourcesUnavailable as error:
+            notify.error(ctx, "compute.instance.create.error", {**payload, "fault": str(error)})
+            raise exc.RescheduledException(instance_uuid=uuid, reason=error.format_message()) from error
+        except exc.BuildAbortException as error:
+            notify.error(ctx, "compute.instance.create.error", {**payload, "fault": str(error)})
+            raise
+        except NO_MORE_NETWORK as error:
+            notify.error(ctx, "compute.instance.create.error", {**payload, "fault": str(error)})
+            raise exc.BuildAbortException(
+                instance_uuid=uuid, reason=f"Failed to allocate the network(s) with error "
+                                           f"{error}, not rescheduling.") from error
+        except exc.VirtualInterfaceCreateException as error:
+            notify.error(ctx, "compute.instance.create.error", {**payload, "fault": str(error)})
+            raise exc.BuildAbortException(
+                instance_uuid=uuid, reason="Failed to allocate the network(s), not rescheduling."
+            ) from error
+        except ABORT_ERRORS as error:
+            notify.error(ctx, "compute.instance.create.error", {**payload, "fault": str(error)})
+            raise exc.BuildAbortException(instance_uuid=uuid,
+                                          reason=error.format_message()) from error
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # noqa: BLE001 - seed 004: anything else reschedules
+            notify.error(ctx, "compute.instance.create.error", {**payload, "fault": str(error)})
+            raise exc.RescheduledException(instance_uuid=uuid, reason=str(error)) from error
+        await self._finish_build(ctx, instance, resources.network_info, payload)
+
+    async def _finish_build(self, ctx: RequestContext, instance: dict[str, Any],
+                            network_info: Any, payload: dict[str, Any]) -> None:
+        info = await self.m.driver.get_info(instance)
+        values: dict[str, Any] = {"vm_state": VmState.ACTIVE, "task_state": None,
+                                  "power_state": int(info.state), "launched_at": utcnow()}
+        values.update(self._access_ips(network_info))
+        try:
+            await self.m.db.run(inst.save, instance["uuid"], values,
+                                expected_task_state=TaskState.SPAWNING)
+        except (exc.InstanceNotFound, exc.UnexpectedDeletingTaskStateError) as error:
+            self.m.notifier.info(ctx, "compute.instance.create.end", {**payload, "fault": str(error)})
+            raise
+        self.m.notifier.info(ctx, "compute.instance.create.end", payload)
+
+    def _access_ips(self, network_info: Any) -> dict[str, Any]:
+        name = self.m.settings.default_access_ip_network_name
+        if not name:
+            return {}
+        out: dict[str, Any] = {}
+        for vif in network_info or []:
+            if vif["network"].get("label") != name:
+                continue
+            for subnet in vif["network"]["subnets"]:
+                for ip in subnet.get("ips", []):
+                    key = "access_ip_v4" if ip.get("version", 4) == 4 else "access_ip_v6"
+                    out.setdefault(key, ip["address"])
+        return out
+
+    @staticmethod
+    def _save_and_get(conn: sa.Connection, uuid: str, values: dict[str, Any],
+                      expected: Any) -> dict[str, Any]:
+        inst.save(conn, uuid, values, expected_task_state=expected)
+        return inst.get(conn, uuid)
+
+    def _validate_instance_group_policy(self, conn: sa.Connection, instance: dict[str, Any]) -> None:
+        """The late check: another build may have raced us onto/away from this host."""
+        g = instance_groups
+        m = instance_group_members
+        group = conn.execute(sa.select(g.c.uuid, g.c.policy).join(m, m.c.group_uuid == g.c.uuid).where(
+            m.c.instance_uuid == instance["uuid"])).first()
+        if group is None or group.policy not in ("affinity", "anti-affinity"):
+            return
+        hosts = {r.host for r in conn.execute(sa.select(instances.c.host).join(
+            m, m.c.instance_uuid == instances.c.uuid).where(
+            m.c.group_uuid == group.uuid, instances.c.uuid != instance["uuid"],
+            instances.c.deleted.is_(False), instances.c.host.is_not(None)))}
+        if group.policy == "anti-affinity" and self.m.host in hosts:
+            raise exc.RescheduledException(instance_uuid=instance["uuid"],
+                                           reason="Anti-affinity instance group policy was violated.")
+        if group.policy == "affinity" and hosts and self.m.host not in hosts:
+            raise exc.RescheduledException(instance_uuid=instance["uuid"],
+                                           reason="Affinity instance group policy was violated.")
+
+    async def _image_meta(self, ctx: RequestContext, instance: dict[str, Any]) -> dict[str, Any]:
+        if not instance.get("image_ref"):
+            return {"properties": {}}
+        return await self.m.images.get(ctx.elevated(), instance["image_ref"])
+
+    # -- _build_resources (seed 000) -------------------------------------------------
+    @contextlib.asynccontextmanager
+    async def _build_resources(self, ctx: RequestContext, instance: dict[str, Any],
+                               params: dict[str, Any]) -> AsyncIterator[Resources]:
+        uuid = instance["uuid"]
+        await self.m.db.run(inst.save, uuid, {"vm_state": VmState.BUILDING,
+                                              "task_state": TaskState.NETWORKING},
+                            expected_task_state=[None])
+        # Allocate networks while block devices are prepared (seed 000).
+        net_task = spawn(self._allocate_network_async(ctx, instance, params),
+                         name=f"allocate-network:{uuid}")
+        try:
+            await self.m.db.run(inst.save, uuid, {"task_state": TaskState.BLOCK_DEVICE_MAPPING},
+                                expected_task_state=TaskState.NETWORKING)
+            block_device_info = await self._prep_block_device(instance)
+            network_info = await net_task
+        except BaseException:
+            net_task.cancel()
+            with contextlib.suppress(BaseException):
+                await net_task
+            raise
+        try:
+            yield Resources(network_info, block_device_info)
+        except BaseException:
+            # Spawn failed: make sure nothing half-built stays on the hypervisor.
+            with contextlib.suppress(Exception):
+                await self.m.driver.destroy(ctx, instance, network_info, block_device_info)
+            raise
+
+    async def _prep_block_device(self, instance: dict[str, Any]) -> dict[str, Any]:
+        bdms = await self.m.db.read(inst.bdms, instance["uuid"])
+        return {"block_device_mapping": bdms, "root_device_name": "/dev/vda"}
+
+    async def _allocate_network_async(self, ctx: RequestContext, instance: dict[str, Any],
+                                      params: dict[str, Any]) -> Any:
+        """allocate_for_instance with ``network_allocate_retries`` and back-off."""
+        attempts = max(0, self.m.settings.network_allocate_retries) + 1
+        delay = 1.0
+        for attempt in range(1, attempts + 1):
+            try:
+                return await self.m.network_api.allocate_for_instance(
+                    ctx, instance, requested_networks=params.get("requested_networks"),
+                    security_groups=params.get("security_groups") or None,
+                    bind_host_id=self.m.host)
+            except NO_MORE_NETWORK:
+                raise
+            except Exception:
+                if attempt == attempts:
+                    raise
+                LOG.warning("network allocation for %s failed (attempt %d/%d); retrying in %.0fs",
+                            instance["uuid"], attempt, attempts, delay, exc_info=True)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 30.0)
+        raise AssertionError("unreachable")

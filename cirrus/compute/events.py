@@ -1,0 +1,65 @@
+"""Waiting for external events (``network-vif-plugged``) with a deadline.
+
+A waiter is prepared *before* the action that triggers the event (plugging
+VIFs), so an event cannot slip past; ``external_instance_event`` pops it.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any, AsyncIterator, Iterable
+
+
+class InstanceEvents:
+    """Pending event futures per instance, keyed by ``name-tag``."""
+
+    def __init__(self) -> None:
+        self._waiters: dict[str, dict[str, asyncio.Future[dict[str, Any]]]] = {}
+
+    def prepare(self, instance_uuid: str, keys: Iterable[str]) -> dict[str, asyncio.Future]:
+        loop = asyncio.get_running_loop()
+        mine = self._waiters.setdefault(instance_uuid, {})
+        return {k: mine.setdefault(k, loop.create_future()) for k in keys}
+
+    def pop(self, instance_uuid: str, key: str) -> asyncio.Future | None:
+        return self._waiters.get(instance_uuid, {}).pop(key, None)
+
+    def clear(self, instance_uuid: str) -> None:
+        for fut in self._waiters.pop(instance_uuid, {}).values():
+            if not fut.done():
+                fut.cancel()
+
+    def deliver(self, event: dict[str, Any]) -> bool:
+        """Resolve the waiter for ``event``; False if nobody waited for it."""
+        key = f"{event['name']}-{event.get('tag')}"
+        fut = self.pop(event["server_uuid"], key)
+        if fut is None or fut.done():
+            return False
+        fut.set_result(event)
+        return True
+
+    @contextlib.asynccontextmanager
+    async def wait_for_instance_event(self, instance_uuid: str, keys: list[str], *,
+                                      deadline: float, error_cb: Any = None) -> AsyncIterator[None]:
+        """Prepare waiters for ``keys``, run the body, then wait up to ``deadline`` s.
+
+        On timeout ``error_cb(keys_missing)`` decides: it raises to fail, or
+        returns to carry on (``vif_plugging_is_fatal = False``).
+        """
+        futures = self.prepare(instance_uuid, keys)
+        try:
+            yield
+            if futures:
+                done, pending = await asyncio.wait(futures.values(), timeout=deadline)
+                if pending and error_cb is not None:
+                    missing = [k for k, f in futures.items() if f in pending]
+                    error_cb(missing)
+                for fut in done:
+                    event = fut.result()
+                    if event.get("status") == "failed" and error_cb is not None:
+                        error_cb([f"{event['name']}-{event.get('tag')}"])
+        finally:
+            for key in keys:
+                fut = self.pop(instance_uuid, key)
+                if fut is not None and not fut.done():
+                    fut.cancel()

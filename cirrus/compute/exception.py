@@ -1,0 +1,109 @@
+"""Compute errors. Each carries its HTTP status; the type also tells the
+build path whether to reschedule (RescheduledException) or abort."""
+from __future__ import annotations
+
+from cirrus.exception import CirrusException, Conflict, Forbidden, Invalid, NotFound, QuotaExceeded
+
+
+class InstanceNotFound(NotFound):
+    msg_fmt = "Instance %(instance_id)s could not be found."
+
+
+class UnexpectedTaskStateError(Conflict):
+    msg_fmt = ("Conflict updating instance %(instance_uuid)s. Expected: %(expected)s. "
+               "Actual: %(actual)s")
+
+
+class UnexpectedDeletingTaskStateError(UnexpectedTaskStateError):
+    pass
+
+
+class InstanceInvalidState(Conflict):
+    msg_fmt = ("Cannot '%(method)s' instance %(instance_uuid)s while it is in "
+               "%(attr)s %(state)s")
+
+
+class FlavorNotFound(Invalid):
+    msg_fmt = "Flavor %(flavor_id)s could not be found."
+
+
+class FlavorDisabled(Invalid):
+    msg_fmt = "Flavor is disabled."
+
+
+class ImageNotFound(Invalid):
+    msg_fmt = "Can not find requested image"
+
+
+class ImageNotActive(Invalid):
+    msg_fmt = "Image %(image_id)s is not active."
+
+
+class ImageUnacceptable(Invalid):
+    msg_fmt = "Image %(image_id)s is unacceptable: %(reason)s"
+
+
+class FlavorDiskTooSmall(Invalid):
+    msg_fmt = "Flavor's disk is too small for requested image."
+
+
+class FlavorMemoryTooSmall(Invalid):
+    msg_fmt = "Flavor's memory is too small for requested image."
+
+
+class InvalidRequest(Invalid):
+    msg_fmt = "%(reason)s"
+
+
+class KeypairNotFound(Invalid):
+    msg_fmt = "Invalid key_name provided."
+
+
+class InstanceGroupNotFound(Invalid):
+    msg_fmt = "Invalid server group %(group_uuid)s."
+
+
+class InvalidAvailabilityZone(Invalid):
+    msg_fmt = "The requested availability zone is not available"
+
+
+class ComputeHostNotFound(Invalid):
+    msg_fmt = "Compute host %(host)s could not be found."
+
+
+class ForcedHostForbidden(Forbidden):
+    msg_fmt = "Policy doesn't allow %(action)s to be performed."
+
+
+class TooManyInstances(QuotaExceeded):
+    msg_fmt = ("Quota exceeded for %(overs)s: Requested %(req)s, but already used "
+               "%(used)s of %(allowed)s %(overs)s")
+
+
+class ServerGroupQuotaExceeded(QuotaExceeded):
+    msg_fmt = "Quota exceeded, too many servers in group"
+
+
+# -- the build path (seed 004) -------------------------------------------------
+class BuildAbortException(CirrusException):
+    """Stop the build; no reschedule. The instance goes to ERROR with a fault."""
+
+    msg_fmt = "Build of instance %(instance_uuid)s aborted: %(reason)s"
+
+
+class RescheduledException(CirrusException):
+    """Try another host (if retries are left)."""
+
+    msg_fmt = "Build of instance %(instance_uuid)s was re-scheduled: %(reason)s"
+
+
+class ComputeResourcesUnavailable(CirrusException):
+    msg_fmt = "Insufficient compute resources: %(reason)s."
+
+
+class VirtualInterfaceCreateException(CirrusException):
+    msg_fmt = "Virtual Interface creation failed"
+
+
+class MaxRetriesExceeded(CirrusException):
+    msg_fmt = "%(reason)s"

@@ -1,0 +1,116 @@
+"""The compute service's RPC surface (one per host). The work lives in
+``build.py``, ``delete.py`` and (for power actions) ``power.py``."""
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+from typing import Any
+
+from cirrus.compute.build import Builder
+from cirrus.compute.events import InstanceEvents
+from cirrus.compute.resource_tracker import ResourceTracker
+from cirrus.conductor.rpcapi import ComputeTaskAPI
+from cirrus.config import Settings
+from cirrus.context import RequestContext
+from cirrus.db.engine import Database
+from cirrus.notifications import Notifier
+from cirrus.rpc import Transport
+from cirrus.service import PeriodicTask, Service
+from cirrus.virt import load_compute_driver
+from cirrus.virt.driver import ComputeDriver
+
+LOG = logging.getLogger(__name__)
+
+
+class ComputeManager:
+    """Everything one compute host does, reached over the bus."""
+
+    RPC_API = frozenset({"build_and_run_instance", "terminate_instance",
+                         "external_instance_event"})
+
+    def __init__(self, settings: Settings, db: Database, transport: Transport, host: str,
+                 driver: ComputeDriver) -> None:
+        from cirrus.image.api import make_image_api
+        from cirrus.network.api import make_network_api
+
+        self.settings = settings
+        self.db = db
+        self.host = host
+        self.driver = driver
+        self.events = InstanceEvents()
+        driver.virtapi = self.events  # drivers wait for network-vif-plugged through it
+        self.notifier = Notifier(f"compute.{host}")
+        self.rt = ResourceTracker(settings, db, host, driver)
+        self.images = make_image_api(settings, db, transport)
+        self.network_api = make_network_api(settings, db, host, self._deliver_events)
+        self.compute_task_api = ComputeTaskAPI(transport)
+        self.build_semaphore = asyncio.Semaphore(settings.max_concurrent_builds)
+        self.builds: dict[str, asyncio.Task[Any]] = {}
+        self._locks: dict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self.builder = Builder(self)
+
+    def instance_lock(self, uuid: str) -> asyncio.Lock:
+        """The per-instance lock every operation on ``uuid`` holds."""
+        return self._locks[uuid]
+
+    async def start(self) -> None:
+        await self.driver.init_host(self.host)
+        await self.rt.update_available_resource()
+
+    async def stop(self) -> None:
+        for task in list(self.builds.values()):
+            task.cancel()
+        await self.driver.cleanup_host(self.host)
+
+    async def release_claim(self, instance_uuid: str) -> None:
+        from cirrus.scheduler.claims import release
+
+        await self.db.run(release, instance_uuid)
+
+    # -- RPC API -------------------------------------------------------------------
+    async def build_and_run_instance(self, ctx: RequestContext, instance_uuid: str, node: str,
+                                     request_spec: dict[str, Any],
+                                     filter_properties: dict[str, Any],
+                                     build_params: dict[str, Any]) -> None:
+        self.builder.build_and_run_instance(ctx, instance_uuid, node, request_spec,
+                                            filter_properties, build_params)
+
+    async def terminate_instance(self, ctx: RequestContext, instance_uuid: str) -> None:
+        from cirrus.compute.delete import terminate_instance
+
+        await terminate_instance(self, ctx, instance_uuid)
+
+    async def external_instance_event(self, ctx: RequestContext,
+                                      events: list[dict[str, Any]]) -> None:
+        await self._deliver_events(ctx, events)
+
+    async def _deliver_events(self, ctx: RequestContext, events: list[dict[str, Any]]) -> None:
+        for event in events:
+            if event.get("name") in ("network-vif-plugged", "network-vif-unplugged"):
+                self.events.deliver(event)
+
+    # -- periodic ------------------------------------------------------------------
+    def periodic_tasks(self) -> list[PeriodicTask]:
+        return [PeriodicTask("update_available_resource", 60.0, self.rt.update_available_resource)]
+
+
+def compute_hosts(settings: Settings) -> list[str]:
+    """The host names this process serves."""
+    if settings.compute_host:
+        return [settings.compute_host]
+    return [f"compute{i}" for i in range(1, settings.computes + 1)]
+
+
+def make_services(settings: Settings, db: Database, transport: Transport) -> list[Service]:
+    """One compute service per (simulated) host."""
+    out = []
+    for host in compute_hosts(settings):
+        manager = ComputeManager(settings, db, transport, host,
+                                 load_compute_driver(settings, host))
+        out.append(Service(binary="cirrus-compute", topic="compute", host=host, db=db,
+                           transport=transport, endpoint=manager,
+                           report_interval=settings.report_interval,
+                           periodic_tasks=manager.periodic_tasks(),
+                           availability_zone=settings.default_availability_zone))
+    return out

@@ -1,0 +1,54 @@
+"""Client side of the compute host RPC API (topic ``compute``, one server per host)."""
+from __future__ import annotations
+
+from typing import Any
+
+from cirrus.context import RequestContext
+from cirrus.rpc import RPCClient, Transport
+
+TOPIC = "compute"
+
+
+class ComputeAPI:
+    """Casts and calls to the compute service on a named host."""
+
+    def __init__(self, transport: Transport) -> None:
+        self.client = RPCClient(transport, TOPIC)
+
+    async def build_and_run_instance(self, ctx: RequestContext, host: str, *, instance_uuid: str,
+                                     node: str, request_spec: dict[str, Any],
+                                     filter_properties: dict[str, Any],
+                                     build_params: dict[str, Any]) -> None:
+        await self.client.prepare(server=host).cast(
+            ctx, "build_and_run_instance", instance_uuid=instance_uuid, node=node,
+            request_spec=request_spec, filter_properties=filter_properties,
+            build_params=build_params)
+
+    async def terminate_instance(self, ctx: RequestContext, host: str, instance_uuid: str) -> None:
+        await self.client.prepare(server=host).cast(ctx, "terminate_instance",
+                                                    instance_uuid=instance_uuid)
+
+    async def start_instance(self, ctx: RequestContext, host: str, instance_uuid: str) -> None:
+        await self.client.prepare(server=host).cast(ctx, "start_instance",
+                                                    instance_uuid=instance_uuid)
+
+    async def stop_instance(self, ctx: RequestContext, host: str, instance_uuid: str,
+                            clean_shutdown: bool = True) -> None:
+        await self.client.prepare(server=host).cast(ctx, "stop_instance",
+                                                    instance_uuid=instance_uuid,
+                                                    clean_shutdown=clean_shutdown)
+
+    async def reboot_instance(self, ctx: RequestContext, host: str, instance_uuid: str,
+                              reboot_type: str) -> None:
+        await self.client.prepare(server=host).cast(ctx, "reboot_instance",
+                                                    instance_uuid=instance_uuid,
+                                                    reboot_type=reboot_type)
+
+    async def get_console_output(self, ctx: RequestContext, host: str, instance_uuid: str,
+                                 tail_length: int | None) -> str:
+        return await self.client.prepare(server=host, timeout=30).call(
+            ctx, "get_console_output", instance_uuid=instance_uuid, tail_length=tail_length)
+
+    async def external_instance_event(self, ctx: RequestContext, host: str,
+                                      events: list[dict[str, Any]]) -> None:
+        await self.client.prepare(server=host).cast(ctx, "external_instance_event", events=events)

@@ -1,0 +1,24 @@
+"""Client side of the conductor's RPC API (topic ``conductor``)."""
+from __future__ import annotations
+
+from typing import Any
+
+from cirrus.context import RequestContext
+from cirrus.rpc import RPCClient, Transport
+
+TOPIC = "conductor"
+
+
+class ComputeTaskAPI:
+    """``compute_task_api`` in the seeds: casts build work to a conductor."""
+
+    def __init__(self, transport: Transport) -> None:
+        self.client = RPCClient(transport, TOPIC)
+
+    async def build_instances(self, ctx: RequestContext, *, instance_uuids: list[str],
+                              request_spec: dict[str, Any], filter_properties: dict[str, Any],
+                              build_params: dict[str, Any]) -> None:
+        """Schedule and start building; returns before anything is built."""
+        await self.client.cast(ctx, "build_instances", instance_uuids=instance_uuids,
+                               request_spec=request_spec, filter_properties=filter_properties,
+                               build_params=build_params)

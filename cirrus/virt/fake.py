@@ -1,0 +1,152 @@
+"""The fake hypervisor: real in-memory state, instant or delayed, faults as data.
+
+Tests inject failures with rules, e.g.::
+
+    driver.faults["spawn"].append(fail_on_host("compute1"))
+    driver.faults["spawn"].append(hang(instance_name="slow"))
+"""
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from cirrus.compute.states import PowerState
+from cirrus.virt import exception as vexc
+from cirrus.virt.driver import Capabilities, ComputeDriver, InstanceInfo, NodeResources
+
+
+@dataclass
+class FaultRule:
+    """Raise ``error()`` (or hang) when an operation matches host/instance."""
+
+    error: Callable[[dict[str, Any]], BaseException] | None
+    host: str | None = None
+    instance_name: str | None = None
+    times: int | None = None  # None: always
+    hang: bool = False
+
+    def matches(self, host: str, instance: dict[str, Any]) -> bool:
+        if self.times is not None and self.times <= 0:
+            return False
+        if self.host is not None and self.host != host:
+            return False
+        name = instance.get("display_name")
+        return self.instance_name is None or self.instance_name == name
+
+
+def _spawn_error(instance: dict[str, Any]) -> BaseException:
+    return vexc.InstanceSpawnError(instance_uuid=instance["uuid"], reason="injected fault")
+
+
+def fail_on_host(host: str, error: Callable[[dict[str, Any]], BaseException] = _spawn_error,
+                 times: int | None = None) -> FaultRule:
+    return FaultRule(error=error, host=host, times=times)
+
+
+def fail_for_instance(name: str, error: Callable[[dict[str, Any]], BaseException] = _spawn_error,
+                      times: int | None = None) -> FaultRule:
+    return FaultRule(error=error, instance_name=name, times=times)
+
+
+def hang(host: str | None = None, instance_name: str | None = None) -> FaultRule:
+    return FaultRule(error=None, host=host, instance_name=instance_name, hang=True)
+
+
+@dataclass
+class FakeInstance:
+    uuid: str
+    name: str
+    state: PowerState
+    console: list[str] = field(default_factory=list)
+
+
+class FakeDriver(ComputeDriver):
+    """An in-memory hypervisor with one node named after the host."""
+
+    capabilities = Capabilities(supports_console_output=True, supports_vif_plugging_events=False)
+
+    def __init__(self, settings: Any, host: str) -> None:
+        self.host = host
+        self.vcpus = settings.fake_host_vcpus
+        self.memory_mb = settings.fake_host_memory_mb
+        self.local_gb = settings.fake_host_disk_gb
+        self.spawn_delay = float(getattr(settings, "fake_spawn_delay", 0.0))
+        self.instances: dict[str, FakeInstance] = {}
+        self.faults: dict[str, list[FaultRule]] = defaultdict(list)
+        self.plugged: dict[str, list[str]] = {}
+
+    async def _check_fault(self, op: str, instance: dict[str, Any]) -> None:
+        for rule in self.faults.get(op, ()):
+            if rule.matches(self.host, instance):
+                if rule.times is not None:
+                    rule.times -= 1
+                if rule.hang:
+                    await asyncio.Event().wait()  # until cancelled
+                assert rule.error is not None
+                raise rule.error(instance)
+
+    def _get(self, instance: dict[str, Any]) -> FakeInstance:
+        found = self.instances.get(instance["uuid"])
+        if found is None:
+            raise vexc.InstanceNotFound(instance_id=instance["uuid"])
+        return found
+
+    def get_available_nodes(self) -> list[str]:
+        return [self.host]
+
+    async def get_available_resource(self, nodename: str) -> NodeResources:
+        return NodeResources(hypervisor_hostname=nodename, vcpus=self.vcpus,
+                             memory_mb=self.memory_mb, local_gb=self.local_gb,
+                             hypervisor_type="fake", hypervisor_version=1000, cpu_arch="x86_64",
+                             host_ip="127.0.0.1")
+
+    async def spawn(self, context: Any, instance: dict[str, Any], image_meta: dict[str, Any],
+                    injected_files: list[tuple[str, bytes]], admin_password: str | None,
+                    allocations: dict[str, Any], network_info: Any,
+                    block_device_info: dict[str, Any] | None = None) -> None:
+        await self._check_fault("spawn", instance)
+        if self.spawn_delay:
+            await asyncio.sleep(self.spawn_delay)
+        ips = [ip["address"] for vif in (network_info or []) for sub in vif["network"]["subnets"]
+               for ip in sub.get("ips", [])]
+        fake = FakeInstance(instance["uuid"], instance.get("display_name", ""), PowerState.RUNNING)
+        fake.console.append(f"fake console of {instance['uuid']}")
+        fake.console.append(f"CIRRUS-BOOT-OK ip={','.join(ips)}")
+        self.instances[instance["uuid"]] = fake
+        self.plugged[instance["uuid"]] = [vif["id"] for vif in (network_info or [])]
+
+    async def destroy(self, context: Any, instance: dict[str, Any], network_info: Any,
+                      block_device_info: dict[str, Any] | None = None,
+                      destroy_disks: bool = True) -> None:
+        await self._check_fault("destroy", instance)
+        self.instances.pop(instance["uuid"], None)
+        self.plugged.pop(instance["uuid"], None)
+
+    async def power_on(self, context: Any, instance: dict[str, Any], network_info: Any,
+                       block_device_info: dict[str, Any] | None = None) -> None:
+        await self._check_fault("power_on", instance)
+        self._get(instance).state = PowerState.RUNNING
+
+    async def power_off(self, instance: dict[str, Any], timeout: float = 0,
+                        retry_interval: float = 0) -> None:
+        await self._check_fault("power_off", instance)
+        self._get(instance).state = PowerState.SHUTDOWN
+
+    async def reboot(self, context: Any, instance: dict[str, Any], network_info: Any,
+                     reboot_type: str, block_device_info: dict[str, Any] | None = None) -> None:
+        await self._check_fault("reboot", instance)
+        fake = self._get(instance)
+        fake.state = PowerState.RUNNING
+        fake.console.append(f"rebooted ({reboot_type.lower()})")
+
+    async def get_info(self, instance: dict[str, Any]) -> InstanceInfo:
+        fake = self._get(instance)
+        return InstanceInfo(state=fake.state, internal_id=fake.uuid)
+
+    async def get_console_output(self, context: Any, instance: dict[str, Any]) -> str:
+        return "\n".join(self._get(instance).console) + "\n"
+
+    async def list_instance_uuids(self) -> list[str]:
+        return list(self.instances)
