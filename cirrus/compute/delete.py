@@ -12,6 +12,7 @@ from cirrus.compute import exception as exc
 from cirrus.compute import instance as inst
 from cirrus.compute import instance_actions
 from cirrus.compute.models import instance_group_members
+from cirrus.compute.queries import info_caches
 from cirrus.context import RequestContext
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ async def terminate_instance(m: "ComputeManager", ctx: RequestContext, instance_
 
 
 async def _shutdown_instance(m: "ComputeManager", ctx: RequestContext, instance: dict) -> None:
-    caches = await m.db.read(inst.info_caches, [instance["uuid"]])
+    caches = await m.db.read(info_caches, [instance["uuid"]])
     network_info = caches.get(instance["uuid"], [])
     await m.driver.destroy(ctx, instance, network_info, None)
     await m.network_api.deallocate_for_instance(ctx, instance,

@@ -11,8 +11,7 @@ from typing import Any, Iterable
 import sqlalchemy as sa
 
 from cirrus.compute import exception as exc
-from cirrus.compute.models import (block_device_mappings, instance_faults,
-                                   instance_info_caches, instances)
+from cirrus.compute.models import block_device_mappings, instance_faults, instances
 from cirrus.compute.states import TaskState, VmState
 from cirrus.db.base import utcnow
 from cirrus.db.engine import fetch_all, fetch_one
@@ -85,15 +84,6 @@ def add_fault(conn: sa.Connection, uuid: str, error: BaseException, host: str | 
         details=details or (text if len(text or "") > 255 else None), host=host, created_at=now))
 
 
-def latest_faults(conn: sa.Connection, uuids: list[str]) -> dict[str, dict[str, Any]]:
-    """The newest fault of each instance in ``uuids``."""
-    if not uuids:
-        return {}
-    rows = fetch_all(conn, sa.select(instance_faults).where(
-        instance_faults.c.instance_uuid.in_(uuids)).order_by(instance_faults.c.id))
-    return {r["instance_uuid"]: r for r in rows}
-
-
 def set_error(conn: sa.Connection, uuid: str, error: BaseException, host: str | None,
               message: str | None = None) -> None:
     """ERROR, task_state None, plus a fault; quietly nothing if it is gone."""
@@ -110,15 +100,6 @@ def soft_delete(conn: sa.Connection, uuid: str) -> None:
     conn.execute(instances.update().where(instances.c.uuid == uuid).values(
         deleted=True, deleted_at=now, terminated_at=now, vm_state=VmState.DELETED.value,
         task_state=None, power_state=0, updated_at=now))
-
-
-def info_caches(conn: sa.Connection, uuids: list[str]) -> dict[str, list[dict[str, Any]]]:
-    if not uuids:
-        return {}
-    rows = conn.execute(sa.select(instance_info_caches.c.instance_uuid,
-                                  instance_info_caches.c.network_info).where(
-        instance_info_caches.c.instance_uuid.in_(uuids)))
-    return {r.instance_uuid: r.network_info or [] for r in rows}
 
 
 def bdms(conn: sa.Connection, uuid: str) -> list[dict[str, Any]]:

@@ -1,6 +1,145 @@
-"""Compute API: servers."""
+"""``/servers``: create, list, show, delete (thin handlers)."""
 from __future__ import annotations
 
-from starlette.routing import BaseRoute
+from datetime import datetime
+from typing import Any
 
-ROUTES: list[BaseRoute] = []
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from cirrus import policy
+from cirrus.api.compute import views
+from cirrus.api.compute.microversion import api_version
+from cirrus.api.compute.server_schema import parse_create
+from cirrus.api.wsgi import context, json_body, no_content, query_int, reply
+from cirrus.compute import queries
+from cirrus.exception import ValidationError
+
+MAX_LIMIT = 1000
+
+
+def _base(request: Request) -> str:
+    return request.app.state.settings.public_url.rstrip("/")
+
+
+async def create(request: Request) -> Response:
+    ctx = context(request)
+    version = api_version(request)
+    req, want_reservation = parse_create(await json_body(request), version)
+    rows, reservation_id = await request.app.state.compute_api.create(ctx, req)
+    if want_reservation:
+        return reply({"reservation_id": reservation_id}, status=202)
+    row = rows[0]
+    server = {"id": row["uuid"], "links": views.links(_base(request), "servers", row["uuid"]),
+              "OS-DCF:diskConfig": "MANUAL",
+              "security_groups": [{"name": n} for n in row["security_groups"]],
+              "adminPass": req.admin_password}
+    return reply({"server": server}, status=202,
+                 headers={"Location": f"{_base(request)}/compute/v2.1/servers/{row['uuid']}"})
+
+
+def _list_query(request: Request, ctx: Any) -> queries.ListQuery:
+    params = request.query_params
+    all_tenants = params.get("all_tenants", params.get("all_projects"))
+    see_all = all_tenants is not None and all_tenants.lower() not in ("0", "false", "off", "no")
+    if see_all:
+        policy.enforce(ctx, "compute:server:all_tenants")
+    project = params.get("project_id") or params.get("tenant_id") if see_all and ctx.is_admin else None
+    changes = params.get("changes-since") or params.get("changes_since")
+    changes_since = None
+    if changes:
+        try:
+            changes_since = datetime.fromisoformat(changes.replace("Z", "+00:00")).replace(tzinfo=None)
+        except ValueError:
+            raise ValidationError(field="changes-since", reason=f"{changes!r} is not a date-time") from None
+    limit = query_int(request, "limit", None, minimum=0)
+    sort_keys = params.getlist("sort_key") or ["created_at"]
+    sort_dirs = params.getlist("sort_dir") or ["desc"]
+    sort = []
+    for i, key in enumerate(sort_keys):
+        key = {"name": "display_name", "id": "uuid"}.get(key, key)
+        if key not in queries.SORT_KEYS:
+            raise ValidationError(field="sort_key", reason=f"{key!r} is not a valid sort key")
+        direction = sort_dirs[min(i, len(sort_dirs) - 1)]
+        if direction not in ("asc", "desc"):
+            raise ValidationError(field="sort_dir", reason=f"{direction!r} is not asc or desc")
+        sort.append((key, direction))
+    host = params.get("host")
+    if host and not ctx.is_admin:
+        host = None  # Nova ignores admin-only filters for others
+    return queries.ListQuery(
+        project_id=None if see_all and not project else (project or ctx.project_id),
+        name=params.get("name"), status=params.getlist("status"), image=params.get("image"),
+        flavor=params.get("flavor"), host=host, changes_since=changes_since,
+        deleted=ctx.is_admin and params.get("deleted", "").lower() in ("true", "1"),
+        ip=params.get("ip"), tags=[t for t in params.get("tags", "").split(",") if t],
+        reservation_id=params.get("reservation_id"),
+        limit=min(limit if limit is not None else MAX_LIMIT, MAX_LIMIT),
+        marker=params.get("marker"), sort=sort)
+
+
+def _next_link(request: Request, rows: list[dict[str, Any]], q: queries.ListQuery,
+               kind: str) -> list[dict[str, str]]:
+    if q.limit is None or len(rows) < q.limit or not rows:
+        return []
+    params = dict(request.query_params)
+    params["marker"] = rows[-1]["uuid"]
+    query = "&".join(f"{k}={v}" for k, v in params.items())
+    return [{"rel": "next", "href": f"{_base(request)}/compute/v2.1/{kind}?{query}"}]
+
+
+async def index(request: Request) -> Response:
+    ctx = context(request)
+    q = _list_query(request, ctx)
+    rows = await request.app.state.db.read(queries.list_instances, q)
+    body: dict[str, Any] = {"servers": [views.basic(_base(request), r) for r in rows]}
+    links = _next_link(request, rows, q, "servers")
+    if links:
+        body["servers_links"] = links
+    return reply(body)
+
+
+async def detail(request: Request) -> Response:
+    ctx = context(request)
+    q = _list_query(request, ctx)
+    db = request.app.state.db
+
+    def load(conn: Any) -> tuple[list[dict[str, Any]], Any, Any]:
+        rows = queries.list_instances(conn, q)
+        return (rows, *queries.with_details(conn, rows))
+    rows, caches, faults = await db.read(load)
+    version = api_version(request)
+    base = _base(request)
+    servers = [views.detail(base, r, version, is_admin=ctx.is_admin,
+                            network_info=caches.get(r["uuid"], []), fault=faults.get(r["uuid"]))
+               for r in rows]
+    body: dict[str, Any] = {"servers": servers}
+    links = _next_link(request, rows, q, "servers/detail")
+    if links:
+        body["servers_links"] = links
+    return reply(body)
+
+
+async def show(request: Request) -> Response:
+    ctx = context(request)
+    row = await request.app.state.compute_api.get(ctx, request.path_params["server_id"])
+    caches, faults = await request.app.state.db.read(queries.with_details, [row])
+    return reply({"server": views.detail(_base(request), row, api_version(request),
+                                         is_admin=ctx.is_admin,
+                                         network_info=caches.get(row["uuid"], []),
+                                         fault=faults.get(row["uuid"]))})
+
+
+async def delete(request: Request) -> Response:
+    await request.app.state.compute_api.delete(context(request), request.path_params["server_id"])
+    return no_content()
+
+
+ROUTES = [
+    Route("/v2.1/servers", create, methods=["POST"]),
+    Route("/v2.1/servers", index, methods=["GET"]),
+    Route("/v2.1/servers/detail", detail, methods=["GET"]),
+    Route("/v2.1/servers/{server_id}", show, methods=["GET"]),
+    Route("/v2.1/servers/{server_id}", delete, methods=["DELETE"]),
+]

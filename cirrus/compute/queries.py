@@ -1,0 +1,142 @@
+"""Listing instances with the filters clients use (one query, no N+1)."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from cirrus.compute import exception as exc
+from cirrus.compute.models import instance_faults, instance_info_caches, instances
+from cirrus.compute.states import TaskState, VmState
+from cirrus.db.engine import fetch_all
+
+# API status → vm_state (and task_state where the status depends on it).
+STATUS_FILTERS: dict[str, tuple[list[str], list[str] | None]] = {
+    "ACTIVE": ([VmState.ACTIVE.value], None),
+    "BUILD": ([VmState.BUILDING.value], None),
+    "SHUTOFF": ([VmState.STOPPED.value], None),
+    "ERROR": ([VmState.ERROR.value], None),
+    "PAUSED": ([VmState.PAUSED.value], None),
+    "SUSPENDED": ([VmState.SUSPENDED.value], None),
+    "DELETED": ([VmState.DELETED.value], None),
+    "REBOOT": ([VmState.ACTIVE.value], [TaskState.REBOOTING.value, TaskState.REBOOT_PENDING.value,
+                                         TaskState.REBOOT_STARTED.value]),
+    "HARD_REBOOT": ([VmState.ACTIVE.value], [TaskState.REBOOTING_HARD.value,
+                                             TaskState.REBOOT_PENDING_HARD.value,
+                                             TaskState.REBOOT_STARTED_HARD.value]),
+}
+SORT_KEYS = {"created_at", "updated_at", "display_name", "uuid", "vm_state", "task_state",
+             "host", "launched_at", "project_id", "user_id", "hostname", "availability_zone"}
+
+
+@dataclass
+class ListQuery:
+    project_id: str | None  # None: all projects (admin)
+    name: str | None = None
+    status: list[str] = field(default_factory=list)
+    image: str | None = None
+    flavor: str | None = None
+    host: str | None = None
+    changes_since: datetime | None = None
+    deleted: bool = False
+    ip: str | None = None
+    tags: list[str] = field(default_factory=list)
+    reservation_id: str | None = None
+    limit: int | None = None
+    marker: str | None = None
+    sort: list[tuple[str, str]] = field(default_factory=lambda: [("created_at", "desc")])
+
+
+def list_instances(conn: sa.Connection, q: ListQuery) -> list[dict[str, Any]]:
+    """Instances matching ``q`` in the requested order, one page."""
+    stmt = sa.select(instances)
+    if q.project_id is not None:
+        stmt = stmt.where(instances.c.project_id == q.project_id)
+    if q.changes_since is not None:
+        stmt = stmt.where(sa.func.coalesce(instances.c.updated_at, instances.c.created_at) >= q.changes_since)
+    elif not q.deleted and "DELETED" not in q.status:
+        stmt = stmt.where(instances.c.deleted.is_(False))
+    if q.status:
+        conds = []
+        for status in q.status:
+            vm_states, task_states = STATUS_FILTERS.get(status.upper(), (["__none__"], None))
+            cond = instances.c.vm_state.in_(vm_states)
+            if task_states:
+                cond = sa.and_(cond, instances.c.task_state.in_(task_states))
+            conds.append(cond)
+        stmt = stmt.where(sa.or_(*conds))
+    if q.image:
+        stmt = stmt.where(instances.c.image_ref == q.image)
+    if q.flavor:
+        stmt = stmt.where(sa.func.json_extract(instances.c.flavor, "$.flavorid") == q.flavor
+                          if conn.dialect.name == "sqlite" else
+                          instances.c.flavor["flavorid"].as_string() == q.flavor)
+    if q.host:
+        stmt = stmt.where(instances.c.host == q.host)
+    if q.reservation_id:
+        stmt = stmt.where(instances.c.reservation_id == q.reservation_id)
+    order = []
+    for key, direction in q.sort:
+        col = instances.c[key]
+        order.append(col.desc() if direction == "desc" else col.asc())
+    order.append(instances.c.id.desc() if q.sort[0][1] == "desc" else instances.c.id.asc())
+    stmt = stmt.order_by(*order)
+    if q.marker:
+        stmt = _after_marker(conn, stmt, q)
+    rows = fetch_all(conn, stmt)
+    if q.name:
+        try:
+            pattern = re.compile(q.name)
+        except re.error:
+            pattern = re.compile(re.escape(q.name))
+        rows = [r for r in rows if pattern.search(r["display_name"] or "")]
+    if q.tags:
+        rows = [r for r in rows if set(q.tags) <= set(r["tags"] or [])]
+    if q.ip:
+        ip_re = re.compile(q.ip)
+        caches = info_caches(conn, [r["uuid"] for r in rows])
+        rows = [r for r in rows if any(ip_re.search(ip["address"])
+                                       for vif in caches.get(r["uuid"], [])
+                                       for s in vif["network"]["subnets"] for ip in s.get("ips", []))]
+    return rows[:q.limit] if q.limit is not None else rows
+
+
+def _after_marker(conn: sa.Connection, stmt: Any, q: ListQuery) -> Any:
+    marker = conn.execute(sa.select(instances).where(instances.c.uuid == q.marker)).mappings().first()
+    if marker is None:
+        raise exc.InvalidRequest(reason=f"marker [{q.marker}] not found")
+    key, direction = q.sort[0]
+    col, value = instances.c[key], marker[key]
+    tie = instances.c.id < marker["id"] if direction == "desc" else instances.c.id > marker["id"]
+    if value is None:
+        return stmt.where(sa.and_(col.is_(None), tie))
+    after = col < value if direction == "desc" else col > value
+    return stmt.where(sa.or_(after, sa.and_(col == value, tie)))
+
+
+def info_caches(conn: sa.Connection, uuids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    if not uuids:
+        return {}
+    rows = conn.execute(sa.select(instance_info_caches.c.instance_uuid,
+                                  instance_info_caches.c.network_info).where(
+        instance_info_caches.c.instance_uuid.in_(uuids)))
+    return {r.instance_uuid: r.network_info or [] for r in rows}
+
+
+def faults(conn: sa.Connection, uuids: list[str]) -> dict[str, dict[str, Any]]:
+    if not uuids:
+        return {}
+    rows = fetch_all(conn, sa.select(instance_faults).where(
+        instance_faults.c.instance_uuid.in_(uuids)).order_by(instance_faults.c.id))
+    return {r["instance_uuid"]: r for r in rows}
+
+
+def with_details(conn: sa.Connection, rows: list[dict[str, Any]]
+                 ) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[str, Any]]]:
+    """Info caches and latest faults for ``rows`` in two queries."""
+    uuids = [r["uuid"] for r in rows]
+    failed = [r["uuid"] for r in rows if r["vm_state"] in (VmState.ERROR.value, VmState.DELETED.value)]
+    return info_caches(conn, uuids), faults(conn, failed)
