@@ -345,6 +345,63 @@ class API:
         inst.soft_delete(conn, row["uuid"])
         instance_actions.action_finish(conn, ctx, row["uuid"])
 
+    # -- power actions (state-guarded, then cast to the host) ---------------------
+    async def _begin_action(self, ctx: RequestContext, uuid: str, method: str,
+                            vm_states: tuple[VmState, ...], task_states: tuple[Any, ...],
+                            new_task_state: TaskState, action: str) -> dict[str, Any]:
+        """Move the instance to ``new_task_state`` if it is in an allowed state,
+        else 409 saying which state it is in (Nova's check_instance_state)."""
+        row = await self.get(ctx, uuid)
+        policy.enforce(ctx, "compute:server:action", row)
+
+        def begin(conn: sa.Connection) -> None:
+            try:
+                inst.save(conn, uuid, {"task_state": new_task_state},
+                          expected_vm_state=vm_states, expected_task_state=task_states)
+            except exc.UnexpectedTaskStateError:
+                current = inst.get(conn, uuid)
+                if current["vm_state"] not in [v.value for v in vm_states]:
+                    attr, state = "vm_state", current["vm_state"]
+                else:
+                    attr, state = "task_state", current["task_state"]
+                raise exc.InstanceInvalidState(method=method, instance_uuid=uuid, attr=attr,
+                                               state=state) from None
+            instance_actions.action_start(conn, ctx, uuid, action)
+        if not row["host"]:
+            raise exc.InstanceInvalidState(method=method, instance_uuid=uuid, attr="vm_state",
+                                           state=row["vm_state"])
+        await self.db.run(begin)
+        return row
+
+    async def start(self, ctx: RequestContext, uuid: str) -> None:
+        row = await self._begin_action(ctx, uuid, "start", (VmState.STOPPED,), (None,),
+                                       TaskState.POWERING_ON, "start")
+        await self.compute_rpcapi.start_instance(ctx, row["host"], uuid)
+
+    async def stop(self, ctx: RequestContext, uuid: str, clean_shutdown: bool = True) -> None:
+        row = await self._begin_action(ctx, uuid, "stop", (VmState.ACTIVE, VmState.ERROR), (None,),
+                                       TaskState.POWERING_OFF, "stop")
+        await self.compute_rpcapi.stop_instance(ctx, row["host"], uuid, clean_shutdown)
+
+    async def reboot(self, ctx: RequestContext, uuid: str, reboot_type: str) -> None:
+        if reboot_type == "HARD":
+            row = await self._begin_action(
+                ctx, uuid, "reboot", (VmState.ACTIVE, VmState.STOPPED, VmState.ERROR),
+                (None, TaskState.REBOOTING, TaskState.REBOOT_PENDING, TaskState.REBOOT_STARTED),
+                TaskState.REBOOTING_HARD, "reboot")
+        else:
+            row = await self._begin_action(ctx, uuid, "reboot", (VmState.ACTIVE,), (None,),
+                                           TaskState.REBOOTING, "reboot")
+        await self.compute_rpcapi.reboot_instance(ctx, row["host"], uuid, reboot_type)
+
+    async def get_console_output(self, ctx: RequestContext, uuid: str,
+                                 tail_length: int | None) -> str:
+        row = await self.get(ctx, uuid)
+        policy.enforce(ctx, "compute:server:action", row)
+        if not row["host"] or row["vm_state"] not in (VmState.ACTIVE.value, VmState.STOPPED.value):
+            raise exc.InstanceNotReady(instance_id=uuid)
+        return await self.compute_rpcapi.get_console_output(ctx, row["host"], uuid, tail_length)
+
     # -- external events (network-vif-plugged) -------------------------------------
     async def external_instance_event(self, ctx: RequestContext,
                                       events: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -23,6 +23,10 @@ class InstanceInvalidState(Conflict):
                "%(attr)s %(state)s")
 
 
+class InstanceNotReady(Conflict):
+    msg_fmt = "Instance %(instance_id)s is not ready"
+
+
 class FlavorNotFound(Invalid):
     msg_fmt = "Flavor %(flavor_id)s could not be found."
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from cirrus.compute.build import Builder
 from cirrus.compute.events import InstanceEvents
+from cirrus.compute.power import PowerActions
 from cirrus.compute.resource_tracker import ResourceTracker
 from cirrus.conductor.rpcapi import ComputeTaskAPI
 from cirrus.config import Settings
@@ -27,7 +28,8 @@ class ComputeManager:
     """Everything one compute host does, reached over the bus."""
 
     RPC_API = frozenset({"build_and_run_instance", "terminate_instance",
-                         "external_instance_event"})
+                         "external_instance_event", "start_instance", "stop_instance",
+                         "reboot_instance", "get_console_output"})
 
     def __init__(self, settings: Settings, db: Database, transport: Transport, host: str,
                  driver: ComputeDriver) -> None:
@@ -49,6 +51,7 @@ class ComputeManager:
         self.builds: dict[str, asyncio.Task[Any]] = {}
         self._locks: dict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self.builder = Builder(self)
+        self.power = PowerActions(self)
 
     def instance_lock(self, uuid: str) -> asyncio.Lock:
         """The per-instance lock every operation on ``uuid`` holds."""
@@ -80,6 +83,21 @@ class ComputeManager:
         from cirrus.compute.delete import terminate_instance
 
         await terminate_instance(self, ctx, instance_uuid)
+
+    async def start_instance(self, ctx: RequestContext, instance_uuid: str) -> None:
+        await self.power.start_instance(ctx, instance_uuid)
+
+    async def stop_instance(self, ctx: RequestContext, instance_uuid: str,
+                            clean_shutdown: bool = True) -> None:
+        await self.power.stop_instance(ctx, instance_uuid, clean_shutdown)
+
+    async def reboot_instance(self, ctx: RequestContext, instance_uuid: str,
+                              reboot_type: str) -> None:
+        await self.power.reboot_instance(ctx, instance_uuid, reboot_type)
+
+    async def get_console_output(self, ctx: RequestContext, instance_uuid: str,
+                                 tail_length: int | None = None) -> str:
+        return await self.power.get_console_output(ctx, instance_uuid, tail_length)
 
     async def external_instance_event(self, ctx: RequestContext,
                                       events: list[dict[str, Any]]) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 from starlette.routing import BaseRoute
 
 from cirrus.api.compute import (external_events, flavors, instance_actions, interfaces,
-                                keypairs, server_groups, servers, versions)
+                                keypairs, server_actions, server_groups, servers,
+                                versions)
 
 ROUTES: list[BaseRoute] = [
     *versions.ROUTES,
@@ -12,6 +13,7 @@ ROUTES: list[BaseRoute] = [
     *keypairs.ROUTES,
     *server_groups.ROUTES,
     *servers.ROUTES,
+    *server_actions.ROUTES,
     *instance_actions.ROUTES,
     *interfaces.ROUTES,
     *external_events.ROUTES,

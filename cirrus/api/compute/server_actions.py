@@ -1,0 +1,66 @@
+"""``POST /servers/{id}/action``: a closed set of actions, each parsed then dispatched."""
+from __future__ import annotations
+
+from typing import Any, Awaitable, Callable
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from cirrus.api.wsgi import context, json_body, reply
+from cirrus.context import RequestContext
+from cirrus.exception import ValidationError
+
+Handler = Callable[[Any, RequestContext, str, Any], Awaitable[Response]]
+
+
+async def _start(api: Any, ctx: RequestContext, uuid: str, _arg: Any) -> Response:
+    await api.start(ctx, uuid)
+    return Response(status_code=202)
+
+
+async def _stop(api: Any, ctx: RequestContext, uuid: str, _arg: Any) -> Response:
+    await api.stop(ctx, uuid)
+    return Response(status_code=202)
+
+
+async def _reboot(api: Any, ctx: RequestContext, uuid: str, arg: Any) -> Response:
+    kind = arg.get("type") if isinstance(arg, dict) else None
+    if not isinstance(kind, str) or kind.upper() not in ("SOFT", "HARD"):
+        raise ValidationError(field="reboot/type", reason="must be SOFT or HARD")
+    await api.reboot(ctx, uuid, kind.upper())
+    return Response(status_code=202)
+
+
+async def _console(api: Any, ctx: RequestContext, uuid: str, arg: Any) -> Response:
+    length = arg.get("length") if isinstance(arg, dict) else None
+    if isinstance(length, str) and length.lstrip("-").isdigit():
+        length = int(length)
+    if length is not None and (not isinstance(length, int) or isinstance(length, bool) or length < -1):
+        raise ValidationError(field="os-getConsoleOutput/length", reason="must be an integer >= -1")
+    output = await api.get_console_output(ctx, uuid, None if length in (None, -1) else length)
+    return reply({"output": output})
+
+
+# The closed set of actions cirrus accepts (Firecracker-style).
+ACTIONS: dict[str, Handler] = {
+    "os-start": _start,
+    "os-stop": _stop,
+    "reboot": _reboot,
+    "os-getConsoleOutput": _console,
+}
+
+
+async def action(request: Request) -> Response:
+    ctx = context(request)
+    body = await json_body(request)
+    if not isinstance(body, dict) or len(body) != 1:
+        raise ValidationError(field="action", reason="the body must hold exactly one action")
+    (name, arg), = body.items()
+    handler = ACTIONS.get(name)
+    if handler is None:
+        raise ValidationError(field="action", reason=f"there is no such action: {name}")
+    return await handler(request.app.state.compute_api, ctx, request.path_params["server_id"], arg)
+
+
+ROUTES = [Route("/v2.1/servers/{server_id}/action", action, methods=["POST"])]
