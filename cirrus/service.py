@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
@@ -42,7 +43,7 @@ def _register(conn: sa.Connection, host: str, binary: str, topic: str, az: str) 
             last_seen_up=now, topic=topic, updated_at=now))
         return row.id
     return conn.execute(services.insert().values(
-        host=host, binary=binary, topic=topic, availability_zone=az, disabled=False,
+        uuid=str(uuid.uuid4()), host=host, binary=binary, topic=topic, availability_zone=az, disabled=False,
         forced_down=False, last_seen_up=now, report_count=0, created_at=now)).inserted_primary_key[0]
 
 

@@ -8,6 +8,7 @@ from cirrus.db.base import metadata, timestamps
 services = sa.Table(
     "services", metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("uuid", sa.String(36), nullable=False, unique=True),
     sa.Column("host", sa.String(255), nullable=False),
     sa.Column("binary", sa.String(64), nullable=False),
     sa.Column("topic", sa.String(64), nullable=False),

@@ -34,6 +34,7 @@ from cirrus.rpc import Transport
 from cirrus.service_models import services
 
 MAX_USERDATA_SIZE = 65535
+MAX_METADATA_ITEMS = 128
 GROUP_POLICIES = ("affinity", "anti-affinity", "soft-affinity", "soft-anti-affinity")
 
 
@@ -344,6 +345,28 @@ class API:
             instance_group_members.c.instance_uuid == row["uuid"]))
         inst.soft_delete(conn, row["uuid"])
         instance_actions.action_finish(conn, ctx, row["uuid"])
+
+    # -- metadata ----------------------------------------------------------------
+    async def update_metadata(self, ctx: RequestContext, uuid: str, metadata: dict[str, str],
+                              *, replace: bool = False, delete_key: str | None = None
+                              ) -> dict[str, str]:
+        """Merge (or replace) the server's metadata, or delete one key; the result."""
+        row = await self.get(ctx, uuid)
+        policy.enforce(ctx, "compute:server:action", row)
+
+        def apply(conn: sa.Connection) -> dict[str, str]:
+            current = dict(inst.get(conn, uuid)["metadata"] or {})
+            if delete_key is not None:
+                if delete_key not in current:
+                    raise exc.MetadataNotFound(key=delete_key)
+                current.pop(delete_key)
+            else:
+                current = dict(metadata) if replace else {**current, **metadata}
+            if len(current) > MAX_METADATA_ITEMS:
+                raise exc.MetadataLimitExceeded(allowed=MAX_METADATA_ITEMS)
+            inst.save(conn, uuid, {"metadata": current})
+            return current
+        return await self.db.run(apply)
 
     # -- power actions (state-guarded, then cast to the host) ---------------------
     async def _begin_action(self, ctx: RequestContext, uuid: str, method: str,

@@ -27,6 +27,14 @@ class InstanceNotReady(Conflict):
     msg_fmt = "Instance %(instance_id)s is not ready"
 
 
+class MetadataNotFound(NotFound):
+    msg_fmt = "Metadata item %(key)s was not found"
+
+
+class MetadataLimitExceeded(Forbidden):
+    msg_fmt = "Maximum number of metadata items exceeds %(allowed)d"
+
+
 class FlavorNotFound(Invalid):
     msg_fmt = "Flavor %(flavor_id)s could not be found."
 

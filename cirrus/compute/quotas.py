@@ -11,7 +11,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from cirrus.compute.exception import TooManyInstances
-from cirrus.compute.models import instances, quota_limits
+from cirrus.compute.models import instance_groups, instances, key_pairs, quota_limits
+from cirrus.db.base import utcnow
 
 INSTANCE_RESOURCES = ("instances", "cores", "ram")
 ALL_RESOURCES = ("instances", "cores", "ram", "key_pairs", "server_groups",
@@ -68,3 +69,28 @@ def recheck(conn: sa.Connection, settings: Any, project_id: str) -> None:
     for res in INSTANCE_RESOURCES:
         if lim[res] >= 0 and used[res] > lim[res]:
             raise TooManyInstances(overs=res, req=used[res], used=used[res], allowed=lim[res])
+
+
+def usage(conn: sa.Connection, project_id: str, user_id: str | None) -> dict[str, int]:
+    """In-use counts of every compute quota resource."""
+    out = {r: 0 for r in ALL_RESOURCES}
+    out.update(instance_usage(conn, project_id))
+    out["server_groups"] = conn.execute(sa.select(sa.func.count()).select_from(instance_groups).where(
+        instance_groups.c.project_id == project_id)).scalar_one()
+    if user_id:
+        out["key_pairs"] = conn.execute(sa.select(sa.func.count()).select_from(key_pairs).where(
+            key_pairs.c.user_id == user_id)).scalar_one()
+    return out
+
+
+def set_limits(conn: sa.Connection, project_id: str, values: dict[str, int]) -> None:
+    """Per-project overrides of the default limits."""
+    for resource, limit in values.items():
+        conn.execute(quota_limits.delete().where(quota_limits.c.project_id == project_id,
+                                                 quota_limits.c.resource == resource))
+        conn.execute(quota_limits.insert().values(project_id=project_id, resource=resource,
+                                                  hard_limit=limit, created_at=utcnow()))
+
+
+def reset_limits(conn: sa.Connection, project_id: str) -> None:
+    conn.execute(quota_limits.delete().where(quota_limits.c.project_id == project_id))

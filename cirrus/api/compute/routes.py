@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute
 
-from cirrus.api.compute import (external_events, flavors, instance_actions, interfaces,
-                                keypairs, server_actions, server_groups, servers,
-                                versions)
+from cirrus.api.compute import (external_events, flavors, hypervisors, instance_actions,
+                                interfaces, keypairs, quota_sets, server_actions,
+                                server_groups, server_metadata, servers, services, versions)
 
 ROUTES: list[BaseRoute] = [
     *versions.ROUTES,
@@ -14,6 +14,10 @@ ROUTES: list[BaseRoute] = [
     *server_groups.ROUTES,
     *servers.ROUTES,
     *server_actions.ROUTES,
+    *server_metadata.ROUTES,
+    *services.ROUTES,
+    *hypervisors.ROUTES,
+    *quota_sets.ROUTES,
     *instance_actions.ROUTES,
     *interfaces.ROUTES,
     *external_events.ROUTES,

@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-22 15:01:31.584654
+Create Date: 2026-11-22 15:10:57.415082
 """
 from alembic import op
 import sqlalchemy as sa
@@ -173,6 +173,7 @@ def upgrade() -> None:
     )
     op.create_table('services',
     sa.Column('id', sa.Integer(), autoincrement=True, nullable=False),
+    sa.Column('uuid', sa.String(length=36), nullable=False),
     sa.Column('host', sa.String(length=255), nullable=False),
     sa.Column('binary', sa.String(length=64), nullable=False),
     sa.Column('topic', sa.String(length=64), nullable=False),
@@ -185,7 +186,8 @@ def upgrade() -> None:
     sa.Column('created_at', sa.DateTime(), nullable=False),
     sa.Column('updated_at', sa.DateTime(), nullable=True),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_services')),
-    sa.UniqueConstraint('host', 'binary', name=op.f('uq_services_host_binary'))
+    sa.UniqueConstraint('host', 'binary', name=op.f('uq_services_host_binary')),
+    sa.UniqueConstraint('uuid', name=op.f('uq_services_uuid'))
     )
     op.create_table('token_keys',
     sa.Column('id', sa.Integer(), autoincrement=True, nullable=False),

@@ -1,0 +1,130 @@
+"""``os-quota-sets`` and ``limits``: what a project may use and does use."""
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from cirrus import policy
+from cirrus.api.compute.microversion import api_version
+from cirrus.api.wsgi import context, json_body, no_content, reply
+from cirrus.compute import quotas
+from cirrus.exception import ValidationError
+
+# Quotas cirrus does not enforce but clients expect to see (fixed, generous).
+STATIC = {"metadata_items": 128, "injected_files": 5, "injected_file_content_bytes": 10240,
+          "injected_file_path_bytes": 255}
+LEGACY_NETWORK = {"fixed_ips": -1, "floating_ips": 10, "security_groups": 10,
+                  "security_group_rules": 20, "networks": -1}
+
+
+def _quota_set(project_id: str, limits: dict[str, int], version: tuple[int, int]) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": project_id, **STATIC, **limits}
+    if version < (2, 36):
+        out.update(LEGACY_NETWORK)
+    if version >= (2, 57):
+        for key in ("injected_files", "injected_file_content_bytes", "injected_file_path_bytes"):
+            out.pop(key)
+    return out
+
+
+async def show(request: Request) -> Response:
+    ctx = context(request)
+    project_id = request.path_params["project_id"]
+    policy.enforce(ctx, "compute:server:get", {"project_id": project_id})
+    settings = request.app.state.settings
+    limits = await request.app.state.db.read(quotas.limits, settings, project_id)
+    return reply({"quota_set": _quota_set(project_id, limits, api_version(request))})
+
+
+async def detail(request: Request) -> Response:
+    ctx = context(request)
+    project_id = request.path_params["project_id"]
+    policy.enforce(ctx, "compute:server:get", {"project_id": project_id})
+    settings = request.app.state.settings
+
+    def load(conn: Any) -> tuple[dict[str, int], dict[str, int]]:
+        user = ctx.user_id if project_id == ctx.project_id else None
+        return quotas.limits(conn, settings, project_id), quotas.usage(conn, project_id, user)
+    limits, used = await request.app.state.db.read(load)
+    body = {k: ({"limit": v, "in_use": used.get(k, 0), "reserved": 0} if isinstance(v, int) else v)
+            for k, v in _quota_set(project_id, limits, api_version(request)).items()}
+    return reply({"quota_set": body})
+
+
+async def defaults(request: Request) -> Response:
+    context(request)
+    settings = request.app.state.settings
+    limits = {r: int(getattr(settings, f"quota_{r}")) for r in quotas.ALL_RESOURCES}
+    return reply({"quota_set": _quota_set(request.path_params["project_id"], limits,
+                                          api_version(request))})
+
+
+async def update(request: Request) -> Response:
+    ctx = context(request)
+    policy.enforce(ctx, "compute:quotas:update")
+    body = await json_body(request)
+    values = body.get("quota_set") if isinstance(body, dict) else None
+    if not isinstance(values, dict):
+        raise ValidationError(field="quota_set", reason="is a required object")
+    values = {k: v for k, v in values.items() if k != "force"}
+    allowed = set(quotas.ALL_RESOURCES) | set(STATIC) | set(LEGACY_NETWORK)
+    for key, value in values.items():
+        if key not in allowed:
+            raise ValidationError(field=f"quota_set/{key}", reason="is not a quota")
+        if isinstance(value, str) and value.lstrip("-").isdigit():
+            value = int(value)
+        if not isinstance(value, int) or isinstance(value, bool) or value < -1:
+            raise ValidationError(field=f"quota_set/{key}", reason="must be an integer >= -1")
+        values[key] = value
+    project_id = request.path_params["project_id"]
+    enforced = {k: v for k, v in values.items() if k in quotas.ALL_RESOURCES}
+    await request.app.state.db.run(quotas.set_limits, project_id, enforced)
+    settings = request.app.state.settings
+    limits = await request.app.state.db.read(quotas.limits, settings, project_id)
+    body = _quota_set(project_id, limits, api_version(request))
+    body.pop("id")
+    return reply({"quota_set": body})
+
+
+async def revert(request: Request) -> Response:
+    policy.enforce(context(request), "compute:quotas:update")
+    await request.app.state.db.run(quotas.reset_limits, request.path_params["project_id"])
+    return no_content()
+
+
+async def limits(request: Request) -> Response:
+    ctx = context(request)
+    settings = request.app.state.settings
+    project_id = request.query_params.get("tenant_id") if ctx.is_admin else None
+    project_id = project_id or ctx.project_id
+
+    def load(conn: Any) -> tuple[dict[str, int], dict[str, int]]:
+        return quotas.limits(conn, settings, project_id), quotas.usage(conn, project_id, ctx.user_id)
+    lim, used = await request.app.state.db.read(load)
+    absolute = {"maxTotalInstances": lim["instances"], "maxTotalCores": lim["cores"],
+                "maxTotalRAMSize": lim["ram"], "maxTotalKeypairs": lim["key_pairs"],
+                "maxServerMeta": STATIC["metadata_items"], "maxServerGroups": lim["server_groups"],
+                "maxServerGroupMembers": lim["server_group_members"],
+                "totalInstancesUsed": used["instances"], "totalCoresUsed": used["cores"],
+                "totalRAMUsed": used["ram"], "totalServerGroupsUsed": used["server_groups"]}
+    version = api_version(request)
+    if version < (2, 57):
+        absolute.update(maxPersonality=STATIC["injected_files"],
+                        maxPersonalitySize=STATIC["injected_file_content_bytes"])
+    if version < (2, 36):
+        absolute.update(maxSecurityGroups=10, maxSecurityGroupRules=20, maxTotalFloatingIps=10,
+                        totalFloatingIpsUsed=0, totalSecurityGroupsUsed=0)
+    return reply({"limits": {"rate": [], "absolute": absolute}})
+
+
+ROUTES = [
+    Route("/v2.1/os-quota-sets/{project_id}", show, methods=["GET"]),
+    Route("/v2.1/os-quota-sets/{project_id}", update, methods=["PUT"]),
+    Route("/v2.1/os-quota-sets/{project_id}", revert, methods=["DELETE"]),
+    Route("/v2.1/os-quota-sets/{project_id}/detail", detail, methods=["GET"]),
+    Route("/v2.1/os-quota-sets/{project_id}/defaults", defaults, methods=["GET"]),
+    Route("/v2.1/limits", limits, methods=["GET"]),
+]

@@ -1,0 +1,62 @@
+"""Compute services and hypervisors as the admin APIs show them."""
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import sqlalchemy as sa
+
+from cirrus.compute.models import compute_nodes
+from cirrus.db.base import utcnow
+from cirrus.db.engine import fetch_all
+from cirrus.exception import NotFound
+from cirrus.service_models import services
+
+# cirrus's binaries under the names OpenStack tooling looks for.
+PUBLIC_BINARY = {"cirrus-compute": "nova-compute", "cirrus-conductor": "nova-conductor",
+                 "cirrus-scheduler": "nova-scheduler"}
+INTERNAL_BINARY = {v: k for k, v in PUBLIC_BINARY.items()}
+
+
+class ServiceNotFound(NotFound):
+    msg_fmt = "Service %(service_id)s could not be found."
+
+
+def is_up(row: dict[str, Any], down_time: float, now: dt.datetime | None = None) -> bool:
+    """Up = heartbeat within ``down_time`` seconds and not forced down."""
+    if row.get("forced_down") or row.get("last_seen_up") is None:
+        return False
+    return ((now or utcnow()) - row["last_seen_up"]).total_seconds() <= down_time
+
+
+def list_services(conn: sa.Connection, host: str | None = None,
+                  binary: str | None = None) -> list[dict[str, Any]]:
+    q = sa.select(services).order_by(services.c.id)
+    if host:
+        q = q.where(services.c.host == host)
+    if binary:
+        q = q.where(services.c.binary == INTERNAL_BINARY.get(binary, binary))
+    return fetch_all(conn, q)
+
+
+def get_service(conn: sa.Connection, service_id: str) -> dict[str, Any]:
+    col = services.c.id if service_id.isdigit() else services.c.uuid
+    rows = fetch_all(conn, sa.select(services).where(col == (int(service_id) if service_id.isdigit()
+                                                             else service_id)))
+    if not rows:
+        raise ServiceNotFound(service_id=service_id)
+    return rows[0]
+
+
+def update_service(conn: sa.Connection, service_id: int, values: dict[str, Any]) -> None:
+    conn.execute(services.update().where(services.c.id == service_id).values(
+        updated_at=utcnow(), **values))
+
+
+def list_nodes(conn: sa.Connection) -> list[dict[str, Any]]:
+    """Compute nodes with their compute service row (as ``service``)."""
+    nodes = fetch_all(conn, sa.select(compute_nodes).order_by(compute_nodes.c.id))
+    svcs = {s["host"]: s for s in list_services(conn, binary="cirrus-compute")}
+    for node in nodes:
+        node["service"] = svcs.get(node["host"])
+    return nodes
