@@ -119,11 +119,24 @@ def _state_factories() -> list[tuple[str, Any]]:
         try:
             mod = __import__(module, fromlist=[attr])
         except ModuleNotFoundError as exc:
-            if exc.name != module:
+            if not (exc.name or "").startswith("cirrus."):
                 raise
+            LOG.warning("%s unavailable: %s", name, exc)
             continue  # stage not built yet
-        factories.append((name, getattr(mod, attr)))
+        factories.append((name, _tolerant(getattr(mod, attr), name)))
     return factories
+
+
+def _tolerant(factory: Any, name: str) -> Any:
+    def build(*args: Any) -> Any:
+        try:
+            return factory(*args)
+        except ModuleNotFoundError as exc:
+            if not (exc.name or "").startswith("cirrus."):
+                raise
+            LOG.warning("%s unavailable: %s", name, exc)
+            return None
+    return build
 
 
 # API-side services: app.state name, module, factory.
@@ -142,11 +155,12 @@ def _builder(module: str, attr: str) -> Any:
     def build(settings: Settings, db: Database, transport: Transport) -> list[Service]:
         try:
             mod = __import__(module, fromlist=[attr])
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
+            return getattr(mod, attr)(settings, db, transport)
+        except (ModuleNotFoundError, ImportError) as exc:
+            if not (getattr(exc, "name", None) or "cirrus.").startswith("cirrus."):
                 raise
+            LOG.warning("%s services unavailable: %s", module, exc)
             return []
-        return getattr(mod, attr)(settings, db, transport)
     return build
 
 
