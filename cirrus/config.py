@@ -58,6 +58,8 @@ class Settings:
     default_access_ip_network_name: str = ""
     default_availability_zone: str = "nova"
     instance_build_timeout: float = 600.0
+    sync_power_state_interval: float = 600.0
+    heal_instance_info_cache_interval: float = 60.0
     fake_host_vcpus: int = 16
     fake_host_memory_mb: int = 32768
     fake_host_disk_gb: int = 1024

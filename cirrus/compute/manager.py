@@ -9,6 +9,7 @@ from typing import Any
 
 from cirrus.compute.build import Builder
 from cirrus.compute.events import InstanceEvents
+from cirrus.compute.periodic import ComputePeriodics
 from cirrus.compute.power import PowerActions
 from cirrus.compute.resource_tracker import ResourceTracker
 from cirrus.conductor.rpcapi import ComputeTaskAPI
@@ -52,6 +53,7 @@ class ComputeManager:
         self._locks: dict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self.builder = Builder(self)
         self.power = PowerActions(self)
+        self.periodics = ComputePeriodics(self)
 
     def instance_lock(self, uuid: str) -> asyncio.Lock:
         """The per-instance lock every operation on ``uuid`` holds."""
@@ -60,6 +62,7 @@ class ComputeManager:
     async def start(self) -> None:
         await self.driver.init_host(self.host)
         await self.rt.update_available_resource()
+        await self.periodics.init_instances()
 
     async def stop(self) -> None:
         for task in list(self.builds.values()):
@@ -110,7 +113,16 @@ class ComputeManager:
 
     # -- periodic ------------------------------------------------------------------
     def periodic_tasks(self) -> list[PeriodicTask]:
-        return [PeriodicTask("update_available_resource", 60.0, self.rt.update_available_resource)]
+        s = self.settings
+        return [
+            PeriodicTask("update_available_resource", 60.0, self.rt.update_available_resource),
+            PeriodicTask("sync_power_states", s.sync_power_state_interval,
+                         self.periodics.sync_power_states),
+            PeriodicTask("heal_instance_info_cache", s.heal_instance_info_cache_interval,
+                         self.periodics.heal_instance_info_cache),
+            PeriodicTask("check_instance_build_time", max(1.0, min(60.0, s.instance_build_timeout / 4)),
+                         self.periodics.check_instance_build_time),
+        ]
 
 
 def compute_hosts(settings: Settings) -> list[str]:

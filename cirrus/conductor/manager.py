@@ -42,6 +42,7 @@ class ConductorManager:
         self.host = host
         self.scheduler_client = SchedulerAPI(transport)
         self.compute_rpcapi = ComputeAPI(transport)
+        self._network_api: Any = None
 
     async def build_instances(self, ctx: RequestContext, instance_uuids: list[str],
                               request_spec: dict[str, Any], filter_properties: dict[str, Any],
@@ -70,6 +71,23 @@ class ConductorManager:
                 ctx, dest["host"], instance_uuid=uuid, node=dest["nodename"],
                 request_spec=spec, filter_properties=filter_properties,
                 build_params=build_params)
+
+    async def fail_orphaned_builds(self) -> list[str]:
+        """Builds stuck past ``instance_build_timeout`` whose host is down (or that
+        never reached a host) go to ERROR; a live host sweeps its own."""
+        from cirrus.compute.hosts import is_up, list_services
+        from cirrus.compute.periodic import fail_stuck_builds, stuck_builds
+        from cirrus.network.api import make_network_api
+
+        timeout = self.settings.instance_build_timeout
+        services = await self.db.read(list_services, None, "cirrus-compute")
+        down = [s["host"] for s in services if not is_up(s, self.settings.service_down_time)]
+        rows = await self.db.read(stuck_builds, timeout, down, True)
+        if not rows:
+            return []
+        if self._network_api is None:
+            self._network_api = make_network_api(self.settings, self.db, None, None)
+        return await fail_stuck_builds(self.db, self._network_api, rows, timeout, self.host)
 
     def _check_retries(self, uuids: list[str], retry: dict[str, Any]) -> None:
         if retry["num_attempts"] > self.settings.max_attempts:
@@ -131,4 +149,8 @@ def make_services(settings: Settings, db: Database, transport: Transport) -> lis
 
 
 def _periodic(manager: ConductorManager) -> list[PeriodicTask]:
-    return []
+    timeout = manager.settings.instance_build_timeout
+    if timeout <= 0:
+        return []
+    return [PeriodicTask("fail_orphaned_builds", max(1.0, min(60.0, timeout / 4)),
+                         manager.fail_orphaned_builds)]

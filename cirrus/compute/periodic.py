@@ -1,0 +1,156 @@
+"""Periodic tasks of a compute host, and the sweep for builds nobody finishes.
+
+* ``sync_power_states`` – the database follows what the hypervisor says.
+* ``heal_instance_info_cache`` – one instance per run gets fresh network info.
+* ``check_instance_build_time`` – builds older than ``instance_build_timeout``
+  end in ERROR with a fault and their claim and ports released. The conductor
+  runs the same sweep for hosts whose compute service is down, so a crashed
+  service leaves nothing in BUILD forever.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from cirrus.compute import exception as exc
+from cirrus.compute import instance as inst
+from cirrus.compute.models import instances
+from cirrus.compute.states import PowerState, TaskState, VmState
+from cirrus.context import admin_context
+from cirrus.exception import CirrusException
+from cirrus.db.base import utcnow
+from cirrus.db.engine import fetch_all
+from cirrus.virt import exception as vexc
+
+if TYPE_CHECKING:
+    from cirrus.compute.manager import ComputeManager
+
+LOG = logging.getLogger(__name__)
+
+
+class BuildTimedOut(CirrusException):
+    code = 500
+    msg_fmt = "Instance build timed out after %(timeout)s seconds. Set to error state."
+
+
+def stuck_builds(conn: sa.Connection, timeout: float, hosts: list[str] | None,
+                 include_unscheduled: bool) -> list[dict[str, Any]]:
+    """BUILDING instances not updated for ``timeout`` s, on ``hosts`` (None: any)."""
+    cutoff = utcnow() - dt.timedelta(seconds=timeout)
+    last = sa.func.coalesce(instances.c.updated_at, instances.c.created_at)
+    where = [instances.c.vm_state == VmState.BUILDING.value, instances.c.deleted.is_(False),
+             last < cutoff]
+    placed = instances.c.host.in_(hosts) if hosts is not None else instances.c.host.is_not(None)
+    where.append(sa.or_(placed, instances.c.host.is_(None)) if include_unscheduled else placed)
+    return fetch_all(conn, sa.select(instances).where(*where))
+
+
+async def fail_stuck_builds(db: Any, network_api: Any, rows: list[dict[str, Any]],
+                            timeout: float, reporter: str) -> list[str]:
+    """ERROR + fault for each row still building; claims and ports released."""
+    from cirrus.scheduler.claims import release
+
+    failed = []
+    ctx = admin_context()
+    for row in rows:
+        error = BuildTimedOut(timeout=timeout)
+        try:
+            await db.run(inst.save, row["uuid"], {"vm_state": VmState.ERROR, "task_state": None},
+                         expected_vm_state=VmState.BUILDING)
+        except (exc.InstanceNotFound, exc.UnexpectedTaskStateError):
+            continue
+        await db.run(inst.add_fault, row["uuid"], error, reporter)
+        await db.run(release, row["uuid"])
+        try:
+            await network_api.deallocate_for_instance(ctx, row,
+                                                      requested_networks=row.get("requested_networks"))
+        except Exception:  # noqa: BLE001 - the next sweep retries nothing; log it loudly
+            LOG.exception("could not release ports of timed-out build %s", row["uuid"])
+        LOG.warning("build of %s timed out after %ss; set to ERROR", row["uuid"], timeout)
+        failed.append(row["uuid"])
+    return failed
+
+
+class ComputePeriodics:
+    """The periodic tasks one compute host runs."""
+
+    def __init__(self, manager: "ComputeManager") -> None:
+        self.m = manager
+        self._heal_queue: list[str] = []
+
+    async def check_instance_build_time(self) -> list[str]:
+        timeout = self.m.settings.instance_build_timeout
+        if timeout <= 0:
+            return []
+        rows = await self.m.db.read(stuck_builds, timeout, [self.m.host], False)
+        for row in rows:
+            task = self.m.builds.get(row["uuid"])
+            if task is not None:
+                task.cancel()
+        return await fail_stuck_builds(self.m.db, self.m.network_api, rows, timeout, self.m.host)
+
+    async def sync_power_states(self) -> None:
+        rows = await self.m.db.read(_host_instances, self.m.host)
+        for row in rows:
+            if row["task_state"] is not None or row["uuid"] in self.m.builds:
+                continue
+            async with self.m.instance_lock(row["uuid"]):
+                await self._sync_instance_power_state(row)
+
+    async def _sync_instance_power_state(self, row: dict[str, Any]) -> None:
+        try:
+            power = (await self.m.driver.get_info(row)).state
+        except vexc.InstanceNotFound:
+            power = PowerState.NOSTATE
+        values: dict[str, Any] = {}
+        if int(power) != row["power_state"]:
+            values["power_state"] = int(power)
+        if row["vm_state"] == VmState.ACTIVE.value and power in (
+                PowerState.SHUTDOWN, PowerState.CRASHED, PowerState.NOSTATE):
+            LOG.warning("instance %s is %s on the hypervisor; marking it stopped",
+                        row["uuid"], power.name)
+            values["vm_state"] = VmState.STOPPED
+        elif row["vm_state"] == VmState.STOPPED.value and power == PowerState.RUNNING:
+            LOG.warning("stopped instance %s is running; powering it off", row["uuid"])
+            await self.m.driver.power_off(row)
+            values["power_state"] = int(PowerState.SHUTDOWN)
+        if values:
+            try:
+                await self.m.db.run(inst.save, row["uuid"], values, expected_task_state=[None])
+            except (exc.InstanceNotFound, exc.UnexpectedTaskStateError):
+                pass
+
+    async def heal_instance_info_cache(self) -> None:
+        if not self._heal_queue:
+            self._heal_queue = [r["uuid"] for r in await self.m.db.read(_host_instances, self.m.host)
+                                if r["vm_state"] != VmState.BUILDING.value]
+        while self._heal_queue:
+            uuid = self._heal_queue.pop(0)
+            try:
+                row = await self.m.db.read(inst.get, uuid)
+            except exc.InstanceNotFound:
+                continue
+            await self.m.network_api.get_instance_nw_info(admin_context(), row)
+            return
+
+    async def init_instances(self) -> None:
+        """At start: builds that died with the previous process go to ERROR;
+        other interrupted tasks are cleared."""
+        rows = await self.m.db.read(_host_instances, self.m.host)
+        building = [r for r in rows if r["vm_state"] == VmState.BUILDING.value]
+        await fail_stuck_builds(self.m.db, self.m.network_api, building, 0, self.m.host)
+        for row in rows:
+            if row["vm_state"] != VmState.BUILDING.value and row["task_state"] not in (
+                    None, TaskState.DELETING.value):
+                try:
+                    await self.m.db.run(inst.save, row["uuid"], {"task_state": None})
+                except exc.InstanceNotFound:
+                    pass
+
+
+def _host_instances(conn: sa.Connection, host: str) -> list[dict[str, Any]]:
+    return fetch_all(conn, sa.select(instances).where(instances.c.host == host,
+                                                      instances.c.deleted.is_(False)))
