@@ -118,8 +118,7 @@ async def test_hung_build_times_out_to_error(cloud: Cloud, demo: httpx.AsyncClie
     assert resp.json()["ports"] == []
 
 
-@pytest.mark.parametrize("settings_overrides", [{"instance_build_timeout": 0.3,
-                                                 "service_down_time": 0.1}])
+@pytest.mark.parametrize("settings_overrides", [{"instance_build_timeout": 0.3}])
 async def test_build_on_a_dead_host_is_swept_by_the_conductor(cloud: Cloud,
                                                               demo: httpx.AsyncClient) -> None:
     """A compute that crashed mid-build (its task killed, heartbeats stopped)."""
@@ -132,6 +131,7 @@ async def test_build_on_a_dead_host_is_swept_by_the_conductor(cloud: Cloud,
         if svc.binary == "cirrus-compute":
             for task in list(svc.endpoint.builds.values()):
                 task.cancel()  # the process died: its build is gone
+    cloud.settings.service_down_time = 0.1  # and its heartbeats stopped
     await asyncio.sleep(0.5)
     conductor = next(s.endpoint for s in cloud.services if s.binary == "cirrus-conductor")
     assert created["id"] in await conductor.fail_orphaned_builds()
