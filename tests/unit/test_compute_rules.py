@@ -1,0 +1,143 @@
+"""Rules of the compute stage: guarded saves, quotas, status mapping, request parsing."""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from cirrus.api.compute.server_schema import parse_create
+from cirrus.compute import exception as exc
+from cirrus.compute import instance as inst
+from cirrus.compute import quotas
+from cirrus.compute.api import sanitize_hostname
+from cirrus.compute.events import InstanceEvents
+from cirrus.compute.models import instances
+from cirrus.compute.states import status_of
+from cirrus.config import Settings
+from cirrus.db import migrate
+from cirrus.db.base import utcnow
+from cirrus.db.engine import make_engine
+from cirrus.exception import ValidationError
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> sa.Engine:
+    url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'unit.db'}"
+    migrate.upgrade(url)
+    return make_engine(url)
+
+
+def insert_instance(conn: sa.Connection, uuid: str, project: str = "p1", vcpus: int = 1,
+                    memory_mb: int = 512, **values: Any) -> None:
+    row = {"uuid": uuid, "project_id": project, "user_id": "u", "display_name": uuid,
+           "hostname": uuid, "flavor": {}, "vcpus": vcpus, "memory_mb": memory_mb, "root_gb": 1,
+           "vm_state": "building", "task_state": "scheduling", "reservation_id": "r",
+           "created_at": utcnow()}
+    row.update(values)
+    conn.execute(instances.insert().values(**row))
+
+
+def test_guarded_save_applies_only_in_expected_state(engine: sa.Engine) -> None:
+    with engine.begin() as conn:
+        insert_instance(conn, "i-guard")
+        inst.save(conn, "i-guard", {"task_state": "networking"}, expected_task_state=["scheduling"])
+        with pytest.raises(exc.UnexpectedTaskStateError):
+            inst.save(conn, "i-guard", {"task_state": "spawning"}, expected_task_state="scheduling")
+        assert inst.get(conn, "i-guard")["task_state"] == "networking"
+
+
+def test_guarded_save_reports_a_racing_delete(engine: sa.Engine) -> None:
+    with engine.begin() as conn:
+        insert_instance(conn, "i-del", task_state="deleting")
+        with pytest.raises(exc.UnexpectedDeletingTaskStateError):
+            inst.save(conn, "i-del", {"task_state": "spawning"}, expected_task_state="block_device_mapping")
+        inst.soft_delete(conn, "i-del")
+        with pytest.raises(exc.InstanceNotFound):
+            inst.save(conn, "i-del", {"task_state": None})
+
+
+def test_none_is_an_expected_task_state(engine: sa.Engine) -> None:
+    with engine.begin() as conn:
+        insert_instance(conn, "i-none", task_state=None)
+        inst.save(conn, "i-none", {"task_state": "powering-on"}, expected_task_state=[None])
+        assert inst.get(conn, "i-none")["task_state"] == "powering-on"
+
+
+@pytest.mark.parametrize("used, min_count, max_count, expected", [
+    (0, 1, 1, 1), (8, 1, 5, 2), (9, 1, 1, 1), (10, 1, 1, None), (0, 11, 11, None), (5, 3, 10, 5),
+])
+def test_allowed_instances(engine: sa.Engine, used: int, min_count: int, max_count: int,
+                           expected: int | None) -> None:
+    project = f"q-{used}-{min_count}-{max_count}"
+    settings = SimpleNamespace(**{f"quota_{r}": 10 if r == "instances" else 100000
+                                  for r in quotas.ALL_RESOURCES})
+    with engine.begin() as conn:
+        for i in range(used):
+            insert_instance(conn, f"{project}-{i}", project=project)
+        flavor = {"vcpus": 1, "memory_mb": 512}
+        if expected is None:
+            with pytest.raises(exc.TooManyInstances) as err:
+                quotas.allowed_instances(conn, settings, project, flavor, min_count, max_count)
+            assert err.value.code == 403
+            assert "instances" in err.value.format_message()
+        else:
+            assert quotas.allowed_instances(conn, settings, project, flavor, min_count,
+                                            max_count) == expected
+
+
+@pytest.mark.parametrize("vm, task, status", [
+    ("building", "scheduling", "BUILD"), ("active", None, "ACTIVE"),
+    ("active", "rebooting", "REBOOT"), ("active", "rebooting_hard", "HARD_REBOOT"),
+    ("stopped", None, "SHUTOFF"), ("error", None, "ERROR"), ("deleted", None, "DELETED"),
+])
+def test_status_of(vm: str, task: str | None, status: str) -> None:
+    assert status_of(vm, task) == status
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("Web Server_1", "web-server-1"), ("..x..", "x"), ("!!!", "server-1"), ("a" * 80, "a" * 63),
+])
+def test_sanitize_hostname(name: str, expected: str) -> None:
+    assert sanitize_hostname(name, "server-1") == expected
+
+
+def test_parse_create_defaults_and_password() -> None:
+    req, want_rid = parse_create({"server": {"name": " vm ", "flavorRef": "http://x/flavors/1",
+                                             "imageRef": "6f0b3c1e-0000-4000-8000-000000000000",
+                                             "networks": "auto"}}, (2, 37))
+    assert req.name == "vm" and req.flavor_id == "1" and not want_rid
+    assert req.requested_networks == [{"network_id": "auto", "port_id": None, "fixed_ip": None}]
+    assert len(req.admin_password or "") == 12
+
+
+@pytest.mark.parametrize("server", [
+    {"name": "x", "flavorRef": "1", "imageRef": "6f0b3c1e-0000-4000-8000-000000000000",
+     "networks": [{"port": "nope"}]},
+    {"name": "x", "flavorRef": "1", "imageRef": "6f0b3c1e-0000-4000-8000-000000000000",
+     "personality": []},
+    {"name": "x", "flavorRef": "1"},
+    {"name": "x", "flavorRef": "1", "imageRef": "6f0b3c1e-0000-4000-8000-000000000000",
+     "accessIPv4": "::1"},
+])
+def test_parse_create_rejects(server: dict) -> None:
+    server.setdefault("networks", "none")
+    with pytest.raises(ValidationError):
+        parse_create({"server": server}, (2, 60))
+
+
+async def test_instance_events_deliver_and_timeout() -> None:
+    events = InstanceEvents()
+    failures: list[list[str]] = []
+    async with events.wait_for_instance_event("i1", ["network-vif-plugged-p1"], deadline=1,
+                                              error_cb=failures.append):
+        asyncio.get_running_loop().call_soon(events.deliver, {
+            "name": "network-vif-plugged", "tag": "p1", "server_uuid": "i1", "status": "completed"})
+    assert failures == []
+    async with events.wait_for_instance_event("i1", ["network-vif-plugged-p2"], deadline=0.05,
+                                              error_cb=failures.append):
+        pass
+    assert failures == [["network-vif-plugged-p2"]]
