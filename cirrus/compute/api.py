@@ -136,12 +136,24 @@ class API:
                         "requested_networks": req.requested_networks,
                         "security_groups": req.security_groups,
                         "block_device_mapping": req.block_device_mapping}
-        await self.compute_task_api.build_instances(
-            ctx, instance_uuids=[r["uuid"] for r in rows], request_spec=request_spec,
-            filter_properties={"scheduler_hints": req.scheduler_hints,
-                               "retry": {"num_attempts": 1, "hosts": []}},
-            build_params=build_params)
+        try:
+            await self.compute_task_api.build_instances(
+                ctx, instance_uuids=[r["uuid"] for r in rows], request_spec=request_spec,
+                filter_properties={"scheduler_hints": req.scheduler_hints,
+                                   "retry": {"num_attempts": 1, "hosts": []}},
+                build_params=build_params)
+        except BaseException:
+            # Nothing will build them: the records must not stay in BUILD.
+            await self.db.run(self._destroy_records, [r["uuid"] for r in rows])
+            raise
         return rows, reservation_id
+
+    @staticmethod
+    def _destroy_records(conn: sa.Connection, uuids: list[str]) -> None:
+        conn.execute(instance_group_members.delete().where(
+            instance_group_members.c.instance_uuid.in_(uuids)))
+        for uuid in uuids:
+            inst.soft_delete(conn, uuid)
 
     @staticmethod
     def _boot_image_id(req: CreateRequest) -> str | None:
