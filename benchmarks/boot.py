@@ -1,0 +1,172 @@
+"""Boot benchmark: N servers through the HTTP API with C concurrent clients.
+
+Prints boots/s, POST latency p50/p99, POST→ACTIVE p50/p99, the time of
+GET /servers/detail with all N present, deletes/s and peak RSS; writes
+benchmarks/results/boot.json. ``--short`` is the CI smoke mode.
+
+    python benchmarks/boot.py                 # N=1000, C=50, K=10
+    python benchmarks/boot.py --url http://127.0.0.1:8774 --n 200
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _cloud import percentile, rss_mb, running_cloud, token  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+BIG_QUOTAS = {f"CIRRUS_QUOTA_{r}": "1000000" for r in ("INSTANCES", "CORES", "RAM")}
+
+
+async def ensure_image(client: httpx.AsyncClient) -> str:
+    resp = await client.get("/image/v2/images", params={"name": "bench"})
+    images = resp.json().get("images", [])
+    if images:
+        return images[0]["id"]
+    resp = await client.post("/image/v2/images", json={"name": "bench", "disk_format": "raw",
+                                                       "container_format": "bare",
+                                                       "visibility": "public"})
+    image_id = resp.json()["id"]
+    await client.put(f"/image/v2/images/{image_id}/file", content=b"bench" * 100,
+                     headers={"Content-Type": "application/octet-stream"})
+    return image_id
+
+
+async def boot_all(client: httpx.AsyncClient, image: str, n: int, c: int, network: Any
+                   ) -> tuple[list[float], dict[str, float], float]:
+    """POST n servers with c workers; returns (post latencies, post time by id, wall)."""
+    posted: dict[str, float] = {}
+    latencies: list[float] = []
+    queue: asyncio.Queue[int] = asyncio.Queue()
+    for i in range(n):
+        queue.put_nowait(i)
+
+    async def worker() -> None:
+        while not queue.empty():
+            i = queue.get_nowait()
+            body = {"server": {"name": f"bench-{i}", "imageRef": image, "flavorRef": "1",
+                               "networks": network}}
+            start = time.perf_counter()
+            resp = await client.post("/compute/v2.1/servers", json=body)
+            latencies.append(time.perf_counter() - start)
+            if resp.status_code != 202:
+                raise RuntimeError(f"POST failed: {resp.status_code} {resp.text}")
+            posted[resp.json()["server"]["id"]] = start
+    start = time.perf_counter()
+    await asyncio.gather(*[worker() for _ in range(c)])
+    return latencies, posted, start
+
+
+async def wait_active(client: httpx.AsyncClient, posted: dict[str, float],
+                      timeout: float) -> tuple[dict[str, float], int]:
+    """Poll /servers/detail until every server is ACTIVE or ERROR."""
+    done: dict[str, float] = {}
+    errors = 0
+    deadline = time.perf_counter() + timeout
+    while len(done) < len(posted) and time.perf_counter() < deadline:
+        resp = await client.get("/compute/v2.1/servers/detail", params={"limit": 1000,
+                                                                        "status": ["ACTIVE", "ERROR"]})
+        now = time.perf_counter()
+        servers = resp.json()["servers"]
+        marker_pages = resp.json().get("servers_links")
+        while marker_pages:
+            resp = await client.get(marker_pages[0]["href"])
+            servers += resp.json()["servers"]
+            marker_pages = resp.json().get("servers_links")
+        for s in servers:
+            if s["id"] in posted and s["id"] not in done:
+                done[s["id"]] = now
+                errors += s["status"] == "ERROR"
+        await asyncio.sleep(0.01)
+    return done, errors
+
+
+async def run(url: str, n: int, c: int, network: Any, pid: int | None) -> dict[str, Any]:
+    headers = {"X-Auth-Token": token(url), "OpenStack-API-Version": "compute 2.37"}
+    limits = httpx.Limits(max_connections=c + 4)
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120, limits=limits) as client:
+        image = await ensure_image(client)
+        t0 = time.perf_counter()
+        latencies, posted, start = await boot_all(client, image, n, c, network)
+        active, errors = await wait_active(client, posted, timeout=max(60, n / 5))
+        wall = time.perf_counter() - t0
+        to_active = [active[i] - posted[i] for i in active]
+        d0 = time.perf_counter()
+        await client.get("/compute/v2.1/servers/detail", params={"limit": 1000})
+        detail_s = time.perf_counter() - d0
+        # one multi-create request of the same size
+        m0 = time.perf_counter()
+        resp = await client.post("/compute/v2.1/servers", json={"server": {
+            "name": "multi", "imageRef": image, "flavorRef": "1", "networks": network,
+            "min_count": min(n, 100), "max_count": min(n, 100), "return_reservation_id": True}})
+        multi_ids: dict[str, float] = {}
+        if resp.status_code == 202:
+            rid = resp.json()["reservation_id"]
+            listed = await client.get("/compute/v2.1/servers", params={"reservation_id": rid})
+            multi_ids = {s["id"]: m0 for s in listed.json()["servers"]}
+            await wait_active(client, multi_ids, timeout=120)
+        multi_s = time.perf_counter() - m0
+        ids = list(posted) + list(multi_ids)
+        x0 = time.perf_counter()
+        sem = asyncio.Semaphore(c)
+
+        async def delete(server_id: str) -> None:
+            async with sem:
+                await client.delete(f"/compute/v2.1/servers/{server_id}")
+        await asyncio.gather(*[delete(i) for i in ids])
+        remaining = {i: 0.0 for i in ids}
+        while remaining:
+            resp = await client.get("/compute/v2.1/servers", params={"limit": 1000})
+            present = {s["id"] for s in resp.json()["servers"]}
+            remaining = {i: 0.0 for i in remaining if i in present}
+            await asyncio.sleep(0.02)
+        delete_s = time.perf_counter() - x0
+    return {
+        "n": n, "concurrency": c, "errors": errors, "active": len(active) - errors,
+        "boots_per_s": round(len(active) / wall, 1),
+        "post_p50_ms": round(percentile(latencies, 50) * 1000, 1),
+        "post_p99_ms": round(percentile(latencies, 99) * 1000, 1),
+        "post_to_active_p50_ms": round(percentile(to_active, 50) * 1000, 1),
+        "post_to_active_p99_ms": round(percentile(to_active, 99) * 1000, 1),
+        "servers_detail_ms": round(detail_s * 1000, 1),
+        "multi_create_boots_per_s": round(len(multi_ids) / multi_s, 1) if multi_ids else None,
+        "deletes_per_s": round(len(ids) / delete_s, 1),
+        "peak_rss_mb": round(rss_mb(pid, "VmHWM"), 1) if pid else None,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--url", help="a running cloud (admin/admin); default: start one")
+    parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument("--c", type=int, default=50)
+    parser.add_argument("--k", type=int, default=10, help="simulated compute hosts")
+    parser.add_argument("--network", default="auto", help="auto, none")
+    parser.add_argument("--short", action="store_true", help="CI smoke: N=20, C=5, K=2")
+    args = parser.parse_args()
+    if args.short:
+        args.n, args.c, args.k = 20, 5, 2
+    if args.url:
+        result = asyncio.run(run(args.url, args.n, args.c, args.network, None))
+    else:
+        env = {**BIG_QUOTAS, "CIRRUS_AUTO_ALLOCATE_CIDR": "10.0.0.0/16",
+               "CIRRUS_FAKE_HOST_MEMORY_MB": str(max(32768, args.n * 1024 // max(1, args.k)))}
+        with running_cloud(args.k, env) as (url, proc):
+            result = asyncio.run(run(url, args.n, args.c, args.network, proc.pid))
+    for key, value in result.items():
+        print(f"{key:28s} {value}")
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / ("boot-short.json" if args.short else "boot.json")).write_text(json.dumps(result, indent=2))
+    return 0 if result["errors"] == 0 and result["active"] == args.n else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
