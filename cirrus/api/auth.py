@@ -8,6 +8,7 @@ from __future__ import annotations
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from cirrus.api.errors import error_response, style_for_path
+from cirrus.api.wsgi import sending_headers
 from cirrus.context import new_request_id
 from cirrus.exception import CirrusException
 
@@ -42,13 +43,8 @@ class AuthMiddleware:
         state = scope.setdefault("state", {})
         state["request_id"] = request_id
 
-        async def send_with_id(message: dict) -> None:
-            if message["type"] == "http.response.start":
-                message.setdefault("headers", [])
-                message["headers"] = list(message["headers"]) + [
-                    (b"x-openstack-request-id", request_id.encode()),
-                    (b"x-compute-request-id", request_id.encode())]
-            await send(message)
+        send_with_id = sending_headers(send, [(b"x-openstack-request-id", request_id.encode()),
+                                              (b"x-compute-request-id", request_id.encode())])
 
         path = scope["path"]
         if is_public(scope["method"], path):

@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 import pydantic
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.types import Message, Send
 
 from cirrus import exception
 from cirrus.context import RequestContext
@@ -82,3 +83,12 @@ def query_int(request: Request, name: str, default: int | None = None,
     if value < minimum:
         raise exception.ValidationError(field=name, reason=f"must be >= {minimum}")
     return value
+
+
+def sending_headers(send: Send, headers: list[tuple[bytes, bytes]]) -> Send:
+    """An ASGI ``send`` that adds ``headers`` to the response start."""
+    async def wrapped(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message["headers"] = list(message.get("headers", [])) + headers
+        await send(message)
+    return wrapped

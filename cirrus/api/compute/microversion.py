@@ -84,6 +84,7 @@ class MicroversionMiddleware:
             await self.app(scope, receive, send)
             return
         from cirrus.api.errors import error_response
+        from cirrus.api.wsgi import sending_headers
 
         request = Request(scope)
         try:
@@ -94,9 +95,5 @@ class MicroversionMiddleware:
         scope.setdefault("state", {})["api_version"] = version
         extra = [(k.lower().encode(), v.encode()) for k, v in response_headers(version).items()]
 
-        async def send_with_version(message: dict) -> None:
-            if message["type"] == "http.response.start":
-                message["headers"] = list(message.get("headers", [])) + extra
-            await send(message)
-
+        send_with_version = sending_headers(send, extra)
         await self.app(scope, receive, send_with_version)
