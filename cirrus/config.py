@@ -74,6 +74,7 @@ class Settings:
     cpu_weight_multiplier: float = 1.0
     disk_weight_multiplier: float = 1.0
     host_subset_size: int = 1
+    scheduler_cache_seconds: float = 1.0
 
     # service frame
     report_interval: float = 10.0
