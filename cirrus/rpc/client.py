@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 from typing import Any
 
@@ -19,7 +20,15 @@ def _serialize_failure(exc: BaseException) -> dict[str, Any]:
 
 
 def _safe(kwargs: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in kwargs.items() if isinstance(v, (str, int, float, bool, type(None)))}
+    """The kwargs that survive JSON (the rest stay on the remote side)."""
+    out = {}
+    for key, value in kwargs.items():
+        try:
+            json.dumps(value)
+        except (TypeError, ValueError):
+            continue
+        out[key] = value
+    return out
 
 
 def _deserialize_failure(failure: dict[str, Any]) -> Exception:
