@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-22 15:10:57.415082
+Create Date: 2026-11-22 15:38:05.178796
 """
 from alembic import op
 import sqlalchemy as sa
@@ -73,6 +73,32 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('flavorid', name=op.f('pk_flavors')),
     sa.UniqueConstraint('name', name=op.f('uq_flavors_name'))
     )
+    op.create_table('images',
+    sa.Column('id', sa.String(length=36), nullable=False),
+    sa.Column('name', sa.String(length=255), nullable=True),
+    sa.Column('status', sa.String(length=32), nullable=False),
+    sa.Column('visibility', sa.String(length=16), nullable=False),
+    sa.Column('protected', sa.Boolean(), nullable=False),
+    sa.Column('checksum', sa.String(length=32), nullable=True),
+    sa.Column('os_hash_algo', sa.String(length=64), nullable=True),
+    sa.Column('os_hash_value', sa.String(length=128), nullable=True),
+    sa.Column('size', sa.BigInteger(), nullable=True),
+    sa.Column('virtual_size', sa.BigInteger(), nullable=True),
+    sa.Column('min_disk', sa.Integer(), nullable=False),
+    sa.Column('min_ram', sa.Integer(), nullable=False),
+    sa.Column('disk_format', sa.String(length=32), nullable=True),
+    sa.Column('container_format', sa.String(length=32), nullable=True),
+    sa.Column('owner', sa.String(length=64), nullable=True),
+    sa.Column('properties', sa.JSON(), nullable=False),
+    sa.Column('tags', sa.JSON(), nullable=False),
+    sa.Column('created_at', sa.DateTime(), nullable=False),
+    sa.Column('updated_at', sa.DateTime(), nullable=True),
+    sa.Column('deleted', sa.Boolean(), nullable=False),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_images'))
+    )
+    with op.batch_alter_table('images', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_images_owner'), ['owner'], unique=False)
+
     op.create_table('instance_groups',
     sa.Column('uuid', sa.String(length=36), nullable=False),
     sa.Column('name', sa.String(length=255), nullable=False),
@@ -229,6 +255,15 @@ def upgrade() -> None:
     with op.batch_alter_table('block_device_mappings', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_block_device_mappings_instance_uuid'), ['instance_uuid'], unique=False)
 
+    op.create_table('image_members',
+    sa.Column('image_id', sa.String(length=36), nullable=False),
+    sa.Column('member_id', sa.String(length=64), nullable=False),
+    sa.Column('status', sa.String(length=16), nullable=False),
+    sa.Column('created_at', sa.DateTime(), nullable=False),
+    sa.Column('updated_at', sa.DateTime(), nullable=True),
+    sa.ForeignKeyConstraint(['image_id'], ['images.id'], name=op.f('fk_image_members_image_id_images')),
+    sa.PrimaryKeyConstraint('image_id', 'member_id', name=op.f('pk_image_members'))
+    )
     op.create_table('instance_actions',
     sa.Column('id', sa.Integer(), autoincrement=True, nullable=False),
     sa.Column('instance_uuid', sa.String(length=36), nullable=False),
@@ -355,6 +390,7 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f('ix_instance_actions_instance_uuid'))
 
     op.drop_table('instance_actions')
+    op.drop_table('image_members')
     with op.batch_alter_table('block_device_mappings', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_block_device_mappings_instance_uuid'))
 
@@ -379,6 +415,10 @@ def downgrade() -> None:
         batch_op.drop_index(batch_op.f('ix_instance_groups_project_id'))
 
     op.drop_table('instance_groups')
+    with op.batch_alter_table('images', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_images_owner'))
+
+    op.drop_table('images')
     op.drop_table('flavors')
     op.drop_table('domains')
     with op.batch_alter_table('compute_nodes', schema=None) as batch_op:
