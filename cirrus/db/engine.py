@@ -21,6 +21,9 @@ T = TypeVar("T")
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    # Let SQLAlchemy, not pysqlite, decide where transactions begin, so that
+    # SAVEPOINTs (begin_nested) work and reads are transactional too.
+    dbapi_conn.isolation_level = None
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
@@ -38,6 +41,7 @@ def make_engine(url: str) -> Engine:
         engine = sa.create_engine(url, connect_args={"check_same_thread": False},
                                   pool_size=4, max_overflow=4)
         sa.event.listen(engine, "connect", _sqlite_pragmas)
+        sa.event.listen(engine, "begin", lambda conn: conn.exec_driver_sql("BEGIN"))
         return engine
     return sa.create_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)
 

@@ -1,0 +1,89 @@
+"""Network errors, named as Neutron and Nova name them, each with its status."""
+from __future__ import annotations
+
+from cirrus.exception import CirrusException, Conflict, Forbidden, Invalid, NotFound
+
+
+class NetworkNotFound(NotFound):
+    msg_fmt = "Network %(net_id)s could not be found."
+
+
+class SubnetNotFound(NotFound):
+    msg_fmt = "Subnet %(subnet_id)s could not be found."
+
+
+class PortNotFound(NotFound):
+    msg_fmt = "Port %(port_id)s could not be found."
+
+
+class SecurityGroupNotFound(NotFound):
+    msg_fmt = "Security group %(id)s does not exist"
+
+
+class SecurityGroupRuleNotFound(NotFound):
+    msg_fmt = "Security group rule %(id)s does not exist"
+
+
+class BadRequest(Invalid):
+    error_type = "HTTPBadRequest"
+    msg_fmt = "%(reason)s"
+
+
+class InvalidInput(Invalid):
+    msg_fmt = "Invalid input for operation: %(reason)s"
+
+
+class NetworkAmbiguous(Conflict):
+    msg_fmt = "Multiple possible networks found, use a Network ID to be more specific."
+
+
+class PortInUse(Conflict):
+    msg_fmt = "Port %(port_id)s is still in use."
+
+
+class PortNotUsable(Conflict):
+    msg_fmt = "Port %(port_id)s not usable for instance %(instance)s."
+
+
+class NetworkInUse(Conflict):
+    msg_fmt = "Unable to complete operation on network %(net_id)s. There are one or more ports still in use on the network."
+
+
+class SubnetInUse(Conflict):
+    msg_fmt = "Unable to complete operation on subnet %(subnet_id)s: One or more ports have an IP allocation from this subnet."
+
+
+class SecurityGroupInUse(Conflict):
+    msg_fmt = "Security Group %(id)s in use."
+
+
+class IpAddressGenerationFailure(Conflict):
+    msg_fmt = "No more IP addresses available on network %(net_id)s."
+
+
+class IpAddressAlreadyAllocated(Conflict):
+    msg_fmt = "IP address %(ip)s already allocated in subnet %(subnet_id)s"
+
+
+class MacAddressInUse(Conflict):
+    msg_fmt = "Unable to complete operation for network %(net_id)s. The mac address %(mac)s is in use."
+
+
+class ExternalNetworkAttachForbidden(Forbidden):
+    msg_fmt = "It is not allowed to create an interface on external network %(network_uuid)s"
+
+
+class NoUniqueMatch(Conflict):
+    msg_fmt = "Multiple security groups found matching '%(name)s'. Use an ID to be more specific."
+
+
+class SecurityGroupCannotBeApplied(Invalid):
+    msg_fmt = "Network requires port_security_enabled and subnet associated in order to apply security groups."
+
+
+class OverQuota(Conflict):
+    msg_fmt = "Quota exceeded for resources: ['%(resource)s']."
+
+
+class NetworkError(CirrusException):
+    msg_fmt = "%(reason)s"

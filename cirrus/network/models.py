@@ -1,0 +1,107 @@
+"""Network service tables. Uniqueness of addresses and MACs per network is a
+database constraint, so concurrent allocations can never hand out a duplicate."""
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from cirrus.db.base import metadata, timestamps
+
+networks = sa.Table(
+    "networks", metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("name", sa.String(255), nullable=False, default=""),
+    sa.Column("project_id", sa.String(64), nullable=False, index=True),
+    sa.Column("shared", sa.Boolean, nullable=False, default=False),
+    sa.Column("router_external", sa.Boolean, nullable=False, default=False),
+    sa.Column("port_security_enabled", sa.Boolean, nullable=False, default=True),
+    sa.Column("mtu", sa.Integer, nullable=False, default=1500),
+    sa.Column("status", sa.String(16), nullable=False, default="ACTIVE"),
+    sa.Column("admin_state_up", sa.Boolean, nullable=False, default=True),
+    sa.Column("description", sa.String(255), nullable=False, default=""),
+    sa.Column("auto_allocated", sa.Boolean, nullable=False, default=False),
+    *timestamps(),
+)
+
+subnets = sa.Table(
+    "subnets", metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("network_id", sa.String(36), sa.ForeignKey("networks.id", ondelete="CASCADE"),
+              nullable=False, index=True),
+    sa.Column("project_id", sa.String(64), nullable=False),
+    sa.Column("name", sa.String(255), nullable=False, default=""),
+    sa.Column("ip_version", sa.Integer, nullable=False),
+    sa.Column("cidr", sa.String(64), nullable=False),
+    sa.Column("gateway_ip", sa.String(64), nullable=True),
+    sa.Column("enable_dhcp", sa.Boolean, nullable=False, default=True),
+    sa.Column("dns_nameservers", sa.JSON, nullable=False, default=list),
+    sa.Column("host_routes", sa.JSON, nullable=False, default=list),
+    sa.Column("allocation_pools", sa.JSON, nullable=False, default=list),
+    sa.Column("ipv6_address_mode", sa.String(32), nullable=True),
+    sa.Column("ipv6_ra_mode", sa.String(32), nullable=True),
+    sa.Column("description", sa.String(255), nullable=False, default=""),
+    *timestamps(),
+)
+
+ports = sa.Table(
+    "ports", metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("seq", sa.Integer, nullable=False, default=0),  # creation order within a device
+    sa.Column("network_id", sa.String(36), sa.ForeignKey("networks.id"), nullable=False, index=True),
+    sa.Column("project_id", sa.String(64), nullable=False, index=True),
+    sa.Column("name", sa.String(255), nullable=False, default=""),
+    sa.Column("mac_address", sa.String(32), nullable=False),
+    sa.Column("device_id", sa.String(255), nullable=False, default="", index=True),
+    sa.Column("device_owner", sa.String(255), nullable=False, default=""),
+    sa.Column("admin_state_up", sa.Boolean, nullable=False, default=True),
+    sa.Column("status", sa.String(16), nullable=False, default="DOWN"),
+    sa.Column("binding_host_id", sa.String(255), nullable=False, default=""),
+    sa.Column("binding_vif_type", sa.String(64), nullable=False, default="unbound"),
+    sa.Column("binding_vnic_type", sa.String(64), nullable=False, default="normal"),
+    sa.Column("binding_profile", sa.JSON, nullable=False, default=dict),
+    sa.Column("binding_vif_details", sa.JSON, nullable=False, default=dict),
+    sa.Column("security_groups", sa.JSON, nullable=False, default=list),
+    sa.Column("extra_dhcp_opts", sa.JSON, nullable=False, default=list),
+    sa.Column("allowed_address_pairs", sa.JSON, nullable=False, default=list),
+    sa.Column("dns_name", sa.String(255), nullable=False, default=""),
+    sa.Column("port_security_enabled", sa.Boolean, nullable=False, default=True),
+    sa.Column("description", sa.String(255), nullable=False, default=""),
+    *timestamps(),
+    sa.UniqueConstraint("network_id", "mac_address"),
+)
+
+ip_allocations = sa.Table(
+    "ip_allocations", metadata,
+    sa.Column("network_id", sa.String(36), primary_key=True),
+    sa.Column("ip_address", sa.String(64), primary_key=True),
+    sa.Column("subnet_id", sa.String(36), sa.ForeignKey("subnets.id", ondelete="CASCADE"),
+              nullable=False, index=True),
+    sa.Column("port_id", sa.String(36), sa.ForeignKey("ports.id", ondelete="CASCADE"),
+              nullable=False, index=True),
+)
+
+security_groups = sa.Table(
+    "security_groups", metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("name", sa.String(255), nullable=False),
+    sa.Column("project_id", sa.String(64), nullable=False, index=True),
+    sa.Column("description", sa.String(255), nullable=False, default=""),
+    sa.Column("stateful", sa.Boolean, nullable=False, default=True),
+    *timestamps(),
+)
+
+security_group_rules = sa.Table(
+    "security_group_rules", metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("security_group_id", sa.String(36),
+              sa.ForeignKey("security_groups.id", ondelete="CASCADE"), nullable=False, index=True),
+    sa.Column("project_id", sa.String(64), nullable=False),
+    sa.Column("direction", sa.String(16), nullable=False),
+    sa.Column("ethertype", sa.String(8), nullable=False, default="IPv4"),
+    sa.Column("protocol", sa.String(32), nullable=True),
+    sa.Column("port_range_min", sa.Integer, nullable=True),
+    sa.Column("port_range_max", sa.Integer, nullable=True),
+    sa.Column("remote_ip_prefix", sa.String(64), nullable=True),
+    sa.Column("remote_group_id", sa.String(36), nullable=True),
+    sa.Column("description", sa.String(255), nullable=False, default=""),
+    *timestamps(),
+)
