@@ -53,6 +53,10 @@ class SubnetInUse(Conflict):
     msg_fmt = "Unable to complete operation on subnet %(subnet_id)s: One or more ports have an IP allocation from this subnet."
 
 
+class SecurityGroupRuleExists(Conflict):
+    msg_fmt = "Security group rule already exists. Rule id is %(rule_id)s."
+
+
 class SecurityGroupInUse(Conflict):
     msg_fmt = "Security Group %(id)s in use."
 

@@ -45,7 +45,7 @@ subnets = sa.Table(
 ports = sa.Table(
     "ports", metadata,
     sa.Column("id", sa.String(36), primary_key=True),
-    sa.Column("seq", sa.Integer, nullable=False, default=0),  # creation order within a device
+    sa.Column("seq", sa.Integer, nullable=False, default=0, index=True),  # creation order
     sa.Column("network_id", sa.String(36), sa.ForeignKey("networks.id"), nullable=False, index=True),
     sa.Column("project_id", sa.String(64), nullable=False, index=True),
     sa.Column("name", sa.String(255), nullable=False, default=""),

@@ -1,0 +1,284 @@
+"""The compute side's network API (seeds 001/002): ``allocate_for_instance``,
+``deallocate_for_instance``, ``get_instance_nw_info``.
+
+In Nova this talks to Neutron over HTTP; here it calls the network service's
+own functions on the shared database, in short transactions, and the host
+backend of the compute host it runs on.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+from typing import Any
+
+import sqlalchemy as sa
+
+from cirrus.compute.models import instance_info_caches
+from cirrus.config import Settings
+from cirrus.context import RequestContext
+from cirrus.db.base import utcnow
+from cirrus.db.engine import Database, fetch_all
+from cirrus.network import exception as exc
+from cirrus.network import ports as port_db
+from cirrus.network import security_groups as sg_db
+from cirrus.network.auto_allocate import get_or_create_auto_network
+from cirrus.network.backends import get_backend
+from cirrus.network.binding import Binder, EventSink
+from cirrus.network.model import NetworkInfo, build_vif
+from cirrus.network.models import networks, ports
+from cirrus.network.networks import subnets_of
+
+LOG = logging.getLogger(__name__)
+
+
+def _available_networks(conn: sa.Connection, ctx: RequestContext, project_id: str,
+                        net_ids: list[str] | None) -> list[dict[str, Any]]:
+    """``_get_available_networks``: the requested ids in order, or the project's
+    own networks plus the shared ones."""
+    if net_ids:
+        rows = {r["id"]: r for r in fetch_all(conn, sa.select(networks).where(networks.c.id.in_(net_ids)))}
+        found = []
+        for net_id in net_ids:
+            row = rows.get(net_id)
+            if row is None or not (ctx.is_admin or row["project_id"] == project_id
+                                   or row["shared"] or row["router_external"]):
+                raise exc.NetworkNotFound(net_id=net_id)
+            found.append(row)
+        return found
+    own = fetch_all(conn, sa.select(networks).where(networks.c.project_id == project_id,
+                                                    networks.c.shared.is_(False))
+                    .order_by(networks.c.created_at))
+    shared = fetch_all(conn, sa.select(networks).where(networks.c.shared.is_(True))
+                       .order_by(networks.c.created_at))
+    return own + [n for n in shared if n["id"] not in {o["id"] for o in own}]
+
+
+class API:
+    """Network operations on behalf of compute, for instances on ``host``."""
+
+    def __init__(self, settings: Settings, db: Database, binder: Binder) -> None:
+        self.settings = settings
+        self.db = db
+        self.binder = binder
+        self._locks: dict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+
+    # -- checks at create time --------------------------------------------------
+    async def validate_networks(self, ctx: RequestContext, requested_networks: Any,
+                                num_instances: int) -> int:
+        """Fail early (before the 202) for requests that can never work; the
+        number of instances the requested ports allow."""
+        if not requested_networks:
+            return num_instances
+        if requested_networks[0].get("network_id") in ("auto", "none"):
+            return num_instances
+
+        def check(conn: sa.Connection) -> int:
+            net_ids, port_count = [], 0
+            for req in requested_networks:
+                if req.get("port_id"):
+                    port = port_db.get_port(conn, ctx, req["port_id"])
+                    if port["device_id"]:
+                        raise exc.PortInUse(port_id=req["port_id"])
+                    port_count += 1
+                elif req.get("network_id"):
+                    net_ids.append(req["network_id"])
+            nets = _available_networks(conn, ctx, ctx.project_id or "", net_ids)
+            for net in nets:
+                if net["router_external"] and not net["shared"] and not ctx.is_admin:
+                    raise exc.ExternalNetworkAttachForbidden(network_uuid=net["id"])
+            return 1 if port_count else num_instances
+        return await self.db.read(check)
+
+    # -- allocate_for_instance (seed 001) -----------------------------------------
+    async def allocate_for_instance(self, ctx: RequestContext, instance: dict[str, Any], *,
+                                    requested_networks: Any = None,
+                                    security_groups: list[str] | None = None,
+                                    bind_host_id: str | None = None,
+                                    macs: set[str] | None = None) -> NetworkInfo:
+        """Create or bind the instance's ports; on any failure, nothing stays."""
+        project_id = instance["project_id"]
+        requests = list(requested_networks or [])
+        if requests and requests[0].get("network_id") == "none":
+            return NetworkInfo()
+        if requests and requests[0].get("network_id") == "auto":
+            net = await self.db.run(get_or_create_auto_network, self.settings, project_id)
+            requests = [{"network_id": net["id"], "port_id": None, "fixed_ip": None}]
+        ordered, preexisting = await self.db.read(self._validate_requested_port_ids, ctx,
+                                                  instance, requests)
+        net_ids = [r["network_id"] for r in requests if r.get("network_id") and not r.get("port_id")]
+        nets = await self.db.read(_available_networks, ctx, project_id, net_ids or None)
+        if not requests:
+            if not nets:
+                return NetworkInfo()  # nothing requested, nothing available
+            if len(nets) > 1:
+                raise exc.NetworkAmbiguous()
+            requests = [{"network_id": nets[0]["id"], "port_id": None, "fixed_ip": None}]
+            ordered = [None]
+        by_id = {n["id"]: n for n in nets}
+        for net in nets:
+            if net["router_external"] and not net["shared"] and not ctx.is_admin:
+                raise exc.ExternalNetworkAttachForbidden(network_uuid=net["id"])
+        sg_ids = await self.db.run(sg_db.resolve, project_id, security_groups or ["default"])
+        created: list[str] = []
+        try:
+            port_ids = await self.db.run(self._create_ports_for_instance, ctx, instance, requests,
+                                         ordered, by_id, sg_ids, created)
+            await self._update_ports_for_instance(ctx, instance, port_ids, preexisting, bind_host_id)
+        except BaseException:
+            await self._rollback(ctx, created, preexisting)
+            raise
+        return await self.get_instance_nw_info(ctx, instance, preserve=set(preexisting))
+
+    @staticmethod
+    def _validate_requested_port_ids(conn: sa.Connection, ctx: RequestContext,
+                                     instance: dict[str, Any], requests: list[dict[str, Any]]
+                                     ) -> tuple[list[str | None], list[str]]:
+        ordered: list[str | None] = []
+        preexisting: list[str] = []
+        for req in requests:
+            port_id = req.get("port_id")
+            if not port_id:
+                ordered.append(None)
+                continue
+            port = port_db.get_port(conn, ctx.elevated() if ctx.is_admin else ctx, port_id)
+            if port["device_id"] and port["device_id"] != instance["uuid"]:
+                raise exc.PortInUse(port_id=port_id)
+            if port["project_id"] != instance["project_id"] and not ctx.is_admin:
+                raise exc.PortNotUsable(port_id=port_id, instance=instance["uuid"])
+            req["network_id"] = port["network_id"]
+            ordered.append(port_id)
+            preexisting.append(port_id)
+        return ordered, preexisting
+
+    def _create_ports_for_instance(self, conn: sa.Connection, ctx: RequestContext,
+                                   instance: dict[str, Any], requests: list[dict[str, Any]],
+                                   ordered: list[str | None], nets: dict[str, dict[str, Any]],
+                                   sg_ids: list[str], created: list[str]) -> list[str]:
+        """One port per request without a port id; ids in request order."""
+        result: list[str] = []
+        for req, port_id in zip(requests, ordered):
+            if port_id:
+                result.append(port_id)
+                continue
+            network = nets[req["network_id"]]
+            if sg_ids and (not network["port_security_enabled"] or not subnets_of(conn, [network["id"]])):
+                raise exc.SecurityGroupCannotBeApplied()
+            values: dict[str, Any] = {
+                "network_id": network["id"], "project_id": instance["project_id"],
+                "device_id": instance["uuid"],
+                "device_owner": f"compute:{instance.get('availability_zone') or 'nova'}",
+                "security_groups": sg_ids if network["port_security_enabled"] else [],
+                "dns_name": instance.get("hostname") or ""}
+            if req.get("fixed_ip"):
+                values["fixed_ips"] = [{"ip_address": req["fixed_ip"]}]
+            port = port_db.create_port(conn, ctx.elevated(), values, self.settings.base_mac)
+            created.append(port["id"])
+            result.append(port["id"])
+        return result
+
+    async def _update_ports_for_instance(self, ctx: RequestContext, instance: dict[str, Any],
+                                         port_ids: list[str], preexisting: list[str],
+                                         host: str | None) -> None:
+        """Bind every port to the instance and host; the backend plugs them."""
+        values = {"device_id": instance["uuid"],
+                  "device_owner": f"compute:{instance.get('availability_zone') or 'nova'}",
+                  "binding_host_id": host or ""}
+
+        def update(conn: sa.Connection) -> list[dict[str, Any]]:
+            return [port_db.update_port(conn, ctx.elevated(), pid, values)[1] for pid in port_ids]
+        for port in await self.db.run(update):
+            await self.binder.bound(port)
+
+    async def _rollback(self, ctx: RequestContext, created: list[str], preexisting: list[str]) -> None:
+        """Delete the ports we created, unbind the ones we were given."""
+        def undo(conn: sa.Connection) -> list[dict[str, Any]]:
+            rows = []
+            for pid in created:
+                try:
+                    rows.append(port_db.delete_port(conn, ctx.elevated(), pid))
+                except exc.PortNotFound:
+                    pass
+            for pid in preexisting:
+                try:
+                    rows.append(port_db.update_port(conn, ctx.elevated(), pid, {
+                        "device_id": "", "device_owner": "", "binding_host_id": ""})[0])
+                except exc.PortNotFound:
+                    pass
+            return rows
+        try:
+            for port in await self.db.run(undo):
+                await self.binder.unbound(port)
+        except Exception:  # noqa: BLE001 - the original error matters more
+            LOG.exception("rolling back ports failed")
+
+    # -- deallocate ------------------------------------------------------------------
+    async def deallocate_for_instance(self, ctx: RequestContext, instance: dict[str, Any],
+                                      requested_networks: Any = None) -> None:
+        """Delete created ports; only unbind the ones the user brought."""
+        preserved = {r["port_id"] for r in requested_networks or [] if r.get("port_id")}
+        cache = await self.db.read(_cache_of, instance["uuid"])
+        preserved |= {vif["id"] for vif in cache if vif.get("preserve_on_delete")}
+
+        def release(conn: sa.Connection) -> list[dict[str, Any]]:
+            rows = []
+            for port in port_db.ports_of_device(conn, instance["uuid"]):
+                if port["id"] in preserved:
+                    rows.append(port_db.update_port(conn, ctx.elevated(), port["id"], {
+                        "device_id": "", "device_owner": "", "binding_host_id": ""})[0])
+                else:
+                    rows.append(port_db.delete_port(conn, ctx.elevated(), port["id"]))
+            conn.execute(instance_info_caches.update().where(
+                instance_info_caches.c.instance_uuid == instance["uuid"]).values(
+                network_info=[], updated_at=utcnow()))
+            return rows
+        for port in await self.db.run(release):
+            await self.binder.unbound(port)
+
+    # -- get_instance_nw_info (seed 002) -----------------------------------------
+    async def get_instance_nw_info(self, ctx: RequestContext, instance: dict[str, Any],
+                                   preserve: set[str] | None = None) -> NetworkInfo:
+        """Rebuild the VIF model from the ports and store it in the info cache."""
+        async with self._locks[instance["uuid"]]:
+            return await self.db.run(self._build_network_info_model, instance["uuid"],
+                                     preserve or set())
+
+    @staticmethod
+    def _build_network_info_model(conn: sa.Connection, uuid: str, preserve: set[str]) -> NetworkInfo:
+        old = {vif["id"]: vif for vif in _cache_of(conn, uuid)}
+        device_ports = port_db.ports_of_device(conn, uuid)
+        fixed = port_db.fixed_ips_of(conn, [p["id"] for p in device_ports])
+        net_rows = {r["id"]: r for r in fetch_all(conn, sa.select(networks).where(
+            networks.c.id.in_({p["network_id"] for p in device_ports})))}
+        subnet_ids = list({ip["subnet_id"] for ips in fixed.values() for ip in ips})
+        subnet_rows = port_db.subnets_by_id(conn, subnet_ids)
+        info = NetworkInfo()
+        for port in device_ports:
+            keep = port["id"] in preserve or old.get(port["id"], {}).get("preserve_on_delete", False)
+            info.append(build_vif(port, fixed[port["id"]], net_rows[port["network_id"]],
+                                  subnet_rows, keep))
+        conn.execute(instance_info_caches.update().where(
+            instance_info_caches.c.instance_uuid == uuid).values(
+            network_info=list(info), updated_at=utcnow()))
+        return info
+
+    # -- os-interface helpers -----------------------------------------------------
+    async def list_ports(self, ctx: RequestContext, device_id: str) -> list[dict[str, Any]]:
+        def load(conn: sa.Connection) -> list[dict[str, Any]]:
+            rows = port_db.ports_of_device(conn, device_id)
+            fixed = port_db.fixed_ips_of(conn, [r["id"] for r in rows])
+            return [port_db.port_view(r, fixed[r["id"]]) for r in rows]
+        return await self.db.read(load)
+
+
+def _cache_of(conn: sa.Connection, uuid: str) -> list[dict[str, Any]]:
+    value = conn.execute(sa.select(instance_info_caches.c.network_info).where(
+        instance_info_caches.c.instance_uuid == uuid)).scalar()
+    return list(value or [])
+
+
+def make_network_api(settings: Settings, db: Database, host: str | None,
+                     event_sink: EventSink | None) -> API:
+    """The network API for compute on ``host`` (None: the API process)."""
+    backend = get_backend(settings, host) if host is not None or settings.network_backend == "noop" else None
+    return API(settings, db, Binder(db, backend, event_sink))

@@ -1,0 +1,66 @@
+"""Port binding side effects: the host backend, port status, vif-plugged events."""
+from __future__ import annotations
+
+import logging
+from typing import Any, Awaitable, Callable
+
+import sqlalchemy as sa
+
+from cirrus.context import RequestContext, admin_context
+from cirrus.db.base import utcnow
+from cirrus.db.engine import Database, fetch_one
+from cirrus.network.backends.base import HostBackend
+from cirrus.network.models import networks, ports
+from cirrus.network.networks import subnets_of
+
+LOG = logging.getLogger(__name__)
+EventSink = Callable[[RequestContext, list[dict[str, Any]]], Awaitable[Any]]
+
+
+def _activate(conn: sa.Connection, port_id: str) -> dict[str, Any] | None:
+    conn.execute(ports.update().where(ports.c.id == port_id, ports.c.binding_host_id != "").values(
+        status="ACTIVE", updated_at=utcnow()))
+    return fetch_one(conn, sa.select(ports).where(ports.c.id == port_id))
+
+
+def _context_of(conn: sa.Connection, port: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    network = fetch_one(conn, sa.select(networks).where(networks.c.id == port["network_id"])) or {}
+    return network, subnets_of(conn, [port["network_id"]])
+
+
+class Binder:
+    """Tells the host backend about bound/unbound ports and reports ports up."""
+
+    def __init__(self, db: Database, backend: HostBackend | None,
+                 event_sink: EventSink | None = None) -> None:
+        self.db = db
+        self.backend = backend
+        self.event_sink = event_sink
+        if backend is not None:
+            backend.set_port_up_callback(self.port_up)
+
+    async def bound(self, port: dict[str, Any]) -> None:
+        if self.backend is None or not port.get("binding_host_id"):
+            return
+        network, subnets = await self.db.read(_context_of, port)
+        await self.backend.port_bound(port, network, subnets)
+
+    async def unbound(self, port: dict[str, Any]) -> None:
+        if self.backend is None:
+            return
+        network, _ = await self.db.read(_context_of, port)
+        await self.backend.port_unbound(port, network)
+
+    async def port_up(self, port_id: str) -> None:
+        """The device of ``port_id`` is up: ACTIVE, then ``network-vif-plugged``."""
+        port = await self.db.run(_activate, port_id)
+        if port is None or port["status"] != "ACTIVE":
+            return
+        if self.event_sink is not None and port["device_owner"].startswith("compute:") \
+                and port["device_id"]:
+            event = {"name": "network-vif-plugged", "server_uuid": port["device_id"],
+                     "tag": port_id, "status": "completed"}
+            try:
+                await self.event_sink(admin_context(), [event])
+            except Exception:  # noqa: BLE001 - the waiter times out and says so
+                LOG.exception("could not send network-vif-plugged for port %s", port_id)

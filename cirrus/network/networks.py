@@ -1,0 +1,168 @@
+"""Networks and subnets: the records, their rules, their views."""
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+import sqlalchemy as sa
+
+from cirrus.context import RequestContext
+from cirrus.db.base import utcnow
+from cirrus.db.engine import fetch_all, fetch_one
+from cirrus.network import exception as exc
+from cirrus.network.common import new_id, owned, timestamps_view
+from cirrus.network.ipam import default_pools
+from cirrus.network.models import ip_allocations, networks, ports, subnets
+
+NETWORK_COLUMNS = {"id": "id", "name": "name", "project_id": "project_id",
+                   "tenant_id": "project_id", "shared": "shared", "router:external": "router_external",
+                   "status": "status", "admin_state_up": "admin_state_up", "mtu": "mtu"}
+SUBNET_COLUMNS = {"id": "id", "name": "name", "network_id": "network_id", "project_id": "project_id",
+                  "tenant_id": "project_id", "ip_version": "ip_version", "cidr": "cidr",
+                  "enable_dhcp": "enable_dhcp", "gateway_ip": "gateway_ip"}
+
+
+def visible_network(ctx: RequestContext, row: dict[str, Any]) -> bool:
+    return owned(ctx, row) or row["shared"] or row["router_external"]
+
+
+def get_network(conn: sa.Connection, ctx: RequestContext, net_id: str) -> dict[str, Any]:
+    row = fetch_one(conn, sa.select(networks).where(networks.c.id == net_id))
+    if row is None or not visible_network(ctx, row):
+        raise exc.NetworkNotFound(net_id=net_id)
+    return row
+
+
+def subnets_of(conn: sa.Connection, network_ids: list[str]) -> list[dict[str, Any]]:
+    if not network_ids:
+        return []
+    return fetch_all(conn, sa.select(subnets).where(subnets.c.network_id.in_(network_ids))
+                     .order_by(subnets.c.created_at, subnets.c.id))
+
+
+def network_view(row: dict[str, Any], subnet_ids: list[str]) -> dict[str, Any]:
+    return {"id": row["id"], "name": row["name"], "tenant_id": row["project_id"],
+            "project_id": row["project_id"], "shared": row["shared"],
+            "router:external": row["router_external"],
+            "port_security_enabled": row["port_security_enabled"], "mtu": row["mtu"],
+            "status": row["status"], "admin_state_up": row["admin_state_up"],
+            "description": row["description"], "subnets": subnet_ids,
+            "availability_zone_hints": [], "availability_zones": ["nova"],
+            "ipv4_address_scope": None, "ipv6_address_scope": None, "is_default": False,
+            "provider:network_type": "local", "provider:physical_network": None,
+            "provider:segmentation_id": None, "l2_adjacency": True,
+            **timestamps_view(row)}
+
+
+def subnet_view(row: dict[str, Any]) -> dict[str, Any]:
+    return {"id": row["id"], "name": row["name"], "network_id": row["network_id"],
+            "tenant_id": row["project_id"], "project_id": row["project_id"],
+            "ip_version": row["ip_version"], "cidr": row["cidr"], "gateway_ip": row["gateway_ip"],
+            "enable_dhcp": row["enable_dhcp"], "dns_nameservers": row["dns_nameservers"],
+            "host_routes": row["host_routes"], "allocation_pools": row["allocation_pools"],
+            "ipv6_address_mode": row["ipv6_address_mode"], "ipv6_ra_mode": row["ipv6_ra_mode"],
+            "description": row["description"], "subnetpool_id": None, "service_types": [],
+            "dns_publish_fixed_ip": False, **timestamps_view(row)}
+
+
+def create_network(conn: sa.Connection, ctx: RequestContext, values: dict[str, Any]) -> dict[str, Any]:
+    row = {"id": new_id(), "name": values.get("name", ""),
+           "project_id": values.get("project_id") or ctx.project_id,
+           "shared": values.get("shared", False), "router_external": values.get("router_external", False),
+           "port_security_enabled": values.get("port_security_enabled", True),
+           "mtu": values.get("mtu", 1500), "status": "ACTIVE",
+           "admin_state_up": values.get("admin_state_up", True),
+           "description": values.get("description", ""),
+           "auto_allocated": values.get("auto_allocated", False), "created_at": utcnow()}
+    conn.execute(networks.insert().values(**row))
+    return row
+
+
+def delete_network(conn: sa.Connection, ctx: RequestContext, net_id: str) -> dict[str, Any]:
+    row = get_network(conn, ctx, net_id)
+    if not owned(ctx, row):
+        raise exc.NetworkNotFound(net_id=net_id)
+    in_use = conn.execute(sa.select(ports.c.id).where(
+        ports.c.network_id == net_id, ~ports.c.device_owner.like("network:%"))).first()
+    if in_use:
+        raise exc.NetworkInUse(net_id=net_id)
+    conn.execute(ports.delete().where(ports.c.network_id == net_id))
+    conn.execute(subnets.delete().where(subnets.c.network_id == net_id))
+    conn.execute(networks.delete().where(networks.c.id == net_id))
+    return row
+
+
+def _check_cidr(conn: sa.Connection, network_id: str, cidr: str, version: int | None) -> Any:
+    try:
+        net = ipaddress.ip_network(cidr, strict=True)
+    except ValueError as err:
+        raise exc.InvalidInput(reason=f"'{cidr}' is not a valid IP subnet: {err}") from None
+    if version is not None and net.version != version:
+        raise exc.InvalidInput(reason=f"Cidr {cidr} does not match ip_version {version}")
+    if net.prefixlen >= net.max_prefixlen - (0 if net.version == 6 else 1):
+        raise exc.InvalidInput(reason=f"Cidr {cidr} is too small for any address")
+    for other in subnets_of(conn, [network_id]):
+        other_net = ipaddress.ip_network(other["cidr"])
+        if other_net.version == net.version and other_net.overlaps(net):
+            raise exc.InvalidInput(reason=f"Requested subnet with cidr: {cidr} for network: "
+                                          f"{network_id} overlaps with another subnet")
+    return net
+
+
+def create_subnet(conn: sa.Connection, ctx: RequestContext, values: dict[str, Any]) -> dict[str, Any]:
+    network = get_network(conn, ctx, values["network_id"])
+    if not owned(ctx, network):
+        raise exc.NetworkNotFound(net_id=values["network_id"])
+    net = _check_cidr(conn, network["id"], values["cidr"], values.get("ip_version"))
+    gateway = values.get("gateway_ip", str(net.network_address + 1))
+    if gateway is not None:
+        try:
+            if ipaddress.ip_address(gateway) not in net:
+                raise ValueError
+        except ValueError:
+            raise exc.InvalidInput(reason=f"Gateway IP {gateway} is not in subnet {net}") from None
+    pools = values.get("allocation_pools") or default_pools(str(net), gateway)
+    for pool in pools:
+        try:
+            start, end = ipaddress.ip_address(pool["start"]), ipaddress.ip_address(pool["end"])
+        except (KeyError, TypeError, ValueError):
+            raise exc.InvalidInput(reason=f"Invalid allocation pool {pool!r}") from None
+        if start not in net or end not in net or start > end:
+            raise exc.InvalidInput(reason=f"Allocation pool {pool['start']}-{pool['end']} is not "
+                                          f"within {net}")
+    row = {"id": new_id(), "network_id": network["id"],
+           "project_id": values.get("project_id") or ctx.project_id, "name": values.get("name", ""),
+           "ip_version": net.version, "cidr": str(net), "gateway_ip": gateway,
+           "enable_dhcp": values.get("enable_dhcp", True),
+           "dns_nameservers": values.get("dns_nameservers", []),
+           "host_routes": values.get("host_routes", []), "allocation_pools": pools,
+           "ipv6_address_mode": values.get("ipv6_address_mode"),
+           "ipv6_ra_mode": values.get("ipv6_ra_mode"), "description": values.get("description", ""),
+           "created_at": utcnow()}
+    conn.execute(subnets.insert().values(**row))
+    return row
+
+
+def get_subnet(conn: sa.Connection, ctx: RequestContext, subnet_id: str) -> dict[str, Any]:
+    row = fetch_one(conn, sa.select(subnets).where(subnets.c.id == subnet_id))
+    if row is None:
+        raise exc.SubnetNotFound(subnet_id=subnet_id)
+    if not owned(ctx, row):
+        network = fetch_one(conn, sa.select(networks).where(networks.c.id == row["network_id"]))
+        if network is None or not visible_network(ctx, network):
+            raise exc.SubnetNotFound(subnet_id=subnet_id)
+    return row
+
+
+def delete_subnet(conn: sa.Connection, ctx: RequestContext, subnet_id: str) -> dict[str, Any]:
+    row = get_subnet(conn, ctx, subnet_id)
+    if not owned(ctx, row):
+        raise exc.SubnetNotFound(subnet_id=subnet_id)
+    used = conn.execute(sa.select(ip_allocations.c.port_id).join(
+        ports, ports.c.id == ip_allocations.c.port_id).where(
+        ip_allocations.c.subnet_id == subnet_id, ~ports.c.device_owner.like("network:%"))).first()
+    if used:
+        raise exc.SubnetInUse(subnet_id=subnet_id)
+    conn.execute(ip_allocations.delete().where(ip_allocations.c.subnet_id == subnet_id))
+    conn.execute(subnets.delete().where(subnets.c.id == subnet_id))
+    return row

@@ -1,0 +1,181 @@
+"""Ports: creation with fixed IPs and a MAC, updates (binding), deletion."""
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+import sqlalchemy as sa
+
+from cirrus.context import RequestContext
+from cirrus.db.base import utcnow
+from cirrus.db.engine import fetch_all, fetch_one
+from cirrus.network import exception as exc
+from cirrus.network import ipam
+from cirrus.network.common import new_id, owned, timestamps_view
+from cirrus.network.models import ip_allocations, ports, subnets
+from cirrus.network.networks import get_network, subnets_of
+
+PORT_COLUMNS = {"id": "id", "name": "name", "network_id": "network_id", "project_id": "project_id",
+                "tenant_id": "project_id", "device_id": "device_id", "device_owner": "device_owner",
+                "mac_address": "mac_address", "status": "status",
+                "binding:host_id": "binding_host_id", "admin_state_up": "admin_state_up"}
+# API attribute → column, for updates.
+UPDATABLE = {"name": "name", "device_id": "device_id", "device_owner": "device_owner",
+             "admin_state_up": "admin_state_up", "binding:host_id": "binding_host_id",
+             "binding:vnic_type": "binding_vnic_type", "binding:profile": "binding_profile",
+             "security_groups": "security_groups", "extra_dhcp_opts": "extra_dhcp_opts",
+             "dns_name": "dns_name", "port_security_enabled": "port_security_enabled",
+             "description": "description", "allowed_address_pairs": "allowed_address_pairs",
+             "mac_address": "mac_address"}
+
+
+def fixed_ips_of(conn: sa.Connection, port_ids: list[str]) -> dict[str, list[dict[str, str]]]:
+    out: dict[str, list[dict[str, str]]] = {p: [] for p in port_ids}
+    if not port_ids:
+        return out
+    for row in conn.execute(sa.select(ip_allocations).where(ip_allocations.c.port_id.in_(port_ids))):
+        out[row.port_id].append({"subnet_id": row.subnet_id, "ip_address": row.ip_address})
+    return out
+
+
+def port_view(row: dict[str, Any], fixed_ips: list[dict[str, str]]) -> dict[str, Any]:
+    bound = bool(row["binding_host_id"])
+    return {"id": row["id"], "name": row["name"], "network_id": row["network_id"],
+            "tenant_id": row["project_id"], "project_id": row["project_id"],
+            "mac_address": row["mac_address"], "fixed_ips": fixed_ips,
+            "device_id": row["device_id"], "device_owner": row["device_owner"],
+            "admin_state_up": row["admin_state_up"], "status": row["status"],
+            "binding:host_id": row["binding_host_id"],
+            "binding:vif_type": row["binding_vif_type"] if bound else "unbound",
+            "binding:vnic_type": row["binding_vnic_type"],
+            "binding:profile": row["binding_profile"], "binding:vif_details": row["binding_vif_details"],
+            "security_groups": row["security_groups"], "extra_dhcp_opts": row["extra_dhcp_opts"],
+            "allowed_address_pairs": row["allowed_address_pairs"], "dns_name": row["dns_name"],
+            "dns_assignment": [], "port_security_enabled": row["port_security_enabled"],
+            "description": row["description"], "propagate_uplink_status": False,
+            **timestamps_view(row)}
+
+
+def get_port(conn: sa.Connection, ctx: RequestContext, port_id: str) -> dict[str, Any]:
+    row = fetch_one(conn, sa.select(ports).where(ports.c.id == port_id))
+    if row is None or not owned(ctx, row):
+        raise exc.PortNotFound(port_id=port_id)
+    return row
+
+
+def _choose_mac(conn: sa.Connection, network_id: str, base_mac: str, mac: str | None) -> str:
+    if mac is not None:
+        if ipam.mac_in_use(conn, network_id, mac.lower()):
+            raise exc.MacAddressInUse(net_id=network_id, mac=mac)
+        return mac.lower()
+    for _ in range(ipam.MAC_ATTEMPTS):
+        candidate = ipam.generate_mac(base_mac)
+        if not ipam.mac_in_use(conn, network_id, candidate):
+            return candidate
+    raise exc.NetworkError(reason="Unable to generate a unique mac address")
+
+
+def _allocate_fixed_ips(conn: sa.Connection, network: dict[str, Any], port_id: str,
+                        requested: list[dict[str, Any]] | None) -> None:
+    nets = subnets_of(conn, [network["id"]])
+    by_id = {s["id"]: s for s in nets}
+    if requested is None:
+        # One address from the first IPv4 subnet, and from the first IPv6 one.
+        chosen: dict[int, dict[str, Any]] = {}
+        for subnet in nets:
+            chosen.setdefault(subnet["ip_version"], subnet)
+        for subnet in chosen.values():
+            ipam.allocate_ip(conn, subnet, port_id)
+        return
+    for item in requested:
+        subnet_id, address = item.get("subnet_id"), item.get("ip_address")
+        if subnet_id is None and address is not None:
+            ip = ipaddress.ip_address(address)
+            subnet_id = next((s["id"] for s in nets if ip in ipaddress.ip_network(s["cidr"])), None)
+            if subnet_id is None:
+                raise exc.InvalidInput(reason=f"IP address {address} is not a valid IP for any "
+                                              f"subnet on network {network['id']}.")
+        if subnet_id not in by_id:
+            raise exc.InvalidInput(reason=f"Subnet {subnet_id} is not on network {network['id']}")
+        ipam.allocate_ip(conn, by_id[subnet_id], port_id, address)
+
+
+def create_port(conn: sa.Connection, ctx: RequestContext, values: dict[str, Any],
+                base_mac: str, default_sg: str | None = None) -> dict[str, Any]:
+    """A port with its MAC and fixed IPs, in the caller's transaction."""
+    network = get_network(conn, ctx, values["network_id"])
+    if network["router_external"] and not network["shared"] and not ctx.is_admin \
+            and network["project_id"] != ctx.project_id:
+        raise exc.ExternalNetworkAttachForbidden(network_uuid=network["id"])
+    port_id = new_id()
+    psec = values.get("port_security_enabled", network["port_security_enabled"])
+    groups = values.get("security_groups")
+    if groups is None:
+        groups = [default_sg] if (psec and default_sg) else []
+    if groups and not psec:
+        raise exc.SecurityGroupCannotBeApplied()
+    seq = conn.execute(sa.select(sa.func.coalesce(sa.func.max(ports.c.seq), 0) + 1)).scalar_one()
+    row = {"id": port_id, "seq": seq, "network_id": network["id"],
+           "project_id": values.get("project_id") or ctx.project_id, "name": values.get("name", ""),
+           "mac_address": _choose_mac(conn, network["id"], base_mac, values.get("mac_address")),
+           "device_id": values.get("device_id", ""), "device_owner": values.get("device_owner", ""),
+           "admin_state_up": values.get("admin_state_up", True), "status": "DOWN",
+           "binding_host_id": values.get("binding_host_id", ""),
+           "binding_vif_type": "bridge" if values.get("binding_host_id") else "unbound",
+           "binding_vnic_type": values.get("binding_vnic_type", "normal"),
+           "binding_profile": values.get("binding_profile", {}),
+           "binding_vif_details": {"port_filter": True} if values.get("binding_host_id") else {},
+           "security_groups": groups, "extra_dhcp_opts": values.get("extra_dhcp_opts", []),
+           "allowed_address_pairs": values.get("allowed_address_pairs", []),
+           "dns_name": values.get("dns_name", ""), "port_security_enabled": psec,
+           "description": values.get("description", ""), "created_at": utcnow()}
+    try:
+        with conn.begin_nested():
+            conn.execute(ports.insert().values(**row))
+    except sa.exc.IntegrityError:
+        raise exc.MacAddressInUse(net_id=network["id"], mac=row["mac_address"]) from None
+    _allocate_fixed_ips(conn, network, port_id, values.get("fixed_ips"))
+    return row
+
+
+def update_port(conn: sa.Connection, ctx: RequestContext, port_id: str,
+                values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Apply ``values`` (column names); returns (before, after)."""
+    before = get_port(conn, ctx, port_id)
+    values = dict(values)
+    if "binding_host_id" in values:
+        bound = bool(values["binding_host_id"])
+        values["binding_vif_type"] = "bridge" if bound else "unbound"
+        values["binding_vif_details"] = {"port_filter": True} if bound else {}
+        if not bound:
+            values["status"] = "DOWN"
+    if values.get("security_groups") and not values.get("port_security_enabled",
+                                                        before["port_security_enabled"]):
+        raise exc.SecurityGroupCannotBeApplied()
+    if "fixed_ips" in values:
+        requested = values.pop("fixed_ips")
+        conn.execute(ip_allocations.delete().where(ip_allocations.c.port_id == port_id))
+        network = fetch_one(conn, sa.select(ports.c.network_id).where(ports.c.id == port_id))
+        _allocate_fixed_ips(conn, get_network(conn, ctx.elevated(), network["network_id"]),
+                            port_id, requested)
+    if values:
+        conn.execute(ports.update().where(ports.c.id == port_id).values(updated_at=utcnow(), **values))
+    return before, fetch_one(conn, sa.select(ports).where(ports.c.id == port_id)) or {}
+
+
+def delete_port(conn: sa.Connection, ctx: RequestContext, port_id: str) -> dict[str, Any]:
+    row = get_port(conn, ctx, port_id)
+    conn.execute(ip_allocations.delete().where(ip_allocations.c.port_id == port_id))
+    conn.execute(ports.delete().where(ports.c.id == port_id))
+    return row
+
+
+def ports_of_device(conn: sa.Connection, device_id: str) -> list[dict[str, Any]]:
+    return fetch_all(conn, sa.select(ports).where(ports.c.device_id == device_id)
+                     .order_by(ports.c.seq))
+
+
+def subnets_by_id(conn: sa.Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
+    if not ids:
+        return {}
+    return {r["id"]: r for r in fetch_all(conn, sa.select(subnets).where(subnets.c.id.in_(ids)))}

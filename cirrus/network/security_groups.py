@@ -1,0 +1,171 @@
+"""Security groups and rules; a ``default`` group per project on first need."""
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+import sqlalchemy as sa
+
+from cirrus.context import RequestContext
+from cirrus.db.base import utcnow
+from cirrus.db.engine import fetch_all, fetch_one
+from cirrus.network import exception as exc
+from cirrus.network.common import new_id, owned, timestamps_view
+from cirrus.network.models import ports, security_group_rules, security_groups
+
+PROTOCOLS = {"tcp": 6, "udp": 17, "icmp": 1, "icmpv6": 58, "ipv6-icmp": 58, "sctp": 132}
+
+
+def rule_view(row: dict[str, Any]) -> dict[str, Any]:
+    return {"id": row["id"], "security_group_id": row["security_group_id"],
+            "tenant_id": row["project_id"], "project_id": row["project_id"],
+            "direction": row["direction"], "ethertype": row["ethertype"],
+            "protocol": row["protocol"], "port_range_min": row["port_range_min"],
+            "port_range_max": row["port_range_max"], "remote_ip_prefix": row["remote_ip_prefix"],
+            "remote_group_id": row["remote_group_id"], "remote_address_group_id": None,
+            "normalized_cidr": row["remote_ip_prefix"], "belongs_to_default_sg": None,
+            "description": row["description"], **timestamps_view(row)}
+
+
+def group_view(row: dict[str, Any], rules: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"id": row["id"], "name": row["name"], "tenant_id": row["project_id"],
+            "project_id": row["project_id"], "description": row["description"],
+            "stateful": row["stateful"], "shared": False,
+            "security_group_rules": [rule_view(r) for r in rules], **timestamps_view(row)}
+
+
+def _insert_rule(conn: sa.Connection, group_id: str, project_id: str, **values: Any) -> dict[str, Any]:
+    row = {"id": new_id(), "security_group_id": group_id, "project_id": project_id,
+           "direction": values["direction"], "ethertype": values.get("ethertype", "IPv4"),
+           "protocol": values.get("protocol"), "port_range_min": values.get("port_range_min"),
+           "port_range_max": values.get("port_range_max"),
+           "remote_ip_prefix": values.get("remote_ip_prefix"),
+           "remote_group_id": values.get("remote_group_id"),
+           "description": values.get("description", ""), "created_at": utcnow()}
+    conn.execute(security_group_rules.insert().values(**row))
+    return row
+
+
+def create_group(conn: sa.Connection, ctx: RequestContext, name: str, description: str = "",
+                 project_id: str | None = None) -> dict[str, Any]:
+    """A group with Neutron's default egress rules."""
+    project = project_id or ctx.project_id
+    row = {"id": new_id(), "name": name, "project_id": project, "description": description,
+           "stateful": True, "created_at": utcnow()}
+    conn.execute(security_groups.insert().values(**row))
+    for ethertype in ("IPv4", "IPv6"):
+        _insert_rule(conn, row["id"], project, direction="egress", ethertype=ethertype)
+    return row
+
+
+def ensure_default(conn: sa.Connection, project_id: str) -> dict[str, Any]:
+    """The project's ``default`` group (egress all, ingress from members)."""
+    row = fetch_one(conn, sa.select(security_groups).where(
+        security_groups.c.project_id == project_id, security_groups.c.name == "default"))
+    if row is not None:
+        return row
+    row = {"id": new_id(), "name": "default", "project_id": project_id,
+           "description": "Default security group", "stateful": True, "created_at": utcnow()}
+    conn.execute(security_groups.insert().values(**row))
+    for ethertype in ("IPv4", "IPv6"):
+        _insert_rule(conn, row["id"], project_id, direction="egress", ethertype=ethertype)
+        _insert_rule(conn, row["id"], project_id, direction="ingress", ethertype=ethertype,
+                     remote_group_id=row["id"])
+    return row
+
+
+def get_group(conn: sa.Connection, ctx: RequestContext, group_id: str) -> dict[str, Any]:
+    row = fetch_one(conn, sa.select(security_groups).where(security_groups.c.id == group_id))
+    if row is None or not owned(ctx, row):
+        raise exc.SecurityGroupNotFound(id=group_id)
+    return row
+
+
+def rules_of(conn: sa.Connection, group_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {g: [] for g in group_ids}
+    if group_ids:
+        for r in fetch_all(conn, sa.select(security_group_rules).where(
+                security_group_rules.c.security_group_id.in_(group_ids))
+                .order_by(security_group_rules.c.created_at)):
+            out[r["security_group_id"]].append(r)
+    return out
+
+
+def delete_group(conn: sa.Connection, ctx: RequestContext, group_id: str) -> None:
+    row = get_group(conn, ctx, group_id)
+    for port in conn.execute(sa.select(ports.c.security_groups).where(
+            ports.c.project_id == row["project_id"])):
+        if group_id in (port.security_groups or []):
+            raise exc.SecurityGroupInUse(id=group_id)
+    conn.execute(security_group_rules.delete().where(security_group_rules.c.security_group_id == group_id))
+    conn.execute(security_groups.delete().where(security_groups.c.id == group_id))
+
+
+def create_rule(conn: sa.Connection, ctx: RequestContext, values: dict[str, Any]) -> dict[str, Any]:
+    group = get_group(conn, ctx, values["security_group_id"])
+    if values.get("direction") not in ("ingress", "egress"):
+        raise exc.InvalidInput(reason="direction must be ingress or egress")
+    ethertype = values.get("ethertype", "IPv4")
+    if ethertype not in ("IPv4", "IPv6"):
+        raise exc.InvalidInput(reason="ethertype must be IPv4 or IPv6")
+    protocol = values.get("protocol")
+    if protocol is not None:
+        protocol = str(protocol).lower()
+        if protocol not in PROTOCOLS and not (protocol.isdigit() and 0 <= int(protocol) <= 255):
+            raise exc.InvalidInput(reason=f"Security group rule protocol {protocol} not supported.")
+    pmin, pmax = values.get("port_range_min"), values.get("port_range_max")
+    for value in (pmin, pmax):
+        if value is not None and (not isinstance(value, int) or not 0 <= value <= 65535):
+            raise exc.InvalidInput(reason=f"Invalid port {value!r}")
+    if pmin is not None and pmax is not None and pmin > pmax and protocol in ("tcp", "udp"):
+        raise exc.InvalidInput(reason="port_range_min must be <= port_range_max")
+    if (pmin is not None or pmax is not None) and protocol is None:
+        raise exc.InvalidInput(reason="Must also specify protocol if port range is given.")
+    prefix = values.get("remote_ip_prefix")
+    if prefix is not None:
+        try:
+            net = ipaddress.ip_network(prefix, strict=False)
+        except ValueError:
+            raise exc.InvalidInput(reason=f"'{prefix}' is not a valid IP prefix") from None
+        if (net.version == 4) != (ethertype == "IPv4"):
+            raise exc.InvalidInput(reason=f"Conflicting value ethertype {ethertype} for CIDR {prefix}")
+        prefix = str(net)
+    if values.get("remote_group_id"):
+        get_group(conn, ctx, values["remote_group_id"])
+    for existing in rules_of(conn, [group["id"]])[group["id"]]:
+        if (existing["direction"], existing["ethertype"], existing["protocol"],
+                existing["port_range_min"], existing["port_range_max"], existing["remote_ip_prefix"],
+                existing["remote_group_id"]) == (values["direction"], ethertype, protocol, pmin, pmax,
+                                                 prefix, values.get("remote_group_id")):
+            raise exc.SecurityGroupRuleExists(rule_id=existing["id"])
+    return _insert_rule(conn, group["id"], group["project_id"], direction=values["direction"],
+                        ethertype=ethertype, protocol=protocol, port_range_min=pmin,
+                        port_range_max=pmax, remote_ip_prefix=prefix,
+                        remote_group_id=values.get("remote_group_id"),
+                        description=values.get("description", ""))
+
+
+def get_rule(conn: sa.Connection, ctx: RequestContext, rule_id: str) -> dict[str, Any]:
+    row = fetch_one(conn, sa.select(security_group_rules).where(security_group_rules.c.id == rule_id))
+    if row is None or not owned(ctx, row):
+        raise exc.SecurityGroupRuleNotFound(id=rule_id)
+    return row
+
+
+def resolve(conn: sa.Connection, project_id: str, requested: list[str]) -> list[str]:
+    """Group names or ids → ids (seed 001: NoUniqueMatch, SecurityGroupNotFound)."""
+    ensure_default(conn, project_id)
+    groups = fetch_all(conn, sa.select(security_groups).where(security_groups.c.project_id == project_id))
+    ids = []
+    for ref in requested:
+        by_id = [g for g in groups if g["id"] == ref]
+        if by_id:
+            ids.append(ref)
+            continue
+        by_name = [g for g in groups if g["name"] == ref]
+        if len(by_name) > 1:
+            raise exc.NoUniqueMatch(name=ref)
+        if not by_name:
+            raise exc.SecurityGroupNotFound(id=ref)
+        ids.append(by_name[0]["id"])
+    return list(dict.fromkeys(ids))
