@@ -1,6 +1,360 @@
-"""Network service v2.0 HTTP API (see the network issue)."""
+"""Network service v2.0 HTTP API (Neutron subset): thin handlers over the service."""
 from __future__ import annotations
 
-from starlette.routing import BaseRoute
+from typing import Any, Callable
 
-ROUTES: list[BaseRoute] = []
+import sqlalchemy as sa
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from cirrus import policy
+from cirrus.api.wsgi import context, json_body, no_content, reply
+from cirrus.network import exception as exc
+from cirrus.network import networks as net_db
+from cirrus.network import ports as port_db
+from cirrus.network import security_groups as sg_db
+from cirrus.network.common import owned, select_fields
+from cirrus.network.models import networks, ports, security_group_rules, security_groups, subnets
+from cirrus.network.schema import parse
+
+EXTENSIONS = ("security-group", "port-security", "auto-allocated-topology", "binding",
+              "binding-extended", "quotas", "quota_details", "dns-integration", "extra_dhcp_opt",
+              "external-net", "network-mtu", "allowed-address-pairs", "standard-attr-description",
+              "standard-attr-timestamp", "project-id", "ip-substring-filtering", "pagination",
+              "sorting", "fields", "multi-provider", "provider", "availability_zone",
+              "net-mtu-writable", "network_availability_zone", "subnet_allocation")
+
+
+def _svc(request: Request) -> Any:
+    return request.app.state.network
+
+
+def _filters(request: Request) -> dict[str, list[str]]:
+    return {k: request.query_params.getlist(k) for k in request.query_params
+            if k not in ("fields", "limit", "marker", "page_reverse", "sort_key", "sort_dir")}
+
+
+def _page(request: Request, items: list[dict[str, Any]], collection: str) -> Response:
+    marker = request.query_params.get("marker")
+    if marker:
+        ids = [i["id"] for i in items]
+        items = items[ids.index(marker) + 1:] if marker in ids else []
+    body: dict[str, Any] = {}
+    limit = request.query_params.get("limit")
+    if limit and limit.isdigit() and int(limit) > 0:
+        more = len(items) > int(limit)
+        items = items[:int(limit)]
+        if more:
+            body[f"{collection}_links"] = [{"rel": "next", "href": str(request.url.include_query_params(
+                marker=items[-1]["id"]))}]
+    fields = request.query_params.getlist("fields")
+    body[collection] = [select_fields(i, fields) for i in items]
+    return reply(body)
+
+
+async def versions(request: Request) -> Response:
+    base = request.app.state.settings.public_url.rstrip("/") + "/network"
+    return reply({"versions": [{"id": "v2.0", "status": "CURRENT",
+                                "links": [{"rel": "self", "href": f"{base}/v2.0/"}]}]})
+
+
+async def version_v2(request: Request) -> Response:
+    base = request.app.state.settings.public_url.rstrip("/") + "/network/v2.0"
+    return reply({"resources": [{"name": n, "collection": c,
+                                 "links": [{"rel": "self", "href": f"{base}/{c}"}]}
+                                for n, c in (("network", "networks"), ("subnet", "subnets"),
+                                             ("port", "ports"))]})
+
+
+async def extensions(request: Request) -> Response:
+    return reply({"extensions": [{"alias": a, "name": a, "description": a, "links": [],
+                                  "updated": "2024-01-01T00:00:00Z"} for a in EXTENSIONS]})
+
+
+# -- networks ------------------------------------------------------------------
+def _network_views(conn: sa.Connection, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    subs = net_db.subnets_of(conn, [r["id"] for r in rows])
+    by_net: dict[str, list[str]] = {}
+    for s in subs:
+        by_net.setdefault(s["network_id"], []).append(s["id"])
+    return [net_db.network_view(r, by_net.get(r["id"], [])) for r in rows]
+
+
+async def list_networks(request: Request) -> Response:
+    ctx = context(request)
+    svc = _svc(request)
+
+    def load(conn: sa.Connection) -> list[dict[str, Any]]:
+        rows = svc.list_rows(conn, ctx, networks, _filters(request), net_db.NETWORK_COLUMNS,
+                             net_db.visible_network)
+        return _network_views(conn, rows)
+    return _page(request, await request.app.state.db.read(load), "networks")
+
+
+async def create_network(request: Request) -> Response:
+    ctx = context(request)
+    row = await _svc(request).create_network(ctx, parse("network", await json_body(request), True))
+    return reply({"network": net_db.network_view(row, [])}, status=201)
+
+
+async def show_network(request: Request) -> Response:
+    ctx = context(request)
+
+    def load(conn: sa.Connection) -> dict[str, Any]:
+        return _network_views(conn, [net_db.get_network(conn, ctx, request.path_params["id"])])[0]
+    view = await request.app.state.db.read(load)
+    return reply({"network": select_fields(view, request.query_params.getlist("fields"))})
+
+
+async def update_network(request: Request) -> Response:
+    ctx = context(request)
+    values = parse("network", await json_body(request), False)
+    if "shared" in values or "router_external" in values:
+        policy.enforce(ctx, "network:admin")
+
+    def update(conn: sa.Connection) -> dict[str, Any]:
+        row = net_db.get_network(conn, ctx, request.path_params["id"])
+        if not owned(ctx, row):
+            raise exc.NetworkNotFound(net_id=row["id"])
+        if values:
+            conn.execute(networks.update().where(networks.c.id == row["id"]).values(**values))
+        return _network_views(conn, [net_db.get_network(conn, ctx, row["id"])])[0]
+    return reply({"network": await request.app.state.db.run(update)})
+
+
+async def delete_network(request: Request) -> Response:
+    ctx = context(request)
+    await request.app.state.db.run(net_db.delete_network, ctx, request.path_params["id"])
+    return no_content()
+
+
+# -- subnets -------------------------------------------------------------------
+async def list_subnets(request: Request) -> Response:
+    ctx = context(request)
+    svc = _svc(request)
+
+    def load(conn: sa.Connection) -> list[dict[str, Any]]:
+        visible_nets = {n["id"] for n in svc.list_rows(conn, ctx, networks, {}, {},
+                                                       net_db.visible_network)}
+        rows = svc.list_rows(conn, ctx, subnets, _filters(request), net_db.SUBNET_COLUMNS,
+                             lambda c, r: owned(c, r) or r["network_id"] in visible_nets)
+        return [net_db.subnet_view(r) for r in rows]
+    return _page(request, await request.app.state.db.read(load), "subnets")
+
+
+async def create_subnet(request: Request) -> Response:
+    ctx = context(request)
+    row = await _svc(request).create_subnet(ctx, parse("subnet", await json_body(request), True))
+    return reply({"subnet": net_db.subnet_view(row)}, status=201)
+
+
+async def show_subnet(request: Request) -> Response:
+    ctx = context(request)
+    row = await request.app.state.db.read(net_db.get_subnet, ctx, request.path_params["id"])
+    return reply({"subnet": select_fields(net_db.subnet_view(row), request.query_params.getlist("fields"))})
+
+
+async def update_subnet(request: Request) -> Response:
+    ctx = context(request)
+    values = parse("subnet", await json_body(request), False)
+
+    def update(conn: sa.Connection) -> dict[str, Any]:
+        row = net_db.get_subnet(conn, ctx, request.path_params["id"])
+        if not owned(ctx, row):
+            raise exc.SubnetNotFound(subnet_id=row["id"])
+        if values:
+            conn.execute(subnets.update().where(subnets.c.id == row["id"]).values(**values))
+        return net_db.subnet_view(net_db.get_subnet(conn, ctx, row["id"]))
+    return reply({"subnet": await request.app.state.db.run(update)})
+
+
+async def delete_subnet(request: Request) -> Response:
+    await request.app.state.db.run(net_db.delete_subnet, context(request), request.path_params["id"])
+    return no_content()
+
+
+# -- ports ---------------------------------------------------------------------
+def _port_views(conn: sa.Connection, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    fixed = port_db.fixed_ips_of(conn, [r["id"] for r in rows])
+    return [port_db.port_view(r, fixed[r["id"]]) for r in rows]
+
+
+async def list_ports(request: Request) -> Response:
+    ctx = context(request)
+    svc = _svc(request)
+    filters = _filters(request)
+    ip_filter = [f.split("=", 1)[1] for f in filters.pop("fixed_ips", []) if f.startswith("ip_address=")]
+
+    def load(conn: sa.Connection) -> list[dict[str, Any]]:
+        views = _port_views(conn, svc.list_rows(conn, ctx, ports, filters, port_db.PORT_COLUMNS))
+        if ip_filter:
+            views = [v for v in views if any(ip["ip_address"] in ip_filter for ip in v["fixed_ips"])]
+        return views
+    return _page(request, await request.app.state.db.read(load), "ports")
+
+
+async def create_port(request: Request) -> Response:
+    ctx = context(request)
+    row = await _svc(request).create_port(ctx, parse("port", await json_body(request), True))
+    view = await request.app.state.db.read(lambda conn: _port_views(
+        conn, [port_db.get_port(conn, ctx, row["id"])])[0])
+    return reply({"port": view}, status=201)
+
+
+async def show_port(request: Request) -> Response:
+    ctx = context(request)
+    view = await request.app.state.db.read(lambda conn: _port_views(
+        conn, [port_db.get_port(conn, ctx, request.path_params["id"])])[0])
+    return reply({"port": select_fields(view, request.query_params.getlist("fields"))})
+
+
+async def update_port(request: Request) -> Response:
+    ctx = context(request)
+    row = await _svc(request).update_port(ctx, request.path_params["id"],
+                                          parse("port", await json_body(request), False))
+    view = await request.app.state.db.read(lambda conn: _port_views(conn, [row])[0])
+    return reply({"port": view})
+
+
+async def delete_port(request: Request) -> Response:
+    await _svc(request).delete_port(context(request), request.path_params["id"])
+    return no_content()
+
+
+# -- security groups -------------------------------------------------------------
+async def list_groups(request: Request) -> Response:
+    ctx = context(request)
+    svc = _svc(request)
+
+    def load(conn: sa.Connection) -> list[dict[str, Any]]:
+        if ctx.project_id:
+            sg_db.ensure_default(conn, ctx.project_id)
+        rows = svc.list_rows(conn, ctx, security_groups, _filters(request),
+                             {"id": "id", "name": "name", "project_id": "project_id",
+                              "tenant_id": "project_id"})
+        rules = sg_db.rules_of(conn, [r["id"] for r in rows])
+        return [sg_db.group_view(r, rules[r["id"]]) for r in rows]
+    return _page(request, await request.app.state.db.run(load), "security_groups")
+
+
+async def create_group(request: Request) -> Response:
+    ctx = context(request)
+    row = await _svc(request).create_security_group(
+        ctx, parse("security_group", await json_body(request), True))
+    rules = await request.app.state.db.read(sg_db.rules_of, [row["id"]])
+    return reply({"security_group": sg_db.group_view(row, rules[row["id"]])}, status=201)
+
+
+async def show_group(request: Request) -> Response:
+    ctx = context(request)
+
+    def load(conn: sa.Connection) -> dict[str, Any]:
+        row = sg_db.get_group(conn, ctx, request.path_params["id"])
+        return sg_db.group_view(row, sg_db.rules_of(conn, [row["id"]])[row["id"]])
+    return reply({"security_group": await request.app.state.db.read(load)})
+
+
+async def update_group(request: Request) -> Response:
+    ctx = context(request)
+    values = parse("security_group", await json_body(request), False)
+
+    def update(conn: sa.Connection) -> dict[str, Any]:
+        row = sg_db.get_group(conn, ctx, request.path_params["id"])
+        if row["name"] == "default" and values.get("name", "default") != "default":
+            raise exc.InvalidInput(reason="Updating default security group name not allowed.")
+        if values:
+            conn.execute(security_groups.update().where(security_groups.c.id == row["id"]).values(**values))
+        row = sg_db.get_group(conn, ctx, row["id"])
+        return sg_db.group_view(row, sg_db.rules_of(conn, [row["id"]])[row["id"]])
+    return reply({"security_group": await request.app.state.db.run(update)})
+
+
+async def delete_group(request: Request) -> Response:
+    await request.app.state.db.run(sg_db.delete_group, context(request), request.path_params["id"])
+    return no_content()
+
+
+async def list_rules(request: Request) -> Response:
+    ctx = context(request)
+    svc = _svc(request)
+
+    def load(conn: sa.Connection) -> list[dict[str, Any]]:
+        rows = svc.list_rows(conn, ctx, security_group_rules, _filters(request),
+                             {"id": "id", "security_group_id": "security_group_id",
+                              "direction": "direction", "protocol": "protocol",
+                              "ethertype": "ethertype", "project_id": "project_id",
+                              "tenant_id": "project_id"})
+        return [sg_db.rule_view(r) for r in rows]
+    return _page(request, await request.app.state.db.read(load), "security_group_rules")
+
+
+async def create_rule(request: Request) -> Response:
+    ctx = context(request)
+    row = await _svc(request).create_rule(ctx, parse("security_group_rule", await json_body(request), True))
+    return reply({"security_group_rule": sg_db.rule_view(row)}, status=201)
+
+
+async def show_rule(request: Request) -> Response:
+    row = await request.app.state.db.read(sg_db.get_rule, context(request), request.path_params["id"])
+    return reply({"security_group_rule": sg_db.rule_view(row)})
+
+
+async def delete_rule(request: Request) -> Response:
+    ctx = context(request)
+
+    def delete(conn: sa.Connection) -> None:
+        row = sg_db.get_rule(conn, ctx, request.path_params["id"])
+        conn.execute(security_group_rules.delete().where(security_group_rules.c.id == row["id"]))
+    await request.app.state.db.run(delete)
+    return no_content()
+
+
+# -- quotas and get-me-a-network --------------------------------------------------
+async def show_quota(request: Request) -> Response:
+    ctx = context(request)
+    project = request.path_params["project_id"]
+    policy.enforce(ctx, "network:get", {"project_id": project})
+    detail = request.url.path.endswith("/details")
+    quota = await request.app.state.db.read(_svc(request).quota_view, project, detail)
+    return reply({"quota": quota})
+
+
+async def auto_allocated_topology(request: Request) -> Response:
+    from cirrus.network.auto_allocate import get_or_create_auto_network
+
+    ctx = context(request)
+    project = request.path_params["project_id"]
+    policy.enforce(ctx, "network:create", {"project_id": project})
+    net = await request.app.state.db.run(get_or_create_auto_network,
+                                         request.app.state.settings, project)
+    return reply({"auto_allocated_topology": {"id": net["id"], "tenant_id": project,
+                                              "project_id": project}})
+
+
+def _crud(collection: str, list_fn: Callable, create_fn: Callable, show_fn: Callable,
+          update_fn: Callable, delete_fn: Callable) -> list[Route]:
+    base = f"/v2.0/{collection}"
+    return [Route(base, list_fn, methods=["GET"]), Route(base, create_fn, methods=["POST"]),
+            Route(base + "/{id}", show_fn, methods=["GET"]),
+            Route(base + "/{id}", update_fn, methods=["PUT"]),
+            Route(base + "/{id}", delete_fn, methods=["DELETE"])]
+
+
+ROUTES = [
+    Route("/", versions, methods=["GET"]),
+    Route("/v2.0", version_v2, methods=["GET"]),
+    Route("/v2.0/", version_v2, methods=["GET"]),
+    Route("/v2.0/extensions", extensions, methods=["GET"]),
+    *_crud("networks", list_networks, create_network, show_network, update_network, delete_network),
+    *_crud("subnets", list_subnets, create_subnet, show_subnet, update_subnet, delete_subnet),
+    *_crud("ports", list_ports, create_port, show_port, update_port, delete_port),
+    *_crud("security-groups", list_groups, create_group, show_group, update_group, delete_group),
+    Route("/v2.0/security-group-rules", list_rules, methods=["GET"]),
+    Route("/v2.0/security-group-rules", create_rule, methods=["POST"]),
+    Route("/v2.0/security-group-rules/{id}", show_rule, methods=["GET"]),
+    Route("/v2.0/security-group-rules/{id}", delete_rule, methods=["DELETE"]),
+    Route("/v2.0/quotas/{project_id}", show_quota, methods=["GET"]),
+    Route("/v2.0/quotas/{project_id}/details", show_quota, methods=["GET"]),
+    Route("/v2.0/auto-allocated-topology/{project_id}", auto_allocated_topology, methods=["GET"]),
+]

@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-22 15:38:05.178796
+Create Date: 2026-11-22 15:42:33.903438
 """
 from alembic import op
 import sqlalchemy as sa
@@ -176,6 +176,25 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('id', name=op.f('pk_key_pairs')),
     sa.UniqueConstraint('user_id', 'name', name=op.f('uq_key_pairs_user_id_name'))
     )
+    op.create_table('networks',
+    sa.Column('id', sa.String(length=36), nullable=False),
+    sa.Column('name', sa.String(length=255), nullable=False),
+    sa.Column('project_id', sa.String(length=64), nullable=False),
+    sa.Column('shared', sa.Boolean(), nullable=False),
+    sa.Column('router_external', sa.Boolean(), nullable=False),
+    sa.Column('port_security_enabled', sa.Boolean(), nullable=False),
+    sa.Column('mtu', sa.Integer(), nullable=False),
+    sa.Column('status', sa.String(length=16), nullable=False),
+    sa.Column('admin_state_up', sa.Boolean(), nullable=False),
+    sa.Column('description', sa.String(length=255), nullable=False),
+    sa.Column('auto_allocated', sa.Boolean(), nullable=False),
+    sa.Column('created_at', sa.DateTime(), nullable=False),
+    sa.Column('updated_at', sa.DateTime(), nullable=True),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_networks'))
+    )
+    with op.batch_alter_table('networks', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_networks_project_id'), ['project_id'], unique=False)
+
     op.create_table('quota_limits',
     sa.Column('project_id', sa.String(length=64), nullable=False),
     sa.Column('resource', sa.String(length=64), nullable=False),
@@ -197,6 +216,19 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('id', name=op.f('pk_roles')),
     sa.UniqueConstraint('name', name=op.f('uq_roles_name'))
     )
+    op.create_table('security_groups',
+    sa.Column('id', sa.String(length=36), nullable=False),
+    sa.Column('name', sa.String(length=255), nullable=False),
+    sa.Column('project_id', sa.String(length=64), nullable=False),
+    sa.Column('description', sa.String(length=255), nullable=False),
+    sa.Column('stateful', sa.Boolean(), nullable=False),
+    sa.Column('created_at', sa.DateTime(), nullable=False),
+    sa.Column('updated_at', sa.DateTime(), nullable=True),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_security_groups'))
+    )
+    with op.batch_alter_table('security_groups', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_security_groups_project_id'), ['project_id'], unique=False)
+
     op.create_table('services',
     sa.Column('id', sa.Integer(), autoincrement=True, nullable=False),
     sa.Column('uuid', sa.String(length=36), nullable=False),
@@ -311,6 +343,40 @@ def upgrade() -> None:
     sa.ForeignKeyConstraint(['instance_uuid'], ['instances.uuid'], name=op.f('fk_instance_info_caches_instance_uuid_instances')),
     sa.PrimaryKeyConstraint('instance_uuid', name=op.f('pk_instance_info_caches'))
     )
+    op.create_table('ports',
+    sa.Column('id', sa.String(length=36), nullable=False),
+    sa.Column('seq', sa.Integer(), nullable=False),
+    sa.Column('network_id', sa.String(length=36), nullable=False),
+    sa.Column('project_id', sa.String(length=64), nullable=False),
+    sa.Column('name', sa.String(length=255), nullable=False),
+    sa.Column('mac_address', sa.String(length=32), nullable=False),
+    sa.Column('device_id', sa.String(length=255), nullable=False),
+    sa.Column('device_owner', sa.String(length=255), nullable=False),
+    sa.Column('admin_state_up', sa.Boolean(), nullable=False),
+    sa.Column('status', sa.String(length=16), nullable=False),
+    sa.Column('binding_host_id', sa.String(length=255), nullable=False),
+    sa.Column('binding_vif_type', sa.String(length=64), nullable=False),
+    sa.Column('binding_vnic_type', sa.String(length=64), nullable=False),
+    sa.Column('binding_profile', sa.JSON(), nullable=False),
+    sa.Column('binding_vif_details', sa.JSON(), nullable=False),
+    sa.Column('security_groups', sa.JSON(), nullable=False),
+    sa.Column('extra_dhcp_opts', sa.JSON(), nullable=False),
+    sa.Column('allowed_address_pairs', sa.JSON(), nullable=False),
+    sa.Column('dns_name', sa.String(length=255), nullable=False),
+    sa.Column('port_security_enabled', sa.Boolean(), nullable=False),
+    sa.Column('description', sa.String(length=255), nullable=False),
+    sa.Column('created_at', sa.DateTime(), nullable=False),
+    sa.Column('updated_at', sa.DateTime(), nullable=True),
+    sa.ForeignKeyConstraint(['network_id'], ['networks.id'], name=op.f('fk_ports_network_id_networks')),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_ports')),
+    sa.UniqueConstraint('network_id', 'mac_address', name=op.f('uq_ports_network_id_mac_address'))
+    )
+    with op.batch_alter_table('ports', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_ports_device_id'), ['device_id'], unique=False)
+        batch_op.create_index(batch_op.f('ix_ports_network_id'), ['network_id'], unique=False)
+        batch_op.create_index(batch_op.f('ix_ports_project_id'), ['project_id'], unique=False)
+        batch_op.create_index(batch_op.f('ix_ports_seq'), ['seq'], unique=False)
+
     op.create_table('projects',
     sa.Column('id', sa.String(length=64), nullable=False),
     sa.Column('name', sa.String(length=255), nullable=False),
@@ -323,6 +389,49 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('id', name=op.f('pk_projects')),
     sa.UniqueConstraint('domain_id', 'name', name=op.f('uq_projects_domain_id_name'))
     )
+    op.create_table('security_group_rules',
+    sa.Column('id', sa.String(length=36), nullable=False),
+    sa.Column('security_group_id', sa.String(length=36), nullable=False),
+    sa.Column('project_id', sa.String(length=64), nullable=False),
+    sa.Column('direction', sa.String(length=16), nullable=False),
+    sa.Column('ethertype', sa.String(length=8), nullable=False),
+    sa.Column('protocol', sa.String(length=32), nullable=True),
+    sa.Column('port_range_min', sa.Integer(), nullable=True),
+    sa.Column('port_range_max', sa.Integer(), nullable=True),
+    sa.Column('remote_ip_prefix', sa.String(length=64), nullable=True),
+    sa.Column('remote_group_id', sa.String(length=36), nullable=True),
+    sa.Column('description', sa.String(length=255), nullable=False),
+    sa.Column('created_at', sa.DateTime(), nullable=False),
+    sa.Column('updated_at', sa.DateTime(), nullable=True),
+    sa.ForeignKeyConstraint(['security_group_id'], ['security_groups.id'], name=op.f('fk_security_group_rules_security_group_id_security_groups'), ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_security_group_rules'))
+    )
+    with op.batch_alter_table('security_group_rules', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_security_group_rules_security_group_id'), ['security_group_id'], unique=False)
+
+    op.create_table('subnets',
+    sa.Column('id', sa.String(length=36), nullable=False),
+    sa.Column('network_id', sa.String(length=36), nullable=False),
+    sa.Column('project_id', sa.String(length=64), nullable=False),
+    sa.Column('name', sa.String(length=255), nullable=False),
+    sa.Column('ip_version', sa.Integer(), nullable=False),
+    sa.Column('cidr', sa.String(length=64), nullable=False),
+    sa.Column('gateway_ip', sa.String(length=64), nullable=True),
+    sa.Column('enable_dhcp', sa.Boolean(), nullable=False),
+    sa.Column('dns_nameservers', sa.JSON(), nullable=False),
+    sa.Column('host_routes', sa.JSON(), nullable=False),
+    sa.Column('allocation_pools', sa.JSON(), nullable=False),
+    sa.Column('ipv6_address_mode', sa.String(length=32), nullable=True),
+    sa.Column('ipv6_ra_mode', sa.String(length=32), nullable=True),
+    sa.Column('description', sa.String(length=255), nullable=False),
+    sa.Column('created_at', sa.DateTime(), nullable=False),
+    sa.Column('updated_at', sa.DateTime(), nullable=True),
+    sa.ForeignKeyConstraint(['network_id'], ['networks.id'], name=op.f('fk_subnets_network_id_networks'), ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_subnets'))
+    )
+    with op.batch_alter_table('subnets', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_subnets_network_id'), ['network_id'], unique=False)
+
     op.create_table('users',
     sa.Column('id', sa.String(length=64), nullable=False),
     sa.Column('name', sa.String(length=255), nullable=False),
@@ -355,6 +464,19 @@ def upgrade() -> None:
     with op.batch_alter_table('instance_actions_events', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_instance_actions_events_action_id'), ['action_id'], unique=False)
 
+    op.create_table('ip_allocations',
+    sa.Column('network_id', sa.String(length=36), nullable=False),
+    sa.Column('ip_address', sa.String(length=64), nullable=False),
+    sa.Column('subnet_id', sa.String(length=36), nullable=False),
+    sa.Column('port_id', sa.String(length=36), nullable=False),
+    sa.ForeignKeyConstraint(['port_id'], ['ports.id'], name=op.f('fk_ip_allocations_port_id_ports'), ondelete='CASCADE'),
+    sa.ForeignKeyConstraint(['subnet_id'], ['subnets.id'], name=op.f('fk_ip_allocations_subnet_id_subnets'), ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('network_id', 'ip_address', name=op.f('pk_ip_allocations'))
+    )
+    with op.batch_alter_table('ip_allocations', schema=None) as batch_op:
+        batch_op.create_index(batch_op.f('ix_ip_allocations_port_id'), ['port_id'], unique=False)
+        batch_op.create_index(batch_op.f('ix_ip_allocations_subnet_id'), ['subnet_id'], unique=False)
+
     op.create_table('role_assignments',
     sa.Column('id', sa.Integer(), autoincrement=True, nullable=False),
     sa.Column('user_id', sa.String(length=64), nullable=False),
@@ -374,12 +496,32 @@ def upgrade() -> None:
 def downgrade() -> None:
     # ### commands auto generated by Alembic - please adjust! ###
     op.drop_table('role_assignments')
+    with op.batch_alter_table('ip_allocations', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_ip_allocations_subnet_id'))
+        batch_op.drop_index(batch_op.f('ix_ip_allocations_port_id'))
+
+    op.drop_table('ip_allocations')
     with op.batch_alter_table('instance_actions_events', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_instance_actions_events_action_id'))
 
     op.drop_table('instance_actions_events')
     op.drop_table('users')
+    with op.batch_alter_table('subnets', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_subnets_network_id'))
+
+    op.drop_table('subnets')
+    with op.batch_alter_table('security_group_rules', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_security_group_rules_security_group_id'))
+
+    op.drop_table('security_group_rules')
     op.drop_table('projects')
+    with op.batch_alter_table('ports', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_ports_seq'))
+        batch_op.drop_index(batch_op.f('ix_ports_project_id'))
+        batch_op.drop_index(batch_op.f('ix_ports_network_id'))
+        batch_op.drop_index(batch_op.f('ix_ports_device_id'))
+
+    op.drop_table('ports')
     op.drop_table('instance_info_caches')
     op.drop_table('instance_group_members')
     with op.batch_alter_table('instance_faults', schema=None) as batch_op:
@@ -401,9 +543,17 @@ def downgrade() -> None:
     op.drop_table('allocations')
     op.drop_table('token_keys')
     op.drop_table('services')
+    with op.batch_alter_table('security_groups', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_security_groups_project_id'))
+
+    op.drop_table('security_groups')
     op.drop_table('roles')
     op.drop_table('revoked_tokens')
     op.drop_table('quota_limits')
+    with op.batch_alter_table('networks', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_networks_project_id'))
+
+    op.drop_table('networks')
     op.drop_table('key_pairs')
     with op.batch_alter_table('instances', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_instances_project_id'))
