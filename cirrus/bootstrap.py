@@ -90,6 +90,9 @@ class Cloud:
                                  "transport": self.transport, "identity": identity}
         for name, factory in _state_factories():
             state[name] = factory(self.settings, self.db, self.transport)
+        if state.get("network") is not None and state.get("compute_api") is not None:
+            # network-vif-plugged goes to compute's external events, as Neutron's does.
+            state["network"].set_event_sink(state["compute_api"].external_instance_event)
         return state
 
     def _build_services(self) -> list[Service]:

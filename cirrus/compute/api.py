@@ -30,6 +30,7 @@ from cirrus.config import Settings
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
 from cirrus.db.engine import Database
+from cirrus.exception import NotFound
 from cirrus.rpc import Transport
 from cirrus.service_models import services
 
@@ -121,7 +122,10 @@ class API:
         key_data = await self.db.read(self._key_data, ctx.user_id, req.key_name)
         self._check_user_data(req.user_data)
         group = await self.db.read(self._group, req.scheduler_hints.get("group"))
-        max_net = await self.network.validate_networks(ctx, req.requested_networks, req.max_count)
+        try:
+            max_net = await self.network.validate_networks(ctx, req.requested_networks, req.max_count)
+        except NotFound as error:  # a missing network or port is a bad request here
+            raise exc.InvalidRequest(reason=error.format_message()) from None
         max_count = min(req.max_count, max_net) if max_net else req.max_count
         if max_count < req.min_count:
             max_count = req.min_count  # the network API raises if truly impossible
@@ -164,8 +168,6 @@ class API:
 
     async def _checked_image(self, ctx: RequestContext, image_id: str,
                              flavor: dict[str, Any]) -> dict[str, Any]:
-        from cirrus.exception import NotFound
-
         try:
             image = await self.images.get(ctx, image_id)
         except NotFound:
