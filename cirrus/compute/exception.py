@@ -35,6 +35,18 @@ class MetadataLimitExceeded(Forbidden):
     msg_fmt = "Maximum number of metadata items exceeds %(allowed)d"
 
 
+class FlavorExists(Conflict):
+    msg_fmt = "Flavor with name %(name)s or ID %(flavor_id)s already exists."
+
+
+class FlavorMissing(NotFound):
+    msg_fmt = "Flavor %(flavor_id)s could not be found."
+
+
+class FlavorExtraSpecNotFound(NotFound):
+    msg_fmt = "Flavor %(flavor_id)s has no extra specs with key %(key)s."
+
+
 class FlavorNotFound(Invalid):
     msg_fmt = "Flavor %(flavor_id)s could not be found."
 

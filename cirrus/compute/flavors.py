@@ -37,3 +37,24 @@ def get_flavor(conn: sa.Connection, flavorid: str) -> dict[str, Any] | None:
 
 def list_flavors(conn: sa.Connection) -> list[dict[str, Any]]:
     return fetch_all(conn, sa.select(flavors).order_by(flavors.c.memory_mb, flavors.c.flavorid))
+
+
+def create_flavor(conn: sa.Connection, values: dict[str, Any]) -> dict[str, Any]:
+    """Insert a flavor; FlavorExists (409) on a duplicate id or name."""
+    from cirrus.compute.exception import FlavorExists
+
+    clash = conn.execute(sa.select(flavors.c.flavorid).where(sa.or_(
+        flavors.c.flavorid == values["flavorid"], flavors.c.name == values["name"]))).first()
+    if clash:
+        raise FlavorExists(name=values["name"], flavor_id=values["flavorid"])
+    conn.execute(flavors.insert().values(created_at=utcnow(), disabled=False, **values))
+    return get_flavor(conn, values["flavorid"]) or {}
+
+
+def update_flavor(conn: sa.Connection, flavorid: str, values: dict[str, Any]) -> None:
+    conn.execute(flavors.update().where(flavors.c.flavorid == flavorid).values(
+        updated_at=utcnow(), **values))
+
+
+def delete_flavor(conn: sa.Connection, flavorid: str) -> bool:
+    return conn.execute(flavors.delete().where(flavors.c.flavorid == flavorid)).rowcount == 1

@@ -147,14 +147,14 @@ async def test_quota_exceeded_is_403_naming_the_quota(api: Api, demo: httpx.Asyn
 async def test_no_valid_host_fault_names_the_filter(cloud: Cloud, demo: httpx.AsyncClient,
                                                     admin: httpx.AsyncClient, image: str) -> None:
     resp = await admin.post("/compute/v2.1/flavors", json={"flavor": {
-        "name": "huge", "ram": 10_000_000, "vcpus": 1, "disk": 1, "id": "huge"}})
+        "name": "huge", "ram": 512, "vcpus": 1, "disk": 5000, "id": "huge"}})
     assert resp.status_code == 200, resp.text
     created = await create_server(admin, server_body(await upload_image(admin, visibility="public"),
                                                      flavor="huge"))
     server = await wait_for_status(admin, created["id"], {"ERROR", "ACTIVE"})
     assert server["status"] == "ERROR"
     assert "No valid host" in server["fault"]["message"]
-    assert "Ram" in server["fault"]["message"] and "2 of 2" in server["fault"]["message"]
+    assert "DiskFilter removed 2 of 2 hosts" in server["fault"]["message"]
     assert await db_count(cloud, allocations, allocations.c.consumer_uuid == created["id"]) == 0
     assert await ports_of(admin, created["id"]) == []
 
