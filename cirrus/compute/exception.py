@@ -87,6 +87,22 @@ class InstanceGroupNotFound(Invalid):
     msg_fmt = "Invalid server group %(group_uuid)s."
 
 
+class InstanceGroupMissing(NotFound):
+    msg_fmt = "Instance group %(group_uuid)s could not be found."
+
+
+class KeyPairMissing(NotFound):
+    msg_fmt = "Keypair %(name)s not found for user %(user_id)s"
+
+
+class KeyPairExists(Conflict):
+    msg_fmt = "Key pair '%(key_name)s' already exists."
+
+
+class InvalidKeypair(Invalid):
+    msg_fmt = "Keypair data is invalid: %(reason)s"
+
+
 class InvalidAvailabilityZone(Invalid):
     msg_fmt = "The requested availability zone is not available"
 

@@ -41,7 +41,11 @@ def make_engine(url: str) -> Engine:
         engine = sa.create_engine(url, connect_args={"check_same_thread": False},
                                   pool_size=4, max_overflow=4)
         sa.event.listen(engine, "connect", _sqlite_pragmas)
-        sa.event.listen(engine, "begin", lambda conn: conn.exec_driver_sql("BEGIN"))
+        # Writers take the write lock up front (BEGIN IMMEDIATE): a deferred
+        # transaction that reads first and writes later fails at once with
+        # SQLITE_BUSY_SNAPSHOT when another connection committed in between.
+        sa.event.listen(engine, "begin",
+                        lambda conn: conn.exec_driver_sql(conn.info.get("begin", "BEGIN")))
         return engine
     return sa.create_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)
 
@@ -57,9 +61,11 @@ class Database:
         self._writer = ThreadPoolExecutor(max_workers=writers, thread_name_prefix="db-w")
         self._reader = ThreadPoolExecutor(max_workers=2, thread_name_prefix="db-r")
 
-    def _tx(self, fn: Callable[..., T], args: tuple, kwargs: dict) -> T:
-        with self.engine.begin() as conn:
-            return fn(conn, *args, **kwargs)
+    def _tx(self, fn: Callable[..., T], args: tuple, kwargs: dict, write: bool = True) -> T:
+        with self.engine.connect() as conn:
+            conn.info["begin"] = "BEGIN IMMEDIATE" if write else "BEGIN"
+            with conn.begin():
+                return fn(conn, *args, **kwargs)
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run ``fn(conn, *args, **kwargs)`` in one write transaction."""
@@ -71,7 +77,7 @@ class Database:
         """Run a read-only ``fn(conn, ...)`` on the reader pool."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
-            self._reader, functools.partial(self._tx, fn, args, kwargs))
+            self._reader, functools.partial(self._tx, fn, args, kwargs, False))
 
     def run_sync(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Blocking variant for start-up code and scripts."""

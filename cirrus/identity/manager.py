@@ -67,7 +67,7 @@ class IdentityService:
 
     async def _refresh_revocations(self) -> None:
         if time.monotonic() - self._revoked_at > REVOCATION_TTL:
-            self._revoked = await self.db.read(store.revoked_audit_ids)
+            self._revoked = await self.db.run(store.revoked_audit_ids)
             self._revoked_at = time.monotonic()
 
     async def validate(self, token: str) -> TokenData:

@@ -50,7 +50,7 @@ async def wait_for_status(client: httpx.AsyncClient, server_id: str, statuses: s
         server = resp.json()["server"]
         if server["status"] in statuses:
             return server
-        assert time.monotonic() < deadline, f"{server_id} stuck in {server['status']}"
+        assert time.monotonic() < deadline, f"{server_id} stuck in {server['status']} ({server['OS-EXT-STS:task_state']})"
         await asyncio.sleep(0.02)
 
 

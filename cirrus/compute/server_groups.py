@@ -1,0 +1,64 @@
+"""Server groups: records and membership."""
+from __future__ import annotations
+
+import uuid as uuidlib
+from typing import Any
+
+import sqlalchemy as sa
+
+from cirrus.compute import quotas
+from cirrus.compute.exception import InstanceGroupMissing
+from cirrus.compute.models import instance_group_members, instance_groups, instances
+from cirrus.context import RequestContext
+from cirrus.db.base import utcnow
+from cirrus.db.engine import fetch_all, fetch_one
+from cirrus.exception import QuotaExceeded
+
+POLICIES = ("affinity", "anti-affinity", "soft-affinity", "soft-anti-affinity")
+
+
+def members(conn: sa.Connection, group_uuids: list[str]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {g: [] for g in group_uuids}
+    if group_uuids:
+        rows = conn.execute(sa.select(instance_group_members.c.group_uuid,
+                                      instance_group_members.c.instance_uuid).join(
+            instances, instances.c.uuid == instance_group_members.c.instance_uuid).where(
+            instance_group_members.c.group_uuid.in_(group_uuids), instances.c.deleted.is_(False)))
+        for row in rows:
+            out[row.group_uuid].append(row.instance_uuid)
+    return out
+
+
+def get_group(conn: sa.Connection, ctx: RequestContext, group_uuid: str) -> dict[str, Any]:
+    row = fetch_one(conn, sa.select(instance_groups).where(instance_groups.c.uuid == group_uuid))
+    if row is None or not (ctx.is_admin or row["project_id"] == ctx.project_id):
+        raise InstanceGroupMissing(group_uuid=group_uuid)
+    return row
+
+
+def list_groups(conn: sa.Connection, project_id: str | None) -> list[dict[str, Any]]:
+    q = sa.select(instance_groups).order_by(instance_groups.c.created_at)
+    if project_id is not None:
+        q = q.where(instance_groups.c.project_id == project_id)
+    return fetch_all(conn, q)
+
+
+def create_group(conn: sa.Connection, settings: Any, ctx: RequestContext, name: str, policy: str,
+                 rules: dict[str, Any]) -> dict[str, Any]:
+    assert ctx.project_id is not None
+    limit = quotas.limits(conn, settings, ctx.project_id)["server_groups"]
+    used = conn.execute(sa.select(sa.func.count()).select_from(instance_groups).where(
+        instance_groups.c.project_id == ctx.project_id)).scalar_one()
+    if limit >= 0 and used >= limit:
+        raise QuotaExceeded(resource="server_groups", requested=1, used=used, allowed=limit)
+    row = {"uuid": str(uuidlib.uuid4()), "name": name, "policy": policy, "rules": rules,
+           "project_id": ctx.project_id, "user_id": ctx.user_id or "", "created_at": utcnow()}
+    conn.execute(instance_groups.insert().values(**row))
+    return row
+
+
+def delete_group(conn: sa.Connection, ctx: RequestContext, group_uuid: str) -> None:
+    get_group(conn, ctx, group_uuid)
+    conn.execute(instance_group_members.delete().where(
+        instance_group_members.c.group_uuid == group_uuid))
+    conn.execute(instance_groups.delete().where(instance_groups.c.uuid == group_uuid))
