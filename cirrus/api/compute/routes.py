@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute
 
-from cirrus.api.compute import (external_events, flavors, hypervisors, instance_actions,
+from cirrus.api.compute import (availability_zones, external_events, flavors, hypervisors, instance_actions,
                                 interfaces, keypairs, quota_sets, server_actions,
                                 server_groups, server_metadata, servers, services, versions)
 
@@ -11,6 +11,7 @@ ROUTES: list[BaseRoute] = [
     *versions.ROUTES,
     *flavors.ROUTES,
     *keypairs.ROUTES,
+    *availability_zones.ROUTES,
     *server_groups.ROUTES,
     *servers.ROUTES,
     *server_actions.ROUTES,
