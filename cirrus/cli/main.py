@@ -62,6 +62,27 @@ def setup_logging(settings: Settings) -> None:
     root.setLevel(settings.log_level.upper())
 
 
+def _quiet_server(config: Any) -> Any:
+    """A uvicorn server that stops on SIGINT/SIGTERM and then returns normally
+    (uvicorn re-raises the signal after shutdown, which would exit non-zero)."""
+    import contextlib
+    import signal
+
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self):  # type: ignore[override]
+            originals = {sig: signal.signal(sig, self.handle_exit)
+                         for sig in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                yield
+            finally:
+                for sig, handler in originals.items():
+                    signal.signal(sig, handler)
+    return Server(config)
+
+
 async def serve(settings: Settings) -> None:
     """Start every service and the HTTP API; return on SIGINT/SIGTERM."""
     import uvicorn
@@ -74,7 +95,7 @@ async def serve(settings: Settings) -> None:
         config = uvicorn.Config(cloud.app, host=settings.host, port=settings.port,
                                 log_level="warning", access_log=False, lifespan="off",
                                 timeout_graceful_shutdown=5)
-        server = uvicorn.Server(config)
+        server = _quiet_server(config)
         clouds = write_clouds_yaml(settings)
         print(f"cirrus is up at {settings.public_url}", flush=True)
         print(f"clouds.yaml: {clouds}", flush=True)

@@ -114,6 +114,8 @@ async def limits(request: Request) -> Response:
     if version < (2, 57):
         absolute.update(maxPersonality=STATIC["injected_files"],
                         maxPersonalitySize=STATIC["injected_file_content_bytes"])
+    if version < (2, 39):
+        absolute["maxImageMeta"] = STATIC["metadata_items"]
     if version < (2, 36):
         absolute.update(maxSecurityGroups=10, maxSecurityGroupRules=20, maxTotalFloatingIps=10,
                         totalFloatingIpsUsed=0, totalSecurityGroupsUsed=0)
