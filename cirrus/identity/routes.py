@@ -9,6 +9,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from cirrus.api.wsgi import json_body, no_content, reply
+from cirrus.identity import admin_routes
 from cirrus.identity.exception import Unauthorized
 
 UPDATED = "2024-04-01T00:00:00Z"
@@ -73,6 +74,7 @@ ROUTES = [
     Route("/v3/auth/tokens", show_token, methods=["GET", "HEAD"]),
     Route("/v3/auth/tokens", revoke_token, methods=["DELETE"]),
     Route("/v3/auth/catalog", auth_catalog, methods=["GET"]),
+    *admin_routes.ROUTES,
 ]
 
 # Paths under /identity that need no token.

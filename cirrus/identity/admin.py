@@ -1,0 +1,123 @@
+"""Identity administration: domains, projects, users, roles, assignments."""
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import sqlalchemy as sa
+
+from cirrus.db.base import utcnow
+from cirrus.db.engine import fetch_all, fetch_one
+from cirrus.identity import models as m
+from cirrus.identity.exception import (DomainNotFound, DuplicateEntry, ProjectNotFound,
+                                       RoleNotFound, UserNotFound)
+from cirrus.identity.passwords import hash_password
+
+TABLES = {"project": (m.projects, ProjectNotFound, "project_id"),
+          "user": (m.users, UserNotFound, "user_id"),
+          "role": (m.roles, RoleNotFound, "role_id"),
+          "domain": (m.domains, DomainNotFound, "domain_id")}
+
+
+def get(conn: sa.Connection, kind: str, ident: str) -> dict[str, Any]:
+    table, missing, key = TABLES[kind]
+    row = fetch_one(conn, sa.select(table).where(table.c.id == ident))
+    if row is None:
+        raise missing(**{key: ident})
+    return row
+
+
+def list_rows(conn: sa.Connection, kind: str, filters: dict[str, Any]) -> list[dict[str, Any]]:
+    table = TABLES[kind][0]
+    q = sa.select(table)
+    for key, value in filters.items():
+        if value is not None and key in table.c:
+            q = q.where(table.c[key] == value)
+    return fetch_all(conn, q.order_by(table.c.name))
+
+
+def create(conn: sa.Connection, kind: str, values: dict[str, Any]) -> dict[str, Any]:
+    table = TABLES[kind][0]
+    values = dict(values)
+    if kind != "role":
+        get(conn, "domain", values.setdefault("domain_id", "default"))
+    if "password" in values:
+        password = values.pop("password")
+        values["password_hash"] = hash_password(password) if password else None
+    ident = uuid.uuid4().hex
+    try:
+        with conn.begin_nested():
+            conn.execute(table.insert().values(id=ident, created_at=utcnow(), **values))
+    except sa.exc.IntegrityError:
+        raise DuplicateEntry(kind=kind) from None
+    return get(conn, kind, ident)
+
+
+def update(conn: sa.Connection, kind: str, ident: str, values: dict[str, Any]) -> dict[str, Any]:
+    table = TABLES[kind][0]
+    get(conn, kind, ident)
+    values = dict(values)
+    if "password" in values:
+        values["password_hash"] = hash_password(values.pop("password"))
+    if values:
+        try:
+            with conn.begin_nested():
+                conn.execute(table.update().where(table.c.id == ident).values(
+                    updated_at=utcnow(), **values))
+        except sa.exc.IntegrityError:
+            raise DuplicateEntry(kind=kind) from None
+    return get(conn, kind, ident)
+
+
+def delete(conn: sa.Connection, kind: str, ident: str) -> None:
+    table = TABLES[kind][0]
+    get(conn, kind, ident)
+    ra = m.role_assignments
+    column = {"project": ra.c.project_id, "user": ra.c.user_id, "role": ra.c.role_id}.get(kind)
+    if column is not None:
+        conn.execute(ra.delete().where(column == ident))
+    conn.execute(table.delete().where(table.c.id == ident))
+
+
+def assignments(conn: sa.Connection, user_id: str | None = None, project_id: str | None = None,
+                role_id: str | None = None, domain_id: str | None = None) -> list[dict[str, Any]]:
+    ra = m.role_assignments
+    q = sa.select(ra)
+    for column, value in ((ra.c.user_id, user_id), (ra.c.project_id, project_id),
+                          (ra.c.role_id, role_id), (ra.c.domain_id, domain_id)):
+        if value is not None:
+            q = q.where(column == value)
+    return fetch_all(conn, q.order_by(ra.c.id))
+
+
+def grant(conn: sa.Connection, user_id: str, role_id: str, *, project_id: str | None = None,
+          domain_id: str | None = None) -> None:
+    get(conn, "user", user_id)
+    get(conn, "role", role_id)
+    if project_id:
+        get(conn, "project", project_id)
+    if domain_id:
+        get(conn, "domain", domain_id)
+    if not assignments(conn, user_id, project_id, role_id, domain_id if not project_id else None):
+        conn.execute(m.role_assignments.insert().values(
+            user_id=user_id, role_id=role_id, project_id=project_id,
+            domain_id=None if project_id else domain_id))
+
+
+def revoke(conn: sa.Connection, user_id: str, role_id: str, *, project_id: str | None = None,
+           domain_id: str | None = None) -> bool:
+    ra = m.role_assignments
+    q = ra.delete().where(ra.c.user_id == user_id, ra.c.role_id == role_id)
+    q = q.where(ra.c.project_id == project_id) if project_id else q.where(
+        ra.c.domain_id == domain_id, ra.c.project_id.is_(None))
+    return conn.execute(q).rowcount > 0
+
+
+def projects_of(conn: sa.Connection, user_id: str) -> list[dict[str, Any]]:
+    ra = m.role_assignments
+    ids = {r.project_id for r in conn.execute(sa.select(ra.c.project_id).where(
+        ra.c.user_id == user_id, ra.c.project_id.is_not(None)))}
+    if not ids:
+        return []
+    return fetch_all(conn, sa.select(m.projects).where(m.projects.c.id.in_(ids))
+                     .order_by(m.projects.c.name))

@@ -1,0 +1,51 @@
+"""Identity administration and project isolation over HTTP."""
+from __future__ import annotations
+
+import httpx
+
+from tests.conftest import Api
+from tests.functional.servers import create_server, server_body, upload_image, wait_for_status
+
+
+async def make_user(admin: httpx.AsyncClient, name: str) -> None:
+    project = (await admin.post("/identity/v3/projects", json={"project": {"name": name}})).json()
+    user = await admin.post("/identity/v3/users", json={"user": {
+        "name": name, "password": name, "default_project_id": project["project"]["id"]}})
+    assert user.status_code == 201, user.text
+    roles = (await admin.get("/identity/v3/roles", params={"name": "member"})).json()["roles"]
+    resp = await admin.put(f"/identity/v3/projects/{project['project']['id']}/users/"
+                           f"{user.json()['user']['id']}/roles/{roles[0]['id']}")
+    assert resp.status_code == 204
+
+
+async def test_admin_creates_projects_users_and_grants(api: Api, admin: httpx.AsyncClient) -> None:
+    await make_user(admin, "alice")
+    assert (await admin.post("/identity/v3/projects", json={"project": {"name": "alice"}})).status_code == 409
+    names = {p["name"] for p in (await admin.get("/identity/v3/projects")).json()["projects"]}
+    assert {"admin", "demo", "alice"} <= names
+    async with await api.as_user("alice") as alice:
+        assert (await alice.get("/identity/v3/auth/projects")).json()["projects"][0]["name"] == "alice"
+        assert (await alice.post("/identity/v3/projects", json={"project": {"name": "x"}})).status_code == 403
+        assert (await alice.get("/identity/v3/users")).status_code == 403
+
+
+async def test_bad_identity_bodies(admin: httpx.AsyncClient) -> None:
+    assert (await admin.post("/identity/v3/users", json={"user": {}})).status_code == 400
+    assert (await admin.post("/identity/v3/users", json=[])).status_code == 400
+    assert (await admin.get("/identity/v3/users/nope")).status_code == 404
+
+
+async def test_members_see_only_their_projects_things(api: Api, admin: httpx.AsyncClient,
+                                                      demo: httpx.AsyncClient) -> None:
+    await make_user(admin, "bob")
+    image = await upload_image(demo)
+    server = await create_server(demo, server_body(image))
+    await wait_for_status(demo, server["id"], {"ACTIVE"})
+    async with await api.as_user("bob") as bob:
+        assert (await bob.get(f"/compute/v2.1/servers/{server['id']}")).status_code == 404
+        assert (await bob.delete(f"/compute/v2.1/servers/{server['id']}")).status_code == 404
+        assert (await bob.get("/compute/v2.1/servers")).json()["servers"] == []
+        assert (await bob.get(f"/image/v2/images/{image}")).status_code == 404
+        assert (await bob.get("/compute/v2.1/servers", params={"all_tenants": 1})).status_code == 403
+    listed = (await admin.get("/compute/v2.1/servers", params={"all_tenants": 1})).json()["servers"]
+    assert server["id"] in {s["id"] for s in listed}
