@@ -90,9 +90,8 @@ class Cloud:
                                  "transport": self.transport, "identity": identity}
         for name, factory in _state_factories():
             state[name] = factory(self.settings, self.db, self.transport)
-        if state.get("network") is not None and state.get("compute_api") is not None:
-            # network-vif-plugged goes to compute's external events, as Neutron's does.
-            state["network"].set_event_sink(state["compute_api"].external_instance_event)
+        # network-vif-plugged goes to compute's external events, as Neutron's does.
+        state["network"].set_event_sink(state["compute_api"].external_instance_event)
         return state
 
     def _build_services(self) -> list[Service]:
@@ -117,58 +116,31 @@ class Cloud:
 
 def _state_factories() -> list[tuple[str, Any]]:
     """(name, factory(settings, db, transport)) for every API-side service."""
-    factories: list[tuple[str, Any]] = []
-    for name, module, attr in _STATE_SERVICES:
-        try:
-            mod = __import__(module, fromlist=[attr])
-        except ModuleNotFoundError as exc:
-            if not (exc.name or "").startswith("cirrus."):
-                raise
-            LOG.warning("%s unavailable: %s", name, exc)
-            continue  # stage not built yet
-        factories.append((name, _tolerant(getattr(mod, attr), name)))
-    return factories
+    from cirrus.compute.api import make_compute_api
+    from cirrus.image.api import make_image_api
+    from cirrus.network.service import make_network_service
+
+    return [("images", make_image_api), ("network", make_network_service),
+            ("compute_api", make_compute_api)]
 
 
-def _tolerant(factory: Any, name: str) -> Any:
-    def build(*args: Any) -> Any:
-        try:
-            return factory(*args)
-        except ModuleNotFoundError as exc:
-            if not (exc.name or "").startswith("cirrus."):
-                raise
-            LOG.warning("%s unavailable: %s", name, exc)
-            return None
-    return build
+def _conductor(settings: Settings, db: Database, transport: Transport) -> list[Service]:
+    from cirrus.conductor.manager import make_services
+
+    return make_services(settings, db, transport)
 
 
-# API-side services: app.state name, module, factory.
-_STATE_SERVICES = (
-    ("images", "cirrus.image.api", "make_image_api"),
-    ("network", "cirrus.network.service", "make_network_service"),
-    ("compute_api", "cirrus.compute.api", "make_compute_api"),
-)
+def _scheduler(settings: Settings, db: Database, transport: Transport) -> list[Service]:
+    from cirrus.scheduler.manager import make_services
+
+    return make_services(settings, db, transport)
 
 
-def _no_services(*_: Any) -> list[Service]:
-    return []
+def _compute(settings: Settings, db: Database, transport: Transport) -> list[Service]:
+    from cirrus.compute.manager import make_services
+
+    return make_services(settings, db, transport)
 
 
-def _builder(module: str, attr: str) -> Any:
-    def build(settings: Settings, db: Database, transport: Transport) -> list[Service]:
-        try:
-            mod = __import__(module, fromlist=[attr])
-            return getattr(mod, attr)(settings, db, transport)
-        except (ModuleNotFoundError, ImportError) as exc:
-            if not (getattr(exc, "name", None) or "cirrus.").startswith("cirrus."):
-                raise
-            LOG.warning("%s services unavailable: %s", module, exc)
-            return []
-    return build
-
-
-_SERVICE_BUILDERS = {
-    "conductor": _builder("cirrus.conductor.manager", "make_services"),
-    "scheduler": _builder("cirrus.scheduler.manager", "make_services"),
-    "compute": _builder("cirrus.compute.manager", "make_services"),
-}
+# The services a process can run, by role (``cirrus up`` runs all three).
+_SERVICE_BUILDERS = {"conductor": _conductor, "scheduler": _scheduler, "compute": _compute}
