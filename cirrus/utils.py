@@ -11,12 +11,20 @@ LOG = logging.getLogger(__name__)
 _TASKS: set[asyncio.Task[Any]] = set()
 
 
-def spawn(coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
-    """Start named background work whose failure is logged, never lost."""
+def spawn(coro: Coroutine[Any, Any, Any], name: str, awaited: bool = False) -> asyncio.Task[Any]:
+    """Start named background work whose failure is logged, never lost.
+
+    ``awaited=True``: the caller awaits the task and handles its failure, so
+    it is tracked (and cancelled on shutdown) but not logged here.
+    """
     task = asyncio.get_running_loop().create_task(coro, name=name)
     _TASKS.add(task)
-    task.add_done_callback(_finished)
+    task.add_done_callback(_discard if awaited else _finished)
     return task
+
+
+def _discard(task: asyncio.Task[Any]) -> None:
+    _TASKS.discard(task)
 
 
 def _finished(task: asyncio.Task[Any]) -> None:

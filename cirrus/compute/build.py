@@ -308,7 +308,7 @@ class Builder:
                             expected_task_state=[None])
         # Allocate networks while block devices are prepared (seed 000).
         net_task = spawn(self._allocate_network_async(ctx, instance, params),
-                         name=f"allocate-network:{uuid}")
+                         name=f"allocate-network:{uuid}", awaited=True)
         try:
             await self.m.db.run(inst.save, uuid, {"task_state": TaskState.BLOCK_DEVICE_MAPPING},
                                 expected_task_state=TaskState.NETWORKING)

@@ -68,9 +68,12 @@ class API:
                                 num_instances: int) -> int:
         """Fail early (before the 202) for requests that can never work; the
         number of instances the requested ports allow."""
-        if not requested_networks:
+        if requested_networks and requested_networks[0].get("network_id") in ("auto", "none"):
             return num_instances
-        if requested_networks[0].get("network_id") in ("auto", "none"):
+        if not requested_networks:
+            nets = await self.db.read(_available_networks, ctx, ctx.project_id or "", None)
+            if len(nets) > 1:
+                raise exc.NetworkAmbiguous()
             return num_instances
 
         def check(conn: sa.Connection) -> int:

@@ -1,0 +1,209 @@
+"""The network service over HTTP, and allocate_for_instance through server boots (seeds 001/002)."""
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import pytest
+
+from cirrus.bootstrap import Cloud
+from cirrus.context import RequestContext
+from cirrus.network import exception as nexc
+from tests.functional.servers import create_server, server_body, upload_image, wait_for_status
+
+NET = "/network/v2.0"
+
+
+async def make_net(client: httpx.AsyncClient, name: str, cidr: str | None = "10.20.0.0/24",
+                   **extra: Any) -> dict[str, Any]:
+    resp = await client.post(f"{NET}/networks", json={"network": {"name": name, **extra}})
+    assert resp.status_code == 201, resp.text
+    net = resp.json()["network"]
+    if cidr:
+        resp = await client.post(f"{NET}/subnets", json={"subnet": {
+            "network_id": net["id"], "cidr": cidr, "ip_version": 4, "name": f"{name}-sub"}})
+        assert resp.status_code == 201, resp.text
+    return net
+
+
+async def make_port(client: httpx.AsyncClient, net_id: str, **extra: Any) -> httpx.Response:
+    return await client.post(f"{NET}/ports", json={"port": {"network_id": net_id, **extra}})
+
+
+async def test_network_crud_and_errors(demo: httpx.AsyncClient) -> None:
+    net = await make_net(demo, "n1")
+    shown = (await demo.get(f"{NET}/networks/{net['id']}")).json()["network"]
+    assert shown["status"] == "ACTIVE" and len(shown["subnets"]) == 1
+    overlap = await demo.post(f"{NET}/subnets", json={"subnet": {
+        "network_id": net["id"], "cidr": "10.20.0.128/25", "ip_version": 4}})
+    assert overlap.status_code == 400 and "overlaps" in overlap.json()["NeutronError"]["message"]
+    bad = await demo.post(f"{NET}/subnets", json={"subnet": {
+        "network_id": net["id"], "cidr": "10.300.0.0/24", "ip_version": 4}})
+    assert bad.status_code == 400
+    unknown = await demo.post(f"{NET}/networks", json={"network": {"name": "x", "bogus": 1}})
+    assert unknown.status_code == 400
+    port = (await make_port(demo, net["id"])).json()["port"]
+    assert port["status"] == "DOWN" and port["mac_address"].startswith("fa:16:3e")
+    busy = await demo.delete(f"{NET}/networks/{net['id']}")
+    assert busy.status_code == 409 and busy.json()["NeutronError"]["type"] == "NetworkInUse"
+    assert (await demo.delete(f"{NET}/ports/{port['id']}")).status_code == 204
+    assert (await demo.delete(f"{NET}/networks/{net['id']}")).status_code == 204
+    assert (await demo.get(f"{NET}/networks/{net['id']}")).status_code == 404
+
+
+async def test_default_security_group_and_rules(demo: httpx.AsyncClient) -> None:
+    groups = (await demo.get(f"{NET}/security-groups")).json()["security_groups"]
+    default = next(g for g in groups if g["name"] == "default")
+    assert {r["direction"] for r in default["security_group_rules"]} == {"ingress", "egress"}
+    sg = (await demo.post(f"{NET}/security-groups", json={"security_group": {"name": "web"}})).json()
+    rule = await demo.post(f"{NET}/security-group-rules", json={"security_group_rule": {
+        "security_group_id": sg["security_group"]["id"], "direction": "ingress",
+        "protocol": "tcp", "port_range_min": 80, "port_range_max": 80}})
+    assert rule.status_code == 201
+    dup = await demo.post(f"{NET}/security-group-rules", json={"security_group_rule": {
+        "security_group_id": sg["security_group"]["id"], "direction": "ingress",
+        "protocol": "tcp", "port_range_min": 80, "port_range_max": 80}})
+    assert dup.status_code == 409
+
+
+async def test_ipam_under_concurrency(demo: httpx.AsyncClient) -> None:
+    """200 ports at once on a /24 get distinct addresses and MACs; past the
+    pool's 253 addresses the answer is 409, never a duplicate."""
+    net = await make_net(demo, "big", "10.30.0.0/24")
+    results = await asyncio.gather(*[make_port(demo, net["id"]) for _ in range(200)])
+    ports = [r.json()["port"] for r in results]
+    assert all(r.status_code == 201 for r in results)
+    ips = [p["fixed_ips"][0]["ip_address"] for p in ports]
+    assert len(set(ips)) == 200 and len({p["mac_address"] for p in ports}) == 200
+    more = await asyncio.gather(*[make_port(demo, net["id"]) for _ in range(60)])
+    assert [r.status_code for r in more].count(201) == 53
+    exhausted = [r for r in more if r.status_code == 409]
+    assert len(exhausted) == 7
+    assert exhausted[0].json()["NeutronError"]["type"] == "IpAddressGenerationFailure"
+    listed = (await demo.get(f"{NET}/ports", params={"network_id": net["id"]})).json()["ports"]
+    all_ips = [p["fixed_ips"][0]["ip_address"] for p in listed]
+    assert len(all_ips) == len(set(all_ips)) == 253
+    # Releasing one address makes it allocatable again.
+    await demo.delete(f"{NET}/ports/{listed[0]['id']}")
+    assert (await make_port(demo, net["id"])).status_code == 201
+
+
+@pytest.fixture
+async def image(demo: httpx.AsyncClient) -> str:
+    return await upload_image(demo)
+
+
+def addresses(server: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(label, a["addr"]) for label, addrs in server["addresses"].items() for a in addrs]
+
+
+async def test_boot_with_fixed_ip_and_two_networks_in_order(demo: httpx.AsyncClient,
+                                                            image: str) -> None:
+    a = await make_net(demo, "net-a", "10.41.0.0/24")
+    b = await make_net(demo, "net-b", "10.42.0.0/24")
+    created = await create_server(demo, server_body(image, networks=[
+        {"uuid": b["id"], "fixed_ip": "10.42.0.50"}, {"uuid": a["id"]}]))
+    server = await wait_for_status(demo, created["id"], {"ACTIVE", "ERROR"})
+    assert server["status"] == "ACTIVE", server.get("fault")
+    assert list(server["addresses"]) == ["net-b", "net-a"]
+    assert ("net-b", "10.42.0.50") in addresses(server)
+
+
+async def test_boot_with_requested_port_preserves_it(demo: httpx.AsyncClient, image: str) -> None:
+    net = await make_net(demo, "p-net", "10.43.0.0/24")
+    port = (await make_port(demo, net["id"], name="mine")).json()["port"]
+    created = await create_server(demo, server_body(image, networks=[{"port": port["id"]}]))
+    server = await wait_for_status(demo, created["id"], {"ACTIVE", "ERROR"})
+    assert addresses(server) == [("p-net", port["fixed_ips"][0]["ip_address"])]
+    bound = (await demo.get(f"{NET}/ports/{port['id']}")).json()["port"]
+    assert bound["device_id"] == created["id"] and bound["status"] == "ACTIVE"
+    in_use = await demo.post("/compute/v2.1/servers", json=server_body(image, networks=[{"port": port["id"]}]))
+    assert in_use.status_code == 409
+    await demo.delete(f"/compute/v2.1/servers/{created['id']}")
+    await wait_for_status(demo, created["id"], {"DELETED"})
+    kept = (await demo.get(f"{NET}/ports/{port['id']}")).json()["port"]
+    assert kept["device_id"] == "" and kept["binding:host_id"] == ""
+
+
+async def test_boot_with_none_and_auto(demo: httpx.AsyncClient, image: str) -> None:
+    created = await create_server(demo, server_body(image, networks="none"))
+    server = await wait_for_status(demo, created["id"], {"ACTIVE"})
+    assert server["addresses"] == {}
+    created = await create_server(demo, server_body(image, networks="auto"))
+    server = await wait_for_status(demo, created["id"], {"ACTIVE"})
+    assert list(server["addresses"]) == ["auto_allocated_network"]
+
+
+async def test_ambiguous_networks(demo: httpx.AsyncClient, image: str) -> None:
+    await make_net(demo, "one", "10.44.0.0/24")
+    await make_net(demo, "two", "10.45.0.0/24")
+    body = server_body(image)
+    del body["server"]["networks"]
+    resp = await demo.post("/compute/v2.1/servers", json=body)
+    assert resp.status_code == 409
+    assert "Multiple possible networks" in resp.json()["conflictingRequest"]["message"]
+
+
+async def test_failure_after_two_of_three_ports_leaks_nothing(cloud: Cloud, demo: httpx.AsyncClient,
+                                                              image: str) -> None:
+    """The third network has no room: the two created ports go, the user's port is unbound."""
+    a = await make_net(demo, "fa", "10.46.0.0/24")
+    b = await make_net(demo, "fb", "10.47.0.0/24")
+    full = await make_net(demo, "full", "10.48.0.0/30")  # one usable address
+    assert (await make_port(demo, full["id"])).status_code == 201
+    mine = (await make_port(demo, a["id"], name="user-port")).json()["port"]
+    created = await create_server(demo, server_body(image, networks=[
+        {"port": mine["id"]}, {"uuid": b["id"]}, {"uuid": full["id"]}]))
+    server = await wait_for_status(demo, created["id"], {"ERROR", "ACTIVE"})
+    assert server["status"] == "ERROR"
+    assert "No more IP addresses" in server["fault"]["message"]
+    left = (await demo.get(f"{NET}/ports", params={"device_id": created["id"]})).json()["ports"]
+    assert left == []
+    kept = (await demo.get(f"{NET}/ports/{mine['id']}")).json()["port"]
+    assert kept["device_id"] == "" and kept["binding:host_id"] == ""
+    on_b = (await demo.get(f"{NET}/ports", params={"network_id": b["id"]})).json()["ports"]
+    assert on_b == []
+
+
+@pytest.mark.parametrize("case, error", [
+    ("external", nexc.ExternalNetworkAttachForbidden),
+    ("dup-sg", nexc.NoUniqueMatch),
+    ("missing-sg", nexc.SecurityGroupNotFound),
+    ("no-subnet", nexc.SecurityGroupCannotBeApplied),
+    ("missing-net", nexc.NetworkNotFound),
+])
+async def test_allocate_for_instance_branches(cloud: Cloud, admin: httpx.AsyncClient,
+                                              demo: httpx.AsyncClient, case: str,
+                                              error: type[Exception]) -> None:
+    from cirrus.network.api import make_network_api
+
+    identity = cloud.state["identity"]
+    demo_ctx = identity.context_for(await identity.validate(demo.headers["X-Auth-Token"]), "")
+    requested: list[dict[str, Any]] | None = None
+    groups = ["default"]
+    if case == "external":
+        ext = await make_net(admin, "ext", "192.0.2.0/24", **{"router:external": True})
+        requested = [{"network_id": ext["id"]}]
+    elif case == "dup-sg":
+        for _ in range(2):
+            await demo.post(f"{NET}/security-groups", json={"security_group": {"name": "same"}})
+        await make_net(demo, "sg-net", "10.50.0.0/24")
+        groups = ["same"]
+    elif case == "missing-sg":
+        await make_net(demo, "sg-net", "10.50.0.0/24")
+        groups = ["nope"]
+    elif case == "no-subnet":
+        net = await make_net(demo, "bare", None)
+        requested = [{"network_id": net["id"]}]
+    else:
+        requested = [{"network_id": "6f0b3c1e-0000-4000-8000-000000000000"}]
+    api = make_network_api(cloud.settings, cloud.db, "compute1", None)
+    instance = {"uuid": "11111111-2222-4333-8444-555555555555", "project_id": demo_ctx.project_id,
+                "availability_zone": "nova", "hostname": "x"}
+    with pytest.raises(error):
+        await api.allocate_for_instance(RequestContext(**{**demo_ctx.to_dict()}), instance,
+                                        requested_networks=requested, security_groups=groups,
+                                        bind_host_id="compute1")
+    ports = (await admin.get(f"{NET}/ports", params={"device_id": instance["uuid"]})).json()["ports"]
+    assert ports == []
