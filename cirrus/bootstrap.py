@@ -60,7 +60,7 @@ class Cloud:
         s = self.settings
         s.state_dir.mkdir(parents=True, exist_ok=True)
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(None, migrate.upgrade, s.database_url)
+        await loop.run_in_executor(None, migrate.upgrade_if_needed, s.database_url)
         self.db = Database(s.database_url)
         self.transport = get_transport(s.transport_url)
         await self.transport.start()

@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any, TypeVar
+from typing import Any
 
-import pydantic
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Message, Send
@@ -12,7 +11,6 @@ from starlette.types import Message, Send
 from cirrus import exception
 from cirrus.context import RequestContext
 
-M = TypeVar("M", bound=pydantic.BaseModel)
 
 
 def context(request: Request) -> RequestContext:
@@ -40,20 +38,6 @@ async def json_body(request: Request, max_bytes: int | None = None) -> Any:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise exception.Invalid(f"Malformed request body: {exc}") from exc
-
-
-def _location(loc: tuple[Any, ...]) -> str:
-    return "/".join(str(p) for p in loc) or "body"
-
-
-def validate(model: type[M], data: Any) -> M:
-    """Validate ``data`` against ``model``; a 400 naming the field otherwise."""
-    try:
-        return model.model_validate(data)
-    except pydantic.ValidationError as exc:
-        err = exc.errors()[0]
-        raise exception.ValidationError(field=_location(err.get("loc", ())),
-                                        reason=err.get("msg", "invalid")) from None
 
 
 def require_dict(data: Any, key: str) -> dict[str, Any]:
