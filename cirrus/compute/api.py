@@ -382,6 +382,27 @@ class API:
             return current
         return await self.db.run(apply)
 
+    # -- interfaces ------------------------------------------------------------------
+    async def attach_interface(self, ctx: RequestContext, uuid: str,
+                               request: dict[str, Any]) -> str:
+        """Attach a port (given, or new on a network) to an ACTIVE or STOPPED server."""
+        row = await self.get(ctx, uuid)
+        policy.enforce(ctx, "compute:server:action", row)
+        if not row["host"] or row["task_state"] is not None or \
+                row["vm_state"] not in (VmState.ACTIVE.value, VmState.STOPPED.value):
+            raise exc.InstanceInvalidState(method="attach_interface", instance_uuid=uuid,
+                                           attr="vm_state", state=row["vm_state"])
+        await self.network.validate_networks(ctx, [request], 1)
+        return await self.compute_rpcapi.attach_interface(ctx, row["host"], uuid, request)
+
+    async def detach_interface(self, ctx: RequestContext, uuid: str, port_id: str) -> None:
+        row = await self.get(ctx, uuid)
+        policy.enforce(ctx, "compute:server:action", row)
+        if not row["host"] or row["task_state"] is not None:
+            raise exc.InstanceInvalidState(method="detach_interface", instance_uuid=uuid,
+                                           attr="task_state", state=row["task_state"])
+        await self.compute_rpcapi.detach_interface(ctx, row["host"], uuid, port_id)
+
     # -- power actions (state-guarded, then cast to the host) ---------------------
     async def _begin_action(self, ctx: RequestContext, uuid: str, method: str,
                             vm_states: tuple[VmState, ...], task_states: tuple[Any, ...],

@@ -30,7 +30,8 @@ class ComputeManager:
 
     RPC_API = frozenset({"build_and_run_instance", "terminate_instance",
                          "external_instance_event", "start_instance", "stop_instance",
-                         "reboot_instance", "get_console_output"})
+                         "reboot_instance", "get_console_output", "attach_interface",
+                         "detach_interface"})
 
     def __init__(self, settings: Settings, db: Database, transport: Transport, host: str,
                  driver: ComputeDriver) -> None:
@@ -101,6 +102,29 @@ class ComputeManager:
     async def get_console_output(self, ctx: RequestContext, instance_uuid: str,
                                  tail_length: int | None = None) -> str:
         return await self.power.get_console_output(ctx, instance_uuid, tail_length)
+
+    async def attach_interface(self, ctx: RequestContext, instance_uuid: str,
+                               request: dict[str, Any]) -> str:
+        """Allocate and plug one more VIF; the new port's id."""
+        from cirrus.compute import instance as inst
+
+        async with self.instance_lock(instance_uuid):
+            instance = await self.db.read(inst.get, instance_uuid)
+            before = {vif["id"] for vif in await self.network_api.get_instance_nw_info(ctx, instance)}
+            info = await self.network_api.allocate_for_instance(
+                ctx, instance, requested_networks=[request], bind_host_id=self.host)
+            new = [vif for vif in info if vif["id"] not in before]
+            await self.driver.plug_vifs(instance, new)
+            return new[0]["id"] if new else (request.get("port_id") or "")
+
+    async def detach_interface(self, ctx: RequestContext, instance_uuid: str, port_id: str) -> None:
+        from cirrus.compute import instance as inst
+
+        async with self.instance_lock(instance_uuid):
+            instance = await self.db.read(inst.get, instance_uuid)
+            cache = await self.network_api.get_instance_nw_info(ctx, instance)
+            await self.driver.unplug_vifs(instance, [v for v in cache if v["id"] == port_id])
+            await self.network_api.deallocate_port_for_instance(ctx, instance, port_id)
 
     async def external_instance_event(self, ctx: RequestContext,
                                       events: list[dict[str, Any]]) -> None:

@@ -49,6 +49,16 @@ class ComputeAPI:
         return await self.client.prepare(server=host, timeout=30).call(
             ctx, "get_console_output", instance_uuid=instance_uuid, tail_length=tail_length)
 
+    async def attach_interface(self, ctx: RequestContext, host: str, instance_uuid: str,
+                               request: dict[str, Any]) -> str:
+        return await self.client.prepare(server=host, timeout=120).call(
+            ctx, "attach_interface", instance_uuid=instance_uuid, request=request)
+
+    async def detach_interface(self, ctx: RequestContext, host: str, instance_uuid: str,
+                               port_id: str) -> None:
+        await self.client.prepare(server=host, timeout=120).call(
+            ctx, "detach_interface", instance_uuid=instance_uuid, port_id=port_id)
+
     async def external_instance_event(self, ctx: RequestContext, host: str,
                                       events: list[dict[str, Any]]) -> None:
         await self.client.prepare(server=host).cast(ctx, "external_instance_event", events=events)

@@ -265,6 +265,23 @@ class API:
             network_info=list(info), updated_at=utcnow()))
         return info
 
+    # -- os-interface ----------------------------------------------------------------
+    async def deallocate_port_for_instance(self, ctx: RequestContext, instance: dict[str, Any],
+                                           port_id: str) -> NetworkInfo:
+        """Detach one port: deleted if cirrus created it, unbound if the user brought it."""
+        cache = {vif["id"]: vif for vif in await self.db.read(_cache_of, instance["uuid"])}
+        if port_id not in cache:
+            raise exc.PortNotFound(port_id=port_id)
+        preserve = cache[port_id].get("preserve_on_delete", False)
+
+        def release(conn: sa.Connection) -> dict[str, Any]:
+            if preserve:
+                return port_db.update_port(conn, ctx.elevated(), port_id, {
+                    "device_id": "", "device_owner": "", "binding_host_id": ""})[0]
+            return port_db.delete_port(conn, ctx.elevated(), port_id)
+        await self.binder.unbound(await self.db.run(release))
+        return await self.get_instance_nw_info(ctx, instance)
+
     # -- os-interface helpers -----------------------------------------------------
     async def list_ports(self, ctx: RequestContext, device_id: str) -> list[dict[str, Any]]:
         def load(conn: sa.Connection) -> list[dict[str, Any]]:

@@ -207,3 +207,23 @@ async def test_allocate_for_instance_branches(cloud: Cloud, admin: httpx.AsyncCl
                                         bind_host_id="compute1")
     ports = (await admin.get(f"{NET}/ports", params={"device_id": instance["uuid"]})).json()["ports"]
     assert ports == []
+
+
+async def test_interface_attach_and_detach(demo: httpx.AsyncClient, image: str) -> None:
+    first = await make_net(demo, "if-a", "10.61.0.0/24")
+    second = await make_net(demo, "if-b", "10.62.0.0/24")
+    created = await create_server(demo, server_body(image, networks=[{"uuid": first["id"]}]))
+    await wait_for_status(demo, created["id"], {"ACTIVE"})
+    url = f"/compute/v2.1/servers/{created['id']}/os-interface"
+    assert len((await demo.get(url)).json()["interfaceAttachments"]) == 1
+    resp = await demo.post(url, json={"interfaceAttachment": {"net_id": second["id"]}})
+    assert resp.status_code == 200, resp.text
+    attached = resp.json()["interfaceAttachment"]
+    assert attached["net_id"] == second["id"] and attached["fixed_ips"][0]["ip_address"].startswith("10.62.")
+    server = (await demo.get(f"/compute/v2.1/servers/{created['id']}")).json()["server"]
+    assert set(server["addresses"]) == {"if-a", "if-b"}
+    assert (await demo.delete(f"{url}/{attached['port_id']}")).status_code == 202
+    server = (await demo.get(f"/compute/v2.1/servers/{created['id']}")).json()["server"]
+    assert set(server["addresses"]) == {"if-a"}
+    assert (await demo.get(f"{NET}/ports/{attached['port_id']}")).status_code == 404
+    assert (await demo.delete(f"{url}/{attached['port_id']}")).status_code == 404
