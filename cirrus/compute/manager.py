@@ -9,6 +9,7 @@ from typing import Any
 
 from cirrus.compute.build import Builder
 from cirrus.compute.events import InstanceEvents
+from cirrus.compute.virtapi import VirtAPI
 from cirrus.compute.periodic import ComputePeriodics
 from cirrus.compute.power import PowerActions
 from cirrus.compute.resource_tracker import ResourceTracker
@@ -43,7 +44,9 @@ class ComputeManager:
         self.host = host
         self.driver = driver
         self.events = InstanceEvents()
-        driver.virtapi = self.events  # drivers wait for network-vif-plugged through it
+        # Drivers wait for network-vif-plugged through it (seed 003).
+        driver.virtapi = VirtAPI(self.events, settings.vif_plugging_timeout,
+                                 settings.vif_plugging_is_fatal)
         self.notifier = Notifier(f"compute.{host}")
         self.rt = ResourceTracker(settings, db, host, driver)
         self.images = make_image_api(settings, db, transport)

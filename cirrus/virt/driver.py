@@ -50,6 +50,9 @@ class ComputeDriver(abc.ABC):
     """What compute needs from a hypervisor. All methods are coroutines."""
 
     capabilities = Capabilities()
+    # Set by compute: ``virtapi.wait_for_vif_plugged(instance, network_info)``
+    # (cirrus.compute.virtapi.VirtAPI) waits for network-vif-plugged events.
+    virtapi: Any = None
 
     async def init_host(self, host: str) -> None:
         """Called once before the compute service starts taking work.

@@ -107,6 +107,9 @@ class FakeDriver(ComputeDriver):
                     allocations: dict[str, Any], network_info: Any,
                     block_device_info: dict[str, Any] | None = None) -> None:
         await self._check_fault("spawn", instance)
+        if self.capabilities.supports_vif_plugging_events and self.virtapi is not None:
+            async with self.virtapi.wait_for_vif_plugged(instance, network_info):
+                await self.plug_vifs(instance, network_info)
         if self.spawn_delay:
             await asyncio.sleep(self.spawn_delay)
         ips = [ip["address"] for vif in (network_info or []) for sub in vif["network"]["subnets"]

@@ -30,10 +30,12 @@ async def ports_of(admin: httpx.AsyncClient, server_id: str) -> list[dict[str, A
 
 
 async def actions_events(admin: httpx.AsyncClient, server_id: str) -> list[dict[str, Any]]:
+    """Events of the server's first action, with hosts (microversion 2.62)."""
     resp = await admin.get(f"{SERVERS}/{server_id}/os-instance-actions")
     assert resp.status_code == 200, resp.text
     request_id = resp.json()["instanceActions"][-1]["request_id"]
-    resp = await admin.get(f"{SERVERS}/{server_id}/os-instance-actions/{request_id}")
+    resp = await admin.get(f"{SERVERS}/{server_id}/os-instance-actions/{request_id}",
+                           headers={"OpenStack-API-Version": "compute 2.84"})
     return resp.json()["instanceAction"]["events"]
 
 
@@ -168,11 +170,13 @@ async def test_reschedule_after_spawn_failure(cloud: Cloud, demo: httpx.AsyncCli
     server = (await admin.get(f"{SERVERS}/{created['id']}")).json()["server"]
     assert server["OS-EXT-SRV-ATTR:host"] == "compute2"
     events = await actions_events(admin, created["id"])
-    builds = [e for e in events if e["event"] == "compute__do_build_and_run_instance"]
-    results = {e["host"]: e["result"] for e in builds} if "host" in builds[0] else None
-    assert builds[-1]["result"] == "Success"
-    if results is not None and len(builds) == 2:
-        assert results == {"compute1": "Error", "compute2": "Success"}
+    builds = [(e["host"], e["result"]) for e in events
+              if e["event"] == "compute__do_build_and_run_instance"]
+    assert builds[-1] == ("compute2", "Success")
+    schedules = [e for e in events if e["event"] == "conductor_schedule_and_build_instances"]
+    if len(builds) == 2:  # the scheduler picked compute1 first: both attempts are recorded
+        assert builds[0] == ("compute1", "Error") and len(schedules) == 2
+    assert "RamFilter" in schedules[0]["details"] or "filters" in schedules[0]["details"]
     assert await db_count(cloud, allocations, allocations.c.consumer_uuid == created["id"]) == 1
     assert len(await ports_of(admin, created["id"])) == 1
 
@@ -277,3 +281,52 @@ async def test_anti_affinity_and_affinity_groups(demo: httpx.AsyncClient, admin:
 
     assert len(await boot_group("anti-affinity")) == 2
     assert len(await boot_group("affinity")) == 1
+
+
+async def test_reschedule_records_both_attempts(cloud: Cloud, demo: httpx.AsyncClient,
+                                                admin: httpx.AsyncClient, image: str) -> None:
+    """Stack onto compute1 (negative RAM weight) so the first attempt is always there."""
+    cloud.settings.ram_weight_multiplier = -1.0
+    fake_drivers(cloud)["compute1"].faults["spawn"].append(fail_on_host("compute1"))
+    created = await create_server(demo, server_body(image))
+    await wait_for_status(demo, created["id"], {"ACTIVE"})
+    events = await actions_events(admin, created["id"])
+    builds = [(e["host"], e["result"]) for e in events
+              if e["event"] == "compute__do_build_and_run_instance"]
+    assert builds == [("compute1", "Error"), ("compute2", "Success")]
+    assert "injected fault" in [e for e in events if e["result"] == "Error"][0]["traceback"]
+
+
+async def test_disabled_service_is_skipped(admin: httpx.AsyncClient, demo: httpx.AsyncClient,
+                                           cloud: Cloud, image: str) -> None:
+    services = (await admin.get("/compute/v2.1/os-services", params={"binary": "nova-compute"},
+                                headers={"OpenStack-API-Version": "compute 2.53"})).json()["services"]
+    compute2 = next(s for s in services if s["host"] == "compute2")
+    resp = await admin.put(f"/compute/v2.1/os-services/{compute2['id']}", json={"status": "disabled"},
+                           headers={"OpenStack-API-Version": "compute 2.53"})
+    assert resp.status_code == 200 and resp.json()["service"]["status"] == "disabled"
+    cloud.settings.scheduler_cache_seconds = 0  # see the change at once
+    body = server_body(image, name="only1", min_count=3, max_count=3)
+    assert (await demo.post(SERVERS, json=body)).status_code == 202
+    servers = (await demo.get(f"{SERVERS}/detail", params={"name": "^only1-"})).json()["servers"]
+    assert len(servers) == 3
+    hosts = set()
+    for s in servers:
+        await wait_for_status(demo, s["id"], {"ACTIVE"})
+        hosts.add((await admin.get(f"{SERVERS}/{s['id']}")).json()["server"]["OS-EXT-SRV-ATTR:host"])
+    assert hosts == {"compute1"}
+
+
+async def test_server_list_filters_and_pagination(demo: httpx.AsyncClient, image: str) -> None:
+    body = server_body(image, name="page", min_count=5, max_count=5)
+    assert (await demo.post(SERVERS, json=body)).status_code == 202
+    first = (await demo.get(SERVERS, params={"limit": 2, "sort_key": "display_name",
+                                             "sort_dir": "asc"})).json()
+    assert [s["name"] for s in first["servers"]] == ["page-1", "page-2"]
+    nxt = first["servers_links"][0]["href"].split("/compute", 1)[1]
+    second = (await demo.get("/compute" + nxt)).json()
+    assert [s["name"] for s in second["servers"]] == ["page-3", "page-4"]
+    assert len((await demo.get(SERVERS, params={"name": "page-[13]"})).json()["servers"]) == 2
+    assert (await demo.get(SERVERS, params={"sort_key": "bogus"})).status_code == 400
+    assert (await demo.get(SERVERS, params={"marker": "nope"})).status_code == 400
+    assert (await demo.get(SERVERS, params={"limit": "-1"})).status_code == 400

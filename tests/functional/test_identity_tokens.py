@@ -70,3 +70,11 @@ async def test_garbage_token_is_401(api: Api) -> None:
     async with api.client("not-a-token") as c:
         resp = await c.get("/identity/v3/auth/catalog")
     assert resp.status_code == 401
+
+
+async def test_oversized_body_is_413(api: Api) -> None:
+    async with api.client() as c:
+        resp = await c.post("/identity/v3/auth/tokens", content=b"{" + b" " * (2 << 20) + b"}",
+                            headers={"content-type": "application/json"})
+    assert resp.status_code == 413
+    assert resp.json()["error"]["code"] == 413

@@ -141,3 +141,28 @@ async def test_instance_events_deliver_and_timeout() -> None:
                                               error_cb=failures.append):
         pass
     assert failures == [["network-vif-plugged-p2"]]
+
+
+@pytest.mark.parametrize("fatal", [True, False])
+async def test_vif_plugging_timeout(fatal: bool) -> None:
+    from cirrus.compute.virtapi import VirtAPI
+
+    api = VirtAPI(InstanceEvents(), timeout=0.05, fatal=fatal)
+    vifs = [{"id": "p1", "active": False}, {"id": "p2", "active": True}]
+    if fatal:
+        with pytest.raises(exc.VirtualInterfaceCreateException, match="network-vif-plugged-p1"):
+            async with api.wait_for_vif_plugged({"uuid": "i1"}, vifs):
+                pass
+    else:
+        async with api.wait_for_vif_plugged({"uuid": "i1"}, vifs):
+            pass
+
+
+async def test_vif_plugged_event_ends_the_wait() -> None:
+    from cirrus.compute.virtapi import VirtAPI
+
+    events = InstanceEvents()
+    api = VirtAPI(events, timeout=5, fatal=True)
+    async with api.wait_for_vif_plugged({"uuid": "i1"}, [{"id": "p1", "active": False}]):
+        asyncio.get_running_loop().call_later(0.01, events.deliver, {
+            "name": "network-vif-plugged", "tag": "p1", "server_uuid": "i1", "status": "completed"})

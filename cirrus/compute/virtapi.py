@@ -1,0 +1,43 @@
+"""What a virt driver may ask of compute: wait for ``network-vif-plugged``.
+
+Seed 003's ``_create_domain_and_network``: prepare the waiters, plug the VIFs
+and start the guest paused inside the ``async with``; on leaving it, wait up
+to ``vif_plugging_timeout`` for every VIF that is not active yet. A timeout is
+VirtualInterfaceCreateException when ``vif_plugging_is_fatal``, else a warning.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any, AsyncIterator
+
+from cirrus.compute.events import InstanceEvents
+from cirrus.compute.exception import VirtualInterfaceCreateException
+
+LOG = logging.getLogger(__name__)
+
+
+class VirtAPI:
+    def __init__(self, events: InstanceEvents, timeout: float, fatal: bool) -> None:
+        self.events = events
+        self.timeout = timeout
+        self.fatal = fatal
+
+    @contextlib.asynccontextmanager
+    async def wait_for_vif_plugged(self, instance: dict[str, Any],
+                                   network_info: list[dict[str, Any]]) -> AsyncIterator[None]:
+        keys = [f"network-vif-plugged-{vif['id']}" for vif in network_info or []
+                if not vif.get("active")]
+        if not keys or self.timeout <= 0:
+            yield
+            return
+
+        def on_missing(missing: list[str]) -> None:
+            if self.fatal:
+                raise VirtualInterfaceCreateException(
+                    f"Timeout waiting for {', '.join(missing)} for instance {instance['uuid']}")
+            LOG.warning("timeout waiting for %s for %s; continuing (vif_plugging_is_fatal "
+                        "is off)", missing, instance["uuid"])
+        async with self.events.wait_for_instance_event(instance["uuid"], keys,
+                                                       deadline=self.timeout, error_cb=on_missing):
+            yield
