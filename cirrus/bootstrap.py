@@ -46,8 +46,10 @@ class Cloud:
     """Every cirrus service this process runs, started and stopped together."""
 
     def __init__(self, settings: Settings, *, api: bool = True,
-                 roles: tuple[str, ...] = ("conductor", "scheduler", "compute")) -> None:
+                 roles: tuple[str, ...] = ("conductor", "scheduler", "compute"),
+                 prepare_db: bool = True) -> None:
         self.settings = settings
+        self.prepare_db = prepare_db
         self.run_api = api
         self.roles = roles
         self.db: Database | None = None
@@ -60,11 +62,13 @@ class Cloud:
         s = self.settings
         s.state_dir.mkdir(parents=True, exist_ok=True)
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(None, migrate.upgrade_if_needed, s.database_url)
+        if self.prepare_db:
+            await loop.run_in_executor(None, migrate.upgrade_if_needed, s.database_url)
         self.db = Database(s.database_url)
         self.transport = get_transport(s.transport_url)
         await self.transport.start()
-        await self.db.run(self._bootstrap_data)
+        if self.prepare_db:
+            await self.db.run(self._bootstrap_data)
         self.state = await self._build_state()
         for service in self._build_services():
             await service.start()

@@ -5,7 +5,9 @@ file, which each test copies, so a test's cloud starts in milliseconds.
 """
 from __future__ import annotations
 
+import os
 import shutil
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,10 @@ def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     state = tmp_path_factory.mktemp("template")
     settings = Settings(state_dir=state, computes=0)
+    if PG_URL:
+        _pg_admin("DROP DATABASE IF EXISTS cirrus_template WITH (FORCE)")
+        _pg_admin("CREATE DATABASE cirrus_template")
+        settings = Settings(state_dir=state, computes=0, database_url=_pg_url("cirrus_template"))
 
     async def prepare() -> None:
         cloud = Cloud(settings, api=False, roles=())
@@ -39,10 +45,41 @@ def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return state / "cirrus.db"
 
 
+# With CIRRUS_TEST_DATABASE_URL (postgresql+psycopg://…) every test gets its own
+# PostgreSQL database, cloned from a migrated and bootstrapped template.
+PG_URL = os.environ.get("CIRRUS_TEST_DATABASE_URL", "")
+
+
+def _pg_admin(sql: str) -> None:
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(PG_URL, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            conn.execute(sa.text(sql))
+    finally:
+        engine.dispose()
+
+
+def _pg_url(name: str) -> str:
+    return PG_URL.rsplit("/", 1)[0] + "/" + name
+
+
 def make_settings(tmp_path: Path, template_db: Path, **overrides: Any) -> Settings:
-    shutil.copy(template_db, tmp_path / "cirrus.db")
     values = {**TEST_DEFAULTS, **overrides}
+    if PG_URL:
+        name = f"cirrus_test_{uuid.uuid4().hex[:12]}"
+        _pg_admin(f"CREATE DATABASE {name} TEMPLATE cirrus_template")
+        values["database_url"] = _pg_url(name)
+    else:
+        shutil.copy(template_db, tmp_path / "cirrus.db")
     return Settings(state_dir=tmp_path, bind="127.0.0.1:8774", **values)
+
+
+def drop_settings_db(settings: Settings) -> None:
+    if PG_URL:
+        name = settings.database_url.rsplit("/", 1)[1]
+        _pg_admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 class Api:
@@ -87,12 +124,14 @@ def settings_overrides() -> dict[str, Any]:
 @pytest.fixture
 async def cloud(tmp_path: Path, template_db: Path,
                 settings_overrides: dict[str, Any]) -> AsyncIterator[Cloud]:
-    c = Cloud(make_settings(tmp_path, template_db, **settings_overrides))
+    settings = make_settings(tmp_path, template_db, **settings_overrides)
+    c = Cloud(settings)
     await c.start()
     try:
         yield c
     finally:
         await c.stop()
+        drop_settings_db(settings)
 
 
 @pytest.fixture

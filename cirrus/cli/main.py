@@ -33,6 +33,20 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--driver", dest="compute_driver", help="compute driver: fake or libvirt")
     up.set_defaults(func=cmd_up)
 
+    for role, text in (("api", "the HTTP API only (identity, compute, network, image)"),
+                       ("conductor", "one conductor"), ("scheduler", "one scheduler"),
+                       ("compute", "one compute host")):
+        proc = sub.add_parser(role, help=f"run {text} in this process")
+        _common(proc)
+        proc.add_argument("--host", dest="compute_host",
+                          help="this service's host name (default: the machine's)")
+        if role == "api":
+            proc.add_argument("--bind", help="HOST:PORT to listen on")
+            proc.add_argument("--public-url", help="URL clients use, if not http://BIND")
+        if role == "compute":
+            proc.add_argument("--driver", dest="compute_driver", help="fake or libvirt")
+        proc.set_defaults(func=cmd_process, role=role)
+
     db = sub.add_parser("db", help="database administration")
     dbsub = db.add_subparsers(dest="db_command", required=True)
     upgrade = dbsub.add_parser("upgrade", help="apply schema migrations")
@@ -120,6 +134,47 @@ def cmd_up(args: argparse.Namespace) -> int:
         runner(serve(settings))
     except KeyboardInterrupt:
         pass
+    return 0
+
+
+async def run_process(settings: Settings, role: str) -> None:
+    """One service (or the API) until SIGINT/SIGTERM. The schema must exist
+    (``cirrus db upgrade``); only the API process bootstraps data."""
+    import signal
+
+    from cirrus.bootstrap import Cloud
+
+    cloud = Cloud(settings, api=role == "api", roles=() if role == "api" else (role,),
+                  prepare_db=role == "api")
+    await cloud.start()
+    try:
+        if role == "api":
+            import uvicorn
+
+            config = uvicorn.Config(cloud.app, host=settings.host, port=settings.port,
+                                    log_level="warning", access_log=False, lifespan="off",
+                                    timeout_graceful_shutdown=5)
+            print(f"cirrus api listening at {settings.public_url}", flush=True)
+            await _quiet_server(config).serve()
+        else:
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
+            print(f"cirrus {role} running as {cloud.services[0].host}", flush=True)
+            await stop.wait()
+    finally:
+        await cloud.stop()
+
+
+def cmd_process(args: argparse.Namespace) -> int:
+    import socket
+
+    settings = settings_from(args)
+    if not settings.compute_host and args.role != "api":
+        settings.compute_host = socket.gethostname()
+    setup_logging(settings)
+    asyncio.run(run_process(settings, args.role))
     return 0
 
 

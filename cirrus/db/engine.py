@@ -69,15 +69,23 @@ class Database:
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run ``fn(conn, *args, **kwargs)`` in one write transaction."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self._writer, functools.partial(self._tx, fn, args, kwargs))
+        return await self._settled(self._writer, functools.partial(self._tx, fn, args, kwargs))
 
     async def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a read-only ``fn(conn, ...)`` on the reader pool."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self._reader, functools.partial(self._tx, fn, args, kwargs, False))
+        return await self._settled(self._reader,
+                                   functools.partial(self._tx, fn, args, kwargs, False))
+
+    @staticmethod
+    async def _settled(executor: ThreadPoolExecutor, call: Callable[[], T]) -> T:
+        """Await ``call`` on ``executor``; if the caller is cancelled, wait for the
+        transaction to end first, so clean-up never races a commit still in flight."""
+        fut = asyncio.get_running_loop().run_in_executor(executor, call)
+        try:
+            return await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            await asyncio.wait({fut})
+            raise
 
     def run_sync(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Blocking variant for start-up code and scripts."""

@@ -105,3 +105,19 @@ security_group_rules = sa.Table(
     sa.Column("description", sa.String(255), nullable=False, default=""),
     *timestamps(),
 )
+
+# One default security group and one auto-allocated network per project,
+# enforced by primary keys so concurrent first uses cannot create two.
+default_security_groups = sa.Table(
+    "default_security_groups", metadata,
+    sa.Column("project_id", sa.String(64), primary_key=True),
+    sa.Column("security_group_id", sa.String(36),
+              sa.ForeignKey("security_groups.id", ondelete="CASCADE"), nullable=False),
+)
+
+auto_allocated_networks = sa.Table(
+    "auto_allocated_networks", metadata,
+    sa.Column("project_id", sa.String(64), primary_key=True),
+    sa.Column("network_id", sa.String(36), sa.ForeignKey("networks.id", ondelete="CASCADE"),
+              nullable=False),
+)

@@ -11,7 +11,8 @@ from cirrus.db.base import utcnow
 from cirrus.db.engine import fetch_all, fetch_one
 from cirrus.network import exception as exc
 from cirrus.network.common import new_id, owned, timestamps_view
-from cirrus.network.models import ports, security_group_rules, security_groups
+from cirrus.network.models import (default_security_groups, ports, security_group_rules,
+                                   security_groups)
 
 PROTOCOLS = {"tcp": 6, "udp": 17, "icmp": 1, "icmpv6": 58, "ipv6-icmp": 58, "sctp": 132}
 
@@ -59,18 +60,32 @@ def create_group(conn: sa.Connection, ctx: RequestContext, name: str, descriptio
 
 
 def ensure_default(conn: sa.Connection, project_id: str) -> dict[str, Any]:
-    """The project's ``default`` group (egress all, ingress from members)."""
-    row = fetch_one(conn, sa.select(security_groups).where(
-        security_groups.c.project_id == project_id, security_groups.c.name == "default"))
-    if row is not None:
-        return row
-    row = {"id": new_id(), "name": "default", "project_id": project_id,
-           "description": "Default security group", "stateful": True, "created_at": utcnow()}
-    conn.execute(security_groups.insert().values(**row))
-    for ethertype in ("IPv4", "IPv6"):
-        _insert_rule(conn, row["id"], project_id, direction="egress", ethertype=ethertype)
-        _insert_rule(conn, row["id"], project_id, direction="ingress", ethertype=ethertype,
-                     remote_group_id=row["id"])
+    """The project's ``default`` group (egress all, ingress from members).
+
+    Concurrent first uses race on the ``default_security_groups`` primary key:
+    the loser's savepoint rolls back and it returns the winner's group.
+    """
+    dsg = default_security_groups
+    existing = conn.execute(sa.select(dsg.c.security_group_id).where(
+        dsg.c.project_id == project_id)).scalar()
+    if existing is None:
+        try:
+            with conn.begin_nested():
+                row = {"id": new_id(), "name": "default", "project_id": project_id,
+                       "description": "Default security group", "stateful": True,
+                       "created_at": utcnow()}
+                conn.execute(security_groups.insert().values(**row))
+                conn.execute(dsg.insert().values(project_id=project_id, security_group_id=row["id"]))
+                for ethertype in ("IPv4", "IPv6"):
+                    _insert_rule(conn, row["id"], project_id, direction="egress", ethertype=ethertype)
+                    _insert_rule(conn, row["id"], project_id, direction="ingress",
+                                 ethertype=ethertype, remote_group_id=row["id"])
+                return row
+        except sa.exc.IntegrityError:
+            existing = conn.execute(sa.select(dsg.c.security_group_id).where(
+                dsg.c.project_id == project_id)).scalar()
+    row = fetch_one(conn, sa.select(security_groups).where(security_groups.c.id == existing))
+    assert row is not None
     return row
 
 

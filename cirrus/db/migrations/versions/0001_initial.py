@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-22 15:42:33.903438
+Create Date: 2026-11-22 16:26:43.032843
 """
 from alembic import op
 import sqlalchemy as sa
@@ -267,6 +267,12 @@ def upgrade() -> None:
     with op.batch_alter_table('allocations', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_allocations_node_id'), ['node_id'], unique=False)
 
+    op.create_table('auto_allocated_networks',
+    sa.Column('project_id', sa.String(length=64), nullable=False),
+    sa.Column('network_id', sa.String(length=36), nullable=False),
+    sa.ForeignKeyConstraint(['network_id'], ['networks.id'], name=op.f('fk_auto_allocated_networks_network_id_networks'), ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('project_id', name=op.f('pk_auto_allocated_networks'))
+    )
     op.create_table('block_device_mappings',
     sa.Column('id', sa.Integer(), autoincrement=True, nullable=False),
     sa.Column('instance_uuid', sa.String(length=36), nullable=False),
@@ -287,6 +293,12 @@ def upgrade() -> None:
     with op.batch_alter_table('block_device_mappings', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_block_device_mappings_instance_uuid'), ['instance_uuid'], unique=False)
 
+    op.create_table('default_security_groups',
+    sa.Column('project_id', sa.String(length=64), nullable=False),
+    sa.Column('security_group_id', sa.String(length=36), nullable=False),
+    sa.ForeignKeyConstraint(['security_group_id'], ['security_groups.id'], name=op.f('fk_default_security_groups_security_group_id_security_groups'), ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('project_id', name=op.f('pk_default_security_groups'))
+    )
     op.create_table('image_members',
     sa.Column('image_id', sa.String(length=36), nullable=False),
     sa.Column('member_id', sa.String(length=64), nullable=False),
@@ -533,10 +545,12 @@ def downgrade() -> None:
 
     op.drop_table('instance_actions')
     op.drop_table('image_members')
+    op.drop_table('default_security_groups')
     with op.batch_alter_table('block_device_mappings', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_block_device_mappings_instance_uuid'))
 
     op.drop_table('block_device_mappings')
+    op.drop_table('auto_allocated_networks')
     with op.batch_alter_table('allocations', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_allocations_node_id'))
 
