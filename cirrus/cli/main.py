@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def settings_from(args: argparse.Namespace) -> Settings:
     keys = ("state_dir", "database_url", "transport_url", "log_level", "bind",
-            "public_url", "computes", "compute_driver")
+            "public_url", "computes", "compute_driver", "compute_host")
     overrides = {k: getattr(args, k, None) for k in keys}
     return load_settings(getattr(args, "config", None), overrides=overrides)
 
