@@ -85,8 +85,10 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
         start("conductor", "--host", f"cond{i}")
     start("scheduler", "--host", "sched1")
     computes = {f"host{i}": start("compute", "--host", f"host{i}") for i in (1, 2, 3)}
+    scheduler = procs[3]
     try:
-        yield {"url": url, "computes": computes, "state": state}
+        yield {"url": url, "computes": computes, "state": state, "start": start,
+               "scheduler": scheduler}
     finally:
         for proc in procs:
             if proc.poll() is None:
@@ -168,3 +170,30 @@ def test_killed_compute_leaves_nothing_in_build(deployment: dict) -> None:
         time.sleep(6)
         final = _final(client, after, timeout=90)
         assert all(s["status"] == "ACTIVE" for s in final.values()), final
+
+
+def test_scheduler_restart_then_boots_succeed(deployment: dict) -> None:
+    with _client(deployment["url"]) as client:
+        image = client.get("/image/v2/images", params={"name": "mh"}).json()["images"][0]["id"]
+        old = deployment["scheduler"]
+        old.send_signal(signal.SIGTERM)
+        assert old.wait(timeout=20) == 0
+        deployment["start"]("scheduler", "--host", "sched1")
+        ids = _boot(client, image, 4, "resched")
+        final = _final(client, ids, timeout=90)
+        assert all(s["status"] == "ACTIVE" for s in final.values()), final
+
+
+def test_broker_restart_mid_burst(deployment: dict) -> None:
+    """Every accepted request ends ACTIVE or ERROR with a reason."""
+    with _client(deployment["url"]) as client:
+        image = client.get("/image/v2/images", params={"name": "mh"}).json()["images"][0]["id"]
+        accepted = _boot(client, image, 5, "burst-a")
+        subprocess.run(["rabbitmqctl", "stop_app"], check=True, capture_output=True, timeout=60)
+        subprocess.run(["rabbitmqctl", "start_app"], check=True, capture_output=True, timeout=60)
+        time.sleep(3)  # services reconnect (connect_robust)
+        accepted += _boot(client, image, 5, "burst-b")
+        final = _final(client, accepted, timeout=120)
+        for server in final.values():
+            assert server["status"] == "ACTIVE" or server.get("fault"), server
+        assert [s["status"] for s in final.values()][-5:].count("ACTIVE") == 5
