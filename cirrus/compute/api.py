@@ -342,11 +342,23 @@ class API:
         row = await self.get(ctx, uuid)
         policy.enforce(ctx, "compute:server:delete", row)
         await self.db.run(self._start_delete, ctx, row)
-        if row["host"]:
+        if row["host"] and await self.db.read(self._host_is_up, row["host"]):
             await self.compute_rpcapi.terminate_instance(ctx, row["host"], uuid)
-        else:
-            # Not on a host yet: the conductor's build will find it gone.
-            await self.db.run(self._local_delete, ctx, row)
+            return
+        # Not on a host yet (the conductor's build will find it gone), or its
+        # host is down: delete here, as Nova's local delete does.
+        from cirrus.scheduler.claims import release
+
+        await self.network.deallocate_for_instance(
+            ctx, row, requested_networks=row.get("requested_networks"))
+        await self.db.run(release, uuid)
+        await self.db.run(self._local_delete, ctx, row)
+
+    def _host_is_up(self, conn: sa.Connection, host: str) -> bool:
+        from cirrus.compute.hosts import is_up, list_services
+
+        return any(is_up(s, self.settings.service_down_time)
+                   for s in list_services(conn, host, "cirrus-compute"))
 
     @staticmethod
     def _start_delete(conn: sa.Connection, ctx: RequestContext, row: dict[str, Any]) -> None:

@@ -138,3 +138,14 @@ async def test_build_on_a_dead_host_is_swept_by_the_conductor(cloud: Cloud,
     server = await wait_for_status(demo, created["id"], {"ERROR"})
     assert "timed out" in server["fault"]["message"]
     assert await db_count(cloud, allocations, allocations.c.consumer_uuid == created["id"]) == 0
+
+
+async def test_delete_on_a_down_host_is_local(cloud: Cloud, demo: httpx.AsyncClient,
+                                              admin: httpx.AsyncClient, active: str) -> None:
+    cloud.settings.service_down_time = 0  # every compute looks down now
+    await asyncio.sleep(0.05)
+    assert (await demo.delete(f"{SERVERS}/{active}")).status_code == 204
+    await wait_for_status(demo, active, {"DELETED"})
+    assert await db_count(cloud, allocations, allocations.c.consumer_uuid == active) == 0
+    ports = (await admin.get("/network/v2.0/ports", params={"device_id": active})).json()["ports"]
+    assert ports == []
