@@ -45,7 +45,8 @@ def _list_query(request: Request, ctx: Any) -> queries.ListQuery:
     see_all = all_tenants is not None and all_tenants.lower() not in ("0", "false", "off", "no")
     if see_all:
         policy.enforce(ctx, "compute:server:all_tenants")
-    project = params.get("project_id") or params.get("tenant_id") if see_all and ctx.is_admin else None
+    # Only admins listing all projects may narrow the listing to another project.
+    project = (params.get("project_id") or params.get("tenant_id")) if see_all and ctx.is_admin else None
     changes = params.get("changes-since") or params.get("changes_since")
     changes_since = None
     if changes:
