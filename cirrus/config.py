@@ -5,7 +5,6 @@ nothing reads configuration from a global.
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 import tomllib
 from dataclasses import dataclass, field, fields
@@ -164,8 +163,3 @@ def load_settings(
             values[key] = value
     typed = {k: _coerce(known[k].type, v) for k, v in values.items()}
     return Settings(**typed)
-
-
-def replace(settings: Settings, **changes: Any) -> Settings:
-    """A copy of ``settings`` with ``changes`` applied."""
-    return dataclasses.replace(settings, **changes)

@@ -40,13 +40,6 @@ async def json_body(request: Request, max_bytes: int | None = None) -> Any:
         raise exception.Invalid(f"Malformed request body: {exc}") from exc
 
 
-def require_dict(data: Any, key: str) -> dict[str, Any]:
-    """``data[key]`` as a dict, or a 400 saying what is wrong."""
-    if not isinstance(data, dict) or not isinstance(data.get(key), dict):
-        raise exception.ValidationError(field=key, reason=f"'{key}' is a required object")
-    return data[key]
-
-
 def reply(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
     return JSONResponse(body, status_code=status, headers=headers)
 

@@ -19,10 +19,10 @@ import sqlalchemy as sa
 from cirrus import policy
 from cirrus.compute import exception as exc
 from cirrus.compute import instance as inst
-from cirrus.compute import instance_actions, quotas
+from cirrus.compute import instance_actions, keypairs, quotas, server_groups
 from cirrus.compute.flavors import get_flavor
-from cirrus.compute.models import (block_device_mappings, instance_group_members, instance_groups,
-                                   instance_info_caches, instances, key_pairs)
+from cirrus.compute.models import (block_device_mappings, instance_group_members,
+                                   instance_info_caches, instances)
 from cirrus.compute.rpcapi import ComputeAPI
 from cirrus.compute.states import PowerState, TaskState, VmState
 from cirrus.conductor.rpcapi import ComputeTaskAPI
@@ -121,7 +121,7 @@ class API:
         await self.db.read(self._check_zone_and_host, az, forced_host)
         key_data = await self.db.read(self._key_data, ctx.user_id, req.key_name)
         self._check_user_data(req.user_data)
-        group = await self.db.read(self._group, req.scheduler_hints.get("group"))
+        group = await self.db.read(self._group, ctx, req.scheduler_hints.get("group"))
         try:
             max_net = await self.network.validate_networks(ctx, req.requested_networks, req.max_count)
         except NotFound as error:  # a missing network or port is a bad request here
@@ -194,11 +194,10 @@ class API:
     def _key_data(conn: sa.Connection, user_id: str | None, key_name: str | None) -> str | None:
         if key_name is None:
             return None
-        key = conn.execute(sa.select(key_pairs.c.public_key).where(
-            key_pairs.c.user_id == user_id, key_pairs.c.name == key_name)).scalar()
-        if key is None:
-            raise exc.KeypairNotFound()
-        return key
+        try:
+            return keypairs.get(conn, user_id or "", key_name)["public_key"]
+        except exc.KeyPairMissing:
+            raise exc.KeypairNotFound() from None
 
     @staticmethod
     def _check_user_data(user_data: str | None) -> None:
@@ -213,14 +212,14 @@ class API:
             raise exc.InvalidRequest(reason="Userdata content cannot be decoded.") from None
 
     @staticmethod
-    def _group(conn: sa.Connection, group_uuid: str | None) -> dict[str, Any] | None:
+    def _group(conn: sa.Connection, ctx: RequestContext,
+               group_uuid: str | None) -> dict[str, Any] | None:
         if not group_uuid:
             return None
-        row = conn.execute(sa.select(instance_groups).where(
-            instance_groups.c.uuid == group_uuid)).mappings().first()
-        if row is None:
-            raise exc.InstanceGroupNotFound(group_uuid=group_uuid)
-        return dict(row)
+        try:
+            return server_groups.get_group(conn, ctx, group_uuid)
+        except exc.InstanceGroupMissing:
+            raise exc.InstanceGroupNotFound(group_uuid=group_uuid) from None
 
     def _provision_instances(self, conn: sa.Connection, ctx: RequestContext, req: CreateRequest,
                              flavor: dict[str, Any], image: dict[str, Any] | None, az: str,

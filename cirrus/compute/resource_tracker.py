@@ -15,7 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from cirrus.compute.exception import ComputeResourcesUnavailable
-from cirrus.compute.models import allocations, compute_nodes, instances
+from cirrus.compute.models import allocations, compute_nodes
 from cirrus.config import Settings
 from cirrus.db.base import utcnow
 from cirrus.db.engine import Database
@@ -89,8 +89,3 @@ class ResourceTracker:
         if node_id is None:
             raise ComputeResourcesUnavailable(reason=f"node {nodename} is not on host {self.host}")
         return await self.db.read(_check_claim, instance["uuid"], node_id)
-
-
-def running_instance_uuids(conn: sa.Connection, host: str) -> list[str]:
-    return [r.uuid for r in conn.execute(sa.select(instances.c.uuid).where(
-        instances.c.host == host, instances.c.deleted.is_(False)))]

@@ -9,7 +9,6 @@ from starlette.routing import Route
 
 from cirrus import policy
 from cirrus.api.wsgi import context, json_body, no_content, reply
-from cirrus.db.base import isotime
 from cirrus.exception import ValidationError
 from cirrus.identity import admin
 from cirrus.identity.exception import RoleNotFound

@@ -26,7 +26,7 @@ from cirrus.network.auto_allocate import get_or_create_auto_network
 from cirrus.network.backends import get_backend
 from cirrus.network.binding import Binder, EventSink
 from cirrus.network.model import NetworkInfo, build_vif
-from cirrus.network.models import networks, ports
+from cirrus.network.models import networks
 from cirrus.network.networks import subnets_of
 
 LOG = logging.getLogger(__name__)

@@ -73,15 +73,3 @@ def build_vif(port: dict[str, Any], fixed_ips: list[dict[str, str]], network: di
         "profile": port["binding_profile"] or {}, "preserve_on_delete": preserve_on_delete,
         "meta": {},
     }
-
-
-def addresses_view(network_info: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Server ``addresses`` from the cache: {label: [{version, addr, type, mac}]}."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    for vif in network_info or []:
-        entries = out.setdefault(vif["network"]["label"], [])
-        for ip in (ip for s in vif["network"]["subnets"] for ip in s.get("ips", [])):
-            entries.append({"version": ip["version"], "addr": ip["address"],
-                            "OS-EXT-IPS:type": ip.get("type", "fixed"),
-                            "OS-EXT-IPS-MAC:mac_addr": vif["address"]})
-    return out

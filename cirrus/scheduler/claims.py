@@ -7,8 +7,6 @@ instances on the node.
 """
 from __future__ import annotations
 
-from typing import Any
-
 import sqlalchemy as sa
 
 from cirrus.compute.models import allocations, compute_nodes
@@ -47,9 +45,3 @@ def release(conn: sa.Connection, consumer_uuid: str) -> None:
         conn.execute(cn.update().where(cn.c.id == row.node_id).values(
             vcpus_used=cn.c.vcpus_used - row.vcpus, memory_mb_used=cn.c.memory_mb_used - row.memory_mb,
             local_gb_used=cn.c.local_gb_used - row.disk_gb, running_vms=cn.c.running_vms - 1))
-
-
-def get_allocation(conn: sa.Connection, consumer_uuid: str) -> dict[str, Any] | None:
-    row = conn.execute(sa.select(allocations).where(
-        allocations.c.consumer_uuid == consumer_uuid)).mappings().first()
-    return dict(row) if row else None

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 from typing import Iterator
 
 import httpx

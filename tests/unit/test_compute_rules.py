@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -17,7 +16,6 @@ from cirrus.compute.api import sanitize_hostname
 from cirrus.compute.events import InstanceEvents
 from cirrus.compute.models import instances
 from cirrus.compute.states import status_of
-from cirrus.config import Settings
 from cirrus.db import migrate
 from cirrus.db.base import utcnow
 from cirrus.db.engine import make_engine

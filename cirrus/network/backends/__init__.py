@@ -18,5 +18,4 @@ def get_backend(settings: Any, host: str | None) -> HostBackend:
         raise ValueError(f"unknown network_backend {settings.network_backend!r}; "
                          f"choose one of {sorted(BACKENDS)}")
     module, _, cls = target.partition(":")
-    backend_cls = getattr(importlib.import_module(module), cls)
-    return backend_cls() if cls == "NoopBackend" else backend_cls(settings, host)
+    return getattr(importlib.import_module(module), cls)(settings, host)

@@ -7,6 +7,9 @@ from cirrus.network.backends.base import HostBackend
 
 
 class NoopBackend(HostBackend):
+    def __init__(self, settings: Any = None, host: str | None = None) -> None:
+        self.host = host
+
     async def port_bound(self, port: dict[str, Any], network: dict[str, Any],
                          subnets: list[dict[str, Any]]) -> None:
         callback = getattr(self, "_port_up", None)
