@@ -36,7 +36,9 @@ class Settings:
     # ``cirrus up`` simulates ``computes`` hosts named compute1…computeN.
     compute_host: str = ""
     compute_driver: str = "fake"
-    network_backend: str = "noop"
+    # Host networking: "noop" (fake hosts) or "linuxbridge" (real bridges,
+    # dnsmasq, nftables). Empty: linuxbridge with the libvirt driver, else noop.
+    network_backend: str = ""
     region: str = "RegionOne"
     log_level: str = "INFO"
 
@@ -63,6 +65,17 @@ class Settings:
     fake_host_memory_mb: int = 32768
     fake_host_disk_gb: int = 1024
     fake_spawn_delay: float = 0.0
+
+    # libvirt driver
+    libvirt_uri: str = "qemu:///system"
+    # "kvm", "qemu" (TCG) or "auto": kvm when a probe guest runs under it.
+    libvirt_virt_type: str = "auto"
+    # Guest disks, config drives and console logs; empty: <state_dir>/instances.
+    instances_path: str = ""
+    # Seconds a guest gets to honour an ACPI power-off before it is destroyed.
+    shutdown_timeout: float = 60.0
+    # Give every guest a config drive (there is no metadata service).
+    force_config_drive: bool = True
 
     # scheduler
     max_attempts: int = 3
@@ -98,6 +111,10 @@ class Settings:
 
     def __post_init__(self) -> None:
         self.state_dir = Path(self.state_dir)
+        if not self.network_backend:
+            self.network_backend = "linuxbridge" if self.compute_driver == "libvirt" else "noop"
+        if not self.instances_path:
+            self.instances_path = str(self.state_dir / "instances")
         if not self.database_url:
             self.database_url = f"sqlite:///{self.state_dir / 'cirrus.db'}"
         if not self.public_url:

@@ -47,6 +47,18 @@ def build_parser() -> argparse.ArgumentParser:
             proc.add_argument("--driver", dest="compute_driver", help="fake or libvirt")
         proc.set_defaults(func=cmd_process, role=role)
 
+    image = sub.add_parser("image", help="guest images")
+    imagesub = image.add_subparsers(dest="image_command", required=True)
+    tiny = imagesub.add_parser("build-tiny", help="build the tiny guest (Debian kernel + "
+                               "busybox) and register it in a cloud")
+    tiny.add_argument("--os-cloud", help="cloud in clouds.yaml (default: OS_CLOUD)")
+    tiny.add_argument("--output", type=Path, default=Path.home() / ".cache/cirrus/tiny",
+                      help="where the kernel, ramdisk and disk are built")
+    tiny.add_argument("--name", default="cirrus-tiny", help="image name")
+    tiny.add_argument("--visibility", default="public", help="public, shared or private")
+    tiny.add_argument("--no-register", action="store_true", help="only build")
+    tiny.set_defaults(func=cmd_build_tiny)
+
     db = sub.add_parser("db", help="database administration")
     dbsub = db.add_subparsers(dest="db_command", required=True)
     upgrade = dbsub.add_parser("upgrade", help="apply schema migrations")
@@ -178,6 +190,24 @@ def cmd_process(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_build_tiny(args: argparse.Namespace) -> int:
+    from cirrus.image.tiny import BuildError, build
+    from cirrus.image.tiny.register import CloudConfigError, load_cloud, register
+
+    try:
+        guest = build(args.output)
+        print(f"built {guest.kernel}, {guest.ramdisk}, {guest.disk} (kernel {guest.kernel_version})")
+        if args.no_register:
+            return 0
+        ids = register(guest, load_cloud(args.os_cloud), args.name, args.visibility)
+    except (BuildError, CloudConfigError) as e:
+        print(f"cirrus: {e}", file=sys.stderr)
+        return 1
+    for role, image_id in ids.items():
+        print(f"{role} {image_id}")
+    return 0
+
+
 def cmd_db_upgrade(args: argparse.Namespace) -> int:
     from cirrus.db import migrate
 
@@ -189,12 +219,17 @@ def cmd_db_upgrade(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from cirrus.exception import CirrusException
+
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
     except ValueError as exc:
         print(f"cirrus: {exc}", file=sys.stderr)
         return 2
+    except CirrusException as exc:  # e.g. the hypervisor cannot be reached at start
+        print(f"cirrus: {exc.format_message()}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -44,12 +44,12 @@ class ComputeManager:
         self.host = host
         self.driver = driver
         self.events = InstanceEvents()
-        # Drivers wait for network-vif-plugged through it (seed 003).
+        self.images = make_image_api(settings, db, transport)
+        # Drivers wait for network-vif-plugged and read images through it (seed 003).
         driver.virtapi = VirtAPI(self.events, settings.vif_plugging_timeout,
-                                 settings.vif_plugging_is_fatal)
+                                 settings.vif_plugging_is_fatal, self.images)
         self.notifier = Notifier(f"compute.{host}")
         self.rt = ResourceTracker(settings, db, host, driver)
-        self.images = make_image_api(settings, db, transport)
         self.network_api = make_network_api(settings, db, host, self._deliver_events)
         self.compute_task_api = ComputeTaskAPI(transport)
         self.build_semaphore = asyncio.Semaphore(settings.max_concurrent_builds)

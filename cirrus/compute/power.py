@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from cirrus.compute.manager import ComputeManager
 
 LOG = logging.getLogger(__name__)
-CLEAN_SHUTDOWN_TIMEOUT = 60.0
 SOFT_TASKS = (TaskState.REBOOTING, TaskState.REBOOT_PENDING, TaskState.REBOOT_STARTED)
 HARD_TASKS = (TaskState.REBOOTING_HARD, TaskState.REBOOT_PENDING_HARD, TaskState.REBOOT_STARTED_HARD)
 
@@ -69,7 +68,7 @@ class PowerActions:
     async def stop_instance(self, ctx: RequestContext, uuid: str, clean_shutdown: bool) -> None:
         async def action(instance: dict[str, Any]) -> None:
             self.m.notifier.info(ctx, "compute.instance.power_off.start", {"instance_id": uuid})
-            timeout = CLEAN_SHUTDOWN_TIMEOUT if clean_shutdown else 0
+            timeout = self.m.settings.shutdown_timeout if clean_shutdown else 0
             await self.m.driver.power_off(instance, timeout=timeout, retry_interval=1)
             info = await self.m.driver.get_info(instance)
             await self.m.db.run(inst.save, uuid, {"power_state": int(info.state),

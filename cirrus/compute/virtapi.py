@@ -1,4 +1,5 @@
-"""What a virt driver may ask of compute: wait for ``network-vif-plugged``.
+"""What a virt driver may ask of compute: wait for ``network-vif-plugged``, and
+read images (record and local data) without touching the database itself.
 
 Seed 003's ``_create_domain_and_network``: prepare the waiters, plug the VIFs
 and start the guest paused inside the ``async with``; on leaving it, wait up
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from pathlib import Path
 from typing import Any, AsyncIterator
 
 from cirrus.compute.events import InstanceEvents
@@ -18,10 +20,20 @@ LOG = logging.getLogger(__name__)
 
 
 class VirtAPI:
-    def __init__(self, events: InstanceEvents, timeout: float, fatal: bool) -> None:
+    def __init__(self, events: InstanceEvents, timeout: float, fatal: bool,
+                 images: Any = None) -> None:
         self.events = events
         self.timeout = timeout
         self.fatal = fatal
+        self.images = images
+
+    async def image_meta(self, context: Any, image_id: str) -> dict[str, Any]:
+        """The image record (ImageNotFound if it is gone)."""
+        return await self.images.get(context.elevated(), image_id)
+
+    def image_path(self, image_id: str) -> Path:
+        """Where the image's data is on this host."""
+        return self.images.image_path(image_id)
 
     @contextlib.asynccontextmanager
     async def wait_for_vif_plugged(self, instance: dict[str, Any],

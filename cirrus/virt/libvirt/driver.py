@@ -1,0 +1,349 @@
+"""LibvirtDriver: guests as libvirt/QEMU domains (seeds 001 and 003).
+
+spawn → ``_get_disk_info`` → ``_create_image`` (base cached per host, qcow2
+overlay, kernel/ramdisk, config drive) → ``_get_guest_xml`` →
+``_create_domain_and_network`` (VIFs plugged, domain started paused, wait for
+``network-vif-plugged``, resume) → wait until RUNNING. ``power_on`` is seed
+003's hard reboot: destroy, regenerate the XML, recreate, wait RUNNING.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from cirrus.compute import exception as cexc
+from cirrus.compute.states import PowerState
+from cirrus.virt import exception as vexc
+from cirrus.virt.driver import Capabilities, ComputeDriver, InstanceInfo, NodeResources
+from cirrus.virt.libvirt import imagebackend
+from cirrus.virt.libvirt.config import DiskSpec, GuestSpec, guest_xml
+from cirrus.virt.libvirt.configdrive import make_config_drive
+from cirrus.virt.libvirt.host import Host
+from cirrus.virt.libvirt.virt_type import detect_virt_type
+
+LOG = logging.getLogger(__name__)
+MAX_CONSOLE_BYTES = 100 * 1024
+# libvirt's virDomainState → the power state compute records.
+LIBVIRT_POWER_STATE = {0: PowerState.NOSTATE, 1: PowerState.RUNNING, 2: PowerState.RUNNING,
+                       3: PowerState.PAUSED, 4: PowerState.SHUTDOWN, 5: PowerState.SHUTDOWN,
+                       6: PowerState.CRASHED, 7: PowerState.SUSPENDED}
+LAYOUT = "layout.json"  # what hard reboot needs to rebuild the XML
+
+
+def domain_name(instance: dict[str, Any]) -> str:
+    """Nova's ``instance-%08x`` from the integer id."""
+    return "instance-%08x" % int(instance["id"])
+
+
+class LibvirtDriver(ComputeDriver):
+    capabilities = Capabilities(supports_console_output=True, supports_vif_plugging_events=True)
+
+    def __init__(self, settings: Any, host: str) -> None:
+        self.settings = settings
+        self.hostname = host
+        self.instances_path = Path(settings.instances_path)
+        self.image_cache = imagebackend.ImageCache(self.instances_path)
+        self.virt_type = "qemu"
+        self._host: Host | None = None
+
+    @property
+    def host(self) -> Host:
+        if self._host is None:
+            self._host = Host(self.settings.libvirt_uri, self.hostname)
+        return self._host
+
+    # -- host ----------------------------------------------------------------------
+    async def init_host(self, host: str) -> None:
+        await self.host.connect()
+        self.instances_path.mkdir(parents=True, exist_ok=True)
+        self.virt_type = await asyncio.to_thread(
+            detect_virt_type, self.settings.libvirt_virt_type, Path(self.settings.state_dir))
+        LOG.info("libvirt driver on %s: %s, domain type %s", host, self.settings.libvirt_uri,
+                 self.virt_type)
+
+    async def cleanup_host(self, host: str) -> None:
+        if self._host is not None:
+            await self._host.close()
+
+    def get_available_nodes(self) -> list[str]:
+        return [self.hostname]
+
+    async def get_available_resource(self, nodename: str) -> NodeResources:
+        info, version = await self.host.call(lambda c: (c.getInfo(), c.getVersion()))
+        disk = shutil.disk_usage(self.instances_path)
+        return NodeResources(hypervisor_hostname=nodename, vcpus=int(info[2]),
+                             memory_mb=int(info[1]), local_gb=int(disk.total // (1 << 30)),
+                             hypervisor_type="QEMU", hypervisor_version=int(version),
+                             cpu_arch=str(info[0]), host_ip="127.0.0.1",
+                             extra={"virt_type": self.virt_type})
+
+    async def list_instance_uuids(self) -> list[str]:
+        def listing(conn: Any) -> list[str]:
+            return [d.UUIDString() for d in conn.listAllDomains()
+                    if d.name().startswith("instance-")]
+        return await self.host.call(listing)
+
+    # -- spawn (seed 001/003) -------------------------------------------------------
+    def _instance_dir(self, instance: dict[str, Any]) -> Path:
+        return self.instances_path / instance["uuid"]
+
+    def _get_disk_info(self, instance: dict[str, Any]) -> dict[str, str]:
+        """Which guest device each disk gets (blockinfo.get_disk_info)."""
+        info = {"disk": "vda"}
+        if instance.get("config_drive") or self.settings.force_config_drive:
+            info["disk.config"] = "vdb"
+        return info
+
+    async def _fetch(self, context: Any, image_id: str) -> tuple[dict[str, Any], Path]:
+        virtapi = self.virtapi
+        meta = await virtapi.image_meta(context, image_id)
+        if meta.get("status") != "active":
+            raise cexc.ImageNotActive(image_id=image_id)
+        base = await self.image_cache.fetch(meta, virtapi.image_path(image_id))
+        return meta, base
+
+    async def _create_image(self, context: Any, instance: dict[str, Any],
+                            image_meta: dict[str, Any], disk_info: dict[str, str],
+                            injected_files: list[tuple[str, bytes]], admin_password: str | None,
+                            network_info: Any) -> dict[str, Any]:
+        """Disks, kernel, ramdisk and config drive in the instance directory."""
+        uuid = instance["uuid"]
+        inst_dir = self._instance_dir(instance)
+        inst_dir.mkdir(parents=True, exist_ok=True)
+        if not image_meta.get("id"):
+            raise cexc.ImageUnacceptable(image_id="-", reason="booting from volume is not supported")
+        _, base = await self._fetch(context, image_meta["id"])
+        fmt = imagebackend.FORMATS.get(image_meta.get("disk_format") or "raw")
+        if fmt is None:
+            raise cexc.ImageUnacceptable(image_id=image_meta["id"],
+                                         reason=f"disk_format {image_meta.get('disk_format')} "
+                                                "cannot be booted")
+        await imagebackend.create_root_disk(base, fmt, inst_dir / "disk",
+                                            int(instance.get("root_gb") or 0), uuid)
+        props = image_meta.get("properties") or {}
+        layout: dict[str, Any] = {"disks": [{"path": str(inst_dir / "disk"), "target": "vda",
+                                             "fmt": "qcow2"}]}
+        for key, name in (("kernel_id", "kernel"), ("ramdisk_id", "ramdisk")):
+            if props.get(key):
+                _, path = await self._fetch(context, props[key])
+                await asyncio.to_thread(shutil.copyfile, path, inst_dir / name)
+                layout[name] = str(inst_dir / name)
+        if layout.get("kernel"):
+            layout["cmdline"] = props.get("os_command_line") or "console=ttyS0 root=/dev/vda"
+        if "disk.config" in disk_info:
+            await asyncio.to_thread(make_config_drive, inst_dir / "disk.config", instance,
+                                    network_info, injected_files, admin_password)
+            layout["disks"].append({"path": str(inst_dir / "disk.config"),
+                                    "target": disk_info["disk.config"], "fmt": "raw",
+                                    "readonly": True})
+        (inst_dir / LAYOUT).write_text(json.dumps(layout))
+        return layout
+
+    def _get_guest_xml(self, instance: dict[str, Any], layout: dict[str, Any],
+                       network_info: Any) -> str:
+        flavor = instance.get("flavor") or {}
+        return guest_xml(GuestSpec(
+            name=domain_name(instance), uuid=instance["uuid"],
+            display_name=instance.get("display_name", ""), flavor_name=flavor.get("name", ""),
+            virt_type=self.virt_type, memory_mb=int(instance["memory_mb"]),
+            vcpus=int(instance["vcpus"]),
+            console_log=str(self._instance_dir(instance) / "console.log"),
+            disks=[DiskSpec(**d) for d in layout["disks"]], vifs=list(network_info or []),
+            kernel=layout.get("kernel"), ramdisk=layout.get("ramdisk"),
+            cmdline=layout.get("cmdline")))
+
+    async def spawn(self, context: Any, instance: dict[str, Any], image_meta: dict[str, Any],
+                    injected_files: list[tuple[str, bytes]], admin_password: str | None,
+                    allocations: dict[str, Any], network_info: Any,
+                    block_device_info: dict[str, Any] | None = None) -> None:
+        disk_info = self._get_disk_info(instance)
+        layout = await self._create_image(context, instance, image_meta, disk_info,
+                                          injected_files, admin_password, network_info)
+        xml = self._get_guest_xml(instance, layout, network_info)
+        await self._create_domain_and_network(instance, xml, network_info)
+        LOG.info("instance %s spawned as %s", instance["uuid"], domain_name(instance))
+
+    async def _create_domain(self, xml: str, pause: bool, uuid: str) -> None:
+        libvirt = self.host.libvirt
+
+        def create(conn: Any) -> None:
+            dom = conn.defineXML(xml)
+            dom.createWithFlags(libvirt.VIR_DOMAIN_START_PAUSED if pause else 0)
+        try:
+            await self.host.call(create)
+        except libvirt.libvirtError as e:
+            raise vexc.InstanceSpawnError(instance_uuid=uuid, reason=e.get_error_message()) from e
+
+    async def _create_domain_and_network(self, instance: dict[str, Any], xml: str,
+                                         network_info: Any,
+                                         vifs_already_plugged: bool = False) -> None:
+        """Plug VIFs, start paused, wait for network-vif-plugged, resume."""
+        uuid = instance["uuid"]
+        wait = (not vifs_already_plugged and self.virtapi is not None and network_info)
+        waiter = (self.virtapi.wait_for_vif_plugged(instance, network_info) if wait
+                  else contextlib.nullcontext())
+        async with waiter:
+            await self.plug_vifs(instance, network_info)
+            # The host backend applied the port's firewall when the port was bound.
+            await self._create_domain(xml, pause=bool(wait), uuid=uuid)
+        if wait:
+            await self._domain_op(instance, "resume")
+        await self._wait_for_state(instance, PowerState.RUNNING, timeout=60)
+
+    async def _domain_op(self, instance: dict[str, Any], op: str, *args: Any) -> None:
+        libvirt = self.host.libvirt
+
+        def run(conn: Any) -> None:
+            dom = self.host.find_domain(conn, instance["uuid"])
+            if dom is None:
+                raise vexc.InstanceNotFound(instance_id=instance["uuid"])
+            getattr(dom, op)(*args)
+        try:
+            await self.host.call(run)
+        except libvirt.libvirtError as e:
+            raise vexc.InstanceSpawnError(instance_uuid=instance["uuid"],
+                                          reason=f"{op}: {e.get_error_message()}") from e
+
+    async def _wait_for_state(self, instance: dict[str, Any], state: PowerState,
+                              timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if (await self.get_info(instance)).state == state:
+                    return True
+            except vexc.InstanceNotFound:
+                if state == PowerState.SHUTDOWN:
+                    return True
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.1)
+
+    # -- VIFs --------------------------------------------------------------------------
+    async def plug_vifs(self, instance: dict[str, Any], network_info: Any) -> None:
+        """Make sure each VIF's bridge exists; libvirt creates and enslaves the tap."""
+        if not network_info:
+            return
+        from cirrus.network.linux.ip import ensure_bridge
+
+        for vif in network_info:
+            await ensure_bridge(self.settings, vif["network"]["bridge"],
+                                (vif["network"].get("meta") or {}).get("mtu"))
+
+    async def unplug_vifs(self, instance: dict[str, Any], network_info: Any) -> None:
+        """Nothing to do: the tap goes with the domain; the bridge is the network's."""
+
+    # -- power -----------------------------------------------------------------------
+    async def get_info(self, instance: dict[str, Any]) -> InstanceInfo:
+        def info(conn: Any) -> tuple[int, str] | None:
+            dom = self.host.find_domain(conn, instance["uuid"])
+            return None if dom is None else (dom.info()[0], dom.name())
+        found = await self.host.call(info)
+        if found is None:
+            raise vexc.InstanceNotFound(instance_id=instance["uuid"])
+        return InstanceInfo(state=LIBVIRT_POWER_STATE.get(found[0], PowerState.NOSTATE),
+                            internal_id=found[1])
+
+    async def _destroy_domain(self, instance: dict[str, Any]) -> None:
+        """Stop the domain at once (it stays defined)."""
+        libvirt = self.host.libvirt
+
+        def destroy(conn: Any) -> None:
+            dom = self.host.find_domain(conn, instance["uuid"])
+            if dom is not None and dom.isActive():
+                try:
+                    dom.destroy()
+                except libvirt.libvirtError as e:
+                    if dom.isActive():
+                        raise vexc.InstancePowerOffFailure(reason=e.get_error_message()) from e
+        await self.host.call(destroy)
+
+    async def _clean_shutdown(self, instance: dict[str, Any], timeout: float,
+                              retry_interval: float) -> bool:
+        """ACPI power-off, resent every ``retry_interval``; True once it is off."""
+        libvirt = self.host.libvirt
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            def shutdown(conn: Any) -> bool:
+                dom = self.host.find_domain(conn, instance["uuid"])
+                if dom is None or not dom.isActive():
+                    return True
+                with contextlib.suppress(libvirt.libvirtError):
+                    dom.shutdown()
+                return False
+            if await self.host.call(shutdown):
+                return True
+            wait = min(max(retry_interval, 1.0), max(0.0, deadline - time.monotonic()))
+            if await self._wait_for_state(instance, PowerState.SHUTDOWN, timeout=wait):
+                return True
+        return False
+
+    async def power_off(self, instance: dict[str, Any], timeout: float = 0,
+                        retry_interval: float = 0) -> None:
+        if timeout > 0 and await self._clean_shutdown(instance, timeout, retry_interval):
+            return
+        await self._destroy_domain(instance)
+
+    async def _hard_reboot(self, instance: dict[str, Any], network_info: Any) -> None:
+        """Seed 003: destroy, regenerate the XML, recreate, wait until RUNNING."""
+        await self._destroy_domain(instance)
+        layout_file = self._instance_dir(instance) / LAYOUT
+        if not layout_file.exists():
+            raise vexc.InstanceRebootFailure(reason=f"the disks of {instance['uuid']} are gone")
+        layout = json.loads(layout_file.read_text())
+        xml = self._get_guest_xml(instance, layout, network_info)
+        await self._create_domain_and_network(instance, xml, network_info,
+                                              vifs_already_plugged=True)
+
+    async def power_on(self, context: Any, instance: dict[str, Any], network_info: Any,
+                       block_device_info: dict[str, Any] | None = None) -> None:
+        await self._hard_reboot(instance, network_info)
+
+    async def reboot(self, context: Any, instance: dict[str, Any], network_info: Any,
+                     reboot_type: str, block_device_info: dict[str, Any] | None = None) -> None:
+        if reboot_type == "SOFT":
+            timeout = self.settings.shutdown_timeout
+            if await self._clean_shutdown(instance, timeout, retry_interval=10):
+                with contextlib.suppress(vexc.InstanceSpawnError):
+                    await self._domain_op(instance, "create")
+                    if await self._wait_for_state(instance, PowerState.RUNNING, timeout=60):
+                        return
+            LOG.warning("soft reboot of %s did not complete; rebooting hard", instance["uuid"])
+        await self._hard_reboot(instance, network_info)
+
+    # -- destroy -----------------------------------------------------------------------
+    async def destroy(self, context: Any, instance: dict[str, Any], network_info: Any,
+                      block_device_info: dict[str, Any] | None = None,
+                      destroy_disks: bool = True) -> None:
+        libvirt = self.host.libvirt
+        await self._destroy_domain(instance)
+
+        def undefine(conn: Any) -> None:
+            dom = self.host.find_domain(conn, instance["uuid"])
+            if dom is not None:
+                with contextlib.suppress(libvirt.libvirtError):
+                    dom.undefineFlags(libvirt.VIR_DOMAIN_UNDEFINE_MANAGED_SAVE
+                                      | libvirt.VIR_DOMAIN_UNDEFINE_NVRAM)
+        await self.host.call(undefine)
+        await self.unplug_vifs(instance, network_info)
+        if destroy_disks:
+            await asyncio.to_thread(shutil.rmtree, self._instance_dir(instance), True)
+
+    # -- console -----------------------------------------------------------------------
+    async def get_console_output(self, context: Any, instance: dict[str, Any]) -> str:
+        path = self._instance_dir(instance) / "console.log"
+
+        def tail() -> str:
+            if not path.exists():
+                return ""
+            with path.open("rb") as f:
+                f.seek(0, 2)
+                size = f.tell()
+                f.seek(max(0, size - MAX_CONSOLE_BYTES))
+                return f.read().decode(errors="replace")
+        return await asyncio.to_thread(tail)
