@@ -39,6 +39,9 @@ class Settings:
     # Host networking: "noop" (fake hosts) or "linuxbridge" (real bridges,
     # dnsmasq, nftables). Empty: linuxbridge with the libvirt driver, else noop.
     network_backend: str = ""
+    # The network namespace where this host's bridges, taps, dnsmasq and
+    # libvirtd live; empty = the process's own.
+    host_netns: str = ""
     region: str = "RegionOne"
     log_level: str = "INFO"
 
