@@ -85,9 +85,15 @@ class Builder:
         except exc.InstanceNotFound:
             LOG.debug("instance %s disappeared before its build started", uuid)
             return FAILED
-        except exc.UnexpectedTaskStateError as error:
+        except exc.UnexpectedDeletingTaskStateError as error:
             LOG.debug("instance %s: %s; not building", uuid, error)
             await self._cleanup_after_failure(ctx, uuid, None, deleting=True)
+            return FAILED
+        except exc.UnexpectedTaskStateError as error:
+            # A repeated or stale delivery: the build started already (here or,
+            # after a reschedule, elsewhere), or the instance failed and was
+            # cleaned up meanwhile. Its ports and claim are not ours to touch.
+            LOG.info("not building %s: %s (a repeated or stale build request)", uuid, error)
             return FAILED
         injected = [(path, base64.b64decode(data)) for path, data in params.get("injected_files") or []]
         node = node or self.m.rt.default_node()
@@ -115,8 +121,10 @@ class Builder:
             return FAILED
 
     def _start(self, conn: sa.Connection, ctx: RequestContext, uuid: str) -> dict[str, Any]:
+        # Only an instance the conductor placed here and nobody started yet.
         inst.save(conn, uuid, {"vm_state": VmState.BUILDING, "task_state": None},
-                  expected_task_state=(TaskState.SCHEDULING, None))
+                  expected_task_state=[TaskState.SCHEDULING], expected_vm_state=[VmState.BUILDING],
+                  expected_host=self.m.host)
         instance_actions.event_start(conn, ctx, uuid, BUILD_EVENT, host=self.m.host)
         return inst.get(conn, uuid)
 
@@ -151,10 +159,15 @@ class Builder:
         retry["num_attempts"] = retry.get("num_attempts", 1) + 1
         retry["exc_reason"] = error.format_message()
         try:
+            # Guarded: a build that timed out here meanwhile stays in ERROR.
             await self.m.db.run(inst.save, uuid, {"task_state": TaskState.SCHEDULING,
-                                                  "host": None, "node": None})
+                                                  "host": None, "node": None},
+                                expected_vm_state=[VmState.BUILDING], expected_host=self.m.host)
         except (exc.InstanceNotFound, exc.UnexpectedDeletingTaskStateError):
             await self._cleanup_after_failure(ctx, uuid, params, deleting=True)
+            return FAILED
+        except exc.UnexpectedTaskStateError as error:
+            LOG.info("not rescheduling %s: %s", uuid, error)
             return FAILED
         await self.m.compute_task_api.build_instances(
             ctx, instance_uuids=[uuid], request_spec=spec, filter_properties=filter_properties,

@@ -42,8 +42,10 @@ def get_many(conn: sa.Connection, uuids: Iterable[str]) -> list[dict[str, Any]]:
 
 
 def save(conn: sa.Connection, uuid: str, values: dict[str, Any], *,
-         expected_task_state: Any = _UNSET, expected_vm_state: Any = _UNSET) -> dict[str, Any]:
-    """Apply ``values`` only if the instance is in the expected states.
+         expected_task_state: Any = _UNSET, expected_vm_state: Any = _UNSET,
+         expected_host: Any = _UNSET) -> dict[str, Any]:
+    """Apply ``values`` only if the instance is in the expected states (and, with
+    ``expected_host``, on that host; None: on none yet).
 
     Raises InstanceNotFound if it is gone, UnexpectedDeletingTaskStateError if
     a delete got there first, UnexpectedTaskStateError otherwise.
@@ -59,6 +61,9 @@ def save(conn: sa.Connection, uuid: str, values: dict[str, Any], *,
         q = q.where(cond)
     if expected_vm_state is not _UNSET:
         q = q.where(instances.c.vm_state.in_(_states(expected_vm_state)))
+    if expected_host is not _UNSET:
+        q = q.where(instances.c.host.is_(None) if expected_host is None
+                    else instances.c.host == expected_host)
     if conn.execute(q.values(**values)).rowcount == 1:
         return values
     current = get(conn, uuid)  # raises InstanceNotFound
@@ -66,11 +71,13 @@ def save(conn: sa.Connection, uuid: str, values: dict[str, Any], *,
     if actual == TaskState.DELETING.value:
         raise exc.UnexpectedDeletingTaskStateError(
             instance_uuid=uuid, expected=_states(expected_task_state), actual=actual)
+    expected = {"task_state": _states(expected_task_state) if expected_task_state is not _UNSET else "any",
+                "vm_state": _states(expected_vm_state) if expected_vm_state is not _UNSET else "any"}
+    if expected_host is not _UNSET:
+        expected["host"] = expected_host
     raise exc.UnexpectedTaskStateError(
-        instance_uuid=uuid,
-        expected={"task_state": _states(expected_task_state) if expected_task_state is not _UNSET else "any",
-                  "vm_state": _states(expected_vm_state) if expected_vm_state is not _UNSET else "any"},
-        actual={"task_state": actual, "vm_state": current["vm_state"]})
+        instance_uuid=uuid, expected=expected,
+        actual={"task_state": actual, "vm_state": current["vm_state"], "host": current["host"]})
 
 
 def add_fault(conn: sa.Connection, uuid: str, error: BaseException, host: str | None,

@@ -13,16 +13,19 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from cirrus.compute import exception as exc
 from cirrus.compute import instance as inst
 from cirrus.compute import instance_actions
 from cirrus.compute.exception import MaxRetriesExceeded
+from cirrus.compute.models import instances
 from cirrus.compute.rpcapi import ComputeAPI
-from cirrus.compute.states import TaskState
+from cirrus.compute.states import TaskState, VmState
 from cirrus.config import Settings
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
 from cirrus.db.engine import Database
-from cirrus.rpc import Transport
+from cirrus.rpc import ConnectionLost, Transport
+from cirrus.scheduler.claims import release
 from cirrus.scheduler.exception import NoValidHost
 from cirrus.scheduler.rpcapi import SchedulerAPI
 from cirrus.service import PeriodicTask, Service
@@ -47,26 +50,44 @@ class ConductorManager:
     async def build_instances(self, ctx: RequestContext, instance_uuids: list[str],
                               request_spec: dict[str, Any], filter_properties: dict[str, Any],
                               build_params: dict[str, Any]) -> None:
-        """Schedule ``instance_uuids`` and cast each build to its host."""
+        """Schedule ``instance_uuids`` and cast each build to its host.
+
+        The bus may deliver this twice, even twice at once (a redelivery after a
+        lost connection overlapping the first delivery). So only instances still
+        waiting for a host are scheduled, the host is recorded by a guarded save
+        that one delivery wins, and only the winner casts the build.
+        """
+        uuids = await self.db.read(_waiting_for_host, instance_uuids)
+        if len(uuids) < len(instance_uuids):
+            LOG.info("not scheduling %s: no longer waiting for a host (a repeated delivery)",
+                     sorted(set(instance_uuids) - set(uuids)))
+        if not uuids:
+            return
         spec = copy.deepcopy(request_spec)
-        spec["instance_uuids"] = list(instance_uuids)
-        spec["num_instances"] = len(instance_uuids)
+        spec["instance_uuids"] = list(uuids)
+        spec["num_instances"] = len(uuids)
         retry = filter_properties.setdefault("retry", {"num_attempts": 1, "hosts": []})
         spec["retry"] = retry
         try:
-            self._check_retries(instance_uuids, retry)
+            self._check_retries(uuids, retry)
             result = await self._schedule_instances(ctx, spec)
+        except ConnectionLost:
+            # This delivery went down with the same connection, unacknowledged:
+            # the broker hands it out again, and that delivery schedules them.
+            LOG.warning("lost the broker while scheduling %s; leaving them to the redelivery",
+                        uuids)
+            return
         except (NoValidHost, MaxRetriesExceeded) as error:
-            await self._set_vm_state_and_notify(ctx, instance_uuids, error, spec)
+            await self._set_vm_state_and_notify(ctx, uuids, error, spec)
             return
         except Exception as error:  # noqa: BLE001 - scheduler unreachable etc.
-            LOG.exception("scheduling failed for %s", instance_uuids)
-            await self._set_vm_state_and_notify(ctx, instance_uuids, error, spec)
+            LOG.exception("scheduling failed for %s", uuids)
+            await self._set_vm_state_and_notify(ctx, uuids, error, spec)
             return
-        for uuid, dest in zip(instance_uuids, result["destinations"]):
+        for uuid, dest in zip(uuids, result["destinations"]):
             ok = await self.db.run(self._record_host, ctx, uuid, dest, result.get("decision"))
             if not ok:
-                continue  # deleted while scheduling; the delete path released it
+                continue  # deleted meanwhile, or another delivery got there first
             await self.compute_rpcapi.build_and_run_instance(
                 ctx, dest["host"], instance_uuid=uuid, node=dest["nodename"],
                 request_spec=spec, filter_properties=filter_properties,
@@ -100,28 +121,34 @@ class ConductorManager:
 
     def _record_host(self, conn: sa.Connection, ctx: RequestContext, uuid: str,
                      dest: dict[str, Any], decision: Any) -> bool:
-        from cirrus.scheduler.claims import release
-
-        instance_actions.record_event(conn, ctx, uuid, "conductor_schedule_and_build_instances",
-                                      host=self.host, details=decision)
+        """Put ``uuid`` on its host if it still waits for one; False otherwise."""
         try:
             inst.save(conn, uuid, {"host": dest["host"], "node": dest["nodename"],
                                    "launched_on": dest["host"], "scheduled_at": utcnow()},
-                      expected_task_state=[TaskState.SCHEDULING])
-        except Exception:  # noqa: BLE001 - gone or being deleted
-            release(conn, uuid)
-            self._finish_deleted(conn, ctx, uuid)
+                      expected_task_state=[TaskState.SCHEDULING],
+                      expected_vm_state=[VmState.BUILDING], expected_host=None)
+        except (exc.InstanceNotFound, exc.UnexpectedTaskStateError):
+            self._lost_the_instance(conn, uuid)
             return False
+        instance_actions.record_event(conn, ctx, uuid, "conductor_schedule_and_build_instances",
+                                      host=self.host, details=decision)
         return True
 
     @staticmethod
-    def _finish_deleted(conn: sa.Connection, ctx: RequestContext, uuid: str) -> None:
+    def _lost_the_instance(conn: sa.Connection, uuid: str) -> None:
+        """Our claim for ``uuid`` was in vain. Give it back if nothing builds the
+        instance any more (deleted, being deleted, failed) — but not if another
+        delivery of this request placed it: that build holds the same claim."""
         try:
             row = inst.get(conn, uuid)
-        except Exception:  # noqa: BLE001
+        except exc.InstanceNotFound:
+            release(conn, uuid)
             return
         if row["task_state"] == TaskState.DELETING.value:
+            release(conn, uuid)
             inst.soft_delete(conn, uuid)
+        elif row["vm_state"] == VmState.ERROR.value:
+            release(conn, uuid)
 
     async def _set_vm_state_and_notify(self, ctx: RequestContext, uuids: list[str],
                                        error: BaseException, spec: dict[str, Any]) -> None:
@@ -129,13 +156,31 @@ class ConductorManager:
 
     def _fail_all(self, conn: sa.Connection, ctx: RequestContext, uuids: list[str],
                   error: BaseException) -> None:
+        """ERROR with a fault for each instance still waiting for a host; any
+        claim the scheduler made before the failure (a late or lost reply) goes."""
         for uuid in uuids:
+            try:
+                inst.save(conn, uuid, {"vm_state": VmState.ERROR, "task_state": None},
+                          expected_task_state=[TaskState.SCHEDULING],
+                          expected_vm_state=[VmState.BUILDING], expected_host=None)
+            except (exc.InstanceNotFound, exc.UnexpectedTaskStateError):
+                self._lost_the_instance(conn, uuid)
+                continue  # deleted, or another delivery of this request placed it
+            release(conn, uuid)
+            inst.add_fault(conn, uuid, error, None)
             instance_actions.record_event(conn, ctx, uuid, "conductor_schedule_and_build_instances",
                                           host=self.host, exc=error,
                                           details=getattr(error, "kwargs", {}).get("decision"))
-            self._finish_deleted(conn, ctx, uuid)
-            inst.set_error(conn, uuid, error, None)
             instance_actions.action_finish(conn, ctx, uuid, message="Error")
+
+
+def _waiting_for_host(conn: sa.Connection, uuids: list[str]) -> list[str]:
+    """Those of ``uuids`` that still wait to be scheduled, in the given order."""
+    i = instances
+    waiting = set(conn.execute(sa.select(i.c.uuid).where(
+        i.c.uuid.in_(uuids), i.c.deleted.is_(False), i.c.vm_state == VmState.BUILDING.value,
+        i.c.task_state == TaskState.SCHEDULING.value, i.c.host.is_(None))).scalars())
+    return [u for u in uuids if u in waiting]
 
 
 def make_services(settings: Settings, db: Database, transport: Transport) -> list[Service]:

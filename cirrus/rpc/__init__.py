@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from cirrus.rpc.client import RPCClient, RPCDispatcher
-from cirrus.rpc.transport import MessagingTimeout, RemoteError, Transport
+from cirrus.rpc.transport import ConnectionLost, MessagingTimeout, RemoteError, Transport
 
 TRANSPORTS = ("inprocess", "amqp")
 
@@ -21,5 +21,5 @@ def get_transport(url: str) -> Transport:
     raise ValueError(f"unknown transport_url scheme {scheme!r}; expected one of {TRANSPORTS}")
 
 
-__all__ = ["RPCClient", "RPCDispatcher", "Transport", "MessagingTimeout", "RemoteError",
-           "get_transport"]
+__all__ = ["RPCClient", "RPCDispatcher", "Transport", "MessagingTimeout", "ConnectionLost",
+           "RemoteError", "get_transport"]

@@ -4,10 +4,16 @@
   round-robin) and one per ``topic.server`` (casts to a named host);
 * a fan-out exchange per topic, each consumer with its own exclusive queue;
 * ``call``: a per-process exclusive reply queue, correlation ids, a deadline
-  that raises MessagingTimeout (never a hang);
-* publisher confirms on every publish; casts are persistent and acked only
-  after their handler returned, so a consumer that dies mid-way gets the
-  message redelivered (handlers must tolerate that: guarded saves do);
+  that raises MessagingTimeout (never a hang); a call whose connection drops
+  before the reply fails at once with ConnectionLost;
+* publisher confirms on every publish, and a publish that meets a dropped
+  connection waits for the reconnect and publishes again (up to
+  ``publish_timeout``) — so a request accepted while the broker restarts is
+  not lost. A confirm lost with the connection can make that a duplicate;
+* casts are persistent and acked only after their handler returned, so a
+  consumer that dies mid-way (or whose connection drops) gets the message
+  again. Handlers must tolerate a second delivery, even one that overlaps the
+  first: their state changes are guarded saves;
 * ``connect_robust`` reconnects with back-off and re-declares everything.
 """
 from __future__ import annotations
@@ -15,32 +21,47 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 import uuid
 from typing import Any
 
 import aio_pika
+import aiormq.exceptions
 from aio_pika.abc import AbstractIncomingMessage
 
-from cirrus.rpc.transport import Handler, Message, MessagingTimeout, Transport
+from cirrus.rpc.transport import ConnectionLost, Handler, Message, MessagingTimeout, Transport
 from cirrus.utils import spawn
 
 LOG = logging.getLogger(__name__)
 EXCHANGE = "cirrus"
+# What a publish or an ack raises when the connection or channel is gone.
+LOST = (aiormq.exceptions.AMQPError, aiormq.exceptions.ChannelInvalidStateError,
+        ConnectionError, asyncio.TimeoutError)
 
 
 class AMQPTransport(Transport):
-    def __init__(self, url: str, prefetch: int = 64) -> None:
+    def __init__(self, url: str, prefetch: int = 64, publish_timeout: float = 60.0) -> None:
         self.url = url
         self.prefetch = prefetch
+        self.publish_timeout = publish_timeout
         self._conn: Any = None
         self._channel: Any = None
         self._exchange: Any = None
         self._reply_queue: Any = None
-        self._pending: dict[str, asyncio.Future[Any]] = {}
+        self._replies: dict[str, asyncio.Future[Any]] = {}
+        self._sent: set[str] = set()  # calls published, awaiting their reply
+        self._generation = 0  # +1 each time the connection or channel is lost
+        self._connected = False
+        self._stopping = False
 
     async def start(self) -> None:
         self._conn = await aio_pika.connect_robust(self.url, reconnect_interval=1)
+        self._conn.close_callbacks.add(self._on_lost)
+        self._conn.reconnect_callbacks.add(self._on_reconnect)
+        self._connected = True
         self._channel = await self._conn.channel(publisher_confirms=True)
+        self._channel.close_callbacks.add(self._on_lost)
+        self._channel.reopen_callbacks.add(self._on_reconnect)
         await self._channel.set_qos(prefetch_count=self.prefetch)
         self._exchange = await self._channel.declare_exchange(
             EXCHANGE, aio_pika.ExchangeType.DIRECT, durable=True)
@@ -49,11 +70,30 @@ class AMQPTransport(Transport):
         await self._reply_queue.consume(self._on_reply, no_ack=True)
 
     async def stop(self) -> None:
-        for fut in self._pending.values():
+        self._stopping = True
+        for fut in self._replies.values():
             if not fut.done():
                 fut.set_exception(MessagingTimeout("transport stopped"))
         if self._conn is not None:
             await self._conn.close()
+
+    def _on_lost(self, _sender: Any, exc: BaseException | None = None) -> None:
+        """The connection (or our channel) closed: unacked deliveries go back to
+        their queues, and no reply to a call already sent can arrive."""
+        self._generation += 1
+        if self._connected and not self._stopping:  # once, not per failed attempt
+            LOG.warning("connection to the broker lost (%s); reconnecting", exc)
+        self._connected = False
+        for corr in list(self._sent):
+            fut = self._replies.get(corr)
+            if fut is not None and not fut.done():
+                fut.set_exception(ConnectionLost(f"connection to the broker lost: {exc}"))
+        self._sent.clear()
+
+    def _on_reconnect(self, _sender: Any) -> None:
+        if not self._connected:
+            LOG.warning("reconnected to the broker; queues and consumers restored")
+        self._connected = True
 
     # -- consuming ----------------------------------------------------------------
     async def listen(self, topic: str, server: str | None, handler: Handler) -> None:
@@ -77,62 +117,110 @@ class AMQPTransport(Transport):
 
     async def _on_message(self, message: AbstractIncomingMessage, handler: Handler) -> None:
         # Each message runs in its own task so one slow handler blocks no other.
-        spawn(self._handle(message, handler), name=f"amqp:{message.routing_key}")
+        spawn(self._handle(message, handler, self._generation),
+              name=f"amqp:{message.routing_key}")
 
-    async def _handle(self, message: AbstractIncomingMessage, handler: Handler) -> None:
+    async def _handle(self, message: AbstractIncomingMessage, handler: Handler,
+                      generation: int) -> None:
         try:
             payload = json.loads(message.body)
         except ValueError:
             LOG.error("dropping malformed message on %s", message.routing_key)
-            await message.reject(requeue=False)
+            await self._settle(message, generation, reject=True)
             return
         if message.reply_to:
-            await message.ack()  # a call is answered at most once; its caller has a deadline
+            # A call is answered at most once; its caller has a deadline.
+            await self._settle(message, generation)
             reply = await handler(payload)
-            await self._channel.default_exchange.publish(
-                aio_pika.Message(json.dumps(reply).encode(), correlation_id=message.correlation_id,
-                                 content_type="application/json"),
-                routing_key=message.reply_to)
+            try:
+                await self._channel.default_exchange.publish(
+                    aio_pika.Message(json.dumps(reply).encode(),
+                                     correlation_id=message.correlation_id,
+                                     content_type="application/json"),
+                    routing_key=message.reply_to)
+            except LOST as exc:  # the caller saw ConnectionLost already
+                LOG.info("reply to %s not sent: %s", message.routing_key, exc)
             return
         try:
             await handler(payload)
         except Exception:  # noqa: BLE001 - the dispatcher already turned errors into replies
             LOG.exception("cast handler on %s failed", message.routing_key)
-        await message.ack()  # only after the handler's effect is committed
+        await self._settle(message, generation)  # only after the handler's effect is committed
+
+    async def _settle(self, message: AbstractIncomingMessage, generation: int,
+                      reject: bool = False) -> None:
+        """Ack (or reject) a delivery — unless its channel is gone: then the broker
+        has put it back already, and its delivery tag means nothing on the new
+        channel (acking it there would close that channel)."""
+        if generation != self._generation:
+            LOG.info("delivery on %s outlived its connection; the broker redelivers it",
+                     message.routing_key)
+            return
+        try:
+            if reject:
+                await message.reject(requeue=False)
+            else:
+                await message.ack()
+        except LOST as exc:
+            LOG.info("could not settle a delivery on %s (%s); the broker redelivers it",
+                     message.routing_key, exc)
 
     async def _on_reply(self, message: AbstractIncomingMessage) -> None:
-        fut = self._pending.pop(message.correlation_id or "", None)
+        fut = self._replies.get(message.correlation_id or "")
         if fut is not None and not fut.done():
             fut.set_result(json.loads(message.body))
 
     # -- publishing ----------------------------------------------------------------
-    async def _publish(self, exchange: Any, key: str, message: Message, **props: Any) -> None:
-        await exchange.publish(aio_pika.Message(json.dumps(message).encode(),
-                                                content_type="application/json", **props),
-                               routing_key=key)
+    async def _publish(self, exchange: Any, key: str, message: Message, deadline: float,
+                       **props: Any) -> None:
+        """Publish and wait for the broker's confirm; across a lost connection,
+        wait for the reconnect and publish again until ``deadline``."""
+        body = json.dumps(message).encode()
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                if remaining <= 0:
+                    raise asyncio.TimeoutError
+                await asyncio.wait_for(self._channel.ready(), remaining)
+                await asyncio.wait_for(exchange.publish(
+                    aio_pika.Message(body, content_type="application/json", **props),
+                    routing_key=key), max(0.1, deadline - time.monotonic()))
+                return
+            except LOST as exc:
+                if self._stopping or time.monotonic() >= deadline:
+                    raise MessagingTimeout(f"could not publish to {key} {message.get('method')}: "
+                                           f"{exc!r}") from exc
+                LOG.warning("publish to %s failed (%r); retrying after the reconnect", key, exc)
+                await asyncio.sleep(0.2)
 
     async def cast(self, topic: str, server: str | None, message: Message) -> None:
         key = f"{topic}.{server}" if server else topic
         await self._publish(self._exchange, key, message,
+                            time.monotonic() + self.publish_timeout,
                             delivery_mode=aio_pika.DeliveryMode.PERSISTENT)
 
     async def call(self, topic: str, server: str | None, message: Message, timeout: float) -> Any:
         key = f"{topic}.{server}" if server else topic
         corr = uuid.uuid4().hex
+        deadline = time.monotonic() + timeout
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._pending[corr] = fut
+        self._replies[corr] = fut
         try:
-            await asyncio.wait_for(self._publish(
-                self._exchange, key, message, correlation_id=corr,
-                reply_to=self._reply_queue.name, expiration=timeout), timeout)
-            return await asyncio.wait_for(fut, timeout)
+            await self._publish(self._exchange, key, message, deadline, correlation_id=corr,
+                                reply_to=self._reply_queue.name, expiration=timeout)
+            # From here on a lost connection means the reply is lost too.
+            self._sent.add(corr)
+            return await asyncio.wait_for(fut, max(0.0, deadline - time.monotonic()))
+        except MessagingTimeout:
+            raise  # ConnectionLost, or the publish gave up: already says why
         except asyncio.TimeoutError as exc:
             raise MessagingTimeout(
                 f"timed out after {timeout}s waiting for {key} {message.get('method')}") from exc
         finally:
-            self._pending.pop(corr, None)
+            self._replies.pop(corr, None)
+            self._sent.discard(corr)
 
     async def fanout(self, topic: str, message: Message) -> None:
         exchange = await self._channel.declare_exchange(f"{topic}_fanout",
                                                         aio_pika.ExchangeType.FANOUT, durable=True)
-        await self._publish(exchange, "", message)
+        await self._publish(exchange, "", message, time.monotonic() + self.publish_timeout)

@@ -16,6 +16,16 @@ class MessagingTimeout(TimeoutError):
     """A ``call`` got no reply within its timeout."""
 
 
+class ConnectionLost(MessagingTimeout):
+    """The connection to the broker dropped while a ``call`` awaited its reply.
+
+    Its outcome is unknown. A handler that sees this knows that the delivery it
+    is working on was lost with the same connection and will come again (it is
+    acknowledged only when the handler returns), so it may leave the work to
+    that redelivery instead of recording a failure.
+    """
+
+
 class RemoteError(Exception):
     """A ``call`` handler raised something that is not a cirrus exception."""
 

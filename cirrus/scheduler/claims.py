@@ -33,6 +33,12 @@ def claim(conn: sa.Connection, node_id: int, consumer_uuid: str, vcpus: int, mem
     return fits
 
 
+def held(conn: sa.Connection, consumer_uuid: str) -> int | None:
+    """The node ``consumer_uuid`` holds a claim on, if any."""
+    return conn.execute(sa.select(allocations.c.node_id).where(
+        allocations.c.consumer_uuid == consumer_uuid)).scalar()
+
+
 def release(conn: sa.Connection, consumer_uuid: str) -> None:
     """Give back what ``consumer_uuid`` holds. Idempotent."""
     row = conn.execute(sa.select(allocations).where(

@@ -60,12 +60,30 @@ def _group_and_hints(conn: sa.Connection, request_spec: dict[str, Any], spec: Sp
         spec.different_host = hosts_of(hints["different_host"])
 
 
-def _claim_first(conn: sa.Connection, consumer: str, node_ids: list[int], spec: Spec) -> int | None:
-    """Claim on the first node that still fits; its id, or None."""
+def _claim_first(conn: sa.Connection, consumer: str, node_ids: list[int],
+                 spec: Spec) -> tuple[int | None, bool]:
+    """Claim on the first node that still fits: (its id or None, whether the
+    claim was there already).
+
+    A request can come twice (the bus redelivers one whose reply or ack was
+    lost), so ``consumer`` may hold a claim from the first time: kept if its
+    node is still a candidate, else moved. A twin claiming at the same moment
+    shows up as a duplicate key, and its claim is the answer.
+    """
+    held = claims.held(conn, consumer)
+    if held is not None:
+        if held in node_ids:
+            return held, True
+        claims.release(conn, consumer)
     for node_id in node_ids:
-        if claims.claim(conn, node_id, consumer, spec.vcpus, spec.memory_mb, spec.disk_gb):
-            return node_id
-    return None
+        try:
+            with conn.begin_nested():
+                if claims.claim(conn, node_id, consumer, spec.vcpus, spec.memory_mb,
+                                spec.disk_gb):
+                    return node_id, False
+        except sa.exc.IntegrityError:
+            return claims.held(conn, consumer), True
+    return None, False
 
 
 def _release_all(conn: sa.Connection, consumers: list[str]) -> None:
@@ -153,16 +171,17 @@ class FilterScheduler:
             subset = max(1, min(self.settings.host_subset_size, len(weighed)))
             first = random.randrange(subset)
             order = [weighed[first][1]] + [h for i, (_, h) in enumerate(weighed) if i != first]
-            node_id = await self.db.run(_claim_first, uuid, [h.node_id for h in order], spec)
+            node_id, held = await self.db.run(_claim_first, uuid, [h.node_id for h in order], spec)
             if node_id is None:
                 await self._undo(claimed, chosen_hosts, spec)
                 raise NoValidHost(reason="There are not enough hosts available. Every "
                                          "claim failed: the hosts filled up meanwhile.",
                                   decision=decision)
             host = next(h for h in order if h.node_id == node_id)
-            self.host_manager.consume(node_id, spec.vcpus, spec.memory_mb, spec.disk_gb)
+            if not held:  # a held claim is counted already, and not ours to undo
+                self.host_manager.consume(node_id, spec.vcpus, spec.memory_mb, spec.disk_gb)
+                claimed.append(uuid)
             spec.chose(host.host)
-            claimed.append(uuid)
             chosen_hosts.append(host.host)
             destinations.append({"host": host.host, "nodename": host.nodename, "node_id": node_id})
         return {"destinations": destinations, "decision": decision}

@@ -1,4 +1,5 @@
-"""The in-process bus: cast, call, server routing, fan-out, timeouts, typed errors."""
+"""The bus on both transports: cast, call, server routing, fan-out, timeouts, typed
+errors; and, on AMQP, what a lost connection must not break."""
 from __future__ import annotations
 
 import asyncio
@@ -10,7 +11,8 @@ import pytest
 
 from cirrus.context import RequestContext
 from cirrus.exception import NotFound
-from cirrus.rpc import MessagingTimeout, RemoteError, RPCClient, RPCDispatcher, get_transport
+from cirrus.rpc import (ConnectionLost, MessagingTimeout, RemoteError, RPCClient, RPCDispatcher,
+                        get_transport)
 
 
 class Endpoint:
@@ -108,3 +110,99 @@ async def test_messages_must_be_json_safe(bus: Any) -> None:
     with pytest.raises(TypeError):
         await RPCClient(transport.transport, transport.topic).prepare(server="a").call(
             RequestContext(), "echo", value=object())
+
+
+# -- AMQP only: what a lost connection must not break ---------------------------------
+class Gate:
+    """An endpoint whose first ``hold`` blocks until released; it records every
+    delivery, so a redelivery shows up as a second entry."""
+
+    RPC_API = frozenset({"hold", "record", "slow"})
+
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def hold(self, ctx: RequestContext, value: Any) -> None:
+        self.seen.append(value)
+        if len(self.seen) == 1:
+            self.entered.set()
+            await self.release.wait()
+
+    async def record(self, ctx: RequestContext, value: Any) -> None:
+        self.seen.append(value)
+
+    async def slow(self, ctx: RequestContext) -> None:
+        await asyncio.sleep(5)
+
+
+@pytest.fixture
+async def amqp() -> Any:
+    """Two transports (a caller and a server process) on one fresh topic."""
+    transports = [get_transport(AMQP_URL), get_transport(AMQP_URL)]
+    try:
+        for transport in transports:
+            await asyncio.wait_for(transport.start(), 10)
+    except Exception as exc:  # noqa: BLE001
+        pytest.skip(f"no RabbitMQ at {AMQP_URL}: {exc}")
+    topic = f"t{uuid.uuid4().hex[:8]}"
+    gate = Gate()
+    await transports[1].listen(topic, "s", RPCDispatcher(gate))
+    yield transports[0], transports[1], topic, gate
+    for transport in transports:
+        await transport.stop()
+    gate.release.set()
+
+
+async def _drop(transport: Any) -> None:
+    """Cut the connection under the transport, as a broker restart would."""
+    await transport._conn.transport.connection.close(ConnectionError("test: dropped"))
+
+
+async def _until(predicate: Any, timeout: float = 20) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, "condition not reached"
+        await asyncio.sleep(0.02)
+
+
+async def test_amqp_cast_waits_for_the_reconnect(amqp: Any) -> None:
+    """A cast published while the connection is down is not lost."""
+    caller, _, topic, gate = amqp
+    await _drop(caller)
+    await RPCClient(caller, topic).prepare(server="s").cast(RequestContext(), "record", value=1)
+    await _until(lambda: gate.seen == [1])
+
+
+async def test_amqp_call_fails_fast_when_the_connection_drops(amqp: Any) -> None:
+    """A call in flight when the connection goes says so at once — no reply can
+    come any more — instead of waiting out its timeout."""
+    caller, _, topic, _ = amqp
+    client = RPCClient(caller, topic, timeout=30).prepare(server="s")
+    call = asyncio.ensure_future(client.call(RequestContext(), "slow"))
+    await asyncio.sleep(0.3)
+    started = asyncio.get_running_loop().time()
+    await _drop(caller)
+    with pytest.raises(ConnectionLost):
+        await call
+    assert asyncio.get_running_loop().time() - started < 5
+    # and the transport works again once reconnected
+    await client.cast(RequestContext(), "record", value="after")
+
+
+async def test_amqp_unacked_cast_is_redelivered_and_the_stale_ack_is_dropped(amqp: Any) -> None:
+    """A server that loses its connection mid-handler gets the cast again; when
+    the first handler finishes, its ack (for a dead channel) is skipped rather
+    than sent on the new channel, where it would close that channel."""
+    caller, server, topic, gate = amqp
+    client = RPCClient(caller, topic).prepare(server="s")
+    await client.cast(RequestContext(), "hold", value="x")
+    await asyncio.wait_for(gate.entered.wait(), 10)
+    await _drop(server)
+    await _until(lambda: gate.seen == ["x", "x"])  # the redelivery, while the first still runs
+    gate.release.set()
+    await client.cast(RequestContext(), "record", value="next")
+    await _until(lambda: gate.seen[-1:] == ["next"])
+    await asyncio.sleep(0.5)
+    assert gate.seen == ["x", "x", "next"]  # nothing delivered a third time
