@@ -1,0 +1,106 @@
+"""A message delivered twice, even twice at once, builds once.
+
+On RabbitMQ a cast whose consumer lost its connection before acking comes
+again, possibly while the first delivery is still being handled, and a publish
+whose confirm was lost is sent again. Here the in-process bus is made to
+deliver every cast twice, concurrently, and stale requests are replayed.
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import pytest
+import sqlalchemy as sa
+
+from cirrus.bootstrap import Cloud
+from cirrus.compute.models import allocations, compute_nodes, instances
+from cirrus.compute.rpcapi import ComputeAPI
+from cirrus.conductor.rpcapi import ComputeTaskAPI
+from cirrus.context import admin_context
+from tests.functional.servers import db_count, server_body, upload_image, wait_for_status
+
+SERVERS = "/compute/v2.1/servers"
+BUILD_EVENT = "compute__do_build_and_run_instance"
+
+
+@pytest.fixture
+async def image(demo: httpx.AsyncClient) -> str:
+    return await upload_image(demo)
+
+
+@pytest.fixture
+def every_cast_twice(cloud: Cloud, monkeypatch: pytest.MonkeyPatch) -> None:
+    transport = cloud.transport
+    original = transport.cast
+
+    async def cast(topic: str, server: str | None, message: dict[str, Any]) -> None:
+        await original(topic, server, message)
+        await original(topic, server, message)
+    monkeypatch.setattr(transport, "cast", cast)
+
+
+async def build_events(admin: httpx.AsyncClient, server_id: str) -> list[dict[str, Any]]:
+    resp = await admin.get(f"{SERVERS}/{server_id}/os-instance-actions")
+    request_id = resp.json()["instanceActions"][-1]["request_id"]
+    resp = await admin.get(f"{SERVERS}/{server_id}/os-instance-actions/{request_id}",
+                           headers={"OpenStack-API-Version": "compute 2.84"})
+    return [e for e in resp.json()["instanceAction"]["events"] if e["event"] == BUILD_EVENT]
+
+
+async def assert_built_once(cloud: Cloud, admin: httpx.AsyncClient, ids: list[str]) -> None:
+    """ACTIVE, one build, one claim and one port each; node usage adds up."""
+    for server_id in ids:
+        server = await wait_for_status(admin, server_id, {"ACTIVE", "ERROR"})
+        assert server["status"] == "ACTIVE", server.get("fault")
+        assert len(await build_events(admin, server_id)) == 1
+        ports = (await admin.get("/network/v2.0/ports", params={"device_id": server_id})
+                 ).json()["ports"]
+        assert len(ports) == 1, ports
+    assert await db_count(cloud, allocations, allocations.c.consumer_uuid.in_(ids)) == len(ids)
+
+    def running(conn: sa.Connection) -> int:
+        return conn.execute(sa.select(sa.func.sum(compute_nodes.c.running_vms))).scalar_one()
+    assert await cloud.db.read(running) == len(ids)
+
+
+async def test_every_cast_delivered_twice_builds_each_server_once(
+        cloud: Cloud, demo: httpx.AsyncClient, admin: httpx.AsyncClient, image: str,
+        every_cast_twice: None) -> None:
+    resp = await demo.post(SERVERS, json=server_body(image, name="twin", min_count=4,
+                                                     max_count=4, return_reservation_id=True))
+    assert resp.status_code == 202, resp.text
+    listed = await demo.get(SERVERS, params={"reservation_id": resp.json()["reservation_id"]})
+    ids = [s["id"] for s in listed.json()["servers"]]
+    assert len(ids) == 4
+    await assert_built_once(cloud, admin, ids)
+
+
+async def test_stale_build_requests_leave_an_active_server_alone(
+        cloud: Cloud, demo: httpx.AsyncClient, admin: httpx.AsyncClient, image: str) -> None:
+    resp = await demo.post(SERVERS, json=server_body(image, name="stale"))
+    server_id = resp.json()["server"]["id"]
+    await wait_for_status(demo, server_id, {"ACTIVE"})
+
+    def placement(conn: sa.Connection) -> Any:
+        return conn.execute(sa.select(instances.c.host, instances.c.node).where(
+            instances.c.uuid == server_id)).one()
+    host, node = await cloud.db.read(placement)
+    ctx = admin_context()
+    # The conductor's request again (a redelivery after the build finished) …
+    await ComputeTaskAPI(cloud.transport).build_instances(
+        ctx, instance_uuids=[server_id], request_spec={"instance_uuids": [server_id]},
+        filter_properties={}, build_params={})
+    # … and the compute host's, as a host coming back finds it still queued.
+    await ComputeAPI(cloud.transport).build_and_run_instance(
+        ctx, host, instance_uuid=server_id, node=node, request_spec={}, filter_properties={},
+        build_params={})
+    await asyncio.sleep(0.3)  # the casts' handlers run as tasks: let them start
+    for service in cloud.services:  # and any build they began finish
+        builds = getattr(service.endpoint, "builds", {})
+        for task in list(builds.values()):
+            await task
+    server = await wait_for_status(demo, server_id, {"ACTIVE", "ERROR"})
+    assert server["status"] == "ACTIVE" and server["OS-EXT-STS:task_state"] is None
+    await assert_built_once(cloud, admin, [server_id])
