@@ -65,12 +65,14 @@ class ComputeManager:
 
     async def start(self) -> None:
         await self.driver.init_host(self.host)
+        await self.network_api.start()
         await self.rt.update_available_resource()
         await self.periodics.init_instances()
 
     async def stop(self) -> None:
         for task in list(self.builds.values()):
             task.cancel()
+        await self.network_api.stop()
         await self.driver.cleanup_host(self.host)
 
     async def release_claim(self, instance_uuid: str) -> None:

@@ -63,6 +63,15 @@ class API:
         self.binder = binder
         self._locks: dict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
 
+    async def start(self) -> None:
+        """Start the host backend (re-creates host state after a restart)."""
+        if self.binder.backend is not None:
+            await self.binder.backend.start()
+
+    async def stop(self) -> None:
+        if self.binder.backend is not None:
+            await self.binder.backend.stop()
+
     # -- checks at create time --------------------------------------------------
     async def validate_networks(self, ctx: RequestContext, requested_networks: Any,
                                 num_instances: int) -> int:

@@ -38,6 +38,7 @@ class Binder:
         self.event_sink = event_sink
         if backend is not None:
             backend.set_port_up_callback(self.port_up)
+            backend.set_database(db)
 
     async def bound(self, port: dict[str, Any]) -> None:
         if self.backend is None or not port.get("binding_host_id"):

@@ -17,8 +17,15 @@ PortUpCallback = Callable[[str], Awaitable[None]]
 class HostBackend(abc.ABC):
     """Per-deployment host networking driver."""
 
+    db: Any = None
+
     def set_port_up_callback(self, callback: PortUpCallback) -> None:
         self._port_up = callback
+
+    def set_database(self, db: Any) -> None:
+        """The database the backend reads host state from (``await db.read(fn,
+        …)``); the Binder sets it."""
+        self.db = db
 
     async def start(self) -> None:
         """Prepare the host (and re-create state after a restart)."""

@@ -1,0 +1,242 @@
+"""The ``linuxbridge`` host backend: real host networking for the libvirt driver.
+
+Per network with ports bound to this host: a bridge ``brq<network id[:11]>``
+holding the subnets' gateway addresses and one dnsmasq; per port: nftables
+anti-spoofing and security group chains (``firewall.py``). Everything happens
+in ``settings.host_netns`` (empty: this process's namespace).
+
+The database is the source of truth: every change (a port bound or unbound
+here, and a periodic sync every :attr:`SYNC_INTERVAL` seconds) re-reads what
+is bound to this host and re-renders DHCP and firewall state, applying only
+what changed. That is how security group rules and subnets edited in the API
+process reach the host without any RPC, and how a restarted compute process
+re-creates its state.
+"""
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+from typing import Any
+
+from cirrus.network.backends import firewall
+from cirrus.network.backends.base import HostBackend
+from cirrus.network.backends.dhcp import DhcpServers
+from cirrus.network.backends.tapwatch import TapWatcher
+from cirrus.network.host_view import (HostView, bridge_name, existing_networks, load_host_view,
+                                      networks_of_bridges)
+from cirrus.network.linux import ip
+from cirrus.network.model import devname
+from cirrus.utils import spawn
+
+LOG = logging.getLogger(__name__)
+BRIDGE_NF_SYSCTLS = ("net.bridge.bridge-nf-call-iptables", "net.bridge.bridge-nf-call-ip6tables")
+
+
+def gateway_cidrs(subnets: list[dict[str, Any]]) -> set[str]:
+    """The addresses the bridge holds: each subnet's gateway with its prefix."""
+    out = set()
+    for subnet in subnets:
+        if subnet.get("gateway_ip"):
+            prefix = ipaddress.ip_network(subnet["cidr"], strict=False).prefixlen
+            out.add(f"{subnet['gateway_ip']}/{prefix}")
+    return out
+
+
+class LinuxBridgeBackend(HostBackend):
+    """Bridges, dnsmasq and nftables for the ports bound to ``host``."""
+
+    # Seconds between re-reads of the database (security group rule changes
+    # made in the API process take effect within this).
+    SYNC_INTERVAL = 2.0
+
+    def __init__(self, settings: Any, host: str | None) -> None:
+        self.settings = settings
+        self.host = host or settings.compute_host
+        self.dhcp = DhcpServers(settings)
+        self.taps = TapWatcher(settings, self._tap_up)
+        self._lock = asyncio.Lock()
+        self._firewall: str | None = None  # the script last applied
+        self._bridges: dict[str, tuple[str, int | None, frozenset[str]]] = {}  # net → state
+        self._netns_ready = False
+        self._sync_task: asyncio.Task[Any] | None = None
+
+    # -- lifecycle --------------------------------------------------------------------
+    async def start(self) -> None:
+        """Adopt this host's bridges, re-create DHCP and firewall state for the
+        ports bound here, wait for taps of ports not yet up, then keep syncing."""
+        await self._prepare_netns()
+        await self._adopt_bridges()
+        await self.sync()
+        self._sync_task = spawn(self._sync_loop(), name=f"linuxbridge-sync-{self.host}")
+
+    async def stop(self) -> None:
+        """Stop syncing and the dnsmasq processes; bridges and firewall rules stay
+        (the guests keep running and keep being protected)."""
+        if self._sync_task is not None:
+            self._sync_task.cancel()
+            await asyncio.gather(self._sync_task, return_exceptions=True)
+            self._sync_task = None
+        await self.taps.stop()
+        async with self._lock:
+            await self.dhcp.stop_all()
+
+    # -- HostBackend --------------------------------------------------------------------
+    async def port_bound(self, port: dict[str, Any], network: dict[str, Any],
+                         subnets: list[dict[str, Any]]) -> None:
+        """Bridge (with gateway addresses), DHCP entry and firewall for ``port``,
+        then report it up once libvirt put its tap on the bridge."""
+        await self._prepare_netns()
+        async with self._lock:
+            await self._ensure_network(network, subnets)
+        await self.sync()
+        if port.get("status") != "ACTIVE" or not await self._tap_on_bridge(port):
+            self.taps.watch(port["id"], devname(port["id"]), bridge_name(network["id"]),
+                            self._plug_timeout())
+        else:
+            await self._report_up(port["id"])
+
+    async def port_unbound(self, port: dict[str, Any], network: dict[str, Any]) -> None:
+        """Forget the port: no tap wait, DHCP entry and rules gone (libvirt
+        removes the tap with the domain)."""
+        self.taps.cancel(port["id"])
+        await self.sync()
+
+    async def network_deleted(self, network: dict[str, Any]) -> None:
+        """Stop the network's dnsmasq and delete its bridge."""
+        async with self._lock:
+            await self._drop_network(network["id"])
+
+    async def subnet_changed(self, network: dict[str, Any], subnets: list[dict[str, Any]]) -> None:
+        async with self._lock:
+            await self._ensure_network(network, subnets)
+        await self.sync()
+
+    # -- the sync ---------------------------------------------------------------------
+    async def sync(self) -> None:
+        """Re-read what is bound here and apply bridges, DHCP and firewall changes."""
+        if self.db is None:
+            LOG.warning("linuxbridge backend on %s has no database; nothing to sync", self.host)
+            return
+        async with self._lock:
+            view = await self.db.read(load_host_view, self.host)
+            for net_id, network in view.networks.items():
+                subnets = view.subnets.get(net_id, [])
+                await self._ensure_network(network, subnets)
+                await self.dhcp.sync(network, subnets, view.ports_of(net_id), bridge_name(net_id))
+            for net_id in self.dhcp.serving() - set(view.networks):
+                await self.dhcp.stop(net_id)
+            await self._collect_deleted_networks(view)
+            script = firewall.render(view.filters)
+            if script != self._firewall:
+                self._firewall = None  # unknown until nft succeeds
+                await firewall.apply(self.settings, script)
+                self._firewall = script
+        self._watch_down_ports(view)
+
+    async def _sync_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.SYNC_INTERVAL)
+            try:
+                await self.sync()
+            except Exception:  # noqa: BLE001 - keep syncing; the next round retries
+                LOG.exception("linuxbridge sync on %s failed", self.host)
+
+    def _watch_down_ports(self, view: HostView) -> None:
+        """Ports bound here by someone else (the API) or before a restart that
+        are not up yet get a tap watch; ports no longer here lose theirs."""
+        bound = {p["id"] for p in view.ports}
+        for port_id in self.taps.watching() - bound:
+            self.taps.cancel(port_id)
+        for port in view.ports:
+            if port["status"] != "ACTIVE" and port["id"] not in self.taps.watching() \
+                    and not self.taps.gave_up(port["id"]):
+                self.taps.watch(port["id"], devname(port["id"]), bridge_name(port["network_id"]),
+                                self._plug_timeout())
+
+    async def _collect_deleted_networks(self, view: HostView) -> None:
+        """Networks deleted in the API process: their bridges go once empty."""
+        idle = [n for n in self._bridges if n not in view.networks]
+        if not idle:
+            return
+        alive = await self.db.read(existing_networks, idle)
+        for net_id in idle:
+            if net_id not in alive:
+                await self._drop_network(net_id)
+
+    # -- host state -------------------------------------------------------------------
+    async def _prepare_netns(self) -> None:
+        """Bridged IPv4/IPv6 must pass the inet hooks (br_netfilter) for the
+        security group chains and conntrack to see it."""
+        if self._netns_ready:
+            return
+        await ip.run(self.settings, ["modprobe", "br_netfilter"], check=False)
+        for key in BRIDGE_NF_SYSCTLS:
+            await ip.write_sysctl(self.settings, key, "1")
+        self._netns_ready = True
+
+    async def _ensure_network(self, network: dict[str, Any], subnets: list[dict[str, Any]]) -> None:
+        """The bridge exists, is up, and holds exactly the gateway addresses."""
+        bridge = bridge_name(network["id"])
+        mtu = network.get("mtu")
+        cidrs = frozenset(gateway_cidrs(subnets))
+        known = self._bridges.get(network["id"])
+        if known == (bridge, mtu, cidrs):
+            return
+        await ip.ensure_bridge(self.settings, bridge, mtu)
+        for cidr in sorted(cidrs):
+            await ip.set_address(self.settings, bridge, cidr)
+        for cidr in (known[2] if known else frozenset()) - cidrs:
+            await ip.remove_address(self.settings, bridge, cidr)
+        self._bridges[network["id"]] = (bridge, mtu, cidrs)
+
+    async def _drop_network(self, network_id: str) -> None:
+        await self.dhcp.stop(network_id)
+        if await self._drop_bridge(bridge_name(network_id)):
+            self._bridges.pop(network_id, None)
+
+    async def _drop_bridge(self, bridge: str) -> bool:
+        """Delete ``bridge`` unless something is still enslaved to it."""
+        links = await ip.links(self.settings)
+        if any(link.get("master") == bridge for link in links.values()):
+            LOG.warning("%s belongs to no network but still has ports; keeping it", bridge)
+            return False
+        await ip.delete_link(self.settings, bridge)
+        return True
+
+    async def _adopt_bridges(self) -> None:
+        """After a restart: bridges of networks that still exist are ours again
+        (addresses re-checked on the next sync); empty ones of deleted networks go."""
+        if self.db is None:
+            return
+        names = [n for n in await ip.links(self.settings) if n.startswith("brq")]
+        owners = await self.db.read(networks_of_bridges, names)
+        for bridge in names:
+            if bridge in owners:
+                # What is on it now, so addresses of deleted subnets get removed.
+                present = frozenset(await ip.addresses(self.settings, bridge))
+                self._bridges.setdefault(owners[bridge], (bridge, None, present))
+            else:
+                await self._drop_bridge(bridge)
+
+    async def _tap_on_bridge(self, port: dict[str, Any]) -> bool:
+        return await ip.link_master(self.settings, devname(port["id"])) == \
+            bridge_name(port["network_id"])
+
+    async def _tap_up(self, port_id: str) -> None:
+        """The tap joined its bridge: make sure the rules are current, then
+        report the port up (ACTIVE + network-vif-plugged)."""
+        try:
+            await self.sync()
+        except Exception:  # noqa: BLE001 - the rules were applied when it was bound
+            LOG.exception("firewall refresh for port %s failed", port_id)
+        await self._report_up(port_id)
+
+    async def _report_up(self, port_id: str) -> None:
+        callback = getattr(self, "_port_up", None)  # set_port_up_callback
+        if callback is not None:
+            await callback(port_id)
+
+    def _plug_timeout(self) -> float:
+        timeout = float(self.settings.vif_plugging_timeout)
+        return timeout if timeout > 0 else 300.0

@@ -1,0 +1,85 @@
+"""Wait for guests' taps to join their bridges.
+
+libvirt creates a port's tap and enslaves it to the network's bridge when the
+domain starts (paused); that is when the port is up. One poll of ``ip -j link``
+every ``interval`` serves every port being waited for, so a burst of boots
+costs no more than one.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable
+
+from cirrus.network.linux import ip
+from cirrus.utils import spawn
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclass
+class _Wait:
+    dev: str
+    bridge: str
+    deadline: float
+
+
+class TapWatcher:
+    """Calls ``on_up(port_id)`` once when the port's tap is on its bridge."""
+
+    def __init__(self, settings: Any, on_up: Callable[[str], Awaitable[None]],
+                 interval: float = 0.1) -> None:
+        self.settings = settings
+        self.on_up = on_up
+        self.interval = interval
+        self._waits: dict[str, _Wait] = {}
+        self._expired: set[str] = set()
+        self._task: asyncio.Task[Any] | None = None
+
+    def watch(self, port_id: str, dev: str, bridge: str, timeout: float) -> None:
+        """Start waiting (again) for ``dev`` to be enslaved to ``bridge``."""
+        self._expired.discard(port_id)
+        self._waits[port_id] = _Wait(dev, bridge, time.monotonic() + timeout)
+        if self._task is None or self._task.done():
+            self._task = spawn(self._poll(), name="linuxbridge-tap-watch")
+
+    def cancel(self, port_id: str) -> None:
+        """Stop waiting for ``port_id`` (unbound or deleted) and forget it."""
+        self._waits.pop(port_id, None)
+        self._expired.discard(port_id)
+
+    def watching(self) -> set[str]:
+        return set(self._waits)
+
+    def gave_up(self, port_id: str) -> bool:
+        """Whether waiting for ``port_id`` timed out (it is not retried by itself)."""
+        return port_id in self._expired
+
+    async def stop(self) -> None:
+        self._waits.clear()
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    async def _poll(self) -> None:
+        while self._waits:
+            try:
+                links = await ip.links(self.settings)
+            except ip.CommandError as e:
+                LOG.warning("listing links failed: %s", e)
+                links = {}
+            now = time.monotonic()
+            for port_id, wait in list(self._waits.items()):
+                if links.get(wait.dev, {}).get("master") == wait.bridge:
+                    del self._waits[port_id]
+                    spawn(self.on_up(port_id), name=f"linuxbridge-port-up-{port_id}")
+                elif now >= wait.deadline:
+                    del self._waits[port_id]
+                    self._expired.add(port_id)
+                    LOG.warning("port %s: %s did not join %s in time; not reporting it up",
+                                port_id, wait.dev, wait.bridge)
+            if self._waits:
+                await asyncio.sleep(self.interval)

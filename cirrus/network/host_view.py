@@ -1,0 +1,136 @@
+"""What one compute host's networking needs from the database, in one read.
+
+The ``linuxbridge`` backend renders DHCP and firewall state from a
+:class:`HostView` and re-reads it every few seconds, which is how changes made
+in the API process (security group rules, subnets) reach the host.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+
+from cirrus.db.engine import fetch_all
+from cirrus.network.backends.firewall import PortFilter, Rule
+from cirrus.network.model import devname
+from cirrus.network.models import ip_allocations, networks, ports, security_groups, subnets
+from cirrus.network.security_groups import rules_of
+
+
+def bridge_name(network_id: str) -> str:
+    """The Linux bridge of a network (the VIF model's ``network.bridge``)."""
+    return "brq" + network_id[:11]
+
+
+@dataclass
+class HostView:
+    """Ports bound to one host with their networks, subnets and filters."""
+
+    networks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    subnets: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # Port rows bound here, each with ``fixed_ips``: [{subnet_id, ip_address}].
+    ports: list[dict[str, Any]] = field(default_factory=list)
+    filters: list[PortFilter] = field(default_factory=list)
+
+    def ports_of(self, network_id: str) -> list[dict[str, Any]]:
+        return [p for p in self.ports if p["network_id"] == network_id]
+
+
+def load_host_view(conn: sa.Connection, host: str) -> HostView:
+    """Everything bound to ``host`` (``binding_host_id``), read in one transaction."""
+    rows = fetch_all(conn, sa.select(ports).where(ports.c.binding_host_id == host)
+                     .order_by(ports.c.seq))
+    fixed = _fixed_ips(conn, [r["id"] for r in rows])
+    for row in rows:
+        row["fixed_ips"] = fixed.get(row["id"], [])
+    net_ids = sorted({r["network_id"] for r in rows})
+    view = HostView(ports=rows)
+    if net_ids:
+        view.networks = {n["id"]: n for n in fetch_all(
+            conn, sa.select(networks).where(networks.c.id.in_(net_ids)))}
+        for sub in fetch_all(conn, sa.select(subnets).where(subnets.c.network_id.in_(net_ids))
+                             .order_by(subnets.c.created_at, subnets.c.id)):
+            view.subnets.setdefault(sub["network_id"], []).append(sub)
+    view.filters = _filters(conn, rows)
+    return view
+
+
+def existing_networks(conn: sa.Connection, network_ids: list[str]) -> set[str]:
+    """Which of ``network_ids`` still exist."""
+    if not network_ids:
+        return set()
+    return {r.id for r in conn.execute(sa.select(networks.c.id).where(networks.c.id.in_(network_ids)))}
+
+
+def networks_of_bridges(conn: sa.Connection, bridges: list[str]) -> dict[str, str]:
+    """Bridge name → id of the existing network it belongs to (after a restart
+    the backend only knows the bridges' names)."""
+    found: dict[str, str] = {}
+    for bridge in bridges:
+        prefix = bridge[len("brq"):]
+        net_id = conn.execute(sa.select(networks.c.id).where(
+            networks.c.id.like(prefix + "%"))).scalar()
+        if net_id is not None:
+            found[bridge] = net_id
+    return found
+
+
+def _fixed_ips(conn: sa.Connection, port_ids: list[str]) -> dict[str, list[dict[str, str]]]:
+    out: dict[str, list[dict[str, str]]] = {}
+    if port_ids:
+        for row in conn.execute(sa.select(ip_allocations).where(
+                ip_allocations.c.port_id.in_(port_ids)).order_by(ip_allocations.c.ip_address)):
+            out.setdefault(row.port_id, []).append(
+                {"subnet_id": row.subnet_id, "ip_address": row.ip_address})
+    return out
+
+
+def _filters(conn: sa.Connection, rows: list[dict[str, Any]]) -> list[PortFilter]:
+    """Firewall input for the bound ports: rules of their groups, remote
+    groups expanded to the fixed addresses of their ports on any host."""
+    group_ids = sorted({g for r in rows if r["port_security_enabled"]
+                        for g in r["security_groups"] or []})
+    rules = rules_of(conn, group_ids)
+    remote_ids = sorted({rule["remote_group_id"] for group in rules.values() for rule in group
+                         if rule["remote_group_id"]})
+    members = _group_addresses(conn, remote_ids)
+    filters = []
+    for row in rows:
+        port_rules: list[Rule] = []
+        if row["port_security_enabled"]:
+            for group_id in row["security_groups"] or []:
+                for rule in rules.get(group_id, []):
+                    remote = rule["remote_group_id"]
+                    port_rules.append(Rule(
+                        direction=rule["direction"], ethertype=rule["ethertype"],
+                        protocol=rule["protocol"], port_range_min=rule["port_range_min"],
+                        port_range_max=rule["port_range_max"],
+                        remote_ip_prefix=rule["remote_ip_prefix"],
+                        remote_ips=tuple(members.get(remote, ())) if remote else None,
+                        id=rule["id"]))
+        filters.append(PortFilter(
+            id=row["id"], devname=devname(row["id"]), bridge=bridge_name(row["network_id"]),
+            mac=row["mac_address"], ips=tuple(ip["ip_address"] for ip in row["fixed_ips"]),
+            port_security=bool(row["port_security_enabled"]), rules=tuple(port_rules)))
+    return filters
+
+
+def _group_addresses(conn: sa.Connection, group_ids: list[str]) -> dict[str, list[str]]:
+    """Group id → fixed addresses of every port in it. Membership is a JSON
+    list on the port, so candidates are the ports of the groups' projects."""
+    if not group_ids:
+        return {}
+    projects = [r.project_id for r in conn.execute(
+        sa.select(security_groups.c.project_id).where(security_groups.c.id.in_(group_ids)))]
+    candidates = conn.execute(sa.select(ports.c.id, ports.c.security_groups).where(
+        ports.c.project_id.in_(set(projects)))).all()
+    wanted = set(group_ids)
+    by_port = {c.id: wanted.intersection(c.security_groups or []) for c in candidates}
+    by_port = {pid: groups for pid, groups in by_port.items() if groups}
+    fixed = _fixed_ips(conn, list(by_port))
+    out: dict[str, list[str]] = {g: [] for g in group_ids}
+    for pid, groups in by_port.items():
+        for group in groups:
+            out[group].extend(ip["ip_address"] for ip in fixed.get(pid, []))
+    return out
