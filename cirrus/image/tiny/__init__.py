@@ -53,15 +53,21 @@ def _run(*argv: str, cwd: Path | None = None) -> str:
     return done.stdout
 
 
+def _installed_kernel(root: Path) -> tuple[Path, Path] | None:
+    for vmlinuz in sorted(glob.glob(str(root / "boot/vmlinuz-*-amd64")), reverse=True):
+        version = Path(vmlinuz).name.removeprefix("vmlinuz-")
+        modules = root / "lib/modules" / version
+        if (modules / "modules.dep").exists():
+            return Path(vmlinuz), modules
+    return None
+
+
 def find_kernel(cache: Path) -> tuple[Path, Path]:
     """(vmlinuz, modules dir) of a Debian amd64 kernel: the host's installed
     one, else one unpacked from ``apt-get download`` into ``cache``."""
-    for root in (Path("/"), cache / "kernel"):
-        for vmlinuz in sorted(glob.glob(str(root / "boot/vmlinuz-*-amd64")), reverse=True):
-            version = Path(vmlinuz).name.removeprefix("vmlinuz-")
-            modules = root / "lib/modules" / version
-            if (modules / "modules.dep").exists():
-                return Path(vmlinuz), modules
+    found = _installed_kernel(Path("/")) or _installed_kernel(cache / "kernel")
+    if found is not None:
+        return found
     depends = _run("apt-cache", "depends", KERNEL_PACKAGE)
     match = re.search(r"Depends: (linux-image-\S+)", depends)
     if match is None:
@@ -70,8 +76,19 @@ def find_kernel(cache: Path) -> tuple[Path, Path]:
     work.mkdir(parents=True, exist_ok=True)
     _run("apt-get", "download", match.group(1), cwd=work)
     deb = sorted(work.glob("linux-image-*.deb"))[-1]
-    _run("dpkg-deb", "-x", str(deb), str(cache / "kernel"))
-    return find_kernel(cache)
+    root = cache / "kernel"
+    _run("dpkg-deb", "-x", str(deb), str(root))
+    # The package ships no modules.dep (its postinst runs depmod); make it.
+    for modules in (root / "lib/modules").iterdir():
+        depmod = shutil.which("depmod") or "/sbin/depmod"
+        if Path(depmod).exists():
+            _run(depmod, "-b", str(root), modules.name)
+        else:
+            _run(str(_busybox()), "depmod", "-b", str(root), modules.name)
+    found = _installed_kernel(root)
+    if found is None:
+        raise BuildError(f"{deb.name} holds no usable kernel")
+    return found
 
 
 def module_closure(modules_dir: Path, wanted: tuple[str, ...] = MODULES) -> list[str]:
