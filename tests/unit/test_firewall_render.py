@@ -98,10 +98,10 @@ def test_default_group_rules_and_dispatch() -> None:
     script = render([port(rules=rules),
                      port(B, ("10.0.0.6", "fd00::6"), rules, mac="fa:16:3e:00:00:02")])
     assert chain(script, f"out-{A}") == ['meta nfproto ipv4 return comment "rule e4"',
-                                         'meta nfproto ipv6 return comment "rule e6"', "drop"]
+                                         'meta nfproto ipv6 return comment "rule e6"', "counter drop"]
     # The IPv6 remote group has no IPv6 member: that rule matches nothing.
     assert chain(script, f"in-{A}") == [
-        'meta nfproto ipv4 ip saddr { 10.0.0.5, 10.0.0.6 } accept comment "rule self4"', "drop"]
+        'meta nfproto ipv4 ip saddr { 10.0.0.5, 10.0.0.6 } accept comment "rule self4"', "counter drop"]
     assert chain(script, "egress") == [
         f'iifname "{BRIDGE}" ip saddr 10.0.0.5 jump out-{A}',
         f'iifname "{BRIDGE}" ip6 saddr fe80::f816:3eff:fe00:1 jump out-{A}',
@@ -121,8 +121,8 @@ def test_default_group_rules_and_dispatch() -> None:
 
 def test_no_rules_means_everything_dropped() -> None:
     script = render([port()])
-    assert chain(script, f"out-{A}") == ["drop"]
-    assert chain(script, f"in-{A}") == ["drop"]
+    assert chain(script, f"out-{A}") == ["counter drop"]
+    assert chain(script, f"in-{A}") == ["counter drop"]
     nft_accepts(script)
 
 
@@ -130,23 +130,23 @@ def test_anti_spoofing() -> None:
     script = render([port(ips=("10.0.0.5", "10.0.1.5", "fd00::5"))])
     assert chain(script, "prerouting")[1] == f'iifname "tap0a0a0a0a-11" jump spoof-{A}'
     spoof = chain(script, f"spoof-{A}")
-    assert spoof[0] == "ether saddr != fa:16:3e:00:00:01 drop"
-    assert "ether type arp arp saddr ether != fa:16:3e:00:00:01 drop" in spoof
-    assert "ether type arp arp saddr ip != { 0.0.0.0, 10.0.0.5, 10.0.1.5 } drop" in spoof
+    assert spoof[0] == "ether saddr != fa:16:3e:00:00:01 counter drop"
+    assert "ether type arp arp saddr ether != fa:16:3e:00:00:01 counter drop" in spoof
+    assert "ether type arp arp saddr ip != { 0.0.0.0, 10.0.0.5, 10.0.1.5 } counter drop" in spoof
     # DHCP from the unspecified address is allowed, before the source check.
     dhcp = spoof.index("ether type ip ip saddr 0.0.0.0 udp sport 68 udp dport 67 return")
-    assert spoof.index("ether type ip ip saddr != { 10.0.0.5, 10.0.1.5 } drop") > dhcp
+    assert spoof.index("ether type ip ip saddr != { 10.0.0.5, 10.0.1.5 } counter drop") > dhcp
     assert "ether type ip udp sport 67 drop" in spoof  # no DHCP servers in guests
     assert "ether type ip6 ip6 saddr fe80::/10 return" in spoof
     assert "ether type ip6 ip6 saddr fd00::5 return" in spoof
-    assert spoof[-1] == "ether type ip6 drop"
+    assert spoof[-1] == "ether type ip6 counter drop"
     nft_accepts(script)
 
 
 def test_port_without_addresses_sends_only_dhcp() -> None:
     spoof = chain(render([port(ips=())]), f"spoof-{A}")
-    assert "ether type ip drop" in spoof
-    assert "ether type arp arp saddr ip != 0.0.0.0 drop" in spoof
+    assert "ether type ip counter drop" in spoof
+    assert "ether type arp arp saddr ip != 0.0.0.0 counter drop" in spoof
 
 
 def test_port_security_disabled_is_neither_spoof_checked_nor_filtered() -> None:

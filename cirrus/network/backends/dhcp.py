@@ -64,7 +64,8 @@ def dnsmasq_argv(network: dict[str, Any], subnets: list[dict[str, Any]], files: 
         dns = [d for d in subnet["dns_nameservers"] or [] if ipaddress.ip_address(d).version == 4]
         # An empty list sends no DNS servers rather than dnsmasq's own address.
         argv.append(f"--dhcp-option=tag:{tag},option:dns-server" + "".join(f",{d}" for d in dns))
-        argv.append(f"--dhcp-option=tag:{tag},option:mtu,{network['mtu']}")
+        # Forced: many clients (busybox udhcpc) do not ask for the MTU.
+        argv.append(f"--dhcp-option-force=tag:{tag},option:mtu,{network['mtu']}")
         routes = [r for r in subnet["host_routes"] or []
                   if ipaddress.ip_network(r["destination"], strict=False).version == 4]
         if routes:

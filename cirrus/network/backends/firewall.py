@@ -142,22 +142,24 @@ def _protocol_match(rule: Rule, v4: bool) -> str:
 def _spoof_chain(port: PortFilter) -> list[str]:
     """Stateless anti-spoofing on frames entering the bridge from the tap."""
     v4, v6 = port.addresses(4), port.addresses(6)
-    lines = [f"ether saddr != {port.mac} drop",
-             f"ether type arp arp saddr ether != {port.mac} drop",
+    # Counters on drops tell an operator which check stopped a guest's traffic.
+    lines = [f"ether saddr != {port.mac} counter drop",
+             f"ether type arp arp saddr ether != {port.mac} counter drop",
              # 0.0.0.0: address conflict probes before the port has an address.
-             f"ether type arp arp saddr ip != {_set(['0.0.0.0', *v4])} drop",
+             f"ether type arp arp saddr ip != {_set(['0.0.0.0', *v4])} counter drop",
              # Guests must not answer other guests' DHCP or act as routers.
              "ether type ip udp sport 67 drop", "ether type ip6 udp sport 547 drop",
              "ether type ip6 icmpv6 type nd-router-advert drop",
              "ether type ip ip saddr 0.0.0.0 udp sport 68 udp dport 67 return"]
-    lines.append(f"ether type ip ip saddr != {_set(v4)} drop" if v4 else "ether type ip drop")
+    lines.append(f"ether type ip ip saddr != {_set(v4)} counter drop" if v4
+                 else "ether type ip counter drop")
     lines.append("ether type ip6 ip6 saddr fe80::/10 return")
     if v6:
         lines.append(f"ether type ip6 ip6 saddr {_set(v6)} return")
     # Duplicate address detection and MLD are sent from the unspecified address.
     lines.append("ether type ip6 ip6 saddr :: icmpv6 type "
                  "{ nd-neighbor-solicit, mld-listener-report, mld2-listener-report } return")
-    lines.append("ether type ip6 drop")
+    lines.append("ether type ip6 counter drop")
     return lines
 
 
@@ -170,7 +172,7 @@ def _rule_chain(port: PortFilter, direction: str, verdict: str) -> list[str]:
         if match is not None:
             comment = f' comment "rule {rule.id}"' if rule.id else ""
             lines.append(f"{match} {verdict}{comment}")
-    lines.append("drop")
+    lines.append("counter drop")
     return lines
 
 

@@ -146,11 +146,10 @@ class LinuxBridgeBackend(HostBackend):
         """Ports bound here by someone else (the API) or before a restart that
         are not up yet get a tap watch; ports no longer here lose theirs."""
         bound = {p["id"] for p in view.ports}
-        for port_id in self.taps.watching() - bound:
+        for port_id in self.taps.known() - bound:
             self.taps.cancel(port_id)
         for port in view.ports:
-            if port["status"] != "ACTIVE" and port["id"] not in self.taps.watching() \
-                    and not self.taps.gave_up(port["id"]):
+            if port["status"] != "ACTIVE" and port["id"] not in self.taps.known():
                 self.taps.watch(port["id"], devname(port["id"]), bridge_name(port["network_id"]),
                                 self._plug_timeout())
 

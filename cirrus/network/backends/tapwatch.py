@@ -35,12 +35,14 @@ class TapWatcher:
         self.on_up = on_up
         self.interval = interval
         self._waits: dict[str, _Wait] = {}
-        self._expired: set[str] = set()
+        # Ports whose wait ended (tap found or timed out): not watched again
+        # until they are unbound or explicitly watched.
+        self._settled: set[str] = set()
         self._task: asyncio.Task[Any] | None = None
 
     def watch(self, port_id: str, dev: str, bridge: str, timeout: float) -> None:
         """Start waiting (again) for ``dev`` to be enslaved to ``bridge``."""
-        self._expired.discard(port_id)
+        self._settled.discard(port_id)
         self._waits[port_id] = _Wait(dev, bridge, time.monotonic() + timeout)
         if self._task is None or self._task.done():
             self._task = spawn(self._poll(), name="linuxbridge-tap-watch")
@@ -48,14 +50,15 @@ class TapWatcher:
     def cancel(self, port_id: str) -> None:
         """Stop waiting for ``port_id`` (unbound or deleted) and forget it."""
         self._waits.pop(port_id, None)
-        self._expired.discard(port_id)
+        self._settled.discard(port_id)
 
-    def watching(self) -> set[str]:
-        return set(self._waits)
+    def known(self) -> set[str]:
+        """Ports being waited for or whose wait ended."""
+        return set(self._waits) | self._settled
 
-    def gave_up(self, port_id: str) -> bool:
-        """Whether waiting for ``port_id`` timed out (it is not retried by itself)."""
-        return port_id in self._expired
+    def settled(self, port_id: str) -> bool:
+        """Whether the wait for ``port_id`` ended (reported up, or timed out)."""
+        return port_id in self._settled
 
     async def stop(self) -> None:
         self._waits.clear()
@@ -75,10 +78,11 @@ class TapWatcher:
             for port_id, wait in list(self._waits.items()):
                 if links.get(wait.dev, {}).get("master") == wait.bridge:
                     del self._waits[port_id]
+                    self._settled.add(port_id)
                     spawn(self.on_up(port_id), name=f"linuxbridge-port-up-{port_id}")
                 elif now >= wait.deadline:
                     del self._waits[port_id]
-                    self._expired.add(port_id)
+                    self._settled.add(port_id)
                     LOG.warning("port %s: %s did not join %s in time; not reporting it up",
                                 port_id, wait.dev, wait.bridge)
             if self._waits:

@@ -104,7 +104,9 @@ async def addresses(settings: Any, dev: str) -> set[str]:
     """The global addresses on ``dev`` as ``ADDR/PREFIX`` strings."""
     text = await run(settings, ["ip", "-j", "addr", "show", "dev", dev, "scope", "global"])
     found = json.loads(text or "[]")
-    return {f"{a['local']}/{a['prefixlen']}" for link in found for a in link.get("addr_info", [])}
+    # ``ip -j`` lists filtered-out addresses as empty objects.
+    return {f"{a['local']}/{a['prefixlen']}" for link in found
+            for a in link.get("addr_info", []) if "local" in a}
 
 
 async def set_address(settings: Any, dev: str, cidr: str) -> None:
