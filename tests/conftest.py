@@ -1,14 +1,12 @@
 """Shared fixtures: an in-process cloud and HTTP clients logged in as users.
 
-The database is migrated and bootstrapped once per session into a template
-file, which each test copies, so a test's cloud starts in milliseconds.
+The database is migrated and bootstrapped once per session into a template,
+which each test copies, so a test's cloud starts in milliseconds; every test
+using ``cloud`` runs on SQLite and on PostgreSQL (tests/databases.py).
 """
 from __future__ import annotations
 
-import os
-import shutil
-import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,7 @@ import pytest
 
 from cirrus.bootstrap import Cloud
 from cirrus.config import Settings
+from tests.databases import Databases, PostgresDatabases, SQLiteDatabases, backends
 
 TEST_DEFAULTS: dict[str, Any] = {
     "computes": 2,
@@ -25,61 +24,31 @@ TEST_DEFAULTS: dict[str, Any] = {
 }
 
 
-@pytest.fixture(scope="session")
-def template_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import asyncio
-
-    state = tmp_path_factory.mktemp("template")
-    settings = Settings(state_dir=state, computes=0)
-    if PG_URL:
-        _pg_admin("DROP DATABASE IF EXISTS cirrus_template WITH (FORCE)")
-        _pg_admin("CREATE DATABASE cirrus_template")
-        settings = Settings(state_dir=state, computes=0, database_url=_pg_url("cirrus_template"))
-
-    async def prepare() -> None:
-        cloud = Cloud(settings, api=False, roles=())
-        await cloud.start()
-        await cloud.stop()
-
-    asyncio.run(prepare())
-    return state / "cirrus.db"
-
-
-# With CIRRUS_TEST_DATABASE_URL (postgresql+psycopg://…) every test gets its own
-# PostgreSQL database, cloned from a migrated and bootstrapped template.
-PG_URL = os.environ.get("CIRRUS_TEST_DATABASE_URL", "")
-
-
-def _pg_admin(sql: str) -> None:
-    import sqlalchemy as sa
-
-    engine = sa.create_engine(PG_URL, isolation_level="AUTOCOMMIT")
-    try:
-        with engine.connect() as conn:
-            conn.execute(sa.text(sql))
-    finally:
-        engine.dispose()
-
-
-def _pg_url(name: str) -> str:
-    return PG_URL.rsplit("/", 1)[0] + "/" + name
-
-
-def make_settings(tmp_path: Path, template_db: Path, **overrides: Any) -> Settings:
-    values = {**TEST_DEFAULTS, **overrides}
-    if PG_URL:
-        name = f"cirrus_test_{uuid.uuid4().hex[:12]}"
-        _pg_admin(f"CREATE DATABASE {name} TEMPLATE cirrus_template")
-        values["database_url"] = _pg_url(name)
+@pytest.fixture(scope="session", params=backends())
+def database(request: pytest.FixtureRequest,
+             tmp_path_factory: pytest.TempPathFactory) -> Iterator[Databases]:
+    """The backend every ``cloud`` of this session's pass runs on: the functional
+    tests run once on SQLite and once on PostgreSQL (see tests/databases.py).
+    The PostgreSQL pass skips, saying why, when no server is reachable."""
+    workdir = tmp_path_factory.mktemp(f"template-{request.param}")
+    if request.param == "sqlite":
+        dbs: Databases = SQLiteDatabases(workdir)
+    elif request.param == "postgresql":
+        reason = PostgresDatabases.unreachable()
+        if reason:
+            pytest.skip(reason)
+        dbs = PostgresDatabases(workdir)
     else:
-        shutil.copy(template_db, tmp_path / "cirrus.db")
+        raise pytest.UsageError(f"CIRRUS_TEST_DATABASES: unknown backend {request.param!r}")
+    try:
+        yield dbs
+    finally:
+        dbs.close()
+
+
+def make_settings(tmp_path: Path, database: Databases, **overrides: Any) -> Settings:
+    values = {**TEST_DEFAULTS, **database.for_test(tmp_path), **overrides}
     return Settings(state_dir=tmp_path, bind="127.0.0.1:8774", **values)
-
-
-def drop_settings_db(settings: Settings) -> None:
-    if PG_URL:
-        name = settings.database_url.rsplit("/", 1)[1]
-        _pg_admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 class Api:
@@ -122,16 +91,18 @@ def settings_overrides() -> dict[str, Any]:
 
 
 @pytest.fixture
-async def cloud(tmp_path: Path, template_db: Path,
+async def cloud(tmp_path: Path, database: Databases,
                 settings_overrides: dict[str, Any]) -> AsyncIterator[Cloud]:
-    settings = make_settings(tmp_path, template_db, **settings_overrides)
+    settings = make_settings(tmp_path, database, **settings_overrides)
     c = Cloud(settings)
-    await c.start()
     try:
+        await c.start()
         yield c
     finally:
-        await c.stop()
-        drop_settings_db(settings)
+        try:
+            await c.stop()
+        finally:
+            database.drop(settings)
 
 
 @pytest.fixture

@@ -1,0 +1,125 @@
+"""The databases a test cloud runs on: SQLite and PostgreSQL.
+
+Each is migrated and bootstrapped once per session into a template; each test
+then gets its own copy in milliseconds — a copied file on SQLite, a database
+created ``TEMPLATE …`` on PostgreSQL. Names carry a per-session token, so
+sessions running at once on one PostgreSQL server never touch each other's.
+
+Which backends run: ``CIRRUS_TEST_DATABASES`` (default ``sqlite,postgresql``;
+with only ``CIRRUS_TEST_DATABASE_URL`` set, just ``postgresql``). The server is
+``CIRRUS_TEST_DATABASE_URL`` or ``CIRRUS_TEST_PG_URL`` (a role that may create
+databases), by default the one scripts/setup-postgres.sh starts.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from cirrus.config import Settings
+
+DEFAULT_PG = "postgresql+psycopg://cirrus:cirrus@127.0.0.1:5432/cirrus"
+PG_URL = os.environ.get("CIRRUS_TEST_DATABASE_URL") or os.environ.get("CIRRUS_TEST_PG_URL",
+                                                                       DEFAULT_PG)
+
+
+def backends() -> list[str]:
+    chosen = os.environ.get("CIRRUS_TEST_DATABASES")
+    if chosen is None:
+        chosen = "postgresql" if os.environ.get("CIRRUS_TEST_DATABASE_URL") else \
+            "sqlite,postgresql"
+    return [b.strip() for b in chosen.split(",") if b.strip()]
+
+
+def _prepare(settings: Settings) -> None:
+    """Migrate and bootstrap (what ``cirrus up`` does on a fresh state dir)."""
+    from cirrus.bootstrap import Cloud
+
+    async def run() -> None:
+        cloud = Cloud(settings, api=False, roles=())
+        await cloud.start()
+        await cloud.stop()
+    asyncio.run(run())
+
+
+class SQLiteDatabases:
+    name = "sqlite"
+
+    def __init__(self, workdir: Path) -> None:
+        self.template = workdir / "cirrus.db"
+        _prepare(Settings(state_dir=workdir, computes=0))
+
+    def for_test(self, state_dir: Path) -> dict[str, Any]:
+        """Settings values for one test's own copy."""
+        shutil.copy(self.template, state_dir / "cirrus.db")
+        return {}
+
+    def drop(self, settings: Settings) -> None:
+        """The copy goes with the test's tmp_path."""
+
+    def close(self) -> None:
+        """Nothing outlives the session's temporary directory."""
+
+
+class PostgresDatabases:
+    name = "postgresql"
+
+    def __init__(self, workdir: Path) -> None:
+        self.prefix = f"cirrus_t{uuid.uuid4().hex[:8]}"
+        self.template = f"{self.prefix}_template"
+        self.created: set[str] = set()
+        self._admin = sa.create_engine(PG_URL, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
+        self._create(self.template, "")
+        _prepare(Settings(state_dir=workdir, computes=0, database_url=self._url(self.template)))
+
+    @staticmethod
+    def unreachable() -> str | None:
+        """Why no test can run on PostgreSQL here, or None."""
+        try:
+            engine = sa.create_engine(PG_URL, poolclass=sa.NullPool,
+                                      connect_args={"connect_timeout": 3})
+            with engine.connect():
+                pass
+        except Exception as exc:  # noqa: BLE001 - any reason is a reason to skip
+            safe = PG_URL.split("@")[-1]
+            return (f"no PostgreSQL at {safe} ({type(exc).__name__}: {str(exc).strip()[:160]}); "
+                    f"scripts/setup-postgres.sh starts one")
+        return None
+
+    def _url(self, name: str) -> str:
+        return PG_URL.rsplit("/", 1)[0] + "/" + name
+
+    def _execute(self, sql: str) -> None:
+        with self._admin.connect() as conn:
+            conn.execute(sa.text(sql))
+
+    def _create(self, name: str, template: str) -> None:
+        self._execute(f"CREATE DATABASE {name}" + (f" TEMPLATE {template}" if template else ""))
+        self.created.add(name)
+
+    def _drop(self, name: str) -> None:
+        # FORCE: a connection a test left behind must not keep its database alive.
+        self._execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        self.created.discard(name)
+
+    def for_test(self, state_dir: Path) -> dict[str, Any]:
+        name = f"{self.prefix}_{uuid.uuid4().hex[:12]}"
+        self._create(name, self.template)
+        return {"database_url": self._url(name)}
+
+    def drop(self, settings: Settings) -> None:
+        self._drop(settings.database_url.rsplit("/", 1)[1])
+
+    def close(self) -> None:
+        """Drop the template and whatever a failed teardown left."""
+        for name in sorted(self.created - {self.template}) + [self.template]:
+            self._drop(name)
+        self._admin.dispose()
+
+
+Databases = SQLiteDatabases | PostgresDatabases
