@@ -90,11 +90,9 @@ class LinuxBridgeBackend(HostBackend):
         async with self._lock:
             await self._ensure_network(network, subnets)
         await self.sync()
-        if port.get("status") != "ACTIVE" or not await self._tap_on_bridge(port):
+        if port.get("status") != "ACTIVE":
             self.taps.watch(port["id"], devname(port["id"]), bridge_name(network["id"]),
                             self._plug_timeout())
-        else:
-            await self._report_up(port["id"])
 
     async def port_unbound(self, port: dict[str, Any], network: dict[str, Any]) -> None:
         """Forget the port: no tap wait, DHCP entry and rules gone (libvirt
@@ -118,12 +116,20 @@ class LinuxBridgeBackend(HostBackend):
         if self.db is None:
             LOG.warning("linuxbridge backend on %s has no database; nothing to sync", self.host)
             return
+        errors: list[Exception] = []
         async with self._lock:
             view = await self.db.read(load_host_view, self.host)
             for net_id, network in view.networks.items():
                 subnets = view.subnets.get(net_id, [])
-                await self._ensure_network(network, subnets)
-                await self.dhcp.sync(network, subnets, view.ports_of(net_id), bridge_name(net_id))
+                try:
+                    await self._ensure_network(network, subnets)
+                    await self.dhcp.sync(network, subnets, view.ports_of(net_id),
+                                         bridge_name(net_id))
+                except (ip.CommandError, OSError) as e:
+                    # One broken network must not hold back the others' DHCP
+                    # or anyone's firewall rules.
+                    LOG.error("network %s on %s: %s", net_id, self.host, e)
+                    errors.append(e)
             for net_id in self.dhcp.serving() - set(view.networks):
                 await self.dhcp.stop(net_id)
             await self._collect_deleted_networks(view)
@@ -133,12 +139,16 @@ class LinuxBridgeBackend(HostBackend):
                 await firewall.apply(self.settings, script)
                 self._firewall = script
         self._watch_down_ports(view)
+        if errors:
+            raise errors[0]
 
     async def _sync_loop(self) -> None:
         while True:
             await asyncio.sleep(self.SYNC_INTERVAL)
             try:
                 await self.sync()
+            except (ip.CommandError, OSError) as e:  # the next round retries
+                LOG.error("linuxbridge sync on %s failed: %s", self.host, e)
             except Exception:  # noqa: BLE001 - keep syncing; the next round retries
                 LOG.exception("linuxbridge sync on %s failed", self.host)
 
@@ -217,10 +227,6 @@ class LinuxBridgeBackend(HostBackend):
                 self._bridges.setdefault(owners[bridge], (bridge, None, present))
             else:
                 await self._drop_bridge(bridge)
-
-    async def _tap_on_bridge(self, port: dict[str, Any]) -> bool:
-        return await ip.link_master(self.settings, devname(port["id"])) == \
-            bridge_name(port["network_id"])
 
     async def _tap_up(self, port_id: str) -> None:
         """The tap joined its bridge: make sure the rules are current, then

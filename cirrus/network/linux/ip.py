@@ -41,9 +41,12 @@ async def run(settings: Any, argv: Sequence[str], *, input: str | None = None,
     ``check`` is true.
     """
     full = netns_argv(settings, argv)
-    proc = await asyncio.create_subprocess_exec(
-        *full, stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *full, stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    except FileNotFoundError as e:
+        raise CommandError(full, 127, f"{e.filename or full[0]}: command not found") from None
     try:
         out, err = await proc.communicate(input.encode() if input is not None else None)
     except asyncio.CancelledError:
