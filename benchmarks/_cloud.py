@@ -1,4 +1,5 @@
-"""Shared benchmark helpers: start ``cirrus up`` on a free port, log in, measure RSS."""
+"""Shared benchmark helpers: start ``cirrus up`` (or every service as its own process
+on RabbitMQ and PostgreSQL) on a free port, log in, measure RSS."""
 from __future__ import annotations
 
 import contextlib
@@ -8,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -72,3 +74,107 @@ def percentile(values: list[float], pct: float) -> float:
         return float("nan")
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(pct / 100 * (len(ordered) - 1))))]
+
+
+# -- services as separate processes on RabbitMQ and PostgreSQL ----------------------------
+BENCH_PG = os.environ.get("CIRRUS_BENCH_PG_URL",
+                          "postgresql+psycopg://cirrus:cirrus@127.0.0.1:5432/cirrus")
+BENCH_AMQP = os.environ.get("CIRRUS_BENCH_TRANSPORT_URL",
+                            "amqp://cirrus:cirrus@127.0.0.1:5672/cirrus")
+
+
+def _rabbitmqctl(*args: str) -> None:
+    subprocess.run(["rabbitmqctl", *args], check=True, capture_output=True, timeout=60)
+
+
+@contextlib.contextmanager
+def fresh_database() -> Iterator[str]:
+    """A new PostgreSQL database on the benchmark server; its URL. Dropped after."""
+    import sqlalchemy as sa
+
+    name = f"cirrus_bench_{uuid.uuid4().hex[:8]}"
+    admin = sa.create_engine(BENCH_PG, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
+    with admin.connect() as conn:
+        conn.execute(sa.text(f"CREATE DATABASE {name}"))
+    try:
+        yield BENCH_PG.rsplit("/", 1)[0] + "/" + name
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        admin.dispose()
+
+
+@contextlib.contextmanager
+def fresh_vhost() -> Iterator[str]:
+    """A RabbitMQ vhost of its own (queues are named by topic, so a deployment
+    sharing a vhost with a test run would consume its messages); its URL."""
+    name = f"cirrus_bench_{uuid.uuid4().hex[:8]}"
+    user = BENCH_AMQP.split("://", 1)[1].split(":", 1)[0]
+    _rabbitmqctl("add_vhost", name)
+    try:
+        _rabbitmqctl("set_permissions", "-p", name, user, ".*", ".*", ".*")
+        yield BENCH_AMQP.rsplit("/", 1)[0] + "/" + name
+    finally:
+        _rabbitmqctl("delete_vhost", name)
+
+
+def _wait_hypervisors(url: str, count: int, timeout: float = 120) -> None:
+    headers = {"X-Auth-Token": token(url)}
+    deadline = time.monotonic() + timeout
+    while True:
+        hyps = httpx.get(f"{url}/compute/v2.1/os-hypervisors", headers=headers,
+                         timeout=30).json()["hypervisors"]
+        if len([h for h in hyps if h["state"] == "up"]) >= count:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"only {len(hyps)} of {count} compute hosts came up")
+        time.sleep(0.5)
+
+
+@contextlib.contextmanager
+def running_deployment(computes: int, conductors: int, env: dict[str, str] | None = None
+                       ) -> Iterator[tuple[str, list[subprocess.Popen[Any]]]]:
+    """``cirrus api``, ``conductors`` × ``cirrus conductor``, one ``cirrus scheduler``
+    and ``computes`` × ``cirrus compute`` on a fresh PostgreSQL database and
+    RabbitMQ vhost; yields (url, processes) once every compute host is up."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with fresh_database() as db_url, fresh_vhost() as mq_url, \
+            tempfile.TemporaryDirectory() as state:
+        full_env = {**os.environ, **(env or {}), "CIRRUS_DATABASE_URL": db_url,
+                    "CIRRUS_TRANSPORT_URL": mq_url}
+        base = [sys.executable, "-m", "cirrus.cli.main"]
+        subprocess.run([*base, "db", "upgrade", "--state-dir", state], env=full_env, check=True,
+                       capture_output=True)
+        procs: list[subprocess.Popen[Any]] = []
+
+        def start(*args: str) -> None:
+            with open(Path(state) / f"{'-'.join(args)}.log", "w") as log:
+                procs.append(subprocess.Popen([*base, *args, "--state-dir", state],
+                                              env=full_env, stdout=log, stderr=subprocess.STDOUT))
+        try:
+            start("api", "--bind", f"127.0.0.1:{port}")
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    token(url)
+                    break
+                except (httpx.HTTPError, OSError):
+                    if procs[0].poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError("cirrus api did not start") from None
+                    time.sleep(0.1)
+            for i in range(1, conductors + 1):
+                start("conductor", "--host", f"bench-cond{i}")
+            start("scheduler", "--host", "bench-sched")
+            for i in range(1, computes + 1):
+                start("compute", "--host", f"bench-compute{i}")
+            _wait_hypervisors(url, computes)
+            yield url, procs
+        finally:
+            for proc in procs:
+                proc.terminate()
+            for proc in procs:
+                try:
+                    proc.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    proc.kill()

@@ -4,13 +4,21 @@ Prints boots/s, POST latency p50/p99, POST→ACTIVE p50/p99, the time of
 GET /servers/detail with all N present, deletes/s and peak RSS; writes
 benchmarks/results/boot.json. ``--short`` is the CI smoke mode.
 
+``--transport amqp`` runs the same workload twice over in one run: first with
+every service its own process — 1 API, ``--conductors``, 1 scheduler and K
+compute processes on RabbitMQ and PostgreSQL (a fresh vhost and database) —
+then all-in-one (``cirrus up --computes K``) on each of ``--aio-databases``;
+prints the figures side by side and writes benchmarks/results/boot-amqp.json.
+
     python benchmarks/boot.py                 # N=1000, C=50, K=10
     python benchmarks/boot.py --url http://127.0.0.1:8774 --n 200
+    python benchmarks/boot.py --transport amqp --n 200 --c 20 --k 10
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 import time
@@ -20,7 +28,8 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cloud import percentile, rss_mb, running_cloud, token  # noqa: E402
+from _cloud import (fresh_database, percentile, rss_mb, running_cloud,  # noqa: E402
+                    running_deployment, token)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BIG_QUOTAS = {f"CIRRUS_QUOTA_{r}": "1000000" for r in ("INSTANCES", "CORES", "RAM")}
@@ -90,7 +99,7 @@ async def wait_active(client: httpx.AsyncClient, posted: dict[str, float],
     return done, errors
 
 
-async def run(url: str, n: int, c: int, network: Any, pid: int | None) -> dict[str, Any]:
+async def run(url: str, n: int, c: int, network: Any, pids: list[int]) -> dict[str, Any]:
     headers = {"X-Auth-Token": token(url), "OpenStack-API-Version": "compute 2.37"}
     limits = httpx.Limits(max_connections=c + 4)
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120, limits=limits) as client:
@@ -140,32 +149,85 @@ async def run(url: str, n: int, c: int, network: Any, pid: int | None) -> dict[s
         "servers_detail_ms": round(detail_s * 1000, 1),
         "multi_create_boots_per_s": round(len(multi_ids) / multi_s, 1) if multi_ids else None,
         "deletes_per_s": round(len(ids) / delete_s, 1),
-        "peak_rss_mb": round(rss_mb(pid, "VmHWM"), 1) if pid else None,
+        # summed over the processes of the cloud
+        "peak_rss_mb": round(sum(rss_mb(pid, "VmHWM") for pid in pids), 1) if pids else None,
     }
 
 
+def cloud_env(n: int, k: int) -> dict[str, str]:
+    """Room for n servers on k fake hosts; quotas out of the way."""
+    return {**BIG_QUOTAS, "CIRRUS_AUTO_ALLOCATE_CIDR": "10.0.0.0/16",
+            "CIRRUS_FAKE_HOST_MEMORY_MB": str(max(32768, n * 1024 // max(1, k)))}
+
+
+def compare(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """The workload on separate processes over AMQP, then all-in-one."""
+    env = cloud_env(args.n, args.k)
+    results: dict[str, dict[str, Any]] = {}
+    print(f"== processes: 1 api, {args.conductors} conductors, 1 scheduler, {args.k} computes "
+          f"on RabbitMQ + PostgreSQL", flush=True)
+    with running_deployment(args.k, args.conductors, env) as (url, procs):
+        results["processes/amqp/postgresql"] = asyncio.run(
+            run(url, args.n, args.c, args.network, [p.pid for p in procs]))
+    for database in [d.strip() for d in args.aio_databases.split(",") if d.strip()]:
+        print(f"== all-in-one: cirrus up --computes {args.k} on {database}", flush=True)
+        with contextlib.ExitStack() as stack:
+            extra = {}
+            if database == "postgresql":
+                extra["CIRRUS_DATABASE_URL"] = stack.enter_context(fresh_database())
+            elif database != "sqlite":
+                raise SystemExit(f"--aio-databases: unknown database {database!r}")
+            url, proc = stack.enter_context(running_cloud(args.k, {**env, **extra}))
+            results[f"all-in-one/inprocess/{database}"] = asyncio.run(
+                run(url, args.n, args.c, args.network, [proc.pid]))
+    return results
+
+
+def print_side_by_side(results: dict[str, dict[str, Any]]) -> None:
+    names = list(results)
+    width = max(26, *(len(n) + 2 for n in names))
+    print(f"{'':28s}" + "".join(f"{n:>{width}s}" for n in names))
+    for key in next(iter(results.values())):
+        print(f"{key:28s}" + "".join(f"{str(results[n][key]):>{width}s}" for n in names))
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", help="a running cloud (admin/admin); default: start one")
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--c", type=int, default=50)
-    parser.add_argument("--k", type=int, default=10, help="simulated compute hosts")
+    parser.add_argument("--k", type=int, default=10, help="compute hosts (simulated, or processes)")
     parser.add_argument("--network", default="auto", help="auto, none")
+    parser.add_argument("--transport", choices=("inprocess", "amqp"), default="inprocess",
+                        help="amqp: services as processes on RabbitMQ + PostgreSQL, then "
+                             "all-in-one, side by side")
+    parser.add_argument("--conductors", type=int, default=2, help="with --transport amqp")
+    parser.add_argument("--aio-databases", default="sqlite,postgresql",
+                        help="with --transport amqp: the all-in-one runs to compare against")
     parser.add_argument("--short", action="store_true", help="CI smoke: N=20, C=5, K=2")
     args = parser.parse_args()
     if args.short:
         args.n, args.c, args.k = 20, 5, 2
+    RESULTS.mkdir(exist_ok=True)
+    suffix = "-short" if args.short else ""
+    if args.transport == "amqp":
+        results = compare(args)
+        print_side_by_side(results)
+        setup = {"n": args.n, "concurrency": args.c, "computes": args.k,
+                 "conductors": args.conductors, "schedulers": 1, "apis": 1}
+        (RESULTS / f"boot-amqp{suffix}.json").write_text(
+            json.dumps({"setup": setup, "results": results}, indent=2))
+        return 0 if all(r["errors"] == 0 and r["active"] == args.n
+                        for r in results.values()) else 1
     if args.url:
-        result = asyncio.run(run(args.url, args.n, args.c, args.network, None))
+        result = asyncio.run(run(args.url, args.n, args.c, args.network, []))
     else:
-        env = {**BIG_QUOTAS, "CIRRUS_AUTO_ALLOCATE_CIDR": "10.0.0.0/16",
-               "CIRRUS_FAKE_HOST_MEMORY_MB": str(max(32768, args.n * 1024 // max(1, args.k)))}
-        with running_cloud(args.k, env) as (url, proc):
-            result = asyncio.run(run(url, args.n, args.c, args.network, proc.pid))
+        with running_cloud(args.k, cloud_env(args.n, args.k)) as (url, proc):
+            result = asyncio.run(run(url, args.n, args.c, args.network, [proc.pid]))
     for key, value in result.items():
         print(f"{key:28s} {value}")
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / ("boot-short.json" if args.short else "boot.json")).write_text(json.dumps(result, indent=2))
+    (RESULTS / f"boot{suffix}.json").write_text(json.dumps(result, indent=2))
     return 0 if result["errors"] == 0 and result["active"] == args.n else 1
 
 

@@ -55,6 +55,28 @@ def unreachable() -> str | None:
     return None
 
 
+def fresh_vhost(name: str) -> str | None:
+    """The transport URL of a new RabbitMQ vhost ``name``, or None without a local
+    ``rabbitmqctl``. A vhost per deployment: durable queues are named by topic
+    (``conductor``, ``compute.host1``), so two deployments on one vhost — a
+    concurrent run, or a stale message from a killed one — would consume each
+    other's work."""
+    user = AMQP.split("://", 1)[1].split(":", 1)[0]
+    try:
+        for args in (["add_vhost", name], ["set_permissions", "-p", name, user, ".*", ".*", ".*"]):
+            subprocess.run(["rabbitmqctl", *args], check=True, capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return AMQP.rsplit("/", 1)[0] + "/" + name
+
+
+def drop_vhost(name: str) -> None:
+    try:
+        subprocess.run(["rabbitmqctl", "delete_vhost", name], capture_output=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        pass  # an empty vhost left behind costs nothing
+
+
 @dataclass
 class Deployment:
     url: str
@@ -112,7 +134,9 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
     db_url = PG.rsplit("/", 1)[0] + "/" + name
     state = tmp_path_factory.mktemp("mh")
     port = free_port()
-    env = {**os.environ, **ENV, "CIRRUS_DATABASE_URL": db_url, "CIRRUS_TRANSPORT_URL": AMQP}
+    transport_url = fresh_vhost(name) or AMQP
+    env = {**os.environ, **ENV, "CIRRUS_DATABASE_URL": db_url,
+           "CIRRUS_TRANSPORT_URL": transport_url}
     dep = Deployment(f"http://127.0.0.1:{port}", state, env)
     subprocess.run([sys.executable, "-m", "cirrus.cli.main", "db", "upgrade", "--state-dir",
                     str(state)], env=env, check=True, capture_output=True)
@@ -137,4 +161,6 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
         with admin.connect() as conn:
             conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
         admin.dispose()
+        if transport_url != AMQP:
+            drop_vhost(name)
 
