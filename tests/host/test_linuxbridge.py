@@ -83,12 +83,14 @@ class Env:
     async def rule(self, group: str, **values: Any) -> None:
         await self.db.run(sg_db.create_rule, CTX, {"security_group_id": group, **values})
 
-    async def port(self, net: dict[str, Any], groups: list[str]) -> dict[str, Any]:
+    async def port(self, net: dict[str, Any], groups: list[str],
+                   port_security: bool = True) -> dict[str, Any]:
         def create(conn: Any) -> dict[str, Any]:
             row = port_db.create_port(conn, CTX, {
                 "network_id": net["id"], "project_id": PROJECT, "security_groups": groups,
                 "device_id": str(uuid.uuid4()), "device_owner": "compute:nova",
-                "binding_host_id": HOST}, self.settings.base_mac)
+                "port_security_enabled": port_security, "binding_host_id": HOST},
+                self.settings.base_mac)
             row["ip"] = port_db.fixed_ips_of(conn, [row["id"]])[row["id"]][0]["ip_address"]
             return row
         return await self.db.run(create)
@@ -282,3 +284,22 @@ async def test_restart_recreates_dhcp_firewall_and_tap_watch(env: Env) -> None:
     assert lease["ip"] == port_b["ip"]
     await guest_b.configure(lease["ip"], 24)
     assert await ping_from(env.host_ns, port_b["ip"])
+
+
+async def test_port_security_disabled_is_not_filtered(env: Env) -> None:
+    await env.start_backend()
+    net, _ = await env.network("10.79.0.0/24")
+    bridge = bridge_name(net["id"])
+    port = await env.port(net, [], port_security=False)
+    assert env.binder is not None
+    await env.binder.bound(port)
+    guest = env.guest(port)
+    await guest.plug(bridge)
+    assert await env.wait_up(port["id"])
+    lease = await guest.dhcp(env.workdir)
+    assert lease["ip"] == port["ip"]
+    # Any source address, and no ingress rule needed.
+    await guest.configure("10.79.0.250", 24)
+    assert await guest.ping("10.79.0.1", source="10.79.0.250")
+    assert await ping_from(env.host_ns, "10.79.0.250")
+    assert port["id"] not in await env.host("nft", "list", "ruleset")
