@@ -97,6 +97,8 @@ def guest_xml(spec: GuestSpec) -> str:
     _sub(dom, "on_crash", "destroy")
 
     devices = _sub(dom, "devices")
+    # No USB controller: nothing uses it, and probing it slows every TCG boot.
+    _sub(devices, "controller", type="usb", model="none")
     for disk in spec.disks:
         d = _sub(devices, "disk", type="file", device="disk")
         _sub(d, "driver", name="qemu", type=disk.fmt)
