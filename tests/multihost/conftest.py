@@ -109,6 +109,18 @@ class Deployment:
     def log(self, name: str) -> str:
         return (self.state / f"{name}.log").read_text(errors="replace")
 
+    def queued(self, queue: str) -> int:
+        """Messages in ``queue`` not yet acknowledged (ready or delivered)."""
+        vhost = self.env["CIRRUS_TRANSPORT_URL"].rsplit("/", 1)[1]
+        out = subprocess.run(["rabbitmqctl", "-q", "list_queues", "-p", vhost, "name",
+                              "messages_ready", "messages_unacknowledged"], check=True,
+                             capture_output=True, text=True, timeout=60).stdout
+        for line in out.splitlines():
+            fields = line.split()
+            if fields and fields[0] == queue:
+                return int(fields[1]) + int(fields[2])
+        return 0
+
 
 def _wait_api(url: str) -> None:
     deadline = time.monotonic() + 60

@@ -73,14 +73,20 @@ def test_compute_killed_during_a_burst(deployment: Deployment, token: str, image
         time.sleep(0.1)
     deployment.procs[SLOW_HOST].send_signal(signal.SIGKILL)
     killed_at = time.monotonic()
+    # Until it is seen down the dead host is still chosen: this build request
+    # waits in its queue, unconsumed.
+    queued = Burst(deployment.url, token, image, "queued", posts=1, workers=1,
+                   zone=f"nova:{SLOW_HOST}").start().join()
     burst.join()
-    assert not burst.rejected, burst.rejected
-    final = settle(api, burst.accepted, timeout=SWEPT_WITHIN + 30)
+    assert not burst.rejected and not queued.rejected, burst.rejected + queued.rejected
+    accepted = burst.accepted + queued.accepted
+    final = settle(api, accepted, timeout=SWEPT_WITHIN + 30)
     assert time.monotonic() - killed_at < SWEPT_WITHIN + 30
     assert_failures_explained(final)
-    for uuid in building:  # caught mid-build by the kill: they cannot be ACTIVE
+    for uuid in building + queued.accepted:  # caught by the kill: they cannot be ACTIVE
         assert final[uuid]["status"] == "ERROR", final[uuid]
     assert_no_leaks(api)
+    failed = [i for i, s in final.items() if s["status"] == "ERROR"]
 
     # The dead host is skipped while it is down.
     after = Burst(deployment.url, token, image, "after-kill", posts=6, workers=3).start().join()
@@ -88,14 +94,17 @@ def test_compute_killed_during_a_burst(deployment: Deployment, token: str, image
     assert {s["status"] for s in final.values()} == {"ACTIVE"}
     assert SLOW_HOST not in {s["OS-EXT-SRV-ATTR:host"] for s in final.values()}
 
-    # Back again, it finds its old build messages still queued: they must not
+    # Back again, it finds its old build requests still queued: they must not
     # revive what was already failed and cleaned up.
+    assert deployment.queued(f"compute.{SLOW_HOST}") >= 1
     deployment.start_compute(SLOW_HOST)
     wait_computes(api, HOSTS)
-    time.sleep(3)
+    deadline = time.monotonic() + 30
+    while deployment.queued(f"compute.{SLOW_HOST}"):
+        assert time.monotonic() < deadline, "the restarted host does not consume its queue"
+    time.sleep(1)  # the last one handled
     again = servers(api)
-    for uuid in building:
-        assert again[uuid]["status"] == "ERROR", again[uuid]
+    assert [again[i]["status"] for i in failed] == ["ERROR"] * len(failed)
     assert_no_leaks(api)
 
 
