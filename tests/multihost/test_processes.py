@@ -72,7 +72,6 @@ def test_compute_killed_during_a_burst(deployment: Deployment, token: str, image
         assert time.monotonic() < deadline, "no build reached the victim host"
         time.sleep(0.1)
     deployment.procs[SLOW_HOST].send_signal(signal.SIGKILL)
-    killed_at = time.monotonic()
     # Until it is seen down the dead host is still chosen: this build request
     # waits in its queue, unconsumed.
     queued = Burst(deployment.url, token, image, "queued", posts=1, workers=1,
@@ -80,8 +79,7 @@ def test_compute_killed_during_a_burst(deployment: Deployment, token: str, image
     burst.join()
     assert not burst.rejected and not queued.rejected, burst.rejected + queued.rejected
     accepted = burst.accepted + queued.accepted
-    final = settle(api, accepted, timeout=SWEPT_WITHIN + 30)
-    assert time.monotonic() - killed_at < SWEPT_WITHIN + 30
+    final = settle(api, accepted, timeout=SWEPT_WITHIN)  # none stays in BUILD
     assert_failures_explained(final)
     for uuid in building + queued.accepted:  # caught by the kill: they cannot be ACTIVE
         assert final[uuid]["status"] == "ERROR", final[uuid]
@@ -133,6 +131,10 @@ def test_broker_restart_during_a_burst(deployment: Deployment, token: str, image
     assert not burst.rejected, burst.rejected
     final = settle(api, burst.accepted, timeout=SWEPT_WITHIN + 60)
     assert_failures_explained(final)
+    # Stricter than "ACTIVE or ERROR": nothing was lost or doubled on the way —
+    # confirmed publishes, redelivery, guarded handlers — so every boot made it.
+    assert Counter(s["status"] for s in final.values()) == {"ACTIVE": len(final)}, {
+        i: s.get("fault") for i, s in final.items() if s["status"] != "ACTIVE"}
     assert_no_leaks(api)
     # Every compute host (and the conductors and scheduler) serves again.
     for host in sorted(HOSTS):
