@@ -106,9 +106,6 @@ class Deployment:
         proc.send_signal(sig)
         return proc.wait(timeout=30)
 
-    def log(self, name: str) -> str:
-        return (self.state / f"{name}.log").read_text(errors="replace")
-
     def queued(self, queue: str) -> int:
         """Messages in ``queue`` not yet acknowledged (ready or delivered)."""
         vhost = self.env["CIRRUS_TRANSPORT_URL"].rsplit("/", 1)[1]
