@@ -68,7 +68,8 @@ def _claim_first(conn: sa.Connection, consumer: str, node_ids: list[int],
     A request can come twice (the bus redelivers one whose reply or ack was
     lost), so ``consumer`` may hold a claim from the first time: kept if its
     node is still a candidate, else moved. A twin claiming at the same moment
-    shows up as a duplicate key, and its claim is the answer.
+    shows up as a duplicate key, and its claim is the answer (if its node is
+    one of ours; if not, no answer: the twin places the instance).
     """
     held = claims.held(conn, consumer)
     if held is not None:
@@ -82,7 +83,8 @@ def _claim_first(conn: sa.Connection, consumer: str, node_ids: list[int],
                                 spec.disk_gb):
                     return node_id, False
         except sa.exc.IntegrityError:
-            return claims.held(conn, consumer), True
+            twin = claims.held(conn, consumer)
+            return (twin, True) if twin in node_ids else (None, False)
     return None, False
 
 

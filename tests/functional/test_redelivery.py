@@ -8,6 +8,7 @@ deliver every cast twice, concurrently, and stale requests are replayed.
 from __future__ import annotations
 
 import asyncio
+import uuid as uuidlib
 from typing import Any
 
 import httpx
@@ -104,3 +105,41 @@ async def test_stale_build_requests_leave_an_active_server_alone(
     server = await wait_for_status(demo, server_id, {"ACTIVE", "ERROR"})
     assert server["status"] == "ACTIVE" and server["OS-EXT-STS:task_state"] is None
     await assert_built_once(cloud, admin, [server_id])
+
+
+def _spec(uuid: str) -> dict[str, Any]:
+    return {"instance_uuids": [uuid], "num_instances": 1, "image": {"properties": {}},
+            "flavor": {"vcpus": 1, "memory_mb": 512, "root_gb": 1, "ephemeral_gb": 0,
+                       "swap": 0, "extra_specs": {}}}
+
+
+async def _usage(cloud: Cloud) -> int:
+    def used(conn: sa.Connection) -> int:
+        return conn.execute(sa.select(sa.func.sum(compute_nodes.c.vcpus_used))).scalar_one()
+    return await cloud.db.read(used)
+
+
+async def test_a_repeated_scheduling_request_keeps_its_claim(
+        cloud: Cloud, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cirrus.scheduler import claims
+
+    scheduler = next(s.endpoint for s in cloud.services if s.binary == "cirrus-scheduler")
+    consumer = str(uuidlib.uuid4())
+    first = await scheduler.select_destinations(admin_context(), _spec(consumer))
+    again = await scheduler.select_destinations(admin_context(), _spec(consumer))
+    assert again["destinations"] == first["destinations"]
+    assert await _usage(cloud) == 1
+    # A twin that claimed between our look and our insert: its claim is the answer.
+    twin = str(uuidlib.uuid4())
+    placed = await scheduler.select_destinations(admin_context(), _spec(twin))
+    real, looks = claims.held, []
+
+    def blind_first_look(conn: sa.Connection, consumer: str) -> int | None:
+        looks.append(consumer)
+        return None if len(looks) == 1 else real(conn, consumer)
+    monkeypatch.setattr(claims, "held", blind_first_look)
+    raced = await scheduler.select_destinations(admin_context(), _spec(twin))
+    assert len(looks) == 2  # the insert hit the twin's claim, and looked again
+    assert raced["destinations"] == placed["destinations"]
+    assert await db_count(cloud, allocations, allocations.c.consumer_uuid == twin) == 1
+    assert await _usage(cloud) == 2
