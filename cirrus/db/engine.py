@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, TypeVar
@@ -44,8 +45,10 @@ def make_engine(url: str) -> Engine:
         # Writers take the write lock up front (BEGIN IMMEDIATE): a deferred
         # transaction that reads first and writes later fails at once with
         # SQLITE_BUSY_SNAPSHOT when another connection committed in between.
-        sa.event.listen(engine, "begin",
-                        lambda conn: conn.exec_driver_sql(conn.info.get("begin", "BEGIN")))
+        # Straight on the driver's connection: this runs once per transaction,
+        # and SQLAlchemy's statement machinery would cost more than the BEGIN.
+        sa.event.listen(engine, "begin", lambda conn: conn.connection.driver_connection.execute(
+            conn.info.get("begin", "BEGIN")))
         return engine
     return sa.create_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)
 
@@ -60,12 +63,29 @@ class Database:
         writers = 1 if self.is_sqlite else 8
         self._writer = ThreadPoolExecutor(max_workers=writers, thread_name_prefix="db-w")
         self._reader = ThreadPoolExecutor(max_workers=2, thread_name_prefix="db-r")
+        self._local = threading.local()
+        self._held: list[Connection] = []
+
+    def _connection(self) -> Connection:
+        """This thread's connection. SQLite keeps one per DB thread for good:
+        checking a connection out of the pool and resetting it on return cost
+        more than a small transaction. Other databases use the pool as usual."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None or conn.closed or conn.invalidated:
+            conn = self._local.conn = self.engine.connect()
+            self._held.append(conn)
+        return conn
 
     def _tx(self, fn: Callable[..., T], args: tuple, kwargs: dict, write: bool = True) -> T:
-        with self.engine.connect() as conn:
-            conn.info["begin"] = "BEGIN IMMEDIATE" if write else "BEGIN"
-            with conn.begin():
-                return fn(conn, *args, **kwargs)
+        if not self.is_sqlite:
+            with self.engine.connect() as conn:
+                conn.info["begin"] = "BEGIN IMMEDIATE" if write else "BEGIN"
+                with conn.begin():
+                    return fn(conn, *args, **kwargs)
+        conn = self._connection()
+        conn.info["begin"] = "BEGIN IMMEDIATE" if write else "BEGIN"
+        with conn.begin():
+            return fn(conn, *args, **kwargs)
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run ``fn(conn, *args, **kwargs)`` in one write transaction."""
@@ -94,6 +114,9 @@ class Database:
     def close(self) -> None:
         self._writer.shutdown(wait=True)
         self._reader.shutdown(wait=True)
+        for conn in self._held:  # their threads have ended
+            conn.close()
+        self._held.clear()
         self.engine.dispose()
 
 
