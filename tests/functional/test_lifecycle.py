@@ -93,6 +93,8 @@ async def test_power_state_sync_marks_vanished_guest_stopped(cloud: Cloud, demo:
                                                              active: str) -> None:
     for svc in cloud.services:
         if svc.binary == "cirrus-compute":
+            for build in list(svc.endpoint.builds.values()):
+                await build  # ACTIVE shows before the build task ends; the sync skips it till then
             svc.endpoint.driver.instances.pop(active, None)
             await svc.endpoint.periodics.sync_power_states()
     server = (await demo.get(f"{SERVERS}/{active}")).json()["server"]
