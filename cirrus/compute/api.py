@@ -109,19 +109,24 @@ class API:
 
     async def _create_instance(self, ctx: RequestContext, req: CreateRequest
                                ) -> tuple[list[dict[str, Any]], str]:
-        flavor = await self.db.read(get_flavor, req.flavor_id)
+        az, forced_host, forced_node = parse_availability_zone(
+            ctx, req.availability_zone, self.settings.default_availability_zone)
+        # One read for every lookup; errors are raised in the order Nova checks.
+        flavor, zone_error, key_data, group = await self.db.read(
+            self._lookups, ctx, req, az, forced_host)
         if flavor is None:
             raise exc.FlavorNotFound(flavor_id=req.flavor_id)
         if flavor["disabled"]:
             raise exc.FlavorDisabled()
         image_id = self._boot_image_id(req)
         image = await self._checked_image(ctx, image_id, flavor) if image_id else None
-        az, forced_host, forced_node = parse_availability_zone(
-            ctx, req.availability_zone, self.settings.default_availability_zone)
-        await self.db.read(self._check_zone_and_host, az, forced_host)
-        key_data = await self.db.read(self._key_data, ctx.user_id, req.key_name)
+        if zone_error is not None:
+            raise zone_error
+        if isinstance(key_data, Exception):
+            raise key_data
         self._check_user_data(req.user_data)
-        group = await self.db.read(self._group, ctx, req.scheduler_hints.get("group"))
+        if isinstance(group, Exception):
+            raise group
         try:
             max_net = await self.network.validate_networks(ctx, req.requested_networks, req.max_count)
         except NotFound as error:  # a missing network or port is a bad request here
@@ -180,6 +185,19 @@ class API:
         if flavor["root_gb"] and min_disk_gb > flavor["root_gb"]:
             raise exc.FlavorDiskTooSmall()
         return image
+
+    def _lookups(self, conn: sa.Connection, ctx: RequestContext, req: CreateRequest,
+                 az: str | None, forced_host: str | None) -> tuple[Any, Any, Any, Any]:
+        """(flavor, zone error, key data or error, group or error) in one transaction."""
+        def caught(fn: Any, *args: Any) -> Any:
+            try:
+                return fn(conn, *args)
+            except exc.CirrusException as error:
+                return error
+        return (get_flavor(conn, req.flavor_id),
+                caught(self._check_zone_and_host, az, forced_host),
+                caught(self._key_data, ctx.user_id, req.key_name),
+                caught(self._group, ctx, req.scheduler_hints.get("group")))
 
     def _check_zone_and_host(self, conn: sa.Connection, az: str | None, host: str | None) -> None:
         rows = conn.execute(sa.select(services.c.host, services.c.availability_zone).where(
