@@ -116,10 +116,8 @@ class API:
         if requests and requests[0].get("network_id") == "auto":
             net = await self.db.run(get_or_create_auto_network, self.settings, project_id)
             requests = [{"network_id": net["id"], "port_id": None, "fixed_ip": None}]
-        ordered, preexisting = await self.db.read(self._validate_requested_port_ids, ctx,
-                                                  instance, requests)
-        net_ids = [r["network_id"] for r in requests if r.get("network_id") and not r.get("port_id")]
-        nets = await self.db.read(_available_networks, ctx, project_id, net_ids or None)
+        ordered, preexisting, nets = await self.db.read(self._requests_and_networks, ctx,
+                                                        instance, requests)
         if not requests:
             if not nets:
                 return NetworkInfo()  # nothing requested, nothing available
@@ -131,16 +129,43 @@ class API:
         for net in nets:
             if net["router_external"] and not net["shared"] and not ctx.is_admin:
                 raise exc.ExternalNetworkAttachForbidden(network_uuid=net["id"])
-        sg_ids = await self.db.run(sg_db.resolve, project_id, security_groups or ["default"])
         created: list[str] = []
         try:
-            port_ids = await self.db.run(self._create_ports_for_instance, ctx, instance, requests,
-                                         ordered, by_id, sg_ids, created)
-            await self._update_ports_for_instance(ctx, instance, port_ids, preexisting, bind_host_id)
+            # Seed 001 creates the ports, then updates them with the binding; one
+            # transaction does both here, so a failure inside leaves nothing.
+            bound = await self.db.run(self._create_and_update_ports, ctx, instance, requests,
+                                      ordered, by_id, security_groups or ["default"],
+                                      bind_host_id, created)
+            for port, network, subnets in bound:
+                await self.binder.bound(port, (network, subnets))
         except BaseException:
             await self._rollback(ctx, created, preexisting)
             raise
         return await self.get_instance_nw_info(ctx, instance, preserve=set(preexisting))
+
+    def _requests_and_networks(self, conn: sa.Connection, ctx: RequestContext,
+                               instance: dict[str, Any], requests: list[dict[str, Any]]
+                               ) -> tuple[list[str | None], list[str], list[dict[str, Any]]]:
+        """Requested ports checked, and the networks to use (one read)."""
+        ordered, preexisting = self._validate_requested_port_ids(conn, ctx, instance, requests)
+        net_ids = [r["network_id"] for r in requests if r.get("network_id") and not r.get("port_id")]
+        return ordered, preexisting, _available_networks(conn, ctx, instance["project_id"],
+                                                         net_ids or None)
+
+    def _create_and_update_ports(self, conn: sa.Connection, ctx: RequestContext,
+                                 instance: dict[str, Any], requests: list[dict[str, Any]],
+                                 ordered: list[str | None], nets: dict[str, dict[str, Any]],
+                                 security_groups: list[str], host: str | None,
+                                 created: list[str]) -> list[tuple[Any, Any, Any]]:
+        sg_ids = sg_db.resolve(conn, instance["project_id"], security_groups)
+        mine: list[str] = []
+        port_ids = self._create_ports_for_instance(conn, ctx, instance, requests, ordered, nets,
+                                                   sg_ids, mine)
+        ports = self._update_ports_for_instance(conn, ctx, instance, port_ids, host)
+        created.extend(mine)  # only once the transaction can commit
+        subnets = {net_id: subnets_of(conn, [net_id]) for net_id in {p["network_id"] for p in ports}}
+        return [(p, _network_of(conn, p["network_id"], nets), subnets[p["network_id"]])
+                for p in ports]
 
     @staticmethod
     def _validate_requested_port_ids(conn: sa.Connection, ctx: RequestContext,
@@ -189,18 +214,15 @@ class API:
             result.append(port["id"])
         return result
 
-    async def _update_ports_for_instance(self, ctx: RequestContext, instance: dict[str, Any],
-                                         port_ids: list[str], preexisting: list[str],
-                                         host: str | None) -> None:
-        """Bind every port to the instance and host; the backend plugs them."""
+    @staticmethod
+    def _update_ports_for_instance(conn: sa.Connection, ctx: RequestContext,
+                                   instance: dict[str, Any], port_ids: list[str],
+                                   host: str | None) -> list[dict[str, Any]]:
+        """Bind every port to the instance and host; the caller tells the backend."""
         values = {"device_id": instance["uuid"],
                   "device_owner": f"compute:{instance.get('availability_zone') or 'nova'}",
                   "binding_host_id": host or ""}
-
-        def update(conn: sa.Connection) -> list[dict[str, Any]]:
-            return [port_db.update_port(conn, ctx.elevated(), pid, values)[1] for pid in port_ids]
-        for port in await self.db.run(update):
-            await self.binder.bound(port)
+        return [port_db.update_port(conn, ctx.elevated(), pid, values)[1] for pid in port_ids]
 
     async def _rollback(self, ctx: RequestContext, created: list[str], preexisting: list[str]) -> None:
         """Delete the ports we created, unbind the ones we were given."""
@@ -298,6 +320,13 @@ class API:
             fixed = port_db.fixed_ips_of(conn, [r["id"] for r in rows])
             return [port_db.port_view(r, fixed[r["id"]]) for r in rows]
         return await self.db.read(load)
+
+
+def _network_of(conn: sa.Connection, network_id: str,
+                known: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    if network_id in known:
+        return known[network_id]
+    return fetch_one(conn, sa.select(networks).where(networks.c.id == network_id)) or {}
 
 
 def _cache_of(conn: sa.Connection, uuid: str) -> list[dict[str, Any]]:

@@ -40,10 +40,12 @@ class Binder:
             backend.set_port_up_callback(self.port_up)
             backend.set_database(db)
 
-    async def bound(self, port: dict[str, Any]) -> None:
+    async def bound(self, port: dict[str, Any],
+                    context: tuple[dict[str, Any], list[dict[str, Any]]] | None = None) -> None:
+        """``context``: the port's (network, subnets) when the caller has them."""
         if self.backend is None or not port.get("binding_host_id"):
             return
-        network, subnets = await self.db.read(_context_of, port)
+        network, subnets = context or await self.db.read(_context_of, port)
         await self.backend.port_bound(port, network, subnets)
 
     async def unbound(self, port: dict[str, Any]) -> None:
