@@ -34,6 +34,8 @@ from cirrus.exception import NotFound
 from cirrus.rpc import Transport
 from cirrus.service_models import services
 
+IMAGE_SPEC_KEYS = ("id", "name", "status", "disk_format", "container_format", "size",
+                   "min_ram", "min_disk", "owner", "visibility")
 MAX_USERDATA_SIZE = 65535
 MAX_METADATA_ITEMS = 128
 GROUP_POLICIES = ("affinity", "anti-affinity", "soft-affinity", "soft-anti-affinity")
@@ -335,7 +337,9 @@ class API:
             "instance_uuids": [r["uuid"] for r in rows], "num_instances": len(rows),
             "flavor": {k: flavor[k] for k in ("flavorid", "name", "vcpus", "memory_mb", "root_gb",
                                               "ephemeral_gb", "swap", "extra_specs")},
-            "image": {"id": image["id"], "properties": image.get("properties") or {}}
+            # What compute needs of the image travels with the request (no re-read).
+            "image": {**{k: image.get(k) for k in IMAGE_SPEC_KEYS},
+                      "properties": image.get("properties") or {}}
             if image else {"id": None, "properties": {}},
             "project_id": ctx.project_id, "user_id": ctx.user_id, "availability_zone": az,
             "force_hosts": [forced_host] if forced_host else [],

@@ -98,8 +98,8 @@ class Builder:
         injected = [(path, base64.b64decode(data)) for path, data in params.get("injected_files") or []]
         node = node or self.m.rt.default_node()
         try:
+            # The build event finishes in the same transaction as the ACTIVE save.
             await self._build_and_run_instance(ctx, instance, node, spec, params, injected)
-            await self._finish_event(ctx, uuid, None)
             return ACTIVE
         except exc.RescheduledException as error:
             await self._finish_event(ctx, uuid, error)
@@ -128,19 +128,21 @@ class Builder:
         instance_actions.event_start(conn, ctx, uuid, BUILD_EVENT, host=self.m.host)
         return inst.get(conn, uuid)
 
-    async def _finish_event(self, ctx: RequestContext, uuid: str, error: BaseException | None) -> None:
-        def finish(conn: sa.Connection) -> None:
-            from cirrus.compute.models import instance_actions_events as ev
-            from cirrus.compute.models import instance_actions as act
+    def _finish_event_tx(self, conn: sa.Connection, ctx: RequestContext, uuid: str,
+                         error: BaseException | None) -> None:
+        from cirrus.compute.models import instance_actions_events as ev
+        from cirrus.compute.models import instance_actions as act
 
-            event_id = conn.execute(sa.select(ev.c.id).join(act, act.c.id == ev.c.action_id).where(
-                act.c.instance_uuid == uuid, act.c.request_id == ctx.request_id,
-                ev.c.event == BUILD_EVENT, ev.c.host == self.m.host,
-                ev.c.finish_time.is_(None)).order_by(ev.c.id.desc()).limit(1)).scalar()
-            instance_actions.event_finish(conn, event_id, exc=error)
-            if error is None:
-                instance_actions.action_finish(conn, ctx, uuid)
-        await self.m.db.run(finish)
+        event_id = conn.execute(sa.select(ev.c.id).join(act, act.c.id == ev.c.action_id).where(
+            act.c.instance_uuid == uuid, act.c.request_id == ctx.request_id,
+            ev.c.event == BUILD_EVENT, ev.c.host == self.m.host,
+            ev.c.finish_time.is_(None)).order_by(ev.c.id.desc()).limit(1)).scalar()
+        instance_actions.event_finish(conn, event_id, exc=error)
+        if error is None:
+            instance_actions.action_finish(conn, ctx, uuid)
+
+    async def _finish_event(self, ctx: RequestContext, uuid: str, error: BaseException | None) -> None:
+        await self.m.db.run(self._finish_event_tx, ctx, uuid, error)
 
     async def _reschedule(self, ctx: RequestContext, instance: dict[str, Any], node: str,
                           spec: dict[str, Any], filter_properties: dict[str, Any],
@@ -215,7 +217,7 @@ class Builder:
         try:
             claim = await self.m.rt.instance_claim(instance, node)
             await self.m.db.read(self._validate_instance_group_policy, instance)
-            image_meta = await self._image_meta(ctx, instance)
+            image_meta = await self._image_meta(ctx, instance, spec)
             async with self._build_resources(ctx, instance, params) as resources:
                 instance = await self.m.db.run(self._save_and_get, uuid, {
                     "vm_state": VmState.BUILDING, "task_state": TaskState.SPAWNING},
@@ -259,9 +261,11 @@ class Builder:
         values: dict[str, Any] = {"vm_state": VmState.ACTIVE, "task_state": None,
                                   "power_state": int(info.state), "launched_at": utcnow()}
         values.update(self._access_ips(network_info))
+        def mark_active(conn: sa.Connection) -> None:
+            inst.save(conn, instance["uuid"], values, expected_task_state=TaskState.SPAWNING)
+            self._finish_event_tx(conn, ctx, instance["uuid"], None)
         try:
-            await self.m.db.run(inst.save, instance["uuid"], values,
-                                expected_task_state=TaskState.SPAWNING)
+            await self.m.db.run(mark_active)
         except (exc.InstanceNotFound, exc.UnexpectedDeletingTaskStateError) as error:
             self.m.notifier.info(ctx, "compute.instance.create.end", {**payload, "fault": str(error)})
             raise
@@ -306,9 +310,13 @@ class Builder:
             raise exc.RescheduledException(instance_uuid=instance["uuid"],
                                            reason="Affinity instance group policy was violated.")
 
-    async def _image_meta(self, ctx: RequestContext, instance: dict[str, Any]) -> dict[str, Any]:
+    async def _image_meta(self, ctx: RequestContext, instance: dict[str, Any],
+                          spec: dict[str, Any]) -> dict[str, Any]:
         if not instance.get("image_ref"):
             return {"properties": {}}
+        carried = spec.get("image") or {}
+        if carried.get("id") == instance["image_ref"] and carried.get("disk_format"):
+            return carried  # checked by the API when the request was accepted
         return await self.m.images.get(ctx.elevated(), instance["image_ref"])
 
     # -- _build_resources (seed 000) -------------------------------------------------
@@ -323,8 +331,6 @@ class Builder:
         net_task = spawn(self._allocate_network_async(ctx, instance, params),
                          name=f"allocate-network:{uuid}", awaited=True)
         try:
-            await self.m.db.run(inst.save, uuid, {"task_state": TaskState.BLOCK_DEVICE_MAPPING},
-                                expected_task_state=TaskState.NETWORKING)
             block_device_info = await self._prep_block_device(instance)
             network_info = await net_task
         except BaseException:
@@ -341,7 +347,12 @@ class Builder:
             raise
 
     async def _prep_block_device(self, instance: dict[str, Any]) -> dict[str, Any]:
-        bdms = await self.m.db.read(inst.bdms, instance["uuid"])
+        """BLOCK_DEVICE_MAPPING, and the instance's block devices (one transaction)."""
+        def prep(conn: sa.Connection) -> list[dict[str, Any]]:
+            inst.save(conn, instance["uuid"], {"task_state": TaskState.BLOCK_DEVICE_MAPPING},
+                      expected_task_state=TaskState.NETWORKING)
+            return inst.bdms(conn, instance["uuid"])
+        bdms = await self.m.db.run(prep)
         return {"block_device_mapping": bdms, "root_device_name": "/dev/vda"}
 
     async def _allocate_network_async(self, ctx: RequestContext, instance: dict[str, Any],
