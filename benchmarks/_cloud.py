@@ -39,6 +39,19 @@ def token(url: str, user: str = "admin", password: str = "admin") -> str:
     return resp.headers["X-Subject-Token"]
 
 
+def wait_for_token(url: str, proc: subprocess.Popen[Any], timeout: float = 60) -> bool:
+    """True once ``url`` issues a token; False if ``proc`` exits or time runs out."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            token(url)
+            return True
+        except (httpx.HTTPError, OSError):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+
+
 @contextlib.contextmanager
 def running_cloud(computes: int, env: dict[str, str] | None = None,
                   state_dir: str | None = None) -> Iterator[tuple[str, subprocess.Popen[Any]]]:
@@ -50,15 +63,8 @@ def running_cloud(computes: int, env: dict[str, str] | None = None,
         proc = subprocess.Popen(cmd, env={**os.environ, **(env or {})},
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                token(url)
-                break
-            except (httpx.HTTPError, OSError):
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"cirrus up failed: {proc.stdout.read() if proc.stdout else ''}")
-                time.sleep(0.05)
+        if not wait_for_token(url, proc):
+            raise RuntimeError(f"cirrus up failed: {proc.stdout.read() if proc.stdout else ''}")
         try:
             yield url, proc
         finally:
@@ -154,15 +160,8 @@ def running_deployment(computes: int, conductors: int, env: dict[str, str] | Non
                                               env=full_env, stdout=log, stderr=subprocess.STDOUT))
         try:
             start("api", "--bind", f"127.0.0.1:{port}")
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    token(url)
-                    break
-                except (httpx.HTTPError, OSError):
-                    if procs[0].poll() is not None or time.monotonic() > deadline:
-                        raise RuntimeError("cirrus api did not start") from None
-                    time.sleep(0.1)
+            if not wait_for_token(url, procs[0]):
+                raise RuntimeError("cirrus api did not start")
             for i in range(1, conductors + 1):
                 start("conductor", "--host", f"bench-cond{i}")
             start("scheduler", "--host", "bench-sched")
