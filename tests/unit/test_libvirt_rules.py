@@ -114,3 +114,16 @@ def test_cpio_writer_output_is_read_by_cpio() -> None:
     out = listing.stdout.decode()
     assert listing.returncode == 0, listing.stderr
     assert "etc/hello" in out and out.splitlines()[2].startswith("crw")
+
+
+async def test_unreachable_libvirt_is_one_clear_error(tmp_path: Path) -> None:
+    pytest.importorskip("libvirt")
+    from cirrus.config import Settings
+    from cirrus.virt.exception import HypervisorUnavailable
+    from cirrus.virt.libvirt.driver import LibvirtDriver
+
+    settings = Settings(state_dir=tmp_path, compute_driver="libvirt",
+                        libvirt_uri="qemu+unix:///system?socket=/nonexistent.sock")
+    with pytest.raises(HypervisorUnavailable) as caught:
+        await LibvirtDriver(settings, "host1").init_host("host1")
+    assert "host1" in str(caught.value) and "/nonexistent.sock" in str(caught.value)

@@ -20,6 +20,8 @@ def import_libvirt() -> Any:
         raise vexc.HypervisorUnavailable(
             host="-", reason="the libvirt Python binding is not installed "
                              "(scripts/setup-libvirt.sh installs it)") from e
+    # libvirt prints every error to stderr by default; ours are raised, typed.
+    libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
     return libvirt
 
 
