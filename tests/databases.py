@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -104,7 +105,16 @@ class PostgresDatabases:
 
     def _drop(self, name: str) -> None:
         # FORCE: a connection a test left behind must not keep its database alive.
-        self._execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        # It may not end an autovacuum worker (a superuser backend) that is
+        # visiting the database; those finish within moments, so try again.
+        for attempt in range(40):
+            try:
+                self._execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+                break
+            except sa.exc.ProgrammingError as error:
+                if "pg_signal_backend" not in str(error) or attempt == 39:
+                    raise
+                time.sleep(0.25)
         self.created.discard(name)
 
     def for_test(self, state_dir: Path) -> dict[str, Any]:

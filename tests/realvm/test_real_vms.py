@@ -82,7 +82,7 @@ def test_stop_start_reboot_delete_leave_nothing_behind(real_cloud: RealCloud) ->
     # dnsmasq serves exactly the allocated addresses: the port's host entry is gone.
     hosts = list((real_cloud.state_dir / "dhcp").glob("*/hosts"))
     assert all(port["mac_address"] not in h.read_text() for h in hosts)
-    assert real_cloud.openstack("port", "list", "--server", uuid, "-f", "json") == []
+    assert real_cloud.openstack("port", "list", "--device-id", uuid, "-f", "json") == []
 
 
 def test_guests_reach_each_other_only_when_a_rule_allows(real_cloud: RealCloud) -> None:
@@ -90,7 +90,7 @@ def test_guests_reach_each_other_only_when_a_rule_allows(real_cloud: RealCloud) 
     target = _boot(real_cloud, "rv-target", "rv-closed")
     target_ip = _port(real_cloud, target["id"])["fixed_ips"][0]["ip_address"]
     script = ("#!/bin/sh\nwhile true; do\n"
-              f"  if ping -c 1 -W 1 {target_ip} >/dev/null 2>&1; then echo PING-OK; "
+              f"  if ping -c 1 -W 3 {target_ip} >/dev/null 2>&1; then echo PING-OK; "
               "else echo PING-FAIL; fi\n  sleep 1\ndone\n")
     user_data = Path(real_cloud.state_dir.parent / "pinger.sh")
     user_data.write_text(script)
@@ -100,7 +100,11 @@ def test_guests_reach_each_other_only_when_a_rule_allows(real_cloud: RealCloud) 
 
     real_cloud.openstack("security group", "rule", "create", "--ingress", "--protocol", "icmp",
                          "--remote-group", "rv-closed", "rv-closed")
-    real_cloud.wait_console("rv-pinger", "user-data: PING-OK", timeout=60)
+    try:
+        real_cloud.wait_console("rv-pinger", "user-data: PING-OK", timeout=90)
+    except AssertionError as error:  # say what the host's firewall looked like
+        rules = real_cloud.ns("nft", "list", "ruleset").stdout
+        raise AssertionError(f"{error}\n--- nft ruleset in {real_cloud.netns}:\n{rules}") from None
     for name in ("rv-pinger", "rv-target"):
         real_cloud.openstack("server", "delete", "--wait", name, timeout=180)
 
@@ -116,5 +120,5 @@ def test_broken_image_ends_in_error_and_leaks_nothing(real_cloud: RealCloud) -> 
     assert "unacceptable" in str(shown.get("fault")).lower()
     assert created["id"] not in _domains()
     assert not (real_cloud.state_dir / "instances" / created["id"]).exists()
-    assert real_cloud.openstack("port", "list", "--server", created["id"], "-f", "json") == []
+    assert real_cloud.openstack("port", "list", "--device-id", created["id"], "-f", "json") == []
     real_cloud.openstack("server", "delete", "--wait", "rv-bad")
