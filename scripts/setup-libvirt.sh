@@ -17,6 +17,7 @@ need=()
 for pair in libvirtd:libvirt-daemon-system libvirtd:libvirt-daemon-driver-qemu \
             virsh:libvirt-clients qemu-system-x86_64:qemu-system-x86 qemu-img:qemu-utils \
             genisoimage:genisoimage pkg-config:pkg-config dnsmasq:dnsmasq-base nft:nftables \
+            dhcp_release:dnsmasq-utils \
             mke2fs:e2fsprogs file:file; do
     command -v "${pair%%:*}" >/dev/null || need+=("${pair#*:}")
 done

@@ -89,6 +89,9 @@ def test_guests_reach_each_other_only_when_a_rule_allows(real_cloud: RealCloud) 
     _sg(real_cloud, "rv-closed")  # egress only: no ingress at all
     target = _boot(real_cloud, "rv-target", "rv-closed")
     target_ip = _port(real_cloud, target["id"])["fixed_ips"][0]["ip_address"]
+    # The target must be up with its address before anything pings it.
+    console = real_cloud.wait_console("rv-target", re.escape(MARKER))
+    assert re.search(IP_LINE, console).group(1) == target_ip, console
     script = ("#!/bin/sh\nwhile true; do\n"
               f"  if ping -c 1 -W 3 {target_ip} >/dev/null 2>&1; then echo PING-OK; "
               "else echo PING-FAIL; fi\n  sleep 1\ndone\n")
@@ -104,7 +107,10 @@ def test_guests_reach_each_other_only_when_a_rule_allows(real_cloud: RealCloud) 
         real_cloud.wait_console("rv-pinger", "user-data: PING-OK", timeout=90)
     except AssertionError as error:  # say what the host's firewall looked like
         rules = real_cloud.ns("nft", "list", "ruleset").stdout
-        raise AssertionError(f"{error}\n--- nft ruleset in {real_cloud.netns}:\n{rules}") from None
+        neigh = real_cloud.ns("ip", "neigh").stdout + real_cloud.ns("bridge", "fdb").stdout
+        raise AssertionError(f"{error}\n--- target console:\n{real_cloud.console('rv-target')}"
+                             f"\n--- nft ruleset in {real_cloud.netns}:\n{rules}"
+                             f"\n--- neighbours and fdb:\n{neigh}") from None
     for name in ("rv-pinger", "rv-target"):
         real_cloud.openstack("server", "delete", "--wait", name, timeout=180)
 

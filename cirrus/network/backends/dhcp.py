@@ -14,6 +14,7 @@ import ipaddress
 import logging
 import os
 import pwd
+import shutil
 import signal
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,9 +146,33 @@ class DhcpServers:
         if server is None:
             await self._start(net_id, files, argv, hosts)
         elif server.hosts != hosts:
+            gone = _entries(server.hosts) - _entries(hosts)
             _write(files.hosts, hosts)
             os.kill(server.pid, signal.SIGHUP)
             server.hosts = hosts
+            await self._release(net_id, files, bridge, gone)
+
+    async def _release(self, net_id: str, files: DhcpFiles, bridge: str,
+                       gone: set[tuple[str, str]]) -> None:
+        """Forget the leases of removed ports. dnsmasq keeps a lease until it
+        expires and will not offer its address to another MAC meanwhile, so a
+        new port given a freed address would get no answer (Neutron calls
+        dhcp_release for the same reason)."""
+        leased = {(mac, addr) for mac, addr in gone
+                  if files.leases.exists() and mac in files.leases.read_text()}
+        if not leased:
+            return
+        if shutil.which("dhcp_release"):
+            for mac, addr in sorted(leased):
+                await ip.run(self.settings, ["dhcp_release", bridge, addr, mac], check=False)
+            return
+        # Without dnsmasq-utils: restart dnsmasq on a lease file without them.
+        server = self._servers.pop(net_id)
+        await _terminate(server.pid)
+        lines = files.leases.read_text().splitlines()
+        _write(files.leases, "".join(f"{line}\n" for line in lines
+                                     if not any(mac in line for mac, _ in leased)))
+        await self._start(net_id, files, server.argv, server.hosts)
 
     async def _start(self, net_id: str, files: DhcpFiles, argv: list[str], hosts: str) -> None:
         files.root.mkdir(parents=True, exist_ok=True)
@@ -176,6 +201,16 @@ class DhcpServers:
     async def stop_all(self) -> None:
         for network_id in list(self._servers):
             await self.stop(network_id)
+
+
+def _entries(hosts: str) -> set[tuple[str, str]]:
+    """(MAC, address) pairs of a hosts file's ``MAC,IP,name`` lines."""
+    out = set()
+    for line in hosts.splitlines():
+        fields = line.split(",")
+        if len(fields) >= 2:
+            out.add((fields[0].lower(), fields[1].strip("[]")))
+    return out
 
 
 def _write(path: Path, text: str) -> None:
