@@ -303,3 +303,34 @@ async def test_port_security_disabled_is_not_filtered(env: Env) -> None:
     assert await guest.ping("10.79.0.1", source="10.79.0.250")
     assert await ping_from(env.host_ns, "10.79.0.250")
     assert port["id"] not in await env.host("nft", "list", "ruleset")
+
+
+async def test_a_freed_address_is_served_to_the_next_port(env: Env) -> None:
+    """dnsmasq keeps a lease until it expires; a removed port's lease must be
+    released, or the next port given that address gets no DHCP answer."""
+    await env.start_backend()
+    net, _ = await env.network("10.80.0.0/24")
+    bridge = bridge_name(net["id"])
+    keeper, first = await env.port(net, []), await env.port(net, [])  # keeper: dnsmasq stays
+    assert env.binder is not None
+    for port in (keeper, first):
+        await env.binder.bound(port)
+    guest = env.guest(first)
+    await guest.plug(bridge)
+    assert (await guest.dhcp(env.workdir))["ip"] == first["ip"]
+    await guest.unplug()
+    await env.unbind(first)
+    await env.db.run(port_db.delete_port, CTX, first["id"])
+
+    def create(conn: Any) -> dict[str, Any]:
+        return port_db.create_port(conn, CTX, {
+            "network_id": net["id"], "project_id": PROJECT, "security_groups": [],
+            "device_id": str(uuid.uuid4()), "device_owner": "compute:nova",
+            "port_security_enabled": False, "binding_host_id": HOST,
+            "fixed_ips": [{"ip_address": first["ip"]}]}, env.settings.base_mac)
+    second = await env.db.run(create)
+    assert second["mac_address"] != first["mac_address"]
+    await env.binder.bound(second)
+    reused = env.guest(second)
+    await reused.plug(bridge)
+    assert (await reused.dhcp(env.workdir))["ip"] == first["ip"]
