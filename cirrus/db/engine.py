@@ -9,14 +9,15 @@ awaited from asyncio with :meth:`Database.run`. Reads go to a small reader pool
 from __future__ import annotations
 
 import asyncio
-import functools
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
+
+from cirrus.db.groupcommit import GroupCommitWriter
 
 T = TypeVar("T")
 
@@ -60,11 +61,16 @@ class Database:
         self.url = url
         self.engine = make_engine(url)
         self.is_sqlite = self.engine.dialect.name == "sqlite"
-        writers = 1 if self.is_sqlite else 8
-        self._writer = ThreadPoolExecutor(max_workers=writers, thread_name_prefix="db-w")
         self._reader = ThreadPoolExecutor(max_workers=2, thread_name_prefix="db-r")
         self._local = threading.local()
         self._held: list[Connection] = []
+        self._writer: ThreadPoolExecutor | None = None
+        self._group: GroupCommitWriter | None = None
+        if self.is_sqlite:
+            # One writer anyway: queued writes share a transaction (savepoint each).
+            self._group = GroupCommitWriter(self._connection)
+        else:
+            self._writer = ThreadPoolExecutor(max_workers=8, thread_name_prefix="db-w")
 
     def _connection(self) -> Connection:
         """This thread's connection. SQLite keeps one per DB thread for good:
@@ -88,19 +94,23 @@ class Database:
             return fn(conn, *args, **kwargs)
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run ``fn(conn, *args, **kwargs)`` in one write transaction."""
-        return await self._settled(self._writer, functools.partial(self._tx, fn, args, kwargs))
+        """Run ``fn(conn, *args, **kwargs)`` atomically in a write transaction
+        (on SQLite possibly shared with other units, each in its own savepoint)."""
+        if self._group is not None:
+            return await self._settled(self._group.submit(fn, args, kwargs))
+        assert self._writer is not None
+        return await self._settled(self._writer.submit(self._tx, fn, args, kwargs))
 
     async def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a read-only ``fn(conn, ...)`` on the reader pool."""
-        return await self._settled(self._reader,
-                                   functools.partial(self._tx, fn, args, kwargs, False))
+        return await self._settled(self._reader.submit(self._tx, fn, args, kwargs, False))
 
     @staticmethod
-    async def _settled(executor: ThreadPoolExecutor, call: Callable[[], T]) -> T:
-        """Await ``call`` on ``executor``; if the caller is cancelled, wait for the
-        transaction to end first, so clean-up never races a commit still in flight."""
-        fut = asyncio.get_running_loop().run_in_executor(executor, call)
+    async def _settled(submitted: "Future[T]") -> T:
+        """Await a unit submitted to a DB thread; if the caller is cancelled, wait
+        for the transaction to end first, so clean-up never races a commit still
+        in flight."""
+        fut = asyncio.wrap_future(submitted)
         try:
             return await asyncio.shield(fut)
         except asyncio.CancelledError:
@@ -112,7 +122,10 @@ class Database:
         return self._tx(fn, args, kwargs)
 
     def close(self) -> None:
-        self._writer.shutdown(wait=True)
+        if self._group is not None:
+            self._group.shutdown()
+        if self._writer is not None:
+            self._writer.shutdown(wait=True)
         self._reader.shutdown(wait=True)
         for conn in self._held:  # their threads have ended
             conn.close()

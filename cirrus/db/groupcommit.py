@@ -1,0 +1,99 @@
+"""Group commit for SQLite's single writer thread.
+
+Under load the one writer thread is the bottleneck (docs/performance.md): each
+unit of work pays BEGIN IMMEDIATE, COMMIT and a thread hand-off. The writer
+here takes every unit already queued (up to ``max_batch``), runs them in one
+transaction, each inside its own SAVEPOINT, and commits once. A unit that
+raises is rolled back to its savepoint alone and gets its exception; the
+others still commit. Results are handed out only after the COMMIT, so no
+caller ever acts on data that might not be there.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from sqlalchemy.engine import Connection
+
+
+@dataclass
+class _Unit:
+    fn: Callable[..., Any]
+    args: tuple
+    kwargs: dict
+    future: Future = field(default_factory=Future)
+
+
+class GroupCommitWriter:
+    """One thread; ``submit`` returns a future resolved after the unit's commit."""
+
+    def __init__(self, connect: Callable[[], Connection], max_batch: int = 64,
+                 name: str = "db-w") -> None:
+        self._connect = connect
+        self._max_batch = max_batch
+        self._queue: queue.SimpleQueue[_Unit | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Future:
+        unit = _Unit(fn, args, kwargs)
+        self._queue.put(unit)
+        return unit.future
+
+    def shutdown(self) -> None:
+        """Finish what is queued, then stop the thread."""
+        self._queue.put(None)
+        self._thread.join()
+
+    def _take_batch(self, first: _Unit) -> tuple[list[_Unit], bool]:
+        batch, stop = [first], False
+        while len(batch) < self._max_batch:
+            try:
+                unit = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if unit is None:
+                stop = True
+                break
+            batch.append(unit)
+        return [u for u in batch if u.future.set_running_or_notify_cancel()], stop
+
+    def _loop(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None:
+                return
+            batch, stop = self._take_batch(first)
+            if batch:
+                self._run(batch)
+            if stop:
+                return
+
+    def _run(self, batch: list[_Unit]) -> None:
+        outcomes: list[tuple[bool, Any]] = []
+        try:
+            conn = self._connect()
+            conn.info["begin"] = "BEGIN IMMEDIATE"
+            with conn.begin():
+                if len(batch) == 1:  # alone: its transaction is its own
+                    unit = batch[0]
+                    outcomes.append((True, unit.fn(conn, *unit.args, **unit.kwargs)))
+                else:
+                    for unit in batch:
+                        try:
+                            with conn.begin_nested():
+                                outcomes.append((True, unit.fn(conn, *unit.args, **unit.kwargs)))
+                        except Exception as error:  # noqa: BLE001 - handed to its caller
+                            outcomes.append((False, error))
+        except BaseException as error:  # noqa: BLE001 - BEGIN/COMMIT failed: nothing committed
+            for unit in batch:
+                unit.future.set_exception(error)
+            return
+        for unit, (ok, value) in zip(batch, outcomes):
+            if ok:
+                unit.future.set_result(value)
+            else:
+                unit.future.set_exception(value)

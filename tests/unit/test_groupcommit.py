@@ -1,0 +1,54 @@
+"""Group commit on SQLite: units share a transaction but stay atomic each."""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from cirrus.db.engine import Database
+
+ITEMS = sa.Table("items", sa.MetaData(), sa.Column("id", sa.Integer, primary_key=True),
+                 sa.Column("name", sa.String(20), nullable=False, unique=True))
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Database:
+    database = Database(f"sqlite:///{tmp_path / 'g.db'}")
+    ITEMS.metadata.create_all(database.engine)
+    yield database
+    database.close()
+
+
+def _insert(conn: sa.Connection, name: str, then_fail: bool = False) -> str:
+    conn.execute(ITEMS.insert().values(name=name))
+    if then_fail:
+        raise ValueError(f"{name} failed after its insert")
+    return name
+
+
+def _names(conn: sa.Connection) -> set[str]:
+    return set(conn.execute(sa.select(ITEMS.c.name)).scalars())
+
+
+async def test_a_failing_unit_rolls_back_alone_and_the_rest_commit(db: Database) -> None:
+    names = [f"n{i}" for i in range(200)]
+    calls = [db.run(_insert, n, then_fail=(i % 7 == 3)) for i, n in enumerate(names)]
+    calls.append(db.run(_insert, "n0"))  # a unique-key clash with a unit of the same batch
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    failed = {n for i, n in enumerate(names) if i % 7 == 3}
+    for name, result in zip(names, results):
+        if name in failed:
+            assert isinstance(result, ValueError)
+        else:
+            assert result == name
+    assert isinstance(results[-1], sa.exc.IntegrityError)
+    assert await db.read(_names) == set(names) - failed
+
+
+async def test_a_result_is_committed_when_its_caller_sees_it(db: Database) -> None:
+    async def write_then_read(name: str) -> bool:
+        await db.run(_insert, name)
+        return name in await db.read(_names)  # another connection, another thread
+    assert all(await asyncio.gather(*[write_then_read(f"r{i}") for i in range(50)]))
