@@ -1,11 +1,4 @@
-"""Reading instances for the server views: listings with the filters clients
-use, and one server — each in one query (the info cache joined in), plus one for
-the faults of failed servers; no N+1.
-
-Rows hold :data:`VIEW_COLUMNS` only (no key data, requested networks…) and are
-read through :mod:`cirrus.db.rows`, which costs a fraction of SQLAlchemy's
-per-row work: listings of a thousand servers are these paths' whole cost.
-"""
+"""Listing instances with the filters clients use (one query, no N+1)."""
 from __future__ import annotations
 
 import re
@@ -19,7 +12,6 @@ from cirrus.compute import exception as exc
 from cirrus.compute.models import instance_faults, instance_info_caches, instances
 from cirrus.compute.states import TaskState, VmState
 from cirrus.db.engine import fetch_all
-from cirrus.db.rows import Prepared, RowReader, fetch_dicts, json_loads
 
 # API status → vm_state (and task_state where the status depends on it).
 STATUS_FILTERS: dict[str, tuple[list[str], list[str] | None]] = {
@@ -36,21 +28,6 @@ STATUS_FILTERS: dict[str, tuple[list[str], list[str] | None]] = {
                                              TaskState.REBOOT_PENDING_HARD.value,
                                              TaskState.REBOOT_STARTED_HARD.value]),
 }
-# What the server views read (cirrus/api/compute/views.py); filters and
-# pagination use a subset.
-VIEW_COLUMNS = ("id", "uuid", "project_id", "user_id", "display_name", "display_description",
-                "hostname", "image_ref", "flavor", "vm_state", "task_state", "power_state",
-                "host", "node", "availability_zone", "key_name", "user_data", "config_drive",
-                "metadata", "system_metadata", "security_groups", "access_ip_v4",
-                "access_ip_v6", "reservation_id", "launch_index", "locked", "progress", "tags",
-                "launched_at", "terminated_at", "created_at", "updated_at")
-# Read as the database gives them (RowReader's raw): the views need the info
-# cache's addresses and the timestamps' ISO text, and get both cheaper from
-# SQLite's text than from parsed values (see cirrus/api/compute/views.py).
-AS_STORED = ("network_info", "created_at", "updated_at", "launched_at", "terminated_at")
-# What GET /servers (id, name, links) and its filters and next link need.
-BASIC_COLUMNS = ("id", "uuid", "display_name", "tags")
-
 SORT_KEYS = {"created_at", "updated_at", "display_name", "uuid", "vm_state", "task_state",
              "host", "launched_at", "project_id", "user_id", "hostname", "availability_zone"}
 
@@ -73,24 +50,9 @@ class ListQuery:
     sort: list[tuple[str, str]] = field(default_factory=lambda: [("created_at", "desc")])
 
 
-def list_instances(conn: sa.Connection, q: ListQuery, *, columns: tuple[str, ...] = VIEW_COLUMNS,
-                   network_info: bool = False) -> list[dict[str, Any]]:
-    """Instances matching ``q`` in the requested order, one page, as dicts of
-    ``columns`` (and of the columns the filters need); with ``network_info``,
-    also the info cache's ``network_info`` (None without a cache row). The
-    :data:`AS_STORED` columns are as the database gives them: see
-    :func:`network_info_of` and ``iso_of`` in the views."""
-    names = list(columns)
-    for needed, wanted in (("display_name", q.name), ("tags", q.tags), ("uuid", True)):
-        if wanted and needed not in names:
-            names.append(needed)
-    cols: list[Any] = [instances.c[n] for n in names]
-    source: Any = instances
-    if network_info or q.ip:
-        cols.append(instance_info_caches.c.network_info)
-        source = instances.outerjoin(instance_info_caches,
-                                     instance_info_caches.c.instance_uuid == instances.c.uuid)
-    stmt = sa.select(*cols).select_from(source)
+def list_instances(conn: sa.Connection, q: ListQuery) -> list[dict[str, Any]]:
+    """Instances matching ``q`` in the requested order, one page."""
+    stmt = sa.select(instances)
     if q.project_id is not None:
         stmt = stmt.where(instances.c.project_id == q.project_id)
     if q.changes_since is not None:
@@ -124,11 +86,7 @@ def list_instances(conn: sa.Connection, q: ListQuery, *, columns: tuple[str, ...
     stmt = stmt.order_by(*order)
     if q.marker:
         stmt = _after_marker(conn, stmt, q)
-    # The name, tag and address filters run here, so they must see every row;
-    # without them the database stops at the page (and reads no more rows).
-    if q.limit is not None and not (q.name or q.tags or q.ip):
-        stmt = stmt.limit(q.limit)
-    rows = fetch_dicts(conn, stmt, RowReader(stmt.selected_columns, raw=AS_STORED))
+    rows = fetch_all(conn, stmt)
     if q.name:
         try:
             pattern = re.compile(q.name)
@@ -139,19 +97,11 @@ def list_instances(conn: sa.Connection, q: ListQuery, *, columns: tuple[str, ...
         rows = [r for r in rows if set(q.tags) <= set(r["tags"] or [])]
     if q.ip:
         ip_re = re.compile(q.ip)
+        caches = info_caches(conn, [r["uuid"] for r in rows])
         rows = [r for r in rows if any(ip_re.search(ip["address"])
-                                       for vif in network_info_of(r["network_info"])
+                                       for vif in caches.get(r["uuid"], [])
                                        for s in vif["network"]["subnets"] for ip in s.get("ips", []))]
     return rows[:q.limit] if q.limit is not None else rows
-
-
-def network_info_of(stored: Any) -> list[dict[str, Any]]:
-    """An info cache's network info from its column as read: the views keep
-    the JSON text of SQLite (their addresses are remembered by text, see
-    cirrus/api/compute/views.py), PostgreSQL's driver parses it."""
-    if isinstance(stored, (str, bytes)):
-        return json_loads(stored)
-    return stored or []
 
 
 def _after_marker(conn: sa.Connection, stmt: Any, q: ListQuery) -> Any:
@@ -168,7 +118,6 @@ def _after_marker(conn: sa.Connection, stmt: Any, q: ListQuery) -> Any:
 
 
 def info_caches(conn: sa.Connection, uuids: list[str]) -> dict[str, list[dict[str, Any]]]:
-    """The network info of each of ``uuids`` that has an info cache."""
     if not uuids:
         return {}
     rows = conn.execute(sa.select(instance_info_caches.c.instance_uuid,
@@ -177,26 +126,7 @@ def info_caches(conn: sa.Connection, uuids: list[str]) -> dict[str, list[dict[st
     return {r.instance_uuid: r.network_info or [] for r in rows}
 
 
-_SHOW = Prepared(
-    sa.select(*(instances.c[n] for n in VIEW_COLUMNS), instance_info_caches.c.network_info)
-    .select_from(instances.outerjoin(instance_info_caches,
-                                     instance_info_caches.c.instance_uuid == instances.c.uuid))
-    .where(instances.c.uuid == sa.bindparam("uuid"), instances.c.deleted.is_(False)),
-    raw=AS_STORED)
-
-
-def get_for_view(conn: sa.Connection, uuid: str) -> dict[str, Any]:
-    """One server for GET /servers/{id}: :data:`VIEW_COLUMNS` and its info cache's
-    ``network_info``, the :data:`AS_STORED` ones as the database gives them;
-    :class:`InstanceNotFound` if missing or deleted (as :func:`cirrus.compute.instance.get`)."""
-    row = _SHOW.first(conn, uuid=uuid)
-    if row is None:
-        raise exc.InstanceNotFound(instance_id=uuid)
-    return row
-
-
 def faults(conn: sa.Connection, uuids: list[str]) -> dict[str, dict[str, Any]]:
-    """The latest fault of each of ``uuids`` that has one."""
     if not uuids:
         return {}
     rows = fetch_all(conn, sa.select(instance_faults).where(
@@ -204,20 +134,9 @@ def faults(conn: sa.Connection, uuids: list[str]) -> dict[str, dict[str, Any]]:
     return {r["instance_uuid"]: r for r in rows}
 
 
-_FAULTS_OF = Prepared(sa.select(instance_faults).where(
-    instance_faults.c.instance_uuid == sa.bindparam("uuid")).order_by(instance_faults.c.id))
-
-
-def latest_fault(conn: sa.Connection, row: dict[str, Any]) -> dict[str, Any] | None:
-    """:func:`latest_faults` of one server."""
-    if row["vm_state"] not in (VmState.ERROR.value, VmState.DELETED.value):
-        return None
-    found = _FAULTS_OF.all(conn, uuid=row["uuid"])
-    return found[-1] if found else None
-
-
-def latest_faults(conn: sa.Connection, rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The latest fault of each of ``rows`` that failed (the views show no other's);
-    no query when none did."""
-    return faults(conn, [r["uuid"] for r in rows
-                         if r["vm_state"] in (VmState.ERROR.value, VmState.DELETED.value)])
+def with_details(conn: sa.Connection, rows: list[dict[str, Any]]
+                 ) -> tuple[dict[str, list[dict[str, Any]]], dict[str, dict[str, Any]]]:
+    """Info caches and latest faults for ``rows`` in two queries."""
+    uuids = [r["uuid"] for r in rows]
+    failed = [r["uuid"] for r in rows if r["vm_state"] in (VmState.ERROR.value, VmState.DELETED.value)]
+    return info_caches(conn, uuids), faults(conn, failed)

@@ -11,7 +11,6 @@ class ComputeFilter(BaseHostFilter):
 
     name = "ComputeFilter"
     run_for_forced = True
-    static = True
 
     def host_passes(self, host: HostState, spec: Spec) -> FilterResult:
         if not host.enabled:
