@@ -44,6 +44,29 @@ def reply(body: Any, status: int = 200, headers: dict[str, str] | None = None) -
     return JSONResponse(body, status_code=status, headers=headers)
 
 
+try:  # a C encoder ~6× faster than json.dumps on a listing of a thousand servers
+    import orjson
+except ImportError:  # pragma: no cover - orjson is a dependency; keep working without it
+    orjson = None  # type: ignore[assignment]
+
+
+class _FastJSONResponse(JSONResponse):
+    def render(self, content: Any) -> bytes:
+        if orjson is not None:
+            try:
+                return orjson.dumps(content)
+            except TypeError:
+                pass  # what orjson refuses (non-str keys, huge integers): json's answer
+        return super().render(content)
+
+
+def fast_reply(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    """:func:`reply` for large bodies without floats (the server views): the same
+    bytes as JSONResponse (compact, UTF-8 unescaped), encoded by orjson. Floats
+    are the one difference: the two write exponents differently (1e+16, 1e16)."""
+    return _FastJSONResponse(body, status_code=status, headers=headers)
+
+
 def no_content(headers: dict[str, str] | None = None) -> Response:
     return Response(status_code=204, headers=headers)
 

@@ -69,6 +69,10 @@ instances = sa.Table(
     *timestamps(),
     sa.Column("deleted_at", sa.DateTime, nullable=True),
     sa.Column("deleted", sa.Boolean, nullable=False, default=False, index=True),
+    # Listings: a project's (or every project's) live servers, newest first,
+    # read in index order up to the page (migration 0002).
+    sa.Index("ix_instances_project_id_deleted_created_at", "project_id", "deleted", "created_at"),
+    sa.Index("ix_instances_deleted_created_at", "deleted", "created_at"),
 )
 
 instance_info_caches = sa.Table(

@@ -1,6 +1,7 @@
 """Server views: the JSON a client sees for an instance, per microversion."""
 from __future__ import annotations
 
+import functools
 import hashlib
 from typing import Any
 
@@ -69,63 +70,91 @@ def basic(base: str, row: dict[str, Any]) -> dict[str, Any]:
             "links": links(base, "servers", row["uuid"])}
 
 
+# Pure functions of a few distinct values (a project's hosts, the states), called
+# for every server of a listing: remembered rather than recomputed per row.
+_host_id = functools.lru_cache(maxsize=4096)(host_id)
+_status_of = functools.lru_cache(maxsize=256)(status_of)
+
+
+class DetailView:
+    """The full server body of GET /servers/{id} and /servers/detail.
+
+    Built once per request: what depends only on the request (base URL,
+    microversion, admin or not) is worked out here, not for each of a listing's
+    rows. The keys come in the order clients have always seen.
+    """
+
+    def __init__(self, base: str, version: Version, *, is_admin: bool) -> None:
+        self.base = base
+        self.version = version
+        self.is_admin = is_admin
+        self._self = f"{base}/compute/v2.1/servers/"
+        self._bookmark = f"{base}/compute/servers/"
+        self._admin_23 = is_admin and version >= (2, 3)
+        self._hostname_290 = not is_admin and version >= (2, 90)
+
+    def __call__(self, row: dict[str, Any], network_info: list[dict[str, Any]],
+                 fault: dict[str, Any] | None) -> dict[str, Any]:
+        uuid, host, version = row["uuid"], row["host"], self.version
+        status = _status_of(row["vm_state"], row["task_state"])
+        server: dict[str, Any] = {
+            "id": uuid, "name": row["display_name"], "status": status,
+            "tenant_id": row["project_id"], "user_id": row["user_id"],
+            "metadata": row["metadata"] or {}, "hostId": _host_id(row["project_id"], host),
+            "image": image_view(self.base, row["image_ref"]),
+            "flavor": flavor_view(self.base, row["flavor"], version),
+            "created": isotime(row["created_at"]),
+            "updated": isotime(row["updated_at"] or row["created_at"]),
+            "addresses": addresses(network_info),
+            "accessIPv4": row["access_ip_v4"] or "", "accessIPv6": row["access_ip_v6"] or "",
+            "links": [{"rel": "self", "href": self._self + uuid},
+                      {"rel": "bookmark", "href": self._bookmark + uuid}],
+            "OS-DCF:diskConfig": "MANUAL",
+            "progress": row["progress"] or 0,
+            "OS-EXT-AZ:availability_zone": row["availability_zone"] or "",
+            "config_drive": "True" if row["config_drive"] else "",
+            "key_name": row["key_name"],
+            "OS-SRV-USG:launched_at": isotime(row["launched_at"]),
+            "OS-SRV-USG:terminated_at": isotime(row["terminated_at"]),
+            "OS-EXT-STS:task_state": row["task_state"],
+            "OS-EXT-STS:vm_state": row["vm_state"],
+            "OS-EXT-STS:power_state": row["power_state"],
+            "os-extended-volumes:volumes_attached": [],
+            "security_groups": [{"name": n} for n in (row["security_groups"] or [])],
+        }
+        if fault and (status == "ERROR" or status == "DELETED"):
+            server["fault"] = fault_view(fault, self.is_admin)
+        if self.is_admin:
+            server["OS-EXT-SRV-ATTR:host"] = host
+            server["OS-EXT-SRV-ATTR:hypervisor_hostname"] = row["node"]
+            server["OS-EXT-SRV-ATTR:instance_name"] = f"instance-{row['id']:08x}"
+            if self._admin_23:
+                system_metadata = row["system_metadata"] or {}
+                server["OS-EXT-SRV-ATTR:reservation_id"] = row["reservation_id"]
+                server["OS-EXT-SRV-ATTR:launch_index"] = row["launch_index"]
+                server["OS-EXT-SRV-ATTR:hostname"] = row["hostname"]
+                server["OS-EXT-SRV-ATTR:kernel_id"] = system_metadata.get("image_kernel_id", "")
+                server["OS-EXT-SRV-ATTR:ramdisk_id"] = system_metadata.get("image_ramdisk_id", "")
+                server["OS-EXT-SRV-ATTR:root_device_name"] = "/dev/vda"
+                server["OS-EXT-SRV-ATTR:user_data"] = row["user_data"]
+        elif self._hostname_290:
+            server["OS-EXT-SRV-ATTR:hostname"] = row["hostname"]
+        if version >= (2, 9):
+            server["locked"] = bool(row["locked"])
+        if version >= (2, 16) and host:
+            server["host_status"] = "UP" if self.is_admin else ""
+        if version >= (2, 19):
+            server["description"] = row["display_description"]
+        if version >= (2, 26):
+            server["tags"] = row["tags"] or []
+        if version >= (2, 73):
+            server["locked_reason"] = None
+        if version >= (2, 96):
+            server["pinned_availability_zone"] = None
+        return server
+
+
 def detail(base: str, row: dict[str, Any], version: Version, *, is_admin: bool,
            network_info: list[dict[str, Any]], fault: dict[str, Any] | None) -> dict[str, Any]:
     """The full server body of GET /servers/{id} and /servers/detail."""
-    status = status_of(row["vm_state"], row["task_state"])
-    server: dict[str, Any] = {
-        "id": row["uuid"], "name": row["display_name"], "status": status,
-        "tenant_id": row["project_id"], "user_id": row["user_id"],
-        "metadata": row["metadata"] or {}, "hostId": host_id(row["project_id"], row["host"]),
-        "image": image_view(base, row["image_ref"]),
-        "flavor": flavor_view(base, row["flavor"], version),
-        "created": isotime(row["created_at"]), "updated": isotime(row["updated_at"] or row["created_at"]),
-        "addresses": addresses(network_info),
-        "accessIPv4": row["access_ip_v4"] or "", "accessIPv6": row["access_ip_v6"] or "",
-        "links": links(base, "servers", row["uuid"]),
-        "OS-DCF:diskConfig": "MANUAL",
-        "progress": row["progress"] or 0,
-        "OS-EXT-AZ:availability_zone": row["availability_zone"] or "",
-        "config_drive": "True" if row["config_drive"] else "",
-        "key_name": row["key_name"],
-        "OS-SRV-USG:launched_at": isotime(row["launched_at"]),
-        "OS-SRV-USG:terminated_at": isotime(row["terminated_at"]),
-        "OS-EXT-STS:task_state": row["task_state"],
-        "OS-EXT-STS:vm_state": row["vm_state"],
-        "OS-EXT-STS:power_state": row["power_state"],
-        "os-extended-volumes:volumes_attached": [],
-    }
-    server["security_groups"] = [{"name": n} for n in (row["security_groups"] or [])]
-    if status in ("ERROR", "DELETED") and fault:
-        server["fault"] = fault_view(fault, is_admin)
-    if is_admin:
-        server.update({
-            "OS-EXT-SRV-ATTR:host": row["host"],
-            "OS-EXT-SRV-ATTR:hypervisor_hostname": row["node"],
-            "OS-EXT-SRV-ATTR:instance_name": f"instance-{row['id']:08x}",
-        })
-        if version >= (2, 3):
-            server.update({
-                "OS-EXT-SRV-ATTR:reservation_id": row["reservation_id"],
-                "OS-EXT-SRV-ATTR:launch_index": row["launch_index"],
-                "OS-EXT-SRV-ATTR:hostname": row["hostname"],
-                "OS-EXT-SRV-ATTR:kernel_id": (row["system_metadata"] or {}).get("image_kernel_id", ""),
-                "OS-EXT-SRV-ATTR:ramdisk_id": (row["system_metadata"] or {}).get("image_ramdisk_id", ""),
-                "OS-EXT-SRV-ATTR:root_device_name": "/dev/vda",
-                "OS-EXT-SRV-ATTR:user_data": row["user_data"],
-            })
-    elif version >= (2, 90):
-        server["OS-EXT-SRV-ATTR:hostname"] = row["hostname"]
-    if version >= (2, 9):
-        server["locked"] = bool(row["locked"])
-    if version >= (2, 16) and row["host"]:
-        server["host_status"] = "UP" if is_admin else ""
-    if version >= (2, 19):
-        server["description"] = row["display_description"]
-    if version >= (2, 26):
-        server["tags"] = row["tags"] or []
-    if version >= (2, 73):
-        server["locked_reason"] = None
-    if version >= (2, 96):
-        server["pinned_availability_zone"] = None
-    return server
+    return DetailView(base, version, is_admin=is_admin)(row, network_info, fault)
