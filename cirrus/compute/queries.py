@@ -19,7 +19,7 @@ from cirrus.compute import exception as exc
 from cirrus.compute.models import instance_faults, instance_info_caches, instances
 from cirrus.compute.states import TaskState, VmState
 from cirrus.db.engine import fetch_all
-from cirrus.db.rows import Prepared, fetch_dicts
+from cirrus.db.rows import Prepared, RowReader, fetch_dicts, json_loads
 
 # API status → vm_state (and task_state where the status depends on it).
 STATUS_FILTERS: dict[str, tuple[list[str], list[str] | None]] = {
@@ -73,7 +73,8 @@ def list_instances(conn: sa.Connection, q: ListQuery, *, columns: tuple[str, ...
                    network_info: bool = False) -> list[dict[str, Any]]:
     """Instances matching ``q`` in the requested order, one page, as dicts of
     ``columns`` (and of the columns the filters need); with ``network_info``,
-    also the info cache's ``network_info`` (None without a cache row)."""
+    also the info cache's ``network_info`` as stored (see :func:`network_info_of`;
+    None without a cache row)."""
     names = list(columns)
     for needed, wanted in (("display_name", q.name), ("tags", q.tags), ("uuid", True)):
         if wanted and needed not in names:
@@ -122,7 +123,7 @@ def list_instances(conn: sa.Connection, q: ListQuery, *, columns: tuple[str, ...
     # without them the database stops at the page (and reads no more rows).
     if q.limit is not None and not (q.name or q.tags or q.ip):
         stmt = stmt.limit(q.limit)
-    rows = fetch_dicts(conn, stmt)
+    rows = fetch_dicts(conn, stmt, RowReader(stmt.selected_columns, raw=("network_info",)))
     if q.name:
         try:
             pattern = re.compile(q.name)
@@ -134,9 +135,18 @@ def list_instances(conn: sa.Connection, q: ListQuery, *, columns: tuple[str, ...
     if q.ip:
         ip_re = re.compile(q.ip)
         rows = [r for r in rows if any(ip_re.search(ip["address"])
-                                       for vif in r["network_info"] or []
+                                       for vif in network_info_of(r["network_info"])
                                        for s in vif["network"]["subnets"] for ip in s.get("ips", []))]
     return rows[:q.limit] if q.limit is not None else rows
+
+
+def network_info_of(stored: Any) -> list[dict[str, Any]]:
+    """An info cache's network info from its column as read: the views keep
+    the JSON text of SQLite (their addresses are remembered by text, see
+    cirrus/api/compute/views.py), PostgreSQL's driver parses it."""
+    if isinstance(stored, (str, bytes)):
+        return json_loads(stored)
+    return stored or []
 
 
 def _after_marker(conn: sa.Connection, stmt: Any, q: ListQuery) -> Any:
@@ -166,13 +176,14 @@ _SHOW = Prepared(
     sa.select(*(instances.c[n] for n in VIEW_COLUMNS), instance_info_caches.c.network_info)
     .select_from(instances.outerjoin(instance_info_caches,
                                      instance_info_caches.c.instance_uuid == instances.c.uuid))
-    .where(instances.c.uuid == sa.bindparam("uuid"), instances.c.deleted.is_(False)))
+    .where(instances.c.uuid == sa.bindparam("uuid"), instances.c.deleted.is_(False)),
+    raw=("network_info",))
 
 
 def get_for_view(conn: sa.Connection, uuid: str) -> dict[str, Any]:
     """One server for GET /servers/{id}: :data:`VIEW_COLUMNS` and its info cache's
-    ``network_info``; :class:`InstanceNotFound` if missing or deleted (as
-    :func:`cirrus.compute.instance.get`)."""
+    ``network_info`` as stored (see :func:`network_info_of`);
+    :class:`InstanceNotFound` if missing or deleted (as :func:`cirrus.compute.instance.get`)."""
     row = _SHOW.first(conn, uuid=uuid)
     if row is None:
         raise exc.InstanceNotFound(instance_id=uuid)
@@ -186,6 +197,18 @@ def faults(conn: sa.Connection, uuids: list[str]) -> dict[str, dict[str, Any]]:
     rows = fetch_all(conn, sa.select(instance_faults).where(
         instance_faults.c.instance_uuid.in_(uuids)).order_by(instance_faults.c.id))
     return {r["instance_uuid"]: r for r in rows}
+
+
+_FAULTS_OF = Prepared(sa.select(instance_faults).where(
+    instance_faults.c.instance_uuid == sa.bindparam("uuid")).order_by(instance_faults.c.id))
+
+
+def latest_fault(conn: sa.Connection, row: dict[str, Any]) -> dict[str, Any] | None:
+    """:func:`latest_faults` of one server."""
+    if row["vm_state"] not in (VmState.ERROR.value, VmState.DELETED.value):
+        return None
+    found = _FAULTS_OF.all(conn, uuid=row["uuid"])
+    return found[-1] if found else None
 
 
 def latest_faults(conn: sa.Connection, rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -5,6 +5,7 @@ cirrus serves 2.1 up to :data:`MAX_VERSION`. A handler asks
 """
 from __future__ import annotations
 
+import functools
 import re
 
 from starlette.requests import Request
@@ -32,18 +33,27 @@ def fmt(version: tuple[int, int]) -> str:
 
 
 def _requested(request: Request) -> str | None:
-    value = request.headers.get("openstack-api-version")
+    return _requested_in(request.headers.get("openstack-api-version"),
+                         request.headers.get("x-openstack-nova-api-version"))
+
+
+def _requested_in(value: str | None, legacy: str | None) -> str | None:
+    """The compute version asked for in ``OpenStack-API-Version`` (``value``),
+    else in ``X-OpenStack-Nova-API-Version`` (``legacy``)."""
     if value:
         for part in value.split(","):
             service, _, ver = part.strip().partition(" ")
             if service.lower() == "compute":
                 return ver.strip()
-    return request.headers.get("x-openstack-nova-api-version")
+    return legacy
 
 
 def parse(request: Request) -> tuple[int, int]:
     """The version the client asked for (default 2.1); 400/406 if unusable."""
-    raw = _requested(request)
+    return _parse(_requested(request))
+
+
+def _parse(raw: str | None) -> tuple[int, int]:
     if not raw:
         return MIN_VERSION
     raw = raw.strip()
@@ -73,6 +83,17 @@ def response_headers(version: tuple[int, int]) -> dict[str, str]:
             "Vary": "OpenStack-API-Version, X-OpenStack-Nova-API-Version"}
 
 
+@functools.lru_cache(maxsize=256)
+def _negotiate(value: bytes | None, legacy: bytes | None
+               ) -> tuple[tuple[int, int], list[tuple[bytes, bytes]]]:
+    """(version, response headers) for the raw request headers: clients send a
+    handful of distinct values, so each is parsed once (errors are not kept)."""
+    version = _parse(_requested_in(value.decode("latin-1") if value is not None else None,
+                                   legacy.decode("latin-1") if legacy is not None else None))
+    return version, [(k.lower().encode(), v.encode())
+                     for k, v in response_headers(version).items()]
+
+
 class MicroversionMiddleware:
     """Negotiates the version of every compute request and echoes it back."""
 
@@ -86,14 +107,17 @@ class MicroversionMiddleware:
         from cirrus.api.errors import error_response
         from cirrus.api.wsgi import sending_headers
 
-        request = Request(scope)
+        # The first of each header, as Request.headers.get would find it.
+        value = legacy = None
+        for name, raw in scope["headers"]:
+            if name == b"openstack-api-version":
+                value = raw if value is None else value
+            elif name == b"x-openstack-nova-api-version":
+                legacy = raw if legacy is None else legacy
         try:
-            version = parse(request)
+            version, extra = _negotiate(value, legacy)
         except CirrusException as exc:
             await error_response(exc.code, exc.format_message(), "compute")(scope, receive, send)
             return
         scope.setdefault("state", {})["api_version"] = version
-        extra = [(k.lower().encode(), v.encode()) for k, v in response_headers(version).items()]
-
-        send_with_version = sending_headers(send, extra)
-        await self.app(scope, receive, send_with_version)
+        await self.app(scope, receive, sending_headers(send, extra))

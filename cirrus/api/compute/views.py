@@ -7,6 +7,7 @@ from typing import Any
 
 from cirrus.compute.states import status_of
 from cirrus.db.base import isotime
+from cirrus.db.rows import json_loads
 
 Version = tuple[int, int]
 
@@ -39,6 +40,21 @@ def addresses(network_info: list[dict[str, Any]]) -> dict[str, list[dict[str, An
                                     "OS-EXT-IPS:type": "floating",
                                     "OS-EXT-IPS-MAC:mac_addr": vif.get("address")})
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _addresses_of_text(text: str) -> dict[str, list[dict[str, Any]]]:
+    return addresses(json_loads(text))
+
+
+def addresses_of(network_info: Any) -> dict[str, list[dict[str, Any]]]:
+    """:func:`addresses` of an info cache's network info as read from the
+    database: parsed, None, or JSON text (SQLite). The addresses of a text are
+    remembered (shared: read-only): a listing shows the same caches again and
+    again, and parsing and walking them was a third of its cost."""
+    if isinstance(network_info, str):
+        return _addresses_of_text(network_info)
+    return addresses(network_info)
 
 
 def flavor_view(base: str, flavor: dict[str, Any], version: Version) -> dict[str, Any]:
@@ -76,6 +92,10 @@ _host_id = functools.lru_cache(maxsize=4096)(host_id)
 _status_of = functools.lru_cache(maxsize=256)(status_of)
 
 
+def _groups_view(names: list[str] | None) -> list[dict[str, str]]:
+    return [{"name": n} for n in (names or [])]
+
+
 class DetailView:
     """The full server body of GET /servers/{id} and /servers/detail.
 
@@ -92,20 +112,44 @@ class DetailView:
         self._bookmark = f"{base}/compute/servers/"
         self._admin_23 = is_admin and version >= (2, 3)
         self._hostname_290 = not is_admin and version >= (2, 90)
+        # A listing's servers mostly share an image, a flavor (rows of one read
+        # share equal JSON values, see cirrus/db/rows.py) and security groups:
+        # their parts of the body are built once and shared (read-only).
+        self._images: dict[Any, Any] = {}
+        self._shared: dict[tuple[str, int], tuple[Any, Any]] = {}
 
-    def __call__(self, row: dict[str, Any], network_info: list[dict[str, Any]],
+    def _once(self, kind: str, value: Any, build: Any) -> Any:
+        """``build(value)``, once per distinct object ``value``."""
+        key = (kind, id(value))
+        hit = self._shared.get(key)
+        if hit is None or hit[0] is not value:
+            hit = self._shared[key] = (value, build(value))
+        return hit[1]
+
+    def _image(self, image_ref: str | None) -> Any:
+        try:
+            return self._images[image_ref]
+        except KeyError:
+            view = self._images[image_ref] = image_view(self.base, image_ref)
+            return view
+
+    def _flavor(self, flavor: dict[str, Any]) -> dict[str, Any]:
+        return flavor_view(self.base, flavor, self.version)
+
+    def __call__(self, row: dict[str, Any], network_info: Any,
                  fault: dict[str, Any] | None) -> dict[str, Any]:
+        """``row``'s body; ``network_info`` as :func:`addresses_of` takes it."""
         uuid, host, version = row["uuid"], row["host"], self.version
         status = _status_of(row["vm_state"], row["task_state"])
         server: dict[str, Any] = {
             "id": uuid, "name": row["display_name"], "status": status,
             "tenant_id": row["project_id"], "user_id": row["user_id"],
             "metadata": row["metadata"] or {}, "hostId": _host_id(row["project_id"], host),
-            "image": image_view(self.base, row["image_ref"]),
-            "flavor": flavor_view(self.base, row["flavor"], version),
+            "image": self._image(row["image_ref"]),
+            "flavor": self._once("flavor", row["flavor"], self._flavor),
             "created": isotime(row["created_at"]),
             "updated": isotime(row["updated_at"] or row["created_at"]),
-            "addresses": addresses(network_info),
+            "addresses": addresses_of(network_info),
             "accessIPv4": row["access_ip_v4"] or "", "accessIPv6": row["access_ip_v6"] or "",
             "links": [{"rel": "self", "href": self._self + uuid},
                       {"rel": "bookmark", "href": self._bookmark + uuid}],
@@ -120,7 +164,7 @@ class DetailView:
             "OS-EXT-STS:vm_state": row["vm_state"],
             "OS-EXT-STS:power_state": row["power_state"],
             "os-extended-volumes:volumes_attached": [],
-            "security_groups": [{"name": n} for n in (row["security_groups"] or [])],
+            "security_groups": self._once("groups", row["security_groups"], _groups_view),
         }
         if fault and (status == "ERROR" or status == "DELETED"):
             server["fault"] = fault_view(fault, self.is_admin)
