@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from sqlalchemy.dialects.sqlite import dialect as _sqlite
+
 from cirrus.compute import queries
 from cirrus.compute.models import instance_faults, instance_info_caches, instances
 from cirrus.config import Settings
@@ -24,6 +26,9 @@ from cirrus.db.rows import Prepared, RowReader, fetch_dicts, json_loads, read_he
 from cirrus.identity.exception import Unauthorized
 from cirrus.identity.manager import IdentityService
 from cirrus.identity.tokens import TokenData, TokenProvider, new_audit_id, new_key
+
+
+sqlite_dialect = _sqlite()
 
 
 @pytest.mark.parametrize("text", [
@@ -99,12 +104,24 @@ def test_raw_columns_keep_the_drivers_value(db: Database) -> None:
     assert queries.network_info_of(rows[0]["network_info"]) == [{"id": "port-0"}]
 
 
+def test_timestamps_as_stored_format_as_isotime() -> None:
+    from cirrus.api.compute.views import iso_of
+    from cirrus.db.base import isotime
+
+    for value in (dt.datetime(2026, 1, 2, 3, 4, 5, 678901), dt.datetime(2026, 1, 2, 3, 4, 5)):
+        stored = sa.DateTime().dialect_impl(sqlite_dialect).bind_processor(sqlite_dialect)(value)
+        assert iso_of(stored) == iso_of(value) == isotime(value) == "2026-01-02T03:04:05Z"
+    assert iso_of("2026-01-02T03:04:05") == "2026-01-02T03:04:05Z" and iso_of(None) is None
+
+
 def test_get_for_view_and_listing(db: Database) -> None:
     db.run_sync(_populate)
     full = {r["uuid"]: r for r in db.run_sync(fetch_all, sa.select(instances))}
     row = db.run_sync(queries.get_for_view, str(uuid.UUID(int=3)))
-    assert {k: row[k] for k in queries.VIEW_COLUMNS} == {
-        k: full[row["uuid"]][k] for k in queries.VIEW_COLUMNS}
+    parsed = {k: full[row["uuid"]][k] for k in queries.VIEW_COLUMNS}
+    assert {k: row[k] for k in queries.VIEW_COLUMNS if k not in queries.AS_STORED} == {
+        k: v for k, v in parsed.items() if k not in queries.AS_STORED}
+    assert row["created_at"] == "2026-01-02 03:04:07.678901"  # SQLite's text
     assert queries.network_info_of(row["network_info"]) == [{"id": "port-2"}]
     assert queries.network_info_of(db.run_sync(queries.get_for_view, str(uuid.UUID(int=2)))
                                    ["network_info"]) == []  # no cache row

@@ -1,6 +1,7 @@
 """Server views: the JSON a client sees for an instance, per microversion."""
 from __future__ import annotations
 
+import datetime as _dt
 import functools
 import hashlib
 from typing import Any
@@ -40,6 +41,18 @@ def addresses(network_info: list[dict[str, Any]]) -> dict[str, list[dict[str, An
                                     "OS-EXT-IPS:type": "floating",
                                     "OS-EXT-IPS-MAC:mac_addr": vif.get("address")})
     return out
+
+
+def iso_of(stored: Any) -> str | None:
+    """:func:`isotime` of a timestamp column as read: a datetime, None, or on
+    SQLite the text SQLAlchemy stores (``2026-01-02 03:04:05.678901``), cut
+    to the same ``2026-01-02T03:04:05Z`` without parsing it (a fifth of the
+    cost: a listing formats four per server)."""
+    if stored.__class__ is str:
+        if len(stored) >= 19 and stored[10] in " T" and stored[4] == "-":
+            return f"{stored[:10]}T{stored[11:19]}Z"
+        return isotime(_dt.datetime.fromisoformat(stored))
+    return isotime(stored)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -147,8 +160,8 @@ class DetailView:
             "metadata": row["metadata"] or {}, "hostId": _host_id(row["project_id"], host),
             "image": self._image(row["image_ref"]),
             "flavor": self._once("flavor", row["flavor"], self._flavor),
-            "created": isotime(row["created_at"]),
-            "updated": isotime(row["updated_at"] or row["created_at"]),
+            "created": iso_of(row["created_at"]),
+            "updated": iso_of(row["updated_at"] or row["created_at"]),
             "addresses": addresses_of(network_info),
             "accessIPv4": row["access_ip_v4"] or "", "accessIPv6": row["access_ip_v6"] or "",
             "links": [{"rel": "self", "href": self._self + uuid},
@@ -158,8 +171,8 @@ class DetailView:
             "OS-EXT-AZ:availability_zone": row["availability_zone"] or "",
             "config_drive": "True" if row["config_drive"] else "",
             "key_name": row["key_name"],
-            "OS-SRV-USG:launched_at": isotime(row["launched_at"]),
-            "OS-SRV-USG:terminated_at": isotime(row["terminated_at"]),
+            "OS-SRV-USG:launched_at": iso_of(row["launched_at"]),
+            "OS-SRV-USG:terminated_at": iso_of(row["terminated_at"]),
             "OS-EXT-STS:task_state": row["task_state"],
             "OS-EXT-STS:vm_state": row["vm_state"],
             "OS-EXT-STS:power_state": row["power_state"],
