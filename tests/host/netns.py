@@ -16,7 +16,8 @@ import uuid
 from pathlib import Path
 from typing import Awaitable, Callable
 
-TOOLS = ("ip", "nft", "dnsmasq", "busybox", "unshare")
+# ping: without it every "cannot reach" check would pass for the wrong reason.
+TOOLS = ("ip", "nft", "dnsmasq", "busybox", "unshare", "ping")
 
 
 def why_not() -> str | None:
