@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install libvirt, QEMU and what the libvirt driver and tiny guest need from
-# Debian, and start virtlogd and libvirtd without systemd. Idempotent.
+# Debian (with ping for the real-VM tests and cpio to check our initramfs
+# writer against), and start virtlogd and libvirtd without systemd. Idempotent.
 #   scripts/setup-libvirt.sh [--netns NAME]
 # With --netns the daemons run inside network namespace NAME (created if
 # missing), so the taps libvirt makes for guests live there, away from the
@@ -18,7 +19,7 @@ for pair in libvirtd:libvirt-daemon-system libvirtd:libvirt-daemon-driver-qemu \
             virsh:libvirt-clients qemu-system-x86_64:qemu-system-x86 qemu-img:qemu-utils \
             genisoimage:genisoimage pkg-config:pkg-config dnsmasq:dnsmasq-base nft:nftables \
             dhcp_release:dnsmasq-utils \
-            mke2fs:e2fsprogs file:file; do
+            mke2fs:e2fsprogs file:file ping:iputils-ping cpio:cpio; do
     command -v "${pair%%:*}" >/dev/null || need+=("${pair#*:}")
 done
 [ -x /bin/busybox ] && ! file -L /bin/busybox | grep -q dynamically || need+=(busybox-static)
