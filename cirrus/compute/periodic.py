@@ -125,8 +125,7 @@ class ComputePeriodics:
 
     async def heal_instance_info_cache(self) -> None:
         if not self._heal_queue:
-            self._heal_queue = [r["uuid"] for r in await self.m.db.read(_host_instances, self.m.host)
-                                if r["vm_state"] != VmState.BUILDING.value]
+            self._heal_queue = await self.m.db.read(_host_instance_uuids, self.m.host)
         while self._heal_queue:
             uuid = self._heal_queue.pop(0)
             try:
@@ -154,3 +153,12 @@ class ComputePeriodics:
 def _host_instances(conn: sa.Connection, host: str) -> list[dict[str, Any]]:
     return fetch_all(conn, sa.select(instances).where(instances.c.host == host,
                                                       instances.c.deleted.is_(False)))
+
+
+def _host_instance_uuids(conn: sa.Connection, host: str) -> list[str]:
+    """The uuids of the host's built instances: the heal queue needs nothing
+    else, and reading whole rows of a host's thousand servers every minute held
+    the GIL for tens of milliseconds — a latency spike for every API request."""
+    return list(conn.execute(sa.select(instances.c.uuid).where(
+        instances.c.host == host, instances.c.deleted.is_(False),
+        instances.c.vm_state != VmState.BUILDING.value)).scalars())

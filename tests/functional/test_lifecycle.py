@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from cirrus.bootstrap import Cloud
-from cirrus.compute.models import allocations
+from cirrus.compute.models import allocations, instance_info_caches
 from cirrus.virt.fake import hang
 from tests.functional.servers import (create_server, db_count, fake_drivers, server_body,
                                       upload_image, wait_for_status)
@@ -100,6 +100,26 @@ async def test_power_state_sync_marks_vanished_guest_stopped(cloud: Cloud, demo:
     server = (await demo.get(f"{SERVERS}/{active}")).json()["server"]
     assert server["status"] == "SHUTOFF"
     assert server["OS-EXT-STS:power_state"] == 0
+
+
+async def test_info_cache_heal_restores_lost_addresses(cloud: Cloud, demo: httpx.AsyncClient,
+                                                      active: str) -> None:
+    import sqlalchemy as sa
+
+    addresses = (await demo.get(f"{SERVERS}/{active}")).json()["server"]["addresses"]
+    assert addresses  # networks "auto": one address at least
+
+    def forget(conn: sa.Connection) -> None:
+        conn.execute(instance_info_caches.update().where(
+            instance_info_caches.c.instance_uuid == active).values(network_info=[]))
+    assert cloud.db is not None
+    await cloud.db.run(forget)
+    assert (await demo.get(f"{SERVERS}/{active}")).json()["server"]["addresses"] == {}
+
+    for svc in cloud.services:
+        if svc.binary == "cirrus-compute":
+            await svc.endpoint.periodics.heal_instance_info_cache()
+    assert (await demo.get(f"{SERVERS}/{active}")).json()["server"]["addresses"] == addresses
 
 
 @pytest.mark.parametrize("settings_overrides", [{"instance_build_timeout": 0.3}])
