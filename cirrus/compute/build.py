@@ -14,7 +14,7 @@ import asyncio
 import base64
 import contextlib
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
 import sqlalchemy as sa
@@ -50,6 +50,16 @@ ABORT_ERRORS = (exc.FlavorDiskTooSmall, exc.FlavorMemoryTooSmall, exc.ImageNotAc
 
 
 @dataclass
+class Started:
+    """What the build's first transaction (``Builder._start``) found."""
+
+    instance: dict[str, Any]
+    claim: dict[str, Any] | None = None
+    bdms: list[dict[str, Any]] = field(default_factory=list)
+    error: Exception | None = None  # a failed claim or group check: reschedule
+
+
+@dataclass
 class Resources:
     network_info: Any
     block_device_info: dict[str, Any]
@@ -80,8 +90,9 @@ class Builder:
     async def _do_build_and_run_instance(self, ctx: RequestContext, uuid: str, node: str | None,
                                          spec: dict[str, Any], filter_properties: dict[str, Any],
                                          params: dict[str, Any]) -> str:
+        node = node or self.m.rt.default_node()
         try:
-            instance = await self.m.db.run(self._start, ctx, uuid)
+            started = await self.m.db.run(self._start, ctx, uuid, node)
         except exc.InstanceNotFound:
             LOG.debug("instance %s disappeared before its build started", uuid)
             return FAILED
@@ -96,10 +107,10 @@ class Builder:
             LOG.info("not building %s: %s (a repeated or stale build request)", uuid, error)
             return FAILED
         injected = [(path, base64.b64decode(data)) for path, data in params.get("injected_files") or []]
-        node = node or self.m.rt.default_node()
+        instance = started.instance
         try:
             # The build event finishes in the same transaction as the ACTIVE save.
-            await self._build_and_run_instance(ctx, instance, node, spec, params, injected)
+            await self._build_and_run_instance(ctx, started, node, spec, params, injected)
             return ACTIVE
         except exc.RescheduledException as error:
             await self._finish_event(ctx, uuid, error)
@@ -120,13 +131,34 @@ class Builder:
             await self._fail(ctx, uuid, params, error)
             return FAILED
 
-    def _start(self, conn: sa.Connection, ctx: RequestContext, uuid: str) -> dict[str, Any]:
-        # Only an instance the conductor placed here and nobody started yet.
+    def _start(self, conn: sa.Connection, ctx: RequestContext, uuid: str,
+               node: str) -> Started:
+        """The build's first transaction: the guarded start (only an instance the
+        conductor placed here and nobody started yet), its build event, the
+        claim and late group checks, then NETWORKING and BLOCK_DEVICE_MAPPING
+        (each a guarded save) and the block device mappings.
+
+        A failed check commits the start and comes back in ``Started.error``
+        for ``_build_and_run_instance`` to raise: it reschedules, with the
+        build event to record the failure on.
+        """
         inst.save(conn, uuid, {"vm_state": VmState.BUILDING, "task_state": None},
                   expected_task_state=[TaskState.SCHEDULING], expected_vm_state=[VmState.BUILDING],
                   expected_host=self.m.host)
         instance_actions.event_start(conn, ctx, uuid, BUILD_EVENT, host=self.m.host)
-        return inst.get(conn, uuid)
+        instance = inst.get(conn, uuid)
+        try:
+            claim = self.m.rt.check_claim(conn, uuid, node)
+            self._validate_instance_group_policy(conn, instance)
+        except (exc.ComputeResourcesUnavailable, exc.RescheduledException) as error:
+            return Started(instance, error=error)
+        # _build_resources' first two steps (seed 000); the network allocation
+        # it starts in between runs after this commit, beside spawn's wait.
+        inst.save(conn, uuid, {"vm_state": VmState.BUILDING, "task_state": TaskState.NETWORKING},
+                  expected_task_state=[None])
+        inst.save(conn, uuid, {"task_state": TaskState.BLOCK_DEVICE_MAPPING},
+                  expected_task_state=TaskState.NETWORKING)
+        return Started(instance, claim=claim, bdms=inst.bdms(conn, uuid))
 
     def _finish_event_tx(self, conn: sa.Connection, ctx: RequestContext, uuid: str,
                          error: BaseException | None) -> None:
@@ -207,18 +239,20 @@ class Builder:
             LOG.exception("failed to deallocate networks of %s", instance["uuid"])
 
     # -- _build_and_run_instance (seed 004) -------------------------------------
-    async def _build_and_run_instance(self, ctx: RequestContext, instance: dict[str, Any],
+    async def _build_and_run_instance(self, ctx: RequestContext, started: Started,
                                       node: str, spec: dict[str, Any], params: dict[str, Any],
                                       injected: list[tuple[str, bytes]]) -> None:
+        instance = started.instance
         uuid = instance["uuid"]
         notify = self.m.notifier
         payload = {"instance_id": uuid, "host": self.m.host, "node": node}
         notify.info(ctx, "compute.instance.create.start", payload)
         try:
-            claim = await self.m.rt.instance_claim(instance, node)
-            await self.m.db.read(self._validate_instance_group_policy, instance)
+            if started.error is not None:  # the claim or group check of _start
+                raise started.error
+            claim = started.claim
             image_meta = await self._image_meta(ctx, instance, spec)
-            async with self._build_resources(ctx, instance, params) as resources:
+            async with self._build_resources(ctx, instance, params, started.bdms) as resources:
                 instance = await self.m.db.run(self._save_and_get, uuid, {
                     "vm_state": VmState.BUILDING, "task_state": TaskState.SPAWNING},
                     TaskState.BLOCK_DEVICE_MAPPING)
@@ -322,16 +356,15 @@ class Builder:
     # -- _build_resources (seed 000) -------------------------------------------------
     @contextlib.asynccontextmanager
     async def _build_resources(self, ctx: RequestContext, instance: dict[str, Any],
-                               params: dict[str, Any]) -> AsyncIterator[Resources]:
+                               params: dict[str, Any], bdms: list[dict[str, Any]]
+                               ) -> AsyncIterator[Resources]:
+        """NETWORKING and BLOCK_DEVICE_MAPPING are saved already (``_start``)."""
         uuid = instance["uuid"]
-        await self.m.db.run(inst.save, uuid, {"vm_state": VmState.BUILDING,
-                                              "task_state": TaskState.NETWORKING},
-                            expected_task_state=[None])
         # Allocate networks while block devices are prepared (seed 000).
         net_task = spawn(self._allocate_network_async(ctx, instance, params),
                          name=f"allocate-network:{uuid}", awaited=True)
         try:
-            block_device_info = await self._prep_block_device(instance)
+            block_device_info = self._prep_block_device(bdms)
             network_info = await net_task
         except BaseException:
             net_task.cancel()
@@ -346,13 +379,9 @@ class Builder:
                 await self.m.driver.destroy(ctx, instance, network_info, block_device_info)
             raise
 
-    async def _prep_block_device(self, instance: dict[str, Any]) -> dict[str, Any]:
-        """BLOCK_DEVICE_MAPPING, and the instance's block devices (one transaction)."""
-        def prep(conn: sa.Connection) -> list[dict[str, Any]]:
-            inst.save(conn, instance["uuid"], {"task_state": TaskState.BLOCK_DEVICE_MAPPING},
-                      expected_task_state=TaskState.NETWORKING)
-            return inst.bdms(conn, instance["uuid"])
-        bdms = await self.m.db.run(prep)
+    @staticmethod
+    def _prep_block_device(bdms: list[dict[str, Any]]) -> dict[str, Any]:
+        """The block device info of the mappings ``_start`` read."""
         return {"block_device_mapping": bdms, "root_device_name": "/dev/vda"}
 
     async def _allocate_network_async(self, ctx: RequestContext, instance: dict[str, Any],

@@ -82,10 +82,11 @@ class ResourceTracker:
     def default_node(self) -> str:
         return next(iter(self.node_ids))
 
-    async def instance_claim(self, instance: dict[str, Any], nodename: str) -> dict[str, Any]:
-        """The scheduler's claim for ``instance`` on ``nodename``, or
+    def check_claim(self, conn: sa.Connection, instance_uuid: str, nodename: str) -> dict[str, Any]:
+        """``instance_claim``: the scheduler's claim for the instance on
+        ``nodename``, read in the caller's transaction; or
         ComputeResourcesUnavailable."""
         node_id = self.node_ids.get(nodename)
         if node_id is None:
             raise ComputeResourcesUnavailable(reason=f"node {nodename} is not on host {self.host}")
-        return await self.db.read(_check_claim, instance["uuid"], node_id)
+        return _check_claim(conn, instance_uuid, node_id)
