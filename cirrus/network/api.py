@@ -22,7 +22,7 @@ from cirrus.db.engine import Database, fetch_all
 from cirrus.network import exception as exc
 from cirrus.network import ports as port_db
 from cirrus.network import security_groups as sg_db
-from cirrus.network.auto_allocate import get_or_create_auto_network
+from cirrus.network.auto_allocate import find_auto_network, get_or_create_auto_network
 from cirrus.network.backends import get_backend
 from cirrus.network.binding import Binder, EventSink
 from cirrus.network.model import NetworkInfo, build_vif
@@ -114,7 +114,9 @@ class API:
         if requests and requests[0].get("network_id") == "none":
             return NetworkInfo()
         if requests and requests[0].get("network_id") == "auto":
-            net = await self.db.run(get_or_create_auto_network, self.settings, project_id)
+            # Created once per project: look first, so a boot costs a read, not a write.
+            net = (await self.db.read(find_auto_network, project_id)
+                   or await self.db.run(get_or_create_auto_network, self.settings, project_id))
             requests = [{"network_id": net["id"], "port_id": None, "fixed_ip": None}]
         ordered, preexisting, nets = await self.db.read(self._requests_and_networks, ctx,
                                                         instance, requests)
@@ -132,16 +134,18 @@ class API:
         created: list[str] = []
         try:
             # Seed 001 creates the ports, then updates them with the binding; one
-            # transaction does both here, so a failure inside leaves nothing.
-            bound = await self.db.run(self._create_and_update_ports, ctx, instance, requests,
-                                      ordered, by_id, security_groups or ["default"],
-                                      bind_host_id, created)
+            # transaction does both here, so a failure inside leaves nothing. The
+            # same transaction stores the info cache (get_instance_nw_info).
+            async with self._locks[instance["uuid"]]:
+                bound, info = await self.db.run(
+                    self._create_and_update_ports, ctx, instance, requests, ordered, by_id,
+                    security_groups or ["default"], bind_host_id, created, set(preexisting))
             for port, network, subnets in bound:
                 await self.binder.bound(port, (network, subnets))
         except BaseException:
-            await self._rollback(ctx, created, preexisting)
+            await self._rollback(ctx, instance["uuid"], created, preexisting)
             raise
-        return await self.get_instance_nw_info(ctx, instance, preserve=set(preexisting))
+        return info
 
     def _requests_and_networks(self, conn: sa.Connection, ctx: RequestContext,
                                instance: dict[str, Any], requests: list[dict[str, Any]]
@@ -156,16 +160,20 @@ class API:
                                  instance: dict[str, Any], requests: list[dict[str, Any]],
                                  ordered: list[str | None], nets: dict[str, dict[str, Any]],
                                  security_groups: list[str], host: str | None,
-                                 created: list[str]) -> list[tuple[Any, Any, Any]]:
+                                 created: list[str], preserve: set[str]
+                                 ) -> tuple[list[tuple[Any, Any, Any]], NetworkInfo]:
         sg_ids = sg_db.resolve(conn, instance["project_id"], security_groups)
         mine: list[str] = []
         port_ids = self._create_ports_for_instance(conn, ctx, instance, requests, ordered, nets,
                                                    sg_ids, mine)
-        ports = self._update_ports_for_instance(conn, ctx, instance, port_ids, host)
-        created.extend(mine)  # only once the transaction can commit
+        ports = self._update_ports_for_instance(conn, ctx, instance, port_ids, host,
+                                                self.binder.up_on_bind)
         subnets = {net_id: subnets_of(conn, [net_id]) for net_id in {p["network_id"] for p in ports}}
-        return [(p, _network_of(conn, p["network_id"], nets), subnets[p["network_id"]])
-                for p in ports]
+        bound = [(p, _network_of(conn, p["network_id"], nets), subnets[p["network_id"]])
+                 for p in ports]
+        info = self._build_network_info_model(conn, instance["uuid"], preserve)
+        created.extend(mine)  # only once the transaction can commit
+        return bound, info
 
     @staticmethod
     def _validate_requested_port_ids(conn: sa.Connection, ctx: RequestContext,
@@ -217,15 +225,22 @@ class API:
     @staticmethod
     def _update_ports_for_instance(conn: sa.Connection, ctx: RequestContext,
                                    instance: dict[str, Any], port_ids: list[str],
-                                   host: str | None) -> list[dict[str, Any]]:
-        """Bind every port to the instance and host; the caller tells the backend."""
+                                   host: str | None, up_on_bind: bool = False
+                                   ) -> list[dict[str, Any]]:
+        """Bind every port to the instance and host; the caller tells the backend.
+        ``up_on_bind``: the host backend has a bound port up at once, so the
+        binding marks it ACTIVE too."""
         values = {"device_id": instance["uuid"],
                   "device_owner": f"compute:{instance.get('availability_zone') or 'nova'}",
                   "binding_host_id": host or ""}
+        if host and up_on_bind:
+            values["status"] = "ACTIVE"
         return [port_db.update_port(conn, ctx.elevated(), pid, values)[1] for pid in port_ids]
 
-    async def _rollback(self, ctx: RequestContext, created: list[str], preexisting: list[str]) -> None:
-        """Delete the ports we created, unbind the ones we were given."""
+    async def _rollback(self, ctx: RequestContext, uuid: str, created: list[str],
+                        preexisting: list[str]) -> None:
+        """Delete the ports we created, unbind the ones we were given; the info
+        cache (written with the binding) then lists what is left."""
         def undo(conn: sa.Connection) -> list[dict[str, Any]]:
             rows = []
             for pid in created:
@@ -239,6 +254,7 @@ class API:
                         "device_id": "", "device_owner": "", "binding_host_id": ""})[0])
                 except exc.PortNotFound:
                     pass
+            self._build_network_info_model(conn, uuid, set())
             return rows
         try:
             for port in await self.db.run(undo):
