@@ -163,17 +163,32 @@ class API:
                                  created: list[str], preserve: set[str]
                                  ) -> tuple[list[tuple[Any, Any, Any]], NetworkInfo]:
         sg_ids = sg_db.resolve(conn, instance["project_id"], security_groups)
+        binding = self._binding(instance, host)
+        subnets: dict[str, list[dict[str, Any]]] = {}  # network id → its subnets, read once
         mine: list[str] = []
-        port_ids = self._create_ports_for_instance(conn, ctx, instance, requests, ordered, nets,
-                                                   sg_ids, mine)
-        ports = self._update_ports_for_instance(conn, ctx, instance, port_ids, host,
-                                                self.binder.up_on_bind)
-        subnets = {net_id: subnets_of(conn, [net_id]) for net_id in {p["network_id"] for p in ports}}
+        new = self._create_ports_for_instance(conn, ctx, instance, requests, ordered, nets,
+                                              sg_ids, mine, binding, subnets)
+        given = self._update_ports_for_instance(conn, ctx, instance,
+                                                [p for p in ordered if p], binding)
+        ports = [new.pop(0) if port_id is None else given.pop(0) for port_id in ordered]
+        for net_id in {p["network_id"] for p in ports} - set(subnets):
+            subnets[net_id] = subnets_of(conn, [net_id])
         bound = [(p, _network_of(conn, p["network_id"], nets), subnets[p["network_id"]])
                  for p in ports]
-        info = self._build_network_info_model(conn, instance["uuid"], preserve)
+        info = self._build_network_info_model(conn, instance["uuid"], preserve, nets, subnets)
         created.extend(mine)  # only once the transaction can commit
         return bound, info
+
+    def _binding(self, instance: dict[str, Any], host: str | None) -> dict[str, Any]:
+        """The port values that attach a port to ``instance`` on ``host``; ACTIVE
+        as well where the host backend has a bound port up at once."""
+        values: dict[str, Any] = {
+            "device_id": instance["uuid"],
+            "device_owner": f"compute:{instance.get('availability_zone') or 'nova'}",
+            "binding_host_id": host or ""}
+        if host and self.binder.up_on_bind:
+            values["status"] = "ACTIVE"
+        return values
 
     @staticmethod
     def _validate_requested_port_ids(conn: sa.Connection, ctx: RequestContext,
@@ -199,43 +214,43 @@ class API:
     def _create_ports_for_instance(self, conn: sa.Connection, ctx: RequestContext,
                                    instance: dict[str, Any], requests: list[dict[str, Any]],
                                    ordered: list[str | None], nets: dict[str, dict[str, Any]],
-                                   sg_ids: list[str], created: list[str]) -> list[str]:
-        """One port per request without a port id; ids in request order."""
-        result: list[str] = []
+                                   sg_ids: list[str], created: list[str],
+                                   binding: dict[str, Any],
+                                   subnets: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+        """One port per request without a port id, in request order. Created
+        with ``binding`` already: seed 001's update of the new ports would
+        follow in this same transaction, so the insert carries it."""
+        result: list[dict[str, Any]] = []
         for req, port_id in zip(requests, ordered):
             if port_id:
-                result.append(port_id)
                 continue
             network = nets[req["network_id"]]
-            if sg_ids and (not network["port_security_enabled"] or not subnets_of(conn, [network["id"]])):
+            if network["id"] not in subnets:
+                subnets[network["id"]] = subnets_of(conn, [network["id"]])
+            if sg_ids and (not network["port_security_enabled"] or not subnets[network["id"]]):
                 raise exc.SecurityGroupCannotBeApplied()
             values: dict[str, Any] = {
                 "network_id": network["id"], "project_id": instance["project_id"],
-                "device_id": instance["uuid"],
-                "device_owner": f"compute:{instance.get('availability_zone') or 'nova'}",
                 "security_groups": sg_ids if network["port_security_enabled"] else [],
-                "dns_name": instance.get("hostname") or ""}
+                "dns_name": instance.get("hostname") or "", **binding}
+            status = values.pop("status", "DOWN")
             if req.get("fixed_ip"):
                 values["fixed_ips"] = [{"ip_address": req["fixed_ip"]}]
-            port = port_db.create_port(conn, ctx.elevated(), values, self.settings.base_mac)
+            port = port_db.create_port(conn, ctx.elevated(), values, self.settings.base_mac,
+                                       status=status, network=network,
+                                       subnets=subnets[network["id"]])
             created.append(port["id"])
-            result.append(port["id"])
+            result.append(port)
         return result
 
     @staticmethod
     def _update_ports_for_instance(conn: sa.Connection, ctx: RequestContext,
                                    instance: dict[str, Any], port_ids: list[str],
-                                   host: str | None, up_on_bind: bool = False
-                                   ) -> list[dict[str, Any]]:
-        """Bind every port to the instance and host; the caller tells the backend.
-        ``up_on_bind``: the host backend has a bound port up at once, so the
-        binding marks it ACTIVE too."""
-        values = {"device_id": instance["uuid"],
-                  "device_owner": f"compute:{instance.get('availability_zone') or 'nova'}",
-                  "binding_host_id": host or ""}
-        if host and up_on_bind:
-            values["status"] = "ACTIVE"
-        return [port_db.update_port(conn, ctx.elevated(), pid, values)[1] for pid in port_ids]
+                                   binding: dict[str, Any]) -> list[dict[str, Any]]:
+        """Bind the ports the request brought to the instance and host (the
+        ports created for it carry the binding already); the caller tells the
+        backend."""
+        return [port_db.update_port(conn, ctx.elevated(), pid, binding)[1] for pid in port_ids]
 
     async def _rollback(self, ctx: RequestContext, uuid: str, created: list[str],
                         preexisting: list[str]) -> None:
@@ -294,14 +309,23 @@ class API:
                                      preserve or set())
 
     @staticmethod
-    def _build_network_info_model(conn: sa.Connection, uuid: str, preserve: set[str]) -> NetworkInfo:
+    def _build_network_info_model(conn: sa.Connection, uuid: str, preserve: set[str],
+                                  known_networks: dict[str, dict[str, Any]] | None = None,
+                                  known_subnets: dict[str, list[dict[str, Any]]] | None = None
+                                  ) -> NetworkInfo:
+        """``known_*``: network rows by id and subnet rows by network id that the
+        caller read in this transaction already; the rest is read here."""
         old = {vif["id"]: vif for vif in _cache_of(conn, uuid)}
         device_ports = port_db.ports_of_device(conn, uuid)
         fixed = port_db.fixed_ips_of(conn, [p["id"] for p in device_ports])
-        net_rows = {r["id"]: r for r in fetch_all(conn, sa.select(networks).where(
-            networks.c.id.in_({p["network_id"] for p in device_ports})))}
-        subnet_ids = list({ip["subnet_id"] for ips in fixed.values() for ip in ips})
-        subnet_rows = port_db.subnets_by_id(conn, subnet_ids)
+        net_rows = dict(known_networks or {})
+        missing = {p["network_id"] for p in device_ports} - set(net_rows)
+        if missing:
+            net_rows.update((r["id"], r) for r in fetch_all(conn, sa.select(networks).where(
+                networks.c.id.in_(missing))))
+        subnet_rows = {s["id"]: s for rows in (known_subnets or {}).values() for s in rows}
+        missing = {ip["subnet_id"] for ips in fixed.values() for ip in ips} - set(subnet_rows)
+        subnet_rows.update(port_db.subnets_by_id(conn, list(missing)))
         info = NetworkInfo()
         for port in device_ports:
             keep = port["id"] in preserve or old.get(port["id"], {}).get("preserve_on_delete", False)

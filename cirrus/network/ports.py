@@ -76,8 +76,11 @@ def _choose_mac(conn: sa.Connection, network_id: str, base_mac: str, mac: str | 
 
 
 def _allocate_fixed_ips(conn: sa.Connection, network: dict[str, Any], port_id: str,
-                        requested: list[dict[str, Any]] | None) -> None:
-    nets = subnets_of(conn, [network["id"]])
+                        requested: list[dict[str, Any]] | None,
+                        nets: list[dict[str, Any]] | None = None) -> None:
+    """``nets``: the network's subnets, when the caller read them already."""
+    if nets is None:
+        nets = subnets_of(conn, [network["id"]])
     by_id = {s["id"]: s for s in nets}
     if requested is None:
         # One address from the first IPv4 subnet, and from the first IPv6 one.
@@ -101,9 +104,16 @@ def _allocate_fixed_ips(conn: sa.Connection, network: dict[str, Any], port_id: s
 
 
 def create_port(conn: sa.Connection, ctx: RequestContext, values: dict[str, Any],
-                base_mac: str, default_sg: str | None = None) -> dict[str, Any]:
-    """A port with its MAC and fixed IPs, in the caller's transaction."""
-    network = get_network(conn, ctx, values["network_id"])
+                base_mac: str, default_sg: str | None = None, *, status: str = "DOWN",
+                network: dict[str, Any] | None = None,
+                subnets: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A port with its MAC and fixed IPs, in the caller's transaction.
+
+    ``status``: ACTIVE for a port bound on a host whose backend has it up at
+    once. ``network``/``subnets``: the port's network and its subnets, when
+    the caller read them already (compute's allocation does)."""
+    if network is None or network["id"] != values["network_id"]:
+        network = get_network(conn, ctx, values["network_id"])
     if network["router_external"] and not network["shared"] and not ctx.is_admin \
             and network["project_id"] != ctx.project_id:
         raise exc.ExternalNetworkAttachForbidden(network_uuid=network["id"])
@@ -119,7 +129,7 @@ def create_port(conn: sa.Connection, ctx: RequestContext, values: dict[str, Any]
            "project_id": values.get("project_id") or ctx.project_id, "name": values.get("name", ""),
            "mac_address": _choose_mac(conn, network["id"], base_mac, values.get("mac_address")),
            "device_id": values.get("device_id", ""), "device_owner": values.get("device_owner", ""),
-           "admin_state_up": values.get("admin_state_up", True), "status": "DOWN",
+           "admin_state_up": values.get("admin_state_up", True), "status": status,
            "binding_host_id": values.get("binding_host_id", ""),
            "binding_vif_type": "bridge" if values.get("binding_host_id") else "unbound",
            "binding_vnic_type": values.get("binding_vnic_type", "normal"),
@@ -128,13 +138,14 @@ def create_port(conn: sa.Connection, ctx: RequestContext, values: dict[str, Any]
            "security_groups": groups, "extra_dhcp_opts": values.get("extra_dhcp_opts", []),
            "allowed_address_pairs": values.get("allowed_address_pairs", []),
            "dns_name": values.get("dns_name", ""), "port_security_enabled": psec,
-           "description": values.get("description", ""), "created_at": utcnow()}
+           "description": values.get("description", ""), "created_at": utcnow(),
+           "updated_at": None}
     try:
         with conn.begin_nested():
             conn.execute(ports.insert().values(**row))
     except sa.exc.IntegrityError:
         raise exc.MacAddressInUse(net_id=network["id"], mac=row["mac_address"]) from None
-    _allocate_fixed_ips(conn, network, port_id, values.get("fixed_ips"))
+    _allocate_fixed_ips(conn, network, port_id, values.get("fixed_ips"), subnets)
     return row
 
 
