@@ -22,10 +22,13 @@ import sqlalchemy as sa
 from cirrus.compute import exception as exc
 from cirrus.compute import instance as inst
 from cirrus.compute import instance_actions
+from cirrus.compute.models import instance_actions as act
+from cirrus.compute.models import instance_actions_events as ev
 from cirrus.compute.models import instance_group_members, instance_groups, instances
 from cirrus.compute.states import TaskState, VmState
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
+from cirrus.db.prepared import Prepared
 from cirrus.utils import spawn
 
 if TYPE_CHECKING:
@@ -47,6 +50,13 @@ NO_MORE_NETWORK = _network_errors("IpAddressGenerationFailure", "NoMoreFixedIps"
                                   "FixedIpLimitExceeded", "NoMoreNetworks")
 ABORT_ERRORS = (exc.FlavorDiskTooSmall, exc.FlavorMemoryTooSmall, exc.ImageNotActive,
                 exc.ImageUnacceptable, exc.ImageNotFound)
+
+
+# This host's unfinished build event of a request.
+_OPEN_BUILD_EVENT = Prepared(sa.select(ev.c.id).join(act, act.c.id == ev.c.action_id).where(
+    act.c.instance_uuid == sa.bindparam("w_uuid"), act.c.request_id == sa.bindparam("w_request"),
+    ev.c.event == BUILD_EVENT, ev.c.host == sa.bindparam("w_host"),
+    ev.c.finish_time.is_(None)).order_by(ev.c.id.desc()).limit(1))
 
 
 @dataclass
@@ -162,14 +172,9 @@ class Builder:
 
     def _finish_event_tx(self, conn: sa.Connection, ctx: RequestContext, uuid: str,
                          error: BaseException | None) -> None:
-        from cirrus.compute.models import instance_actions_events as ev
-        from cirrus.compute.models import instance_actions as act
-
-        event_id = conn.execute(sa.select(ev.c.id).join(act, act.c.id == ev.c.action_id).where(
-            act.c.instance_uuid == uuid, act.c.request_id == ctx.request_id,
-            ev.c.event == BUILD_EVENT, ev.c.host == self.m.host,
-            ev.c.finish_time.is_(None)).order_by(ev.c.id.desc()).limit(1)).scalar()
-        instance_actions.event_finish(conn, event_id, exc=error)
+        row = _OPEN_BUILD_EVENT.execute(conn, w_uuid=uuid, w_request=ctx.request_id,
+                                        w_host=self.m.host).fetchone()
+        instance_actions.event_finish(conn, row[0] if row else None, exc=error)
         if error is None:
             instance_actions.action_finish(conn, ctx, uuid)
 
