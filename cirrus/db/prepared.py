@@ -15,9 +15,10 @@ processing (JSON, datetimes), read with SQLAlchemy as usual.
 """
 from __future__ import annotations
 
+import contextlib
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, ContextManager
 
 import sqlalchemy as sa
 
@@ -80,3 +81,13 @@ class PreparedCache:
         if prepared is None:
             prepared = self._by_key[key] = Prepared(self._build(key))
         return prepared
+
+
+def statement_savepoint(conn: sa.Connection) -> ContextManager[Any]:
+    """Where a statement may fail and the transaction must go on (a unique-key
+    clash that the caller catches): a savepoint on databases whose failed
+    statement aborts the transaction (PostgreSQL); nothing on SQLite, which
+    backs out the failed statement alone and keeps the transaction."""
+    if conn.dialect.name == "sqlite":
+        return contextlib.nullcontext()
+    return conn.begin_nested()

@@ -8,10 +8,19 @@ from typing import Any, Iterator
 
 import sqlalchemy as sa
 
+from cirrus.db.prepared import Prepared, statement_savepoint
 from cirrus.network import exception as exc
 from cirrus.network.models import ip_allocations, ports
 
 MAC_ATTEMPTS = 16
+# Built once: every port creation runs these.
+_TAKEN = Prepared(sa.select(sa.func.count()).select_from(ip_allocations).where(
+    ip_allocations.c.subnet_id == sa.bindparam("w_subnet")))
+_INSERT = Prepared(ip_allocations.insert().values(
+    network_id=sa.bindparam("v_network"), ip_address=sa.bindparam("v_address"),
+    subnet_id=sa.bindparam("v_subnet"), port_id=sa.bindparam("v_port")))
+_MAC_USED = Prepared(sa.select(ports.c.id).where(
+    ports.c.network_id == sa.bindparam("w_network"), ports.c.mac_address == sa.bindparam("w_mac")))
 
 
 def default_pools(cidr: str, gateway: str | None) -> list[dict[str, str]]:
@@ -61,10 +70,9 @@ def nth_in_pools(pools: list[dict[str, str]], n: int) -> str | None:
 def _insert(conn: sa.Connection, subnet: dict[str, Any], port_id: str, address: str) -> bool:
     """Record ``address`` for ``port_id``; False if it is taken."""
     try:
-        with conn.begin_nested():
-            conn.execute(ip_allocations.insert().values(
-                network_id=subnet["network_id"], ip_address=address, subnet_id=subnet["id"],
-                port_id=port_id))
+        with statement_savepoint(conn):
+            _INSERT.execute(conn, v_network=subnet["network_id"], v_address=address,
+                            v_subnet=subnet["id"], v_port=port_id)
         return True
     except sa.exc.IntegrityError:
         return False
@@ -89,8 +97,7 @@ def allocate_ip(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
             raise exc.IpAddressAlreadyAllocated(ip=address, subnet_id=subnet["id"])
         return str(ip)
     pools = subnet["allocation_pools"] or []
-    taken = conn.execute(sa.select(sa.func.count()).select_from(ip_allocations).where(
-        ip_allocations.c.subnet_id == subnet["id"])).scalar_one()
+    taken = _TAKEN.execute(conn, w_subnet=subnet["id"]).fetchone()[0]
     guess = nth_in_pools(pools, taken)
     if guess is not None and _insert(conn, subnet, port_id, guess):
         return guess
@@ -109,5 +116,4 @@ def generate_mac(base_mac: str) -> str:
 
 
 def mac_in_use(conn: sa.Connection, network_id: str, mac: str) -> bool:
-    return conn.execute(sa.select(ports.c.id).where(
-        ports.c.network_id == network_id, ports.c.mac_address == mac)).first() is not None
+    return _MAC_USED.execute(conn, w_network=network_id, w_mac=mac).fetchone() is not None

@@ -9,6 +9,7 @@ import sqlalchemy as sa
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
 from cirrus.db.engine import fetch_all, fetch_one
+from cirrus.db.prepared import Prepared, statement_savepoint
 from cirrus.network import exception as exc
 from cirrus.network import ipam
 from cirrus.network.common import new_id, owned, timestamps_view
@@ -27,6 +28,11 @@ UPDATABLE = {"name": "name", "device_id": "device_id", "device_owner": "device_o
              "dns_name": "dns_name", "port_security_enabled": "port_security_enabled",
              "description": "description", "allowed_address_pairs": "allowed_address_pairs",
              "mac_address": "mac_address"}
+
+# Built once: every boot creates a port.
+_NEXT_SEQ = Prepared(sa.select(sa.func.coalesce(sa.func.max(ports.c.seq), 0) + 1))
+_INSERT = Prepared(ports.insert().values(
+    {c.name: sa.bindparam(f"v_{c.name}") for c in ports.columns}))
 
 
 def fixed_ips_of(conn: sa.Connection, port_ids: list[str]) -> dict[str, list[dict[str, str]]]:
@@ -124,7 +130,7 @@ def create_port(conn: sa.Connection, ctx: RequestContext, values: dict[str, Any]
         groups = [default_sg] if (psec and default_sg) else []
     if groups and not psec:
         raise exc.SecurityGroupCannotBeApplied()
-    seq = conn.execute(sa.select(sa.func.coalesce(sa.func.max(ports.c.seq), 0) + 1)).scalar_one()
+    seq = _NEXT_SEQ.execute(conn).fetchone()[0]
     row = {"id": port_id, "seq": seq, "network_id": network["id"],
            "project_id": values.get("project_id") or ctx.project_id, "name": values.get("name", ""),
            "mac_address": _choose_mac(conn, network["id"], base_mac, values.get("mac_address")),
@@ -141,8 +147,8 @@ def create_port(conn: sa.Connection, ctx: RequestContext, values: dict[str, Any]
            "description": values.get("description", ""), "created_at": utcnow(),
            "updated_at": None}
     try:
-        with conn.begin_nested():
-            conn.execute(ports.insert().values(**row))
+        with statement_savepoint(conn):
+            _INSERT.execute(conn, **{f"v_{k}": v for k, v in row.items()})
     except sa.exc.IntegrityError:
         raise exc.MacAddressInUse(net_id=network["id"], mac=row["mac_address"]) from None
     _allocate_fixed_ips(conn, network, port_id, values.get("fixed_ips"), subnets)

@@ -9,7 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from cirrus.db.engine import make_engine
-from cirrus.db.prepared import Prepared, PreparedCache
+from cirrus.db.prepared import Prepared, PreparedCache, statement_savepoint
 
 T = sa.Table("things", sa.MetaData(), sa.Column("id", sa.Integer, primary_key=True),
              sa.Column("name", sa.String(20), unique=True), sa.Column("at", sa.DateTime),
@@ -64,3 +64,13 @@ def test_cache_builds_each_shape_once() -> None:
     cache = PreparedCache(build)
     assert cache[1] is cache[1] and cache[2] is not cache[1]
     assert built == [1, 2]
+
+
+def test_a_failed_statement_leaves_the_transaction_going(conn: sa.Connection) -> None:
+    """SQLite backs out the failed statement alone: no savepoint needed there."""
+    INSERT.execute(conn, n="kept", a=None, d=None, f=False)
+    with pytest.raises(sa.exc.IntegrityError):
+        with statement_savepoint(conn):
+            INSERT.execute(conn, n="kept", a=None, d=None, f=True)
+    INSERT.execute(conn, n="after", a=None, d=None, f=False)
+    assert set(conn.execute(sa.select(T.c.name)).scalars()) == {"kept", "after"}
