@@ -28,6 +28,11 @@ _EVENT_INSERTS = PreparedCache(lambda columns: ev.insert().values(
     {c: sa.bindparam(f"v_{c}") for c in columns}).returning(ev.c.id))
 _EVENT_FINISHES = PreparedCache(lambda columns: ev.update().where(
     ev.c.id == sa.bindparam("w_id")).values({c: sa.bindparam(f"v_{c}") for c in columns}))
+_ACTION_START = Prepared(act.insert().values(
+    instance_uuid=sa.bindparam("v_uuid"), action=sa.bindparam("v_action"),
+    request_id=sa.bindparam("v_request"), user_id=sa.bindparam("v_user"),
+    project_id=sa.bindparam("v_project"), start_time=sa.bindparam("v_now"),
+    created_at=sa.bindparam("v_now")).returning(act.c.id))
 _ACTION_FINISH = Prepared(act.update().where(
     act.c.instance_uuid == sa.bindparam("w_uuid"), act.c.request_id == sa.bindparam("w_request"))
     .values(finish_time=sa.bindparam("v_now"), message=sa.bindparam("v_message"),
@@ -38,10 +43,9 @@ def action_start(conn: sa.Connection, ctx: RequestContext, instance_uuid: str,
                  action: str) -> int:
     """Record ``action`` on the instance for the request in ``ctx``."""
     now = utcnow()
-    return conn.execute(instance_actions.insert().values(
-        instance_uuid=instance_uuid, action=action, request_id=ctx.request_id,
-        user_id=ctx.user_id, project_id=ctx.project_id, start_time=now,
-        created_at=now)).inserted_primary_key[0]
+    return _ACTION_START.execute(conn, v_uuid=instance_uuid, v_action=action,
+                                 v_request=ctx.request_id, v_user=ctx.user_id,
+                                 v_project=ctx.project_id, v_now=now).fetchone()[0]
 
 
 def _action_id(conn: sa.Connection, instance_uuid: str, request_id: str) -> int | None:
