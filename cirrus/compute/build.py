@@ -59,6 +59,12 @@ _OPEN_BUILD_EVENT = Prepared(sa.select(ev.c.id).join(act, act.c.id == ev.c.actio
     ev.c.finish_time.is_(None)).order_by(ev.c.id.desc()).limit(1))
 
 
+# The late group check of every build: the instance's group and policy.
+_GROUP_OF = Prepared(sa.select(instance_groups.c.uuid, instance_groups.c.policy).join(
+    instance_group_members, instance_group_members.c.group_uuid == instance_groups.c.uuid).where(
+    instance_group_members.c.instance_uuid == sa.bindparam("w_uuid")))
+
+
 @dataclass
 class Started:
     """What the build's first transaction (``Builder._start``) found."""
@@ -332,20 +338,19 @@ class Builder:
 
     def _validate_instance_group_policy(self, conn: sa.Connection, instance: dict[str, Any]) -> None:
         """The late check: another build may have raced us onto/away from this host."""
-        g = instance_groups
         m = instance_group_members
-        group = conn.execute(sa.select(g.c.uuid, g.c.policy).join(m, m.c.group_uuid == g.c.uuid).where(
-            m.c.instance_uuid == instance["uuid"])).first()
-        if group is None or group.policy not in ("affinity", "anti-affinity"):
+        group = _GROUP_OF.execute(conn, w_uuid=instance["uuid"]).fetchone()
+        if group is None or group[1] not in ("affinity", "anti-affinity"):
             return
+        group_uuid, policy = group
         hosts = {r.host for r in conn.execute(sa.select(instances.c.host).join(
             m, m.c.instance_uuid == instances.c.uuid).where(
-            m.c.group_uuid == group.uuid, instances.c.uuid != instance["uuid"],
+            m.c.group_uuid == group_uuid, instances.c.uuid != instance["uuid"],
             instances.c.deleted.is_(False), instances.c.host.is_not(None)))}
-        if group.policy == "anti-affinity" and self.m.host in hosts:
+        if policy == "anti-affinity" and self.m.host in hosts:
             raise exc.RescheduledException(instance_uuid=instance["uuid"],
                                            reason="Anti-affinity instance group policy was violated.")
-        if group.policy == "affinity" and hosts and self.m.host not in hosts:
+        if policy == "affinity" and hosts and self.m.host not in hosts:
             raise exc.RescheduledException(instance_uuid=instance["uuid"],
                                            reason="Affinity instance group policy was violated.")
 

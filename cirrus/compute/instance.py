@@ -148,6 +148,9 @@ def soft_delete(conn: sa.Connection, uuid: str) -> None:
         task_state=None, power_state=0, updated_at=now))
 
 
+_BDMS = sa.select(block_device_mappings).where(
+    block_device_mappings.c.instance_uuid == sa.bindparam("w_uuid")).order_by(block_device_mappings.c.id)
+
+
 def bdms(conn: sa.Connection, uuid: str) -> list[dict[str, Any]]:
-    return fetch_all(conn, sa.select(block_device_mappings).where(
-        block_device_mappings.c.instance_uuid == uuid).order_by(block_device_mappings.c.id))
+    return fetch_all(conn, _BDMS, {"w_uuid": uuid})

@@ -51,9 +51,11 @@ def _heal_usage(conn: sa.Connection, node_id: int) -> None:
         vcpus_used=used[0], memory_mb_used=used[1], local_gb_used=used[2], running_vms=used[3]))
 
 
+_CLAIM_OF = sa.select(allocations).where(allocations.c.consumer_uuid == sa.bindparam("w_uuid"))
+
+
 def _check_claim(conn: sa.Connection, instance_uuid: str, node_id: int) -> dict[str, Any]:
-    row = conn.execute(sa.select(allocations).where(
-        allocations.c.consumer_uuid == instance_uuid)).mappings().first()
+    row = conn.execute(_CLAIM_OF, {"w_uuid": instance_uuid}).mappings().first()
     if row is None or row["node_id"] != node_id:
         raise ComputeResourcesUnavailable(reason=f"no claim for instance {instance_uuid} "
                                                  f"on this node")

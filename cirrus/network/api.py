@@ -19,6 +19,7 @@ from cirrus.config import Settings
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
 from cirrus.db.engine import Database, fetch_all
+from cirrus.db.prepared import Prepared
 from cirrus.network import exception as exc
 from cirrus.network import ports as port_db
 from cirrus.network import security_groups as sg_db
@@ -331,9 +332,7 @@ class API:
             keep = port["id"] in preserve or old.get(port["id"], {}).get("preserve_on_delete", False)
             info.append(build_vif(port, fixed[port["id"]], net_rows[port["network_id"]],
                                   subnet_rows, keep))
-        conn.execute(instance_info_caches.update().where(
-            instance_info_caches.c.instance_uuid == uuid).values(
-            network_info=list(info), updated_at=utcnow()))
+        _STORE_CACHE.execute(conn, w_uuid=uuid, v_info=list(info), v_now=utcnow())
         return info
 
     # -- os-interface ----------------------------------------------------------------
@@ -369,9 +368,15 @@ def _network_of(conn: sa.Connection, network_id: str,
     return fetch_one(conn, sa.select(networks).where(networks.c.id == network_id)) or {}
 
 
+_CACHE_OF = sa.select(instance_info_caches.c.network_info).where(
+    instance_info_caches.c.instance_uuid == sa.bindparam("w_uuid"))
+_STORE_CACHE = Prepared(instance_info_caches.update().where(
+    instance_info_caches.c.instance_uuid == sa.bindparam("w_uuid")).values(
+    network_info=sa.bindparam("v_info"), updated_at=sa.bindparam("v_now")))
+
+
 def _cache_of(conn: sa.Connection, uuid: str) -> list[dict[str, Any]]:
-    value = conn.execute(sa.select(instance_info_caches.c.network_info).where(
-        instance_info_caches.c.instance_uuid == uuid)).scalar()
+    value = conn.execute(_CACHE_OF, {"w_uuid": uuid}).scalar()
     return list(value or [])
 
 

@@ -187,9 +187,12 @@ def delete_port(conn: sa.Connection, ctx: RequestContext, port_id: str) -> dict[
     return row
 
 
+_PORTS_OF_DEVICE = sa.select(ports).where(ports.c.device_id == sa.bindparam("w_device")) \
+    .order_by(ports.c.seq)
+
+
 def ports_of_device(conn: sa.Connection, device_id: str) -> list[dict[str, Any]]:
-    return fetch_all(conn, sa.select(ports).where(ports.c.device_id == device_id)
-                     .order_by(ports.c.seq))
+    return fetch_all(conn, _PORTS_OF_DEVICE, {"w_device": device_id})
 
 
 def subnets_by_id(conn: sa.Connection, ids: list[str]) -> dict[str, dict[str, Any]]:

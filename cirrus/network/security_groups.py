@@ -67,6 +67,11 @@ def ensure_default(conn: sa.Connection, project_id: str) -> dict[str, Any]:
     return row
 
 
+_DEFAULT_ID = sa.select(default_security_groups.c.security_group_id).where(
+    default_security_groups.c.project_id == sa.bindparam("w_project"))
+_GROUPS_OF = sa.select(security_groups).where(security_groups.c.project_id == sa.bindparam("w_project"))
+
+
 def ensure_default_id(conn: sa.Connection, project_id: str) -> str:
     """The id of the project's ``default`` group, created on first use.
 
@@ -74,8 +79,7 @@ def ensure_default_id(conn: sa.Connection, project_id: str) -> str:
     the loser's savepoint rolls back and it returns the winner's group.
     """
     dsg = default_security_groups
-    existing = conn.execute(sa.select(dsg.c.security_group_id).where(
-        dsg.c.project_id == project_id)).scalar()
+    existing = conn.execute(_DEFAULT_ID, {"w_project": project_id}).scalar()
     if existing is None:
         try:
             with conn.begin_nested():
@@ -176,7 +180,7 @@ def get_rule(conn: sa.Connection, ctx: RequestContext, rule_id: str) -> dict[str
 def resolve(conn: sa.Connection, project_id: str, requested: list[str]) -> list[str]:
     """Group names or ids → ids (seed 001: NoUniqueMatch, SecurityGroupNotFound)."""
     ensure_default_id(conn, project_id)
-    groups = fetch_all(conn, sa.select(security_groups).where(security_groups.c.project_id == project_id))
+    groups = fetch_all(conn, _GROUPS_OF, {"w_project": project_id})
     ids = []
     for ref in requested:
         by_id = [g for g in groups if g["id"] == ref]
