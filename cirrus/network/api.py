@@ -114,13 +114,19 @@ class API:
         requests = list(requested_networks or [])
         if requests and requests[0].get("network_id") == "none":
             return NetworkInfo()
+        found = None
         if requests and requests[0].get("network_id") == "auto":
-            # Created once per project: look first, so a boot costs a read, not a write.
-            net = (await self.db.read(find_auto_network, project_id)
-                   or await self.db.run(get_or_create_auto_network, self.settings, project_id))
-            requests = [{"network_id": net["id"], "port_id": None, "fixed_ip": None}]
-        ordered, preexisting, nets = await self.db.read(self._requests_and_networks, ctx,
-                                                        instance, requests)
+            # Created once per project: look first (with the networks, one read),
+            # so a boot costs no write.
+            found = await self.db.read(self._auto_requests_and_networks, ctx, instance)
+            if found is None:
+                net = await self.db.run(get_or_create_auto_network, self.settings, project_id)
+                requests = [{"network_id": net["id"], "port_id": None, "fixed_ip": None}]
+        if found is not None:
+            requests, (ordered, preexisting, nets) = found
+        else:
+            ordered, preexisting, nets = await self.db.read(self._requests_and_networks, ctx,
+                                                            instance, requests)
         if not requests:
             if not nets:
                 return NetworkInfo()  # nothing requested, nothing available
@@ -147,6 +153,17 @@ class API:
             await self._rollback(ctx, instance["uuid"], created, preexisting)
             raise
         return info
+
+    def _auto_requests_and_networks(
+            self, conn: sa.Connection, ctx: RequestContext, instance: dict[str, Any]
+    ) -> tuple[list[dict[str, Any]], tuple[list[str | None], list[str], list[dict[str, Any]]]] | None:
+        """``auto``: the request for the project's auto-allocated network and
+        ``_requests_and_networks`` of it; None if the project has none yet."""
+        net = find_auto_network(conn, instance["project_id"])
+        if net is None:
+            return None
+        requests = [{"network_id": net["id"], "port_id": None, "fixed_ip": None}]
+        return requests, self._requests_and_networks(conn, ctx, instance, requests)
 
     def _requests_and_networks(self, conn: sa.Connection, ctx: RequestContext,
                                instance: dict[str, Any], requests: list[dict[str, Any]]
