@@ -18,7 +18,7 @@ from cirrus.compute.models import instance_info_caches
 from cirrus.config import Settings
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
-from cirrus.db.engine import Database, fetch_all
+from cirrus.db.engine import Database, fetch_all, fetch_one
 from cirrus.db.prepared import Prepared
 from cirrus.network import exception as exc
 from cirrus.network import ports as port_db
