@@ -130,7 +130,12 @@ async def run(url: str, n: int, c: int, network: Any, pids: list[int]) -> dict[s
 
         async def delete(server_id: str) -> None:
             async with sem:
-                await client.delete(f"/compute/v2.1/servers/{server_id}")
+                try:
+                    await client.delete(f"/compute/v2.1/servers/{server_id}")
+                except httpx.TransportError:
+                    # A pooled connection that sat idle through the multi-create
+                    # can meet the server's keep-alive close; DELETE again.
+                    await client.delete(f"/compute/v2.1/servers/{server_id}")
         await asyncio.gather(*[delete(i) for i in ids])
         remaining = {i: 0.0 for i in ids}
         while remaining:

@@ -14,7 +14,7 @@ import asyncio
 import base64
 import contextlib
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
 import sqlalchemy as sa
@@ -22,10 +22,13 @@ import sqlalchemy as sa
 from cirrus.compute import exception as exc
 from cirrus.compute import instance as inst
 from cirrus.compute import instance_actions
+from cirrus.compute.models import instance_actions as act
+from cirrus.compute.models import instance_actions_events as ev
 from cirrus.compute.models import instance_group_members, instance_groups, instances
 from cirrus.compute.states import TaskState, VmState
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
+from cirrus.db.prepared import Prepared
 from cirrus.utils import spawn
 
 if TYPE_CHECKING:
@@ -47,6 +50,29 @@ NO_MORE_NETWORK = _network_errors("IpAddressGenerationFailure", "NoMoreFixedIps"
                                   "FixedIpLimitExceeded", "NoMoreNetworks")
 ABORT_ERRORS = (exc.FlavorDiskTooSmall, exc.FlavorMemoryTooSmall, exc.ImageNotActive,
                 exc.ImageUnacceptable, exc.ImageNotFound)
+
+
+# This host's unfinished build event of a request.
+_OPEN_BUILD_EVENT = Prepared(sa.select(ev.c.id).join(act, act.c.id == ev.c.action_id).where(
+    act.c.instance_uuid == sa.bindparam("w_uuid"), act.c.request_id == sa.bindparam("w_request"),
+    ev.c.event == BUILD_EVENT, ev.c.host == sa.bindparam("w_host"),
+    ev.c.finish_time.is_(None)).order_by(ev.c.id.desc()).limit(1))
+
+
+# The late group check of every build: the instance's group and policy.
+_GROUP_OF = Prepared(sa.select(instance_groups.c.uuid, instance_groups.c.policy).join(
+    instance_group_members, instance_group_members.c.group_uuid == instance_groups.c.uuid).where(
+    instance_group_members.c.instance_uuid == sa.bindparam("w_uuid")))
+
+
+@dataclass
+class Started:
+    """What the build's first transaction (``Builder._start``) found."""
+
+    instance: dict[str, Any]
+    claim: dict[str, Any] | None = None
+    bdms: list[dict[str, Any]] = field(default_factory=list)
+    error: Exception | None = None  # a failed claim or group check: reschedule
 
 
 @dataclass
@@ -80,8 +106,9 @@ class Builder:
     async def _do_build_and_run_instance(self, ctx: RequestContext, uuid: str, node: str | None,
                                          spec: dict[str, Any], filter_properties: dict[str, Any],
                                          params: dict[str, Any]) -> str:
+        node = node or self.m.rt.default_node()
         try:
-            instance = await self.m.db.run(self._start, ctx, uuid)
+            started = await self.m.db.run(self._start, ctx, uuid, node)
         except exc.InstanceNotFound:
             LOG.debug("instance %s disappeared before its build started", uuid)
             return FAILED
@@ -96,10 +123,10 @@ class Builder:
             LOG.info("not building %s: %s (a repeated or stale build request)", uuid, error)
             return FAILED
         injected = [(path, base64.b64decode(data)) for path, data in params.get("injected_files") or []]
-        node = node or self.m.rt.default_node()
+        instance = started.instance
         try:
             # The build event finishes in the same transaction as the ACTIVE save.
-            await self._build_and_run_instance(ctx, instance, node, spec, params, injected)
+            await self._build_and_run_instance(ctx, started, node, spec, params, injected)
             return ACTIVE
         except exc.RescheduledException as error:
             await self._finish_event(ctx, uuid, error)
@@ -120,24 +147,40 @@ class Builder:
             await self._fail(ctx, uuid, params, error)
             return FAILED
 
-    def _start(self, conn: sa.Connection, ctx: RequestContext, uuid: str) -> dict[str, Any]:
-        # Only an instance the conductor placed here and nobody started yet.
+    def _start(self, conn: sa.Connection, ctx: RequestContext, uuid: str,
+               node: str) -> Started:
+        """The build's first transaction: the guarded start (only an instance the
+        conductor placed here and nobody started yet), its build event, the
+        claim and late group checks, then NETWORKING and BLOCK_DEVICE_MAPPING
+        (each a guarded save) and the block device mappings.
+
+        A failed check commits the start and comes back in ``Started.error``
+        for ``_build_and_run_instance`` to raise: it reschedules, with the
+        build event to record the failure on.
+        """
         inst.save(conn, uuid, {"vm_state": VmState.BUILDING, "task_state": None},
                   expected_task_state=[TaskState.SCHEDULING], expected_vm_state=[VmState.BUILDING],
                   expected_host=self.m.host)
         instance_actions.event_start(conn, ctx, uuid, BUILD_EVENT, host=self.m.host)
-        return inst.get(conn, uuid)
+        instance = inst.get(conn, uuid)
+        try:
+            claim = self.m.rt.check_claim(conn, uuid, node)
+            self._validate_instance_group_policy(conn, instance)
+        except (exc.ComputeResourcesUnavailable, exc.RescheduledException) as error:
+            return Started(instance, error=error)
+        # _build_resources' first two steps (seed 000); the network allocation
+        # it starts in between runs after this commit, beside spawn's wait.
+        inst.save(conn, uuid, {"vm_state": VmState.BUILDING, "task_state": TaskState.NETWORKING},
+                  expected_task_state=[None])
+        inst.save(conn, uuid, {"task_state": TaskState.BLOCK_DEVICE_MAPPING},
+                  expected_task_state=TaskState.NETWORKING)
+        return Started(instance, claim=claim, bdms=inst.bdms(conn, uuid))
 
     def _finish_event_tx(self, conn: sa.Connection, ctx: RequestContext, uuid: str,
                          error: BaseException | None) -> None:
-        from cirrus.compute.models import instance_actions_events as ev
-        from cirrus.compute.models import instance_actions as act
-
-        event_id = conn.execute(sa.select(ev.c.id).join(act, act.c.id == ev.c.action_id).where(
-            act.c.instance_uuid == uuid, act.c.request_id == ctx.request_id,
-            ev.c.event == BUILD_EVENT, ev.c.host == self.m.host,
-            ev.c.finish_time.is_(None)).order_by(ev.c.id.desc()).limit(1)).scalar()
-        instance_actions.event_finish(conn, event_id, exc=error)
+        row = _OPEN_BUILD_EVENT.execute(conn, w_uuid=uuid, w_request=ctx.request_id,
+                                        w_host=self.m.host).fetchone()
+        instance_actions.event_finish(conn, row[0] if row else None, exc=error)
         if error is None:
             instance_actions.action_finish(conn, ctx, uuid)
 
@@ -207,18 +250,20 @@ class Builder:
             LOG.exception("failed to deallocate networks of %s", instance["uuid"])
 
     # -- _build_and_run_instance (seed 004) -------------------------------------
-    async def _build_and_run_instance(self, ctx: RequestContext, instance: dict[str, Any],
+    async def _build_and_run_instance(self, ctx: RequestContext, started: Started,
                                       node: str, spec: dict[str, Any], params: dict[str, Any],
                                       injected: list[tuple[str, bytes]]) -> None:
+        instance = started.instance
         uuid = instance["uuid"]
         notify = self.m.notifier
         payload = {"instance_id": uuid, "host": self.m.host, "node": node}
         notify.info(ctx, "compute.instance.create.start", payload)
         try:
-            claim = await self.m.rt.instance_claim(instance, node)
-            await self.m.db.read(self._validate_instance_group_policy, instance)
+            if started.error is not None:  # the claim or group check of _start
+                raise started.error
+            claim = started.claim
             image_meta = await self._image_meta(ctx, instance, spec)
-            async with self._build_resources(ctx, instance, params) as resources:
+            async with self._build_resources(ctx, instance, params, started.bdms) as resources:
                 instance = await self.m.db.run(self._save_and_get, uuid, {
                     "vm_state": VmState.BUILDING, "task_state": TaskState.SPAWNING},
                     TaskState.BLOCK_DEVICE_MAPPING)
@@ -293,20 +338,19 @@ class Builder:
 
     def _validate_instance_group_policy(self, conn: sa.Connection, instance: dict[str, Any]) -> None:
         """The late check: another build may have raced us onto/away from this host."""
-        g = instance_groups
         m = instance_group_members
-        group = conn.execute(sa.select(g.c.uuid, g.c.policy).join(m, m.c.group_uuid == g.c.uuid).where(
-            m.c.instance_uuid == instance["uuid"])).first()
-        if group is None or group.policy not in ("affinity", "anti-affinity"):
+        group = _GROUP_OF.execute(conn, w_uuid=instance["uuid"]).fetchone()
+        if group is None or group[1] not in ("affinity", "anti-affinity"):
             return
+        group_uuid, policy = group
         hosts = {r.host for r in conn.execute(sa.select(instances.c.host).join(
             m, m.c.instance_uuid == instances.c.uuid).where(
-            m.c.group_uuid == group.uuid, instances.c.uuid != instance["uuid"],
+            m.c.group_uuid == group_uuid, instances.c.uuid != instance["uuid"],
             instances.c.deleted.is_(False), instances.c.host.is_not(None)))}
-        if group.policy == "anti-affinity" and self.m.host in hosts:
+        if policy == "anti-affinity" and self.m.host in hosts:
             raise exc.RescheduledException(instance_uuid=instance["uuid"],
                                            reason="Anti-affinity instance group policy was violated.")
-        if group.policy == "affinity" and hosts and self.m.host not in hosts:
+        if policy == "affinity" and hosts and self.m.host not in hosts:
             raise exc.RescheduledException(instance_uuid=instance["uuid"],
                                            reason="Affinity instance group policy was violated.")
 
@@ -322,16 +366,15 @@ class Builder:
     # -- _build_resources (seed 000) -------------------------------------------------
     @contextlib.asynccontextmanager
     async def _build_resources(self, ctx: RequestContext, instance: dict[str, Any],
-                               params: dict[str, Any]) -> AsyncIterator[Resources]:
+                               params: dict[str, Any], bdms: list[dict[str, Any]]
+                               ) -> AsyncIterator[Resources]:
+        """NETWORKING and BLOCK_DEVICE_MAPPING are saved already (``_start``)."""
         uuid = instance["uuid"]
-        await self.m.db.run(inst.save, uuid, {"vm_state": VmState.BUILDING,
-                                              "task_state": TaskState.NETWORKING},
-                            expected_task_state=[None])
         # Allocate networks while block devices are prepared (seed 000).
         net_task = spawn(self._allocate_network_async(ctx, instance, params),
                          name=f"allocate-network:{uuid}", awaited=True)
         try:
-            block_device_info = await self._prep_block_device(instance)
+            block_device_info = self._prep_block_device(bdms)
             network_info = await net_task
         except BaseException:
             net_task.cancel()
@@ -346,13 +389,9 @@ class Builder:
                 await self.m.driver.destroy(ctx, instance, network_info, block_device_info)
             raise
 
-    async def _prep_block_device(self, instance: dict[str, Any]) -> dict[str, Any]:
-        """BLOCK_DEVICE_MAPPING, and the instance's block devices (one transaction)."""
-        def prep(conn: sa.Connection) -> list[dict[str, Any]]:
-            inst.save(conn, instance["uuid"], {"task_state": TaskState.BLOCK_DEVICE_MAPPING},
-                      expected_task_state=TaskState.NETWORKING)
-            return inst.bdms(conn, instance["uuid"])
-        bdms = await self.m.db.run(prep)
+    @staticmethod
+    def _prep_block_device(bdms: list[dict[str, Any]]) -> dict[str, Any]:
+        """The block device info of the mappings ``_start`` read."""
         return {"block_device_mapping": bdms, "root_device_name": "/dev/vda"}
 
     async def _allocate_network_async(self, ctx: RequestContext, instance: dict[str, Any],

@@ -14,10 +14,13 @@ from cirrus.compute import exception as exc
 from cirrus.compute.models import block_device_mappings, instance_faults, instances
 from cirrus.compute.states import TaskState, VmState
 from cirrus.db.base import utcnow
-from cirrus.db.engine import fetch_all, fetch_one
+from cirrus.db.engine import fetch_all
+from cirrus.db.prepared import PreparedCache
 from cirrus.exception import CirrusException
 
 _UNSET: Any = object()
+_GET = sa.select(instances).where(instances.c.uuid == sa.bindparam("w_uuid"))
+_GET_LIVE = _GET.where(instances.c.deleted.is_(False))
 
 
 def _states(expected: Any) -> list[str | None]:
@@ -28,17 +31,53 @@ def _states(expected: Any) -> list[str | None]:
 
 def get(conn: sa.Connection, uuid: str, *, read_deleted: bool = False) -> dict[str, Any]:
     """The instance row; :class:`InstanceNotFound` if missing (or deleted)."""
-    q = sa.select(instances).where(instances.c.uuid == uuid)
-    if not read_deleted:
-        q = q.where(instances.c.deleted.is_(False))
-    row = fetch_one(conn, q)
+    row = conn.execute(_GET if read_deleted else _GET_LIVE, {"w_uuid": uuid}).mappings().first()
     if row is None:
         raise exc.InstanceNotFound(instance_id=uuid)
-    return row
+    return dict(row)
 
 
 def get_many(conn: sa.Connection, uuids: Iterable[str]) -> list[dict[str, Any]]:
     return fetch_all(conn, sa.select(instances).where(instances.c.uuid.in_(list(uuids))))
+
+
+def _shape(expected: Any) -> tuple[int, bool] | None:
+    """How many non-NULL states ``expected`` lists and whether it allows NULL."""
+    if expected is _UNSET:
+        return None
+    states = _states(expected)
+    return len([s for s in states if s is not None]), None in states
+
+
+def _one_of(column: sa.Column, prefix: str, count: int) -> sa.ColumnElement[bool]:
+    """``column IN (:prefix0, …)``; false for none (no expanding parameter)."""
+    if not count:
+        return sa.false()
+    return column.in_([sa.bindparam(f"{prefix}{n}") for n in range(count)])
+
+
+def _save_statement(key: tuple[Any, ...]) -> sa.Update:
+    """The guarded UPDATE of one shape of :func:`save` (see ``_save_key``)."""
+    columns, task_states, vm_states, host = key
+    i = instances
+    where = [i.c.uuid == sa.bindparam("w_uuid"), i.c.deleted.is_(False)]
+    if task_states is not None:
+        count, with_null = task_states
+        listed = _one_of(i.c.task_state, "w_ts", count)
+        where.append(sa.or_(listed, i.c.task_state.is_(None)) if with_null and count
+                     else i.c.task_state.is_(None) if with_null else listed)
+    if vm_states is not None:
+        where.append(_one_of(i.c.vm_state, "w_vm", vm_states[0]))
+    if host == "none":
+        where.append(i.c.host.is_(None))
+    elif host == "equal":
+        where.append(i.c.host == sa.bindparam("w_host"))
+    return i.update().where(*where).values({c: sa.bindparam(f"v_{c}") for c in columns})
+
+
+# One statement per shape (columns set, how many states expected), built and
+# compiled once: a boot makes six guarded saves on the single writer thread.
+_SAVES = PreparedCache(_save_statement)
 
 
 def save(conn: sa.Connection, uuid: str, values: dict[str, Any], *,
@@ -52,19 +91,19 @@ def save(conn: sa.Connection, uuid: str, values: dict[str, Any], *,
     """
     values = {k: getattr(v, "value", v) for k, v in values.items()}
     values["updated_at"] = utcnow()
-    q = instances.update().where(instances.c.uuid == uuid, instances.c.deleted.is_(False))
+    host = "any" if expected_host is _UNSET else "none" if expected_host is None else "equal"
+    key = (tuple(sorted(values)), _shape(expected_task_state), _shape(expected_vm_state), host)
+    params = {f"v_{k}": v for k, v in values.items()}
+    params["w_uuid"] = uuid
     if expected_task_state is not _UNSET:
-        states = _states(expected_task_state)
-        cond = instances.c.task_state.in_([s for s in states if s is not None])
-        if None in states:
-            cond = sa.or_(cond, instances.c.task_state.is_(None))
-        q = q.where(cond)
+        listed = [s for s in _states(expected_task_state) if s is not None]
+        params.update((f"w_ts{n}", s) for n, s in enumerate(listed))
     if expected_vm_state is not _UNSET:
-        q = q.where(instances.c.vm_state.in_(_states(expected_vm_state)))
-    if expected_host is not _UNSET:
-        q = q.where(instances.c.host.is_(None) if expected_host is None
-                    else instances.c.host == expected_host)
-    if conn.execute(q.values(**values)).rowcount == 1:
+        listed = [s for s in _states(expected_vm_state) if s is not None]
+        params.update((f"w_vm{n}", s) for n, s in enumerate(listed))
+    if host == "equal":
+        params["w_host"] = expected_host
+    if _SAVES[key].execute(conn, **params).rowcount == 1:
         return values
     current = get(conn, uuid)  # raises InstanceNotFound
     actual = current["task_state"]
@@ -109,6 +148,9 @@ def soft_delete(conn: sa.Connection, uuid: str) -> None:
         task_state=None, power_state=0, updated_at=now))
 
 
+_BDMS = sa.select(block_device_mappings).where(
+    block_device_mappings.c.instance_uuid == sa.bindparam("w_uuid")).order_by(block_device_mappings.c.id)
+
+
 def bdms(conn: sa.Connection, uuid: str) -> list[dict[str, Any]]:
-    return fetch_all(conn, sa.select(block_device_mappings).where(
-        block_device_mappings.c.instance_uuid == uuid).order_by(block_device_mappings.c.id))
+    return fetch_all(conn, _BDMS, {"w_uuid": uuid})

@@ -15,25 +15,60 @@ import sqlalchemy as sa
 from cirrus.compute.models import instance_actions, instance_actions_events
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
+from cirrus.db.prepared import Prepared, PreparedCache
 
 SUCCESS, ERROR = "Success", "Error"
+act, ev = instance_actions, instance_actions_events
+
+# Every pipeline step records an event: statements built once (cirrus/db/prepared.py).
+_ACTION_ID = Prepared(sa.select(act.c.id).where(
+    act.c.instance_uuid == sa.bindparam("w_uuid"), act.c.request_id == sa.bindparam("w_request"))
+    .order_by(act.c.id.desc()).limit(1))
+_EVENT_INSERTS = PreparedCache(lambda columns: ev.insert().values(
+    {c: sa.bindparam(f"v_{c}") for c in columns}).returning(ev.c.id))
+_EVENT_FINISHES = PreparedCache(lambda columns: ev.update().where(
+    ev.c.id == sa.bindparam("w_id")).values({c: sa.bindparam(f"v_{c}") for c in columns}))
+_ACTION_START = Prepared(act.insert().values(
+    instance_uuid=sa.bindparam("v_uuid"), action=sa.bindparam("v_action"),
+    request_id=sa.bindparam("v_request"), user_id=sa.bindparam("v_user"),
+    project_id=sa.bindparam("v_project"), start_time=sa.bindparam("v_now"),
+    created_at=sa.bindparam("v_now")).returning(act.c.id))
+_ACTION_FINISH = Prepared(act.update().where(
+    act.c.instance_uuid == sa.bindparam("w_uuid"), act.c.request_id == sa.bindparam("w_request"))
+    .values(finish_time=sa.bindparam("v_now"), message=sa.bindparam("v_message"),
+            updated_at=sa.bindparam("v_now")))
 
 
 def action_start(conn: sa.Connection, ctx: RequestContext, instance_uuid: str,
                  action: str) -> int:
     """Record ``action`` on the instance for the request in ``ctx``."""
     now = utcnow()
-    return conn.execute(instance_actions.insert().values(
-        instance_uuid=instance_uuid, action=action, request_id=ctx.request_id,
-        user_id=ctx.user_id, project_id=ctx.project_id, start_time=now,
-        created_at=now)).inserted_primary_key[0]
+    return _ACTION_START.execute(conn, v_uuid=instance_uuid, v_action=action,
+                                 v_request=ctx.request_id, v_user=ctx.user_id,
+                                 v_project=ctx.project_id, v_now=now).fetchone()[0]
 
 
 def _action_id(conn: sa.Connection, instance_uuid: str, request_id: str) -> int | None:
-    return conn.execute(sa.select(instance_actions.c.id).where(
-        instance_actions.c.instance_uuid == instance_uuid,
-        instance_actions.c.request_id == request_id).order_by(
-        instance_actions.c.id.desc()).limit(1)).scalar()
+    row = _ACTION_ID.execute(conn, w_uuid=instance_uuid, w_request=request_id).fetchone()
+    return row[0] if row is not None else None
+
+
+def _insert_event(conn: sa.Connection, values: dict[str, Any]) -> int:
+    columns = tuple(sorted(values))
+    row = _EVENT_INSERTS[columns].execute(conn, **{f"v_{c}": values[c] for c in columns}).fetchone()
+    return row[0]
+
+
+def _outcome(exc: BaseException | None, details: Any) -> dict[str, Any]:
+    """An event's closing values: Success, or Error with the exception's traceback."""
+    now = utcnow()
+    values: dict[str, Any] = {"finish_time": now, "result": SUCCESS if exc is None else ERROR,
+                              "updated_at": now}
+    if exc is not None:
+        values["traceback"] = "".join(tb.format_exception(type(exc), exc, exc.__traceback__))[-10000:]
+    if details is not None:
+        values["details"] = details if isinstance(details, str) else json.dumps(details)
+    return values
 
 
 def event_start(conn: sa.Connection, ctx: RequestContext, instance_uuid: str, event: str,
@@ -43,9 +78,8 @@ def event_start(conn: sa.Connection, ctx: RequestContext, instance_uuid: str, ev
     if action_id is None:
         return None
     now = utcnow()
-    return conn.execute(instance_actions_events.insert().values(
-        action_id=action_id, event=event, start_time=now, host=host,
-        created_at=now)).inserted_primary_key[0]
+    return _insert_event(conn, {"action_id": action_id, "event": event, "start_time": now,
+                                "host": host, "created_at": now})
 
 
 def event_finish(conn: sa.Connection, event_id: int | None, *, exc: BaseException | None = None,
@@ -53,27 +87,26 @@ def event_finish(conn: sa.Connection, event_id: int | None, *, exc: BaseExceptio
     """Close an event: Success, or Error with the exception's traceback."""
     if event_id is None:
         return
-    values: dict[str, Any] = {"finish_time": utcnow(), "result": SUCCESS if exc is None else ERROR,
-                              "updated_at": utcnow()}
-    if exc is not None:
-        values["traceback"] = "".join(tb.format_exception(type(exc), exc, exc.__traceback__))[-10000:]
-    if details is not None:
-        values["details"] = details if isinstance(details, str) else json.dumps(details)
-    conn.execute(instance_actions_events.update().where(
-        instance_actions_events.c.id == event_id).values(**values))
+    values = _outcome(exc, details)
+    columns = tuple(sorted(values))
+    _EVENT_FINISHES[columns].execute(conn, w_id=event_id, **{f"v_{c}": values[c] for c in columns})
 
 
 def record_event(conn: sa.Connection, ctx: RequestContext, instance_uuid: str, event: str, *,
                  host: str | None = None, exc: BaseException | None = None,
                  details: Any = None) -> None:
-    """An event that starts and finishes at once (e.g. a scheduling decision)."""
-    event_finish(conn, event_start(conn, ctx, instance_uuid, event, host), exc=exc, details=details)
+    """An event that starts and finishes at once (e.g. a scheduling decision):
+    one insert with its outcome."""
+    action_id = _action_id(conn, instance_uuid, ctx.request_id)
+    if action_id is None:
+        return
+    values = _outcome(exc, details)
+    _insert_event(conn, {"action_id": action_id, "event": event, "start_time": values["finish_time"],
+                         "host": host, "created_at": values["finish_time"], **values})
 
 
 def action_finish(conn: sa.Connection, ctx: RequestContext, instance_uuid: str,
                   message: str | None = None) -> None:
     """Mark the request's action finished (``message`` set on failure)."""
-    conn.execute(instance_actions.update().where(
-        instance_actions.c.instance_uuid == instance_uuid,
-        instance_actions.c.request_id == ctx.request_id).values(
-        finish_time=utcnow(), message=message, updated_at=utcnow()))
+    _ACTION_FINISH.execute(conn, w_uuid=instance_uuid, w_request=ctx.request_id,
+                           v_now=utcnow(), v_message=message)

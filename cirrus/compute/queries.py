@@ -19,7 +19,7 @@ from cirrus.compute import exception as exc
 from cirrus.compute.models import instance_faults, instance_info_caches, instances
 from cirrus.compute.states import TaskState, VmState
 from cirrus.db.engine import fetch_all
-from cirrus.db.rows import Prepared, RowReader, fetch_dicts, json_loads
+from cirrus.db.rows import PreparedRead, RowReader, fetch_dicts, json_loads
 
 # API status → vm_state (and task_state where the status depends on it).
 STATUS_FILTERS: dict[str, tuple[list[str], list[str] | None]] = {
@@ -177,7 +177,7 @@ def info_caches(conn: sa.Connection, uuids: list[str]) -> dict[str, list[dict[st
     return {r.instance_uuid: r.network_info or [] for r in rows}
 
 
-_SHOW = Prepared(
+_SHOW = PreparedRead(
     sa.select(*(instances.c[n] for n in VIEW_COLUMNS), instance_info_caches.c.network_info)
     .select_from(instances.outerjoin(instance_info_caches,
                                      instance_info_caches.c.instance_uuid == instances.c.uuid))
@@ -204,7 +204,7 @@ def faults(conn: sa.Connection, uuids: list[str]) -> dict[str, dict[str, Any]]:
     return {r["instance_uuid"]: r for r in rows}
 
 
-_FAULTS_OF = Prepared(sa.select(instance_faults).where(
+_FAULTS_OF = PreparedRead(sa.select(instance_faults).where(
     instance_faults.c.instance_uuid == sa.bindparam("uuid")).order_by(instance_faults.c.id))
 
 

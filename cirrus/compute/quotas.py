@@ -13,26 +13,32 @@ import sqlalchemy as sa
 from cirrus.compute.exception import TooManyInstances
 from cirrus.compute.models import instance_groups, instances, key_pairs, quota_limits
 from cirrus.db.base import utcnow
+from cirrus.db.prepared import Prepared
 
 INSTANCE_RESOURCES = ("instances", "cores", "ram")
 ALL_RESOURCES = ("instances", "cores", "ram", "key_pairs", "server_groups",
                  "server_group_members")
 
 
+# Every create counts twice (before and after its insert): built once.
+_LIMITS = Prepared(sa.select(quota_limits.c.resource, quota_limits.c.hard_limit).where(
+    quota_limits.c.project_id == sa.bindparam("w_project")))
+_INSTANCE_USAGE = Prepared(sa.select(
+    sa.func.count(), sa.func.coalesce(sa.func.sum(instances.c.vcpus), 0),
+    sa.func.coalesce(sa.func.sum(instances.c.memory_mb), 0)).where(
+    instances.c.project_id == sa.bindparam("w_project"), instances.c.deleted.is_(False)))
+
+
 def limits(conn: sa.Connection, settings: Any, project_id: str) -> dict[str, int]:
     """Hard limits of ``project_id`` (-1 is unlimited)."""
     out = {r: int(getattr(settings, f"quota_{r}")) for r in ALL_RESOURCES}
-    for row in conn.execute(sa.select(quota_limits.c.resource, quota_limits.c.hard_limit).where(
-            quota_limits.c.project_id == project_id)):
-        out[row.resource] = row.hard_limit
+    for resource, hard_limit in _LIMITS.execute(conn, w_project=project_id).fetchall():
+        out[resource] = hard_limit
     return out
 
 
 def instance_usage(conn: sa.Connection, project_id: str) -> dict[str, int]:
-    row = conn.execute(sa.select(
-        sa.func.count(), sa.func.coalesce(sa.func.sum(instances.c.vcpus), 0),
-        sa.func.coalesce(sa.func.sum(instances.c.memory_mb), 0)).where(
-        instances.c.project_id == project_id, instances.c.deleted.is_(False))).one()
+    row = _INSTANCE_USAGE.execute(conn, w_project=project_id).fetchone()
     return {"instances": int(row[0]), "cores": int(row[1]), "ram": int(row[2])}
 
 

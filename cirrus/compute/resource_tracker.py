@@ -51,9 +51,11 @@ def _heal_usage(conn: sa.Connection, node_id: int) -> None:
         vcpus_used=used[0], memory_mb_used=used[1], local_gb_used=used[2], running_vms=used[3]))
 
 
+_CLAIM_OF = sa.select(allocations).where(allocations.c.consumer_uuid == sa.bindparam("w_uuid"))
+
+
 def _check_claim(conn: sa.Connection, instance_uuid: str, node_id: int) -> dict[str, Any]:
-    row = conn.execute(sa.select(allocations).where(
-        allocations.c.consumer_uuid == instance_uuid)).mappings().first()
+    row = conn.execute(_CLAIM_OF, {"w_uuid": instance_uuid}).mappings().first()
     if row is None or row["node_id"] != node_id:
         raise ComputeResourcesUnavailable(reason=f"no claim for instance {instance_uuid} "
                                                  f"on this node")
@@ -82,10 +84,11 @@ class ResourceTracker:
     def default_node(self) -> str:
         return next(iter(self.node_ids))
 
-    async def instance_claim(self, instance: dict[str, Any], nodename: str) -> dict[str, Any]:
-        """The scheduler's claim for ``instance`` on ``nodename``, or
+    def check_claim(self, conn: sa.Connection, instance_uuid: str, nodename: str) -> dict[str, Any]:
+        """``instance_claim``: the scheduler's claim for the instance on
+        ``nodename``, read in the caller's transaction; or
         ComputeResourcesUnavailable."""
         node_id = self.node_ids.get(nodename)
         if node_id is None:
             raise ComputeResourcesUnavailable(reason=f"node {nodename} is not on host {self.host}")
-        return await self.db.read(_check_claim, instance["uuid"], node_id)
+        return _check_claim(conn, instance_uuid, node_id)

@@ -133,10 +133,14 @@ class Database:
         self.engine.dispose()
 
 
-def fetch_one(conn: Connection, stmt: Any) -> dict[str, Any] | None:
-    row = conn.execute(stmt).mappings().first()
+def fetch_one(conn: Connection, stmt: Any, params: dict[str, Any] | None = None
+              ) -> dict[str, Any] | None:
+    """The first row as a dict; ``params`` for a statement with bindparams."""
+    row = conn.execute(stmt, params).mappings().first()
     return dict(row) if row is not None else None
 
 
-def fetch_all(conn: Connection, stmt: Any) -> list[dict[str, Any]]:
-    return [dict(r) for r in conn.execute(stmt).mappings()]
+def fetch_all(conn: Connection, stmt: Any, params: dict[str, Any] | None = None
+              ) -> list[dict[str, Any]]:
+    """Every row as a dict; ``params`` for a statement with bindparams."""
+    return [dict(r) for r in conn.execute(stmt, params).mappings()]

@@ -27,6 +27,23 @@ class _Unit:
     future: Future = field(default_factory=Future)
 
 
+def _in_savepoint(driver: Any, conn: Connection, unit: _Unit) -> tuple[bool, Any]:
+    """Run ``unit`` inside a savepoint of its own: (True, result), or (False, the
+    exception) with its writes undone. The savepoint is sent straight to
+    sqlite3: SQLAlchemy's ``begin_nested`` costs two compiled statements' worth
+    of Python per unit, on the one thread every write waits for. The unit's own
+    ``begin_nested`` blocks nest inside as usual."""
+    driver.execute("SAVEPOINT group_unit")
+    try:
+        result = unit.fn(conn, *unit.args, **unit.kwargs)
+    except Exception as error:  # noqa: BLE001 - handed to its caller
+        driver.execute("ROLLBACK TO SAVEPOINT group_unit")
+        driver.execute("RELEASE SAVEPOINT group_unit")
+        return False, error
+    driver.execute("RELEASE SAVEPOINT group_unit")
+    return True, result
+
+
 class GroupCommitWriter:
     """One thread; ``submit`` returns a future resolved after the unit's commit."""
 
@@ -82,12 +99,9 @@ class GroupCommitWriter:
                     unit = batch[0]
                     outcomes.append((True, unit.fn(conn, *unit.args, **unit.kwargs)))
                 else:
+                    driver = conn.connection.driver_connection
                     for unit in batch:
-                        try:
-                            with conn.begin_nested():
-                                outcomes.append((True, unit.fn(conn, *unit.args, **unit.kwargs)))
-                        except Exception as error:  # noqa: BLE001 - handed to its caller
-                            outcomes.append((False, error))
+                        outcomes.append(_in_savepoint(driver, conn, unit))
         except BaseException as error:  # noqa: BLE001 - BEGIN/COMMIT failed: nothing committed
             for unit in batch:
                 unit.future.set_exception(error)

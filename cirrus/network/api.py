@@ -18,11 +18,12 @@ from cirrus.compute.models import instance_info_caches
 from cirrus.config import Settings
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
-from cirrus.db.engine import Database, fetch_all
+from cirrus.db.engine import Database, fetch_all, fetch_one
+from cirrus.db.prepared import Prepared
 from cirrus.network import exception as exc
 from cirrus.network import ports as port_db
 from cirrus.network import security_groups as sg_db
-from cirrus.network.auto_allocate import get_or_create_auto_network
+from cirrus.network.auto_allocate import find_auto_network, get_or_create_auto_network
 from cirrus.network.backends import get_backend
 from cirrus.network.binding import Binder, EventSink
 from cirrus.network.model import NetworkInfo, build_vif
@@ -113,11 +114,19 @@ class API:
         requests = list(requested_networks or [])
         if requests and requests[0].get("network_id") == "none":
             return NetworkInfo()
+        found = None
         if requests and requests[0].get("network_id") == "auto":
-            net = await self.db.run(get_or_create_auto_network, self.settings, project_id)
-            requests = [{"network_id": net["id"], "port_id": None, "fixed_ip": None}]
-        ordered, preexisting, nets = await self.db.read(self._requests_and_networks, ctx,
-                                                        instance, requests)
+            # Created once per project: look first (with the networks, one read),
+            # so a boot costs no write.
+            found = await self.db.read(self._auto_requests_and_networks, ctx, instance)
+            if found is None:
+                net = await self.db.run(get_or_create_auto_network, self.settings, project_id)
+                requests = [{"network_id": net["id"], "port_id": None, "fixed_ip": None}]
+        if found is not None:
+            requests, (ordered, preexisting, nets) = found
+        else:
+            ordered, preexisting, nets = await self.db.read(self._requests_and_networks, ctx,
+                                                            instance, requests)
         if not requests:
             if not nets:
                 return NetworkInfo()  # nothing requested, nothing available
@@ -132,16 +141,29 @@ class API:
         created: list[str] = []
         try:
             # Seed 001 creates the ports, then updates them with the binding; one
-            # transaction does both here, so a failure inside leaves nothing.
-            bound = await self.db.run(self._create_and_update_ports, ctx, instance, requests,
-                                      ordered, by_id, security_groups or ["default"],
-                                      bind_host_id, created)
+            # transaction does both here, so a failure inside leaves nothing. The
+            # same transaction stores the info cache (get_instance_nw_info).
+            async with self._locks[instance["uuid"]]:
+                bound, info = await self.db.run(
+                    self._create_and_update_ports, ctx, instance, requests, ordered, by_id,
+                    security_groups or ["default"], bind_host_id, created, set(preexisting))
             for port, network, subnets in bound:
                 await self.binder.bound(port, (network, subnets))
         except BaseException:
-            await self._rollback(ctx, created, preexisting)
+            await self._rollback(ctx, instance["uuid"], created, preexisting)
             raise
-        return await self.get_instance_nw_info(ctx, instance, preserve=set(preexisting))
+        return info
+
+    def _auto_requests_and_networks(
+            self, conn: sa.Connection, ctx: RequestContext, instance: dict[str, Any]
+    ) -> tuple[list[dict[str, Any]], tuple[list[str | None], list[str], list[dict[str, Any]]]] | None:
+        """``auto``: the request for the project's auto-allocated network and
+        ``_requests_and_networks`` of it; None if the project has none yet."""
+        net = find_auto_network(conn, instance["project_id"])
+        if net is None:
+            return None
+        requests = [{"network_id": net["id"], "port_id": None, "fixed_ip": None}]
+        return requests, self._requests_and_networks(conn, ctx, instance, requests)
 
     def _requests_and_networks(self, conn: sa.Connection, ctx: RequestContext,
                                instance: dict[str, Any], requests: list[dict[str, Any]]
@@ -156,16 +178,35 @@ class API:
                                  instance: dict[str, Any], requests: list[dict[str, Any]],
                                  ordered: list[str | None], nets: dict[str, dict[str, Any]],
                                  security_groups: list[str], host: str | None,
-                                 created: list[str]) -> list[tuple[Any, Any, Any]]:
+                                 created: list[str], preserve: set[str]
+                                 ) -> tuple[list[tuple[Any, Any, Any]], NetworkInfo]:
         sg_ids = sg_db.resolve(conn, instance["project_id"], security_groups)
+        binding = self._binding(instance, host)
+        subnets: dict[str, list[dict[str, Any]]] = {}  # network id → its subnets, read once
         mine: list[str] = []
-        port_ids = self._create_ports_for_instance(conn, ctx, instance, requests, ordered, nets,
-                                                   sg_ids, mine)
-        ports = self._update_ports_for_instance(conn, ctx, instance, port_ids, host)
+        new = self._create_ports_for_instance(conn, ctx, instance, requests, ordered, nets,
+                                              sg_ids, mine, binding, subnets)
+        given = self._update_ports_for_instance(conn, ctx, instance,
+                                                [p for p in ordered if p], binding)
+        ports = [new.pop(0) if port_id is None else given.pop(0) for port_id in ordered]
+        for net_id in {p["network_id"] for p in ports} - set(subnets):
+            subnets[net_id] = subnets_of(conn, [net_id])
+        bound = [(p, _network_of(conn, p["network_id"], nets), subnets[p["network_id"]])
+                 for p in ports]
+        info = self._build_network_info_model(conn, instance["uuid"], preserve, nets, subnets)
         created.extend(mine)  # only once the transaction can commit
-        subnets = {net_id: subnets_of(conn, [net_id]) for net_id in {p["network_id"] for p in ports}}
-        return [(p, _network_of(conn, p["network_id"], nets), subnets[p["network_id"]])
-                for p in ports]
+        return bound, info
+
+    def _binding(self, instance: dict[str, Any], host: str | None) -> dict[str, Any]:
+        """The port values that attach a port to ``instance`` on ``host``; ACTIVE
+        as well where the host backend has a bound port up at once."""
+        values: dict[str, Any] = {
+            "device_id": instance["uuid"],
+            "device_owner": f"compute:{instance.get('availability_zone') or 'nova'}",
+            "binding_host_id": host or ""}
+        if host and self.binder.up_on_bind:
+            values["status"] = "ACTIVE"
+        return values
 
     @staticmethod
     def _validate_requested_port_ids(conn: sa.Connection, ctx: RequestContext,
@@ -191,41 +232,48 @@ class API:
     def _create_ports_for_instance(self, conn: sa.Connection, ctx: RequestContext,
                                    instance: dict[str, Any], requests: list[dict[str, Any]],
                                    ordered: list[str | None], nets: dict[str, dict[str, Any]],
-                                   sg_ids: list[str], created: list[str]) -> list[str]:
-        """One port per request without a port id; ids in request order."""
-        result: list[str] = []
+                                   sg_ids: list[str], created: list[str],
+                                   binding: dict[str, Any],
+                                   subnets: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+        """One port per request without a port id, in request order. Created
+        with ``binding`` already: seed 001's update of the new ports would
+        follow in this same transaction, so the insert carries it."""
+        result: list[dict[str, Any]] = []
         for req, port_id in zip(requests, ordered):
             if port_id:
-                result.append(port_id)
                 continue
             network = nets[req["network_id"]]
-            if sg_ids and (not network["port_security_enabled"] or not subnets_of(conn, [network["id"]])):
+            if network["id"] not in subnets:
+                subnets[network["id"]] = subnets_of(conn, [network["id"]])
+            if sg_ids and (not network["port_security_enabled"] or not subnets[network["id"]]):
                 raise exc.SecurityGroupCannotBeApplied()
             values: dict[str, Any] = {
                 "network_id": network["id"], "project_id": instance["project_id"],
-                "device_id": instance["uuid"],
-                "device_owner": f"compute:{instance.get('availability_zone') or 'nova'}",
                 "security_groups": sg_ids if network["port_security_enabled"] else [],
-                "dns_name": instance.get("hostname") or ""}
+                "dns_name": instance.get("hostname") or "", **binding}
+            status = values.pop("status", "DOWN")
             if req.get("fixed_ip"):
                 values["fixed_ips"] = [{"ip_address": req["fixed_ip"]}]
-            port = port_db.create_port(conn, ctx.elevated(), values, self.settings.base_mac)
+            port = port_db.create_port(conn, ctx.elevated(), values, self.settings.base_mac,
+                                       status=status, network=network,
+                                       subnets=subnets[network["id"]])
             created.append(port["id"])
-            result.append(port["id"])
+            result.append(port)
         return result
 
     @staticmethod
     def _update_ports_for_instance(conn: sa.Connection, ctx: RequestContext,
                                    instance: dict[str, Any], port_ids: list[str],
-                                   host: str | None) -> list[dict[str, Any]]:
-        """Bind every port to the instance and host; the caller tells the backend."""
-        values = {"device_id": instance["uuid"],
-                  "device_owner": f"compute:{instance.get('availability_zone') or 'nova'}",
-                  "binding_host_id": host or ""}
-        return [port_db.update_port(conn, ctx.elevated(), pid, values)[1] for pid in port_ids]
+                                   binding: dict[str, Any]) -> list[dict[str, Any]]:
+        """Bind the ports the request brought to the instance and host (the
+        ports created for it carry the binding already); the caller tells the
+        backend."""
+        return [port_db.update_port(conn, ctx.elevated(), pid, binding)[1] for pid in port_ids]
 
-    async def _rollback(self, ctx: RequestContext, created: list[str], preexisting: list[str]) -> None:
-        """Delete the ports we created, unbind the ones we were given."""
+    async def _rollback(self, ctx: RequestContext, uuid: str, created: list[str],
+                        preexisting: list[str]) -> None:
+        """Delete the ports we created, unbind the ones we were given; the info
+        cache (written with the binding) then lists what is left."""
         def undo(conn: sa.Connection) -> list[dict[str, Any]]:
             rows = []
             for pid in created:
@@ -239,6 +287,7 @@ class API:
                         "device_id": "", "device_owner": "", "binding_host_id": ""})[0])
                 except exc.PortNotFound:
                     pass
+            self._build_network_info_model(conn, uuid, set())
             return rows
         try:
             for port in await self.db.run(undo):
@@ -278,22 +327,29 @@ class API:
                                      preserve or set())
 
     @staticmethod
-    def _build_network_info_model(conn: sa.Connection, uuid: str, preserve: set[str]) -> NetworkInfo:
+    def _build_network_info_model(conn: sa.Connection, uuid: str, preserve: set[str],
+                                  known_networks: dict[str, dict[str, Any]] | None = None,
+                                  known_subnets: dict[str, list[dict[str, Any]]] | None = None
+                                  ) -> NetworkInfo:
+        """``known_*``: network rows by id and subnet rows by network id that the
+        caller read in this transaction already; the rest is read here."""
         old = {vif["id"]: vif for vif in _cache_of(conn, uuid)}
         device_ports = port_db.ports_of_device(conn, uuid)
         fixed = port_db.fixed_ips_of(conn, [p["id"] for p in device_ports])
-        net_rows = {r["id"]: r for r in fetch_all(conn, sa.select(networks).where(
-            networks.c.id.in_({p["network_id"] for p in device_ports})))}
-        subnet_ids = list({ip["subnet_id"] for ips in fixed.values() for ip in ips})
-        subnet_rows = port_db.subnets_by_id(conn, subnet_ids)
+        net_rows = dict(known_networks or {})
+        missing = {p["network_id"] for p in device_ports} - set(net_rows)
+        if missing:
+            net_rows.update((r["id"], r) for r in fetch_all(conn, sa.select(networks).where(
+                networks.c.id.in_(missing))))
+        subnet_rows = {s["id"]: s for rows in (known_subnets or {}).values() for s in rows}
+        missing = {ip["subnet_id"] for ips in fixed.values() for ip in ips} - set(subnet_rows)
+        subnet_rows.update(port_db.subnets_by_id(conn, list(missing)))
         info = NetworkInfo()
         for port in device_ports:
             keep = port["id"] in preserve or old.get(port["id"], {}).get("preserve_on_delete", False)
             info.append(build_vif(port, fixed[port["id"]], net_rows[port["network_id"]],
                                   subnet_rows, keep))
-        conn.execute(instance_info_caches.update().where(
-            instance_info_caches.c.instance_uuid == uuid).values(
-            network_info=list(info), updated_at=utcnow()))
+        _STORE_CACHE.execute(conn, w_uuid=uuid, v_info=list(info), v_now=utcnow())
         return info
 
     # -- os-interface ----------------------------------------------------------------
@@ -329,9 +385,15 @@ def _network_of(conn: sa.Connection, network_id: str,
     return fetch_one(conn, sa.select(networks).where(networks.c.id == network_id)) or {}
 
 
+_CACHE_OF = sa.select(instance_info_caches.c.network_info).where(
+    instance_info_caches.c.instance_uuid == sa.bindparam("w_uuid"))
+_STORE_CACHE = Prepared(instance_info_caches.update().where(
+    instance_info_caches.c.instance_uuid == sa.bindparam("w_uuid")).values(
+    network_info=sa.bindparam("v_info"), updated_at=sa.bindparam("v_now")))
+
+
 def _cache_of(conn: sa.Connection, uuid: str) -> list[dict[str, Any]]:
-    value = conn.execute(sa.select(instance_info_caches.c.network_info).where(
-        instance_info_caches.c.instance_uuid == uuid)).scalar()
+    value = conn.execute(_CACHE_OF, {"w_uuid": uuid}).scalar()
     return list(value or [])
 
 

@@ -13,6 +13,13 @@ from cirrus.network.networks import create_network, create_subnet
 AUTO_NAME = "auto_allocated_network"
 
 
+def find_auto_network(conn: sa.Connection, project_id: str) -> dict[str, Any] | None:
+    """The project's auto-allocated network, if it has one (a read)."""
+    aan = auto_allocated_networks
+    return fetch_one(conn, sa.select(networks).join(aan, aan.c.network_id == networks.c.id)
+                     .where(aan.c.project_id == project_id))
+
+
 def get_or_create_auto_network(conn: sa.Connection, settings: Any, project_id: str) -> dict[str, Any]:
     """Find or create (in this transaction) the project's auto-allocated network;
     the ``auto_allocated_networks`` primary key settles concurrent first uses."""

@@ -40,10 +40,19 @@ class Binder:
             backend.set_port_up_callback(self.port_up)
             backend.set_database(db)
 
+    @property
+    def up_on_bind(self) -> bool:
+        """Whether a binding write may mark the port ACTIVE itself (see
+        ``HostBackend.up_on_bind``); ``bound`` then only reports it plugged."""
+        return self.backend is not None and self.backend.up_on_bind
+
     async def bound(self, port: dict[str, Any],
                     context: tuple[dict[str, Any], list[dict[str, Any]]] | None = None) -> None:
         """``context``: the port's (network, subnets) when the caller has them."""
         if self.backend is None or not port.get("binding_host_id"):
+            return
+        if self.up_on_bind and port.get("status") == "ACTIVE":
+            await self._plugged(port)  # activated by the binding write
             return
         network, subnets = context or await self.db.read(_context_of, port)
         await self.backend.port_bound(port, network, subnets)
@@ -59,6 +68,11 @@ class Binder:
         port = await self.db.run(_activate, port_id)
         if port is None or port["status"] != "ACTIVE":
             return
+        await self._plugged(port)
+
+    async def _plugged(self, port: dict[str, Any]) -> None:
+        """Send ``network-vif-plugged`` for an ACTIVE port of an instance."""
+        port_id = port["id"]
         if self.event_sink is not None and port["device_owner"].startswith("compute:") \
                 and port["device_id"]:
             event = {"name": "network-vif-plugged", "server_uuid": port["device_id"],

@@ -33,9 +33,16 @@ def get_network(conn: sa.Connection, ctx: RequestContext, net_id: str) -> dict[s
     return row
 
 
+# Built once: a boot reads its network's subnets.
+_SUBNETS_OF_ONE = sa.select(subnets).where(subnets.c.network_id == sa.bindparam("w_network")) \
+    .order_by(subnets.c.created_at, subnets.c.id)
+
+
 def subnets_of(conn: sa.Connection, network_ids: list[str]) -> list[dict[str, Any]]:
     if not network_ids:
         return []
+    if len(network_ids) == 1:
+        return fetch_all(conn, _SUBNETS_OF_ONE, {"w_network": network_ids[0]})
     return fetch_all(conn, sa.select(subnets).where(subnets.c.network_id.in_(network_ids))
                      .order_by(subnets.c.created_at, subnets.c.id))
 

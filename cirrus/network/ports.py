@@ -9,6 +9,7 @@ import sqlalchemy as sa
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
 from cirrus.db.engine import fetch_all, fetch_one
+from cirrus.db.prepared import Prepared, statement_savepoint
 from cirrus.network import exception as exc
 from cirrus.network import ipam
 from cirrus.network.common import new_id, owned, timestamps_view
@@ -27,6 +28,11 @@ UPDATABLE = {"name": "name", "device_id": "device_id", "device_owner": "device_o
              "dns_name": "dns_name", "port_security_enabled": "port_security_enabled",
              "description": "description", "allowed_address_pairs": "allowed_address_pairs",
              "mac_address": "mac_address"}
+
+# Built once: every boot creates a port.
+_NEXT_SEQ = Prepared(sa.select(sa.func.coalesce(sa.func.max(ports.c.seq), 0) + 1))
+_INSERT = Prepared(ports.insert().values(
+    {c.name: sa.bindparam(f"v_{c.name}") for c in ports.columns}))
 
 
 def fixed_ips_of(conn: sa.Connection, port_ids: list[str]) -> dict[str, list[dict[str, str]]]:
@@ -76,8 +82,11 @@ def _choose_mac(conn: sa.Connection, network_id: str, base_mac: str, mac: str | 
 
 
 def _allocate_fixed_ips(conn: sa.Connection, network: dict[str, Any], port_id: str,
-                        requested: list[dict[str, Any]] | None) -> None:
-    nets = subnets_of(conn, [network["id"]])
+                        requested: list[dict[str, Any]] | None,
+                        nets: list[dict[str, Any]] | None = None) -> None:
+    """``nets``: the network's subnets, when the caller read them already."""
+    if nets is None:
+        nets = subnets_of(conn, [network["id"]])
     by_id = {s["id"]: s for s in nets}
     if requested is None:
         # One address from the first IPv4 subnet, and from the first IPv6 one.
@@ -101,9 +110,16 @@ def _allocate_fixed_ips(conn: sa.Connection, network: dict[str, Any], port_id: s
 
 
 def create_port(conn: sa.Connection, ctx: RequestContext, values: dict[str, Any],
-                base_mac: str, default_sg: str | None = None) -> dict[str, Any]:
-    """A port with its MAC and fixed IPs, in the caller's transaction."""
-    network = get_network(conn, ctx, values["network_id"])
+                base_mac: str, default_sg: str | None = None, *, status: str = "DOWN",
+                network: dict[str, Any] | None = None,
+                subnets: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A port with its MAC and fixed IPs, in the caller's transaction.
+
+    ``status``: ACTIVE for a port bound on a host whose backend has it up at
+    once. ``network``/``subnets``: the port's network and its subnets, when
+    the caller read them already (compute's allocation does)."""
+    if network is None or network["id"] != values["network_id"]:
+        network = get_network(conn, ctx, values["network_id"])
     if network["router_external"] and not network["shared"] and not ctx.is_admin \
             and network["project_id"] != ctx.project_id:
         raise exc.ExternalNetworkAttachForbidden(network_uuid=network["id"])
@@ -114,12 +130,12 @@ def create_port(conn: sa.Connection, ctx: RequestContext, values: dict[str, Any]
         groups = [default_sg] if (psec and default_sg) else []
     if groups and not psec:
         raise exc.SecurityGroupCannotBeApplied()
-    seq = conn.execute(sa.select(sa.func.coalesce(sa.func.max(ports.c.seq), 0) + 1)).scalar_one()
+    seq = _NEXT_SEQ.execute(conn).fetchone()[0]
     row = {"id": port_id, "seq": seq, "network_id": network["id"],
            "project_id": values.get("project_id") or ctx.project_id, "name": values.get("name", ""),
            "mac_address": _choose_mac(conn, network["id"], base_mac, values.get("mac_address")),
            "device_id": values.get("device_id", ""), "device_owner": values.get("device_owner", ""),
-           "admin_state_up": values.get("admin_state_up", True), "status": "DOWN",
+           "admin_state_up": values.get("admin_state_up", True), "status": status,
            "binding_host_id": values.get("binding_host_id", ""),
            "binding_vif_type": "bridge" if values.get("binding_host_id") else "unbound",
            "binding_vnic_type": values.get("binding_vnic_type", "normal"),
@@ -128,13 +144,14 @@ def create_port(conn: sa.Connection, ctx: RequestContext, values: dict[str, Any]
            "security_groups": groups, "extra_dhcp_opts": values.get("extra_dhcp_opts", []),
            "allowed_address_pairs": values.get("allowed_address_pairs", []),
            "dns_name": values.get("dns_name", ""), "port_security_enabled": psec,
-           "description": values.get("description", ""), "created_at": utcnow()}
+           "description": values.get("description", ""), "created_at": utcnow(),
+           "updated_at": None}
     try:
-        with conn.begin_nested():
-            conn.execute(ports.insert().values(**row))
+        with statement_savepoint(conn):
+            _INSERT.execute(conn, **{f"v_{k}": v for k, v in row.items()})
     except sa.exc.IntegrityError:
         raise exc.MacAddressInUse(net_id=network["id"], mac=row["mac_address"]) from None
-    _allocate_fixed_ips(conn, network, port_id, values.get("fixed_ips"))
+    _allocate_fixed_ips(conn, network, port_id, values.get("fixed_ips"), subnets)
     return row
 
 
@@ -170,9 +187,12 @@ def delete_port(conn: sa.Connection, ctx: RequestContext, port_id: str) -> dict[
     return row
 
 
+_PORTS_OF_DEVICE = sa.select(ports).where(ports.c.device_id == sa.bindparam("w_device")) \
+    .order_by(ports.c.seq)
+
+
 def ports_of_device(conn: sa.Connection, device_id: str) -> list[dict[str, Any]]:
-    return fetch_all(conn, sa.select(ports).where(ports.c.device_id == device_id)
-                     .order_by(ports.c.seq))
+    return fetch_all(conn, _PORTS_OF_DEVICE, {"w_device": device_id})
 
 
 def subnets_by_id(conn: sa.Connection, ids: list[str]) -> dict[str, dict[str, Any]]:

@@ -60,14 +60,26 @@ def create_group(conn: sa.Connection, ctx: RequestContext, name: str, descriptio
 
 
 def ensure_default(conn: sa.Connection, project_id: str) -> dict[str, Any]:
-    """The project's ``default`` group (egress all, ingress from members).
+    """The project's ``default`` group (egress all, ingress from members)."""
+    row = fetch_one(conn, sa.select(security_groups).where(
+        security_groups.c.id == ensure_default_id(conn, project_id)))
+    assert row is not None
+    return row
+
+
+_DEFAULT_ID = sa.select(default_security_groups.c.security_group_id).where(
+    default_security_groups.c.project_id == sa.bindparam("w_project"))
+_GROUPS_OF = sa.select(security_groups).where(security_groups.c.project_id == sa.bindparam("w_project"))
+
+
+def ensure_default_id(conn: sa.Connection, project_id: str) -> str:
+    """The id of the project's ``default`` group, created on first use.
 
     Concurrent first uses race on the ``default_security_groups`` primary key:
     the loser's savepoint rolls back and it returns the winner's group.
     """
     dsg = default_security_groups
-    existing = conn.execute(sa.select(dsg.c.security_group_id).where(
-        dsg.c.project_id == project_id)).scalar()
+    existing = conn.execute(_DEFAULT_ID, {"w_project": project_id}).scalar()
     if existing is None:
         try:
             with conn.begin_nested():
@@ -80,13 +92,11 @@ def ensure_default(conn: sa.Connection, project_id: str) -> dict[str, Any]:
                     _insert_rule(conn, row["id"], project_id, direction="egress", ethertype=ethertype)
                     _insert_rule(conn, row["id"], project_id, direction="ingress",
                                  ethertype=ethertype, remote_group_id=row["id"])
-                return row
+                return row["id"]
         except sa.exc.IntegrityError:
             existing = conn.execute(sa.select(dsg.c.security_group_id).where(
                 dsg.c.project_id == project_id)).scalar()
-    row = fetch_one(conn, sa.select(security_groups).where(security_groups.c.id == existing))
-    assert row is not None
-    return row
+    return existing
 
 
 def get_group(conn: sa.Connection, ctx: RequestContext, group_id: str) -> dict[str, Any]:
@@ -169,8 +179,8 @@ def get_rule(conn: sa.Connection, ctx: RequestContext, rule_id: str) -> dict[str
 
 def resolve(conn: sa.Connection, project_id: str, requested: list[str]) -> list[str]:
     """Group names or ids → ids (seed 001: NoUniqueMatch, SecurityGroupNotFound)."""
-    ensure_default(conn, project_id)
-    groups = fetch_all(conn, sa.select(security_groups).where(security_groups.c.project_id == project_id))
+    ensure_default_id(conn, project_id)
+    groups = fetch_all(conn, _GROUPS_OF, {"w_project": project_id})
     ids = []
     for ref in requested:
         by_id = [g for g in groups if g["id"] == ref]

@@ -48,6 +48,36 @@ def test_guarded_save_applies_only_in_expected_state(engine: sa.Engine) -> None:
         assert inst.get(conn, "i-guard")["task_state"] == "networking"
 
 
+@pytest.mark.parametrize("expected, applies", [
+    ({"expected_task_state": [None, "scheduling"]}, True),
+    ({"expected_task_state": [None]}, False),
+    ({"expected_task_state": ["spawning", "scheduling"]}, True),
+    ({"expected_task_state": []}, False),
+    ({"expected_vm_state": ["active", "building"]}, True),
+    ({"expected_vm_state": "active"}, False),
+    ({"expected_host": None}, False),
+    ({"expected_host": "h1"}, True),
+    ({"expected_host": "h2"}, False),
+    ({"expected_task_state": "scheduling", "expected_vm_state": "building",
+      "expected_host": "h1"}, True),
+    ({}, True),
+])
+def test_guarded_save_shapes(engine: sa.Engine, expected: dict[str, Any], applies: bool) -> None:
+    """Each shape of expectation (prepared once per shape) guards as written."""
+    uuid = f"i-shape-{abs(hash(repr(expected)))}"
+    with engine.begin() as conn:
+        insert_instance(conn, uuid, host="h1")
+        if applies:
+            inst.save(conn, uuid, {"task_state": "networking", "flavor": {"a": 1}}, **expected)
+        else:
+            with pytest.raises(exc.UnexpectedTaskStateError):
+                inst.save(conn, uuid, {"task_state": "networking"}, **expected)
+        row = inst.get(conn, uuid)
+        assert row["task_state"] == ("networking" if applies else "scheduling")
+        assert row["flavor"] == ({"a": 1} if applies else {})
+        assert row["updated_at"] is not None or not applies
+
+
 def test_guarded_save_reports_a_racing_delete(engine: sa.Engine) -> None:
     with engine.begin() as conn:
         insert_instance(conn, "i-del", task_state="deleting")

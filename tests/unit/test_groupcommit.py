@@ -52,3 +52,26 @@ async def test_a_result_is_committed_when_its_caller_sees_it(db: Database) -> No
         await db.run(_insert, name)
         return name in await db.read(_names)  # another connection, another thread
     assert all(await asyncio.gather(*[write_then_read(f"r{i}") for i in range(50)]))
+
+
+def _insert_or_note(conn: sa.Connection, name: str, fail_after: bool) -> str:
+    """Like IPAM: a clash inside the unit's own savepoint is caught and worked round."""
+    try:
+        with conn.begin_nested():
+            conn.execute(ITEMS.insert().values(name=name))
+    except sa.exc.IntegrityError:
+        name = f"{name}-again"
+        conn.execute(ITEMS.insert().values(name=name))
+    if fail_after:
+        with conn.begin_nested():
+            raise ValueError("fails inside its own savepoint")
+    return name
+
+
+async def test_units_savepoints_nest_inside_the_batch_savepoint(db: Database) -> None:
+    await db.run(_insert, "x")
+    calls = [db.run(_insert_or_note, "x", False), db.run(_insert_or_note, "y", True),
+             db.run(_insert_or_note, "z", False)]
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    assert results[0] == "x-again" and isinstance(results[1], ValueError) and results[2] == "z"
+    assert await db.read(_names) == {"x", "x-again", "z"}

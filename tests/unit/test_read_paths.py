@@ -22,7 +22,7 @@ from cirrus.compute.models import instance_faults, instance_info_caches, instanc
 from cirrus.config import Settings
 from cirrus.db import migrate
 from cirrus.db.engine import Database, fetch_all
-from cirrus.db.rows import Prepared, RowReader, fetch_dicts, json_loads, read_here
+from cirrus.db.rows import PreparedRead, RowReader, fetch_dicts, json_loads, read_here
 from cirrus.identity.exception import Unauthorized
 from cirrus.identity.manager import IdentityService
 from cirrus.identity.tokens import TokenData, TokenProvider, new_audit_id, new_key
@@ -82,7 +82,7 @@ def test_rows_read_cheaply_equal_sqlalchemys(db: Database) -> None:
 
     def both(conn: sa.Connection) -> tuple[Any, Any, Any]:
         return (fetch_all(conn, stmt), fetch_dicts(conn, stmt),
-                Prepared(sa.select(instances).where(instances.c.uuid == sa.bindparam("uuid")))
+                PreparedRead(sa.select(instances).where(instances.c.uuid == sa.bindparam("uuid")))
                 .all(conn, uuid=str(uuid.UUID(int=2))))
     want, got, one = db.run_sync(both)
     assert got == want and [type(v) for v in got[0].values()] == [type(v) for v in want[0].values()]

@@ -18,6 +18,10 @@ class HostBackend(abc.ABC):
     """Per-deployment host networking driver."""
 
     db: Any = None
+    # True for a backend whose bound port is up the moment it is bound (noop):
+    # the binding write marks the port ACTIVE itself, and binding only sends
+    # ``network-vif-plugged`` — no port-up callback, no second write.
+    up_on_bind: bool = False
 
     def set_port_up_callback(self, callback: PortUpCallback) -> None:
         self._port_up = callback

@@ -7,6 +7,8 @@ from cirrus.network.backends.base import HostBackend
 
 
 class NoopBackend(HostBackend):
+    up_on_bind = True
+
     def __init__(self, settings: Any = None, host: str | None = None) -> None:
         self.host = host
 

@@ -1,0 +1,93 @@
+"""Statements built and compiled once, run straight on the DBAPI cursor.
+
+SQLAlchemy Core spends 0.1–0.7 ms of Python on a small guarded UPDATE (building
+the statement, its cache key, the execution context); sqlite3 itself needs
+~10 µs. On SQLite every write runs on the one writer thread, so that Python is
+what limits boots per second (docs/performance.md). A :class:`Prepared` holds a
+fixed Core statement whose variable parts are named ``bindparam``s; per dialect
+it is compiled once, and each execution only applies the dialect's bind
+processors (datetimes, JSON, booleans: the same values SQLAlchemy would send)
+and calls ``cursor.execute`` on the connection of the caller's transaction.
+
+Driver errors are raised as SQLAlchemy's wrappers (``sa.exc.IntegrityError``
+…), as from ``Connection.execute``. For statements whose rows need result
+processing (JSON, datetimes), read with SQLAlchemy as usual.
+"""
+from __future__ import annotations
+
+import contextlib
+import weakref
+from dataclasses import dataclass
+from typing import Any, Callable, ContextManager
+
+import sqlalchemy as sa
+
+
+@dataclass(frozen=True)
+class _Plan:
+    sql: str
+    names: tuple[str, ...] | None  # positional order; None: named parameters
+    defaults: dict[str, Any]  # values the statement fixes (literal binds)
+    processors: dict[str, Callable[[Any], Any]]
+
+
+class Prepared:
+    """A fixed statement; :meth:`execute` runs it with named parameters."""
+
+    def __init__(self, stmt: sa.Executable) -> None:
+        self.stmt = stmt
+        self._plans: weakref.WeakKeyDictionary[Any, _Plan] = weakref.WeakKeyDictionary()
+
+    def _plan(self, dialect: Any) -> _Plan:
+        plan = self._plans.get(dialect)
+        if plan is None:
+            compiled = self.stmt.compile(dialect=dialect)
+            if "POSTCOMPILE" in compiled.string:
+                raise ValueError("a Prepared statement needs fixed parameters, not an "
+                                 f"expanding IN: {compiled.string}")
+            names = tuple(compiled.positiontup) if dialect.positional else None
+            defaults = {k: b.effective_value for k, b in compiled.binds.items()}
+            plan = self._plans[dialect] = _Plan(compiled.string, names, defaults,
+                                                dict(compiled._bind_processors))
+        return plan
+
+    def execute(self, conn: sa.Connection, **params: Any) -> Any:
+        """Run in ``conn``'s transaction; the DBAPI cursor (``rowcount``,
+        ``fetchone()``, ``lastrowid``)."""
+        dialect = conn.dialect
+        plan = self._plan(dialect)
+        values = {**plan.defaults, **params}
+        for name, process in plan.processors.items():
+            values[name] = process(values[name])
+        args: Any = values if plan.names is None else [values[n] for n in plan.names]
+        cursor = conn.connection.driver_connection.cursor()
+        try:
+            cursor.execute(plan.sql, args)
+        except dialect.loaded_dbapi.Error as error:
+            raise sa.exc.DBAPIError.instance(plan.sql, args, error,
+                                             dialect.loaded_dbapi.Error) from error
+        return cursor
+
+
+class PreparedCache:
+    """Prepared statements by shape, built on first use by ``build(key)``."""
+
+    def __init__(self, build: Callable[[Any], sa.Executable]) -> None:
+        self._build = build
+        self._by_key: dict[Any, Prepared] = {}
+
+    def __getitem__(self, key: Any) -> Prepared:
+        prepared = self._by_key.get(key)
+        if prepared is None:
+            prepared = self._by_key[key] = Prepared(self._build(key))
+        return prepared
+
+
+def statement_savepoint(conn: sa.Connection) -> ContextManager[Any]:
+    """Where a statement may fail and the transaction must go on (a unique-key
+    clash that the caller catches): a savepoint on databases whose failed
+    statement aborts the transaction (PostgreSQL); nothing on SQLite, which
+    backs out the failed statement alone and keeps the transaction."""
+    if conn.dialect.name == "sqlite":
+        return contextlib.nullcontext()
+    return conn.begin_nested()

@@ -1,0 +1,105 @@
+"""Rules of the network stage: IP allocation order, ports of up-at-once backends."""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from cirrus.context import RequestContext
+from cirrus.db import migrate
+from cirrus.db.engine import make_engine
+from cirrus.network import exception as exc
+from cirrus.network import ipam
+from cirrus.network import ports as port_db
+from cirrus.network.backends.noop import NoopBackend
+from cirrus.network.binding import Binder
+from cirrus.network.networks import create_network, create_subnet, subnets_of
+
+POOLS = [{"start": "10.0.0.2", "end": "10.0.0.4"}, {"start": "10.0.0.6", "end": "10.0.0.7"}]
+
+
+@pytest.mark.parametrize("n, address", [
+    (0, "10.0.0.2"), (2, "10.0.0.4"), (3, "10.0.0.6"), (4, "10.0.0.7"), (5, None),
+])
+def test_nth_in_pools_walks_the_pools_in_order(n: int, address: str | None) -> None:
+    assert ipam.nth_in_pools(POOLS, n) == address
+
+
+def test_nth_in_pools_keeps_the_ip_version() -> None:
+    assert ipam.nth_in_pools([{"start": "::2", "end": "::ff"}], 3) == "::5"
+
+
+@pytest.fixture
+def conn(tmp_path: Path) -> Any:
+    url = f"sqlite:///{tmp_path / 'unit.db'}"
+    migrate.upgrade(url)
+    engine = make_engine(url)
+    with engine.begin() as connection:
+        yield connection
+    engine.dispose()
+
+
+def _subnet(conn: sa.Connection) -> dict[str, Any]:
+    ctx = RequestContext(project_id="p", roles=["admin"])
+    net = create_network(conn, ctx, {"name": "n", "project_id": "p"})
+    create_subnet(conn, ctx, {"network_id": net["id"], "cidr": "10.9.0.0/29", "ip_version": 4,
+                              "project_id": "p"})
+    return subnets_of(conn, [net["id"]])[0]
+
+
+def _port(conn: sa.Connection, subnet: dict[str, Any]) -> dict[str, Any]:
+    ctx = RequestContext(project_id="p", roles=["admin"])
+    return port_db.create_port(conn, ctx, {"network_id": subnet["network_id"],
+                                           "fixed_ips": []}, "fa:16:3e:00:00:00")
+
+
+def test_allocation_takes_the_next_address_then_fills_holes(conn: sa.Connection) -> None:
+    subnet = _subnet(conn)  # pool 10.9.0.2-10.9.0.6 (gateway .1)
+    ports = [_port(conn, subnet) for _ in range(4)]
+    got = [ipam.allocate_ip(conn, subnet, p["id"]) for p in ports]
+    assert got == ["10.9.0.2", "10.9.0.3", "10.9.0.4", "10.9.0.5"]
+    port_db.delete_port(conn, RequestContext(roles=["admin"]), ports[0]["id"])
+    # The count-th address (.5) is taken: the walk finds the hole.
+    assert ipam.allocate_ip(conn, subnet, _port(conn, subnet)["id"]) == "10.9.0.2"
+    assert ipam.allocate_ip(conn, subnet, _port(conn, subnet)["id"]) == "10.9.0.6"
+    with pytest.raises(exc.IpAddressGenerationFailure):
+        ipam.allocate_ip(conn, subnet, _port(conn, subnet)["id"])
+
+
+class _Database:
+    """Records the units a Binder runs; answers ``_activate`` with an ACTIVE port."""
+
+    def __init__(self) -> None:
+        self.runs: list[str] = []
+
+    async def run(self, fn: Any, *args: Any) -> dict[str, Any]:
+        self.runs.append(fn.__name__)
+        return {**PORT, "status": "ACTIVE"}
+
+    async def read(self, fn: Any, *args: Any) -> Any:
+        return {}, []
+
+
+PORT = {"id": "port-1", "binding_host_id": "h1", "device_owner": "compute:nova",
+        "device_id": "vm-1", "network_id": "n1"}
+
+
+@pytest.mark.parametrize("status, writes", [("ACTIVE", []), ("DOWN", ["_activate"])])
+def test_up_on_bind_backend_reports_plugged_without_a_second_write(status: str,
+                                                                   writes: list[str]) -> None:
+    """A port the binding write marked ACTIVE is only reported plugged; one
+    bound elsewhere (DOWN) is activated first, as before."""
+    events: list[dict[str, Any]] = []
+
+    async def sink(_ctx: RequestContext, batch: list[dict[str, Any]]) -> None:
+        events.extend(batch)
+    db = _Database()
+    binder = Binder(db, NoopBackend(), sink)  # type: ignore[arg-type]
+    assert binder.up_on_bind
+    asyncio.run(binder.bound({**PORT, "status": status}))
+    assert db.runs == writes
+    assert events == [{"name": "network-vif-plugged", "server_uuid": "vm-1", "tag": "port-1",
+                       "status": "completed"}]
