@@ -49,8 +49,13 @@ _INSERT_NEW = {
     for name, dialect in (("sqlite", sqlite), ("postgresql", postgresql))}
 
 _HELD = sa.select(allocations.c.node_id).where(allocations.c.consumer_uuid == sa.bindparam("consumer"))
-_ALLOCATION = sa.select(allocations).where(allocations.c.consumer_uuid == sa.bindparam("consumer"))
-_DELETE = allocations.delete().where(allocations.c.consumer_uuid == sa.bindparam("consumer"))
+# What is subtracted is what was deleted, read by the DELETE itself: a row read
+# before it could be an older claim of the consumer that a concurrent release
+# took and a new claim (elsewhere) replaced, and then the wrong node would be
+# given back what it never lost.
+_DELETE = allocations.delete().where(
+    allocations.c.consumer_uuid == sa.bindparam("consumer")).returning(
+    allocations.c.node_id, allocations.c.vcpus, allocations.c.memory_mb, allocations.c.disk_gb)
 
 
 class AlreadyClaimed(Exception):
@@ -82,10 +87,8 @@ def held(conn: sa.Connection, consumer_uuid: str) -> int | None:
 
 def release(conn: sa.Connection, consumer_uuid: str) -> None:
     """Give back what ``consumer_uuid`` holds. Idempotent."""
-    row = conn.execute(_ALLOCATION, {"consumer": consumer_uuid}).first()
-    if row is None:
-        return
-    if conn.execute(_DELETE, {"consumer": consumer_uuid}).rowcount:
+    row = conn.execute(_DELETE, {"consumer": consumer_uuid}).first()
+    if row is not None:
         conn.execute(_UNCLAIM, {"node": row.node_id, "want_vcpus": row.vcpus,
                                 "want_ram": row.memory_mb, "want_disk": row.disk_gb,
                                 "now": utcnow()})
