@@ -1,16 +1,18 @@
 """Host states: loaded from compute nodes + service heartbeats, kept in memory.
 
 The database claim is the authority on capacity; the cache only decides which
-hosts to try. It is loaded in full once. After that, every
-``scheduler_cache_seconds`` — and at once when a decision finds no host, so
-releases elsewhere are not missed — it reads only the rows that changed since
-its last look: every claim, release, usage heal, node update and heartbeat
-moves ``updated_at`` (the column's ``onupdate``), and a row count and the
+hosts to try: a stale view costs a failed claim and a retry elsewhere, never
+an overcommit. It is loaded in full once. After that, every
+``scheduler_cache_seconds`` it reads only the rows that changed since its last
+look: every claim, release, usage heal, node update and heartbeat moves
+``updated_at`` (a new row has ``created_at``), and a row count and the
 highest node id tell when nodes came or went (then it loads in full again).
 The look goes back ``SYNC_OVERLAP`` seconds further than the last one, for
 transactions that stamped a row before it and committed after, and for clocks
-of other hosts a little behind; every ``FULL_RELOAD_SECONDS`` a full load
-catches whatever still slipped through.
+of other hosts a little behind. What still slips through (a transaction that
+committed later than that) is caught by a full load: when a decision finds no
+host (so that a missed release never turns into NoValidHost), and every
+``FULL_RELOAD_SECONDS``.
 
 Claims this scheduler makes are applied at once (:meth:`HostManager.consume`).
 Hosts are kept by node id — the order the full scan weighs them in — and in a
@@ -53,10 +55,15 @@ _USAGE = ("vcpus", "memory_mb", "local_gb", "vcpus_used", "memory_mb_used", "loc
           "disk_allocation_ratio", "cpu_arch", "hypervisor_type", "running_vms")
 
 
+def _touched(table: sa.Table, since: dt.datetime) -> sa.ColumnElement[bool]:
+    """Rows written since ``since`` (an insert stamps only ``created_at``)."""
+    return sa.func.coalesce(table.c.updated_at, table.c.created_at) >= since
+
+
 def _compute_services(conn: sa.Connection, since: dt.datetime | None = None) -> list[Any]:
     query = sa.select(*SERVICE_COLUMNS).where(sv.c.binary == "cirrus-compute")
     if since is not None:
-        query = query.where(sv.c.updated_at >= since)
+        query = query.where(_touched(sv, since))
     return list(conn.execute(query))
 
 
@@ -104,7 +111,7 @@ def _read_changes(conn: sa.Connection, since: dt.datetime, stale: Sequence[int]
                   ) -> tuple[list[Any], list[Any], tuple[int, int | None]]:
     """Node rows changed since ``since`` (or asked for by id), compute services
     changed since then, and the node table's shape."""
-    changed = cn.c.updated_at >= since
+    changed = _touched(cn, since)
     if stale:
         changed = sa.or_(changed, cn.c.id.in_(list(stale)))
     nodes = list(conn.execute(sa.select(*NODE_COLUMNS).where(changed)))
@@ -150,13 +157,16 @@ class HostManager:
             await self._sync(self._synced_at)
 
     async def refresh(self) -> None:
-        """Look at once (a decision found no host, or undid its claims)."""
+        """Look at once (a decision undid its claims)."""
         await self._sync(self._synced_at)
 
     async def reload(self) -> None:
-        """Load every host again."""
+        """Load every host again (a decision found none), unless a full load
+        began meanwhile: concurrent decisions that all found none share one."""
+        seen = self._loaded_at
         async with self._lock:
-            await self._reload()
+            if self._loaded_at == seen:
+                await self._reload()
 
     async def host_states(self) -> list[HostState]:
         await self.current()
@@ -181,18 +191,22 @@ class HostManager:
     async def _reload(self) -> None:
         since = utcnow()
         hosts, shape = await self.db.read(_load, self.settings.service_down_time)
+        self.load(hosts)
+        self._shape = shape
+        self._since = since - SYNC_OVERLAP
+        self._synced_at = self._loaded_at = time.monotonic()
+
+    def load(self, hosts: list[HostState]) -> None:
+        """Hold exactly ``hosts`` (in node-id order) and index them."""
         self.hosts = hosts
         self.by_node = {h.node_id: h for h in hosts}
         self.by_nodename = {h.nodename: h for h in hosts}
         self.by_host = {}
         for h in hosts:
             self.by_host.setdefault(h.host, []).append(h)
-        self._shape = shape
         self._stale.clear()
         self._consumed.clear()
         self._reindex()
-        self._since = since - SYNC_OVERLAP
-        self._synced_at = self._loaded_at = time.monotonic()
 
     def _reindex(self) -> None:
         self.index = HostIndex(self.hosts, self.eligible)

@@ -230,8 +230,9 @@ class FilterScheduler:
         try:
             return await self._schedule(request_spec, spec)
         except NoValidHost:
-            # The cache may be stale (releases, new hosts): decide once more on fresh data.
-            await self.host_manager.refresh()
+            # The cache may be stale (releases, new hosts): decide once more
+            # on every host read afresh.
+            await self.host_manager.reload()
             return await self._schedule(request_spec, spec)
 
     def _order(self, choice: Choice) -> list[HostState]:
