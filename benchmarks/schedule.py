@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime as dt
 import json
 import math
 import sys
@@ -50,19 +51,23 @@ SPEC = {"flavor": {"flavorid": "1", "name": "m1.tiny", "vcpus": 1, "memory_mb": 
 
 
 def populate(conn, hosts: int) -> None:
-    """Hosts of 64 vCPUs, 256 GiB and 4 TB, partly used in uneven amounts."""
+    """Hosts of 64 vCPUs, 256 GiB and 4 TB, partly used in uneven amounts,
+    registered an hour ago (rows created moments before would count as
+    changes in the scheduler's first looks, as they would in a cloud whose
+    hosts all came up at once)."""
     now = utcnow()
+    created = now - dt.timedelta(hours=1)
     conn.execute(services.insert(), [
         {"uuid": str(uuid.uuid4()), "host": f"h{i}", "binary": "cirrus-compute", "topic": "compute",
          "availability_zone": "nova", "disabled": False, "forced_down": False,
-         "last_seen_up": now, "report_count": 0, "created_at": now} for i in range(hosts)])
+         "last_seen_up": now, "report_count": 0, "created_at": created} for i in range(hosts)])
     conn.execute(compute_nodes.insert(), [
         {"uuid": str(uuid.uuid4()), "host": f"h{i}", "hypervisor_hostname": f"h{i}",
          "hypervisor_type": "fake", "hypervisor_version": 1, "cpu_arch": "x86_64",
          "vcpus": 64, "memory_mb": 262144, "local_gb": 4000, "vcpus_used": i % 7,
          "memory_mb_used": (i * 512) % 131072, "local_gb_used": i % 300, "reserved_memory_mb": 0,
          "cpu_allocation_ratio": 16.0, "ram_allocation_ratio": 1.5, "disk_allocation_ratio": 1.0,
-         "running_vms": 0, "created_at": now} for i in range(hosts)])
+         "running_vms": 0, "created_at": created} for i in range(hosts)])
 
 
 def _release(conn, consumer: str) -> None:
