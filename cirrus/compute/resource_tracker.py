@@ -42,6 +42,19 @@ def _upsert_node(conn: sa.Connection, host: str, res: NodeResources, settings: S
 
 
 def _heal_usage(conn: sa.Connection, node_id: int) -> None:
+    """Set the node's ``*_used`` columns to the sum of its allocations.
+
+    The node row is locked first: claims take that lock with their UPDATE
+    before they add their allocation, so the sum (a new snapshot under READ
+    COMMITTED) sees every claim that got in before us, and later ones wait
+    for us and then check their guard against what we wrote. (A release
+    half-way, allocation deleted but not yet subtracted, still counts in the
+    sum and subtracts after us.) Without the lock a claim committing between
+    the sum and the UPDATE was overwritten: the node then overcommitted by
+    it (PostgreSQL; SQLite runs one writer at a time).
+    """
+    conn.execute(sa.select(compute_nodes.c.id).where(compute_nodes.c.id == node_id)
+                 .with_for_update())
     used = conn.execute(sa.select(
         sa.func.coalesce(sa.func.sum(allocations.c.vcpus), 0),
         sa.func.coalesce(sa.func.sum(allocations.c.memory_mb), 0),

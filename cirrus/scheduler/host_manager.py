@@ -1,12 +1,30 @@
-"""Host states: loaded from compute nodes + service heartbeats, cached in memory.
+"""Host states: loaded from compute nodes + service heartbeats, kept in memory.
 
 The database claim is the authority on capacity; the cache only decides which
-hosts to try. It is refreshed every ``scheduler_cache_seconds`` and at once
-when a decision finds no host (so releases elsewhere are never missed).
+hosts to try: a stale view costs a failed claim and a retry elsewhere, never
+an overcommit. It is loaded in full once. After that, every
+``scheduler_cache_seconds`` it reads only the rows that changed since its last
+look: every claim, release, usage heal, node update and heartbeat moves
+``updated_at`` (a new row has ``created_at``), and a row count and the
+highest node id tell when nodes came or went (then it loads in full again).
+The look goes back ``SYNC_OVERLAP`` seconds further than the last one, for
+transactions that stamped a row before it and committed after, and for clocks
+of other hosts a little behind. What still slips through (a transaction that
+committed later than that) is caught by a full load: when a decision finds no
+host (so that a missed release never turns into NoValidHost), and every
+``FULL_RELOAD_SECONDS``.
+
+Claims this scheduler makes are applied at once (:meth:`HostManager.consume`).
+Hosts are kept by node id — the order the full scan weighs them in — and in a
+:class:`~cirrus.scheduler.host_index.HostIndex` over the hosts that pass the
+static filters.
 """
 from __future__ import annotations
 
+import asyncio
+import datetime as dt
 import time
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -15,50 +33,256 @@ from cirrus.compute.hosts import is_up
 from cirrus.compute.models import compute_nodes
 from cirrus.db.base import utcnow
 from cirrus.db.engine import Database
+from cirrus.scheduler.filters import BaseHostFilter
+from cirrus.scheduler.host_index import HostIndex
 from cirrus.scheduler.host_state import HostState
+from cirrus.scheduler.spec import Spec
 from cirrus.service_models import services
+
+SYNC_OVERLAP = dt.timedelta(seconds=2)
+FULL_RELOAD_SECONDS = 600.0
+
+cn, sv = compute_nodes, services
+# What a node row gives a HostState, in HostState's field order up to running_vms.
+NODE_COLUMNS = (cn.c.host, cn.c.hypervisor_hostname, cn.c.id, cn.c.vcpus, cn.c.memory_mb,
+                cn.c.local_gb, cn.c.vcpus_used, cn.c.memory_mb_used, cn.c.local_gb_used,
+                cn.c.reserved_memory_mb, cn.c.cpu_allocation_ratio, cn.c.ram_allocation_ratio,
+                cn.c.disk_allocation_ratio, cn.c.cpu_arch, cn.c.hypervisor_type, cn.c.running_vms)
+SERVICE_COLUMNS = (sv.c.host, sv.c.availability_zone, sv.c.disabled, sv.c.forced_down,
+                   sv.c.last_seen_up)
+_USAGE = ("vcpus", "memory_mb", "local_gb", "vcpus_used", "memory_mb_used", "local_gb_used",
+          "reserved_memory_mb", "cpu_allocation_ratio", "ram_allocation_ratio",
+          "disk_allocation_ratio", "cpu_arch", "hypervisor_type", "running_vms")
+
+
+def _touched(table: sa.Table, since: dt.datetime) -> sa.ColumnElement[bool]:
+    """Rows written since ``since`` (an insert stamps only ``created_at``)."""
+    return sa.func.coalesce(table.c.updated_at, table.c.created_at) >= since
+
+
+def _compute_services(conn: sa.Connection, since: dt.datetime | None = None) -> list[Any]:
+    query = sa.select(*SERVICE_COLUMNS).where(sv.c.binary == "cirrus-compute")
+    if since is not None:
+        query = query.where(_touched(sv, since))
+    return list(conn.execute(query))
+
+
+def _shape(conn: sa.Connection) -> tuple[int, int | None]:
+    """Row count and highest id of compute_nodes: they change when nodes come or go."""
+    count, top = conn.execute(sa.select(sa.func.count(), sa.func.max(cn.c.id))).one()
+    return count, top
+
+
+def _up(host: HostState, down_time: float, now: dt.datetime) -> bool:
+    return host.last_seen_up is not None and is_up(
+        {"forced_down": host.forced_down, "last_seen_up": host.last_seen_up}, down_time, now)
+
+
+def _set_service(host: HostState, service: Any) -> None:
+    """Copy a service row (or its absence) into ``host``; ``up`` is the caller's."""
+    if service is None:
+        host.availability_zone, host.enabled = "nova", False
+        host.forced_down, host.last_seen_up = False, None
+        return
+    host.availability_zone = service.availability_zone or "nova"
+    host.enabled = service.disabled is not None and not service.disabled
+    host.forced_down, host.last_seen_up = bool(service.forced_down), service.last_seen_up
 
 
 def load_host_states(conn: sa.Connection, down_time: float) -> list[HostState]:
-    cn, sv = compute_nodes, services
-    rows = conn.execute(sa.select(cn, sv.c.availability_zone, sv.c.disabled, sv.c.forced_down,
-                                  sv.c.last_seen_up).select_from(cn.outerjoin(
-        sv, sa.and_(sv.c.host == cn.c.host, sv.c.binary == "cirrus-compute")))).mappings().all()
+    """Every compute node with its service's state, by node id."""
+    by_host = {s.host: s for s in _compute_services(conn)}
     now = utcnow()
-    return [HostState(
-        host=r["host"], nodename=r["hypervisor_hostname"], node_id=r["id"], vcpus=r["vcpus"],
-        memory_mb=r["memory_mb"], local_gb=r["local_gb"], vcpus_used=r["vcpus_used"],
-        memory_mb_used=r["memory_mb_used"], local_gb_used=r["local_gb_used"],
-        reserved_memory_mb=r["reserved_memory_mb"], cpu_allocation_ratio=r["cpu_allocation_ratio"],
-        ram_allocation_ratio=r["ram_allocation_ratio"],
-        disk_allocation_ratio=r["disk_allocation_ratio"], cpu_arch=r["cpu_arch"],
-        hypervisor_type=r["hypervisor_type"], availability_zone=r["availability_zone"] or "nova",
-        enabled=r["disabled"] is not None and not r["disabled"],
-        up=r["last_seen_up"] is not None and is_up(dict(r), down_time, now),
-        running_vms=r["running_vms"]) for r in rows]
+    hosts = []
+    for row in conn.execute(sa.select(*NODE_COLUMNS).order_by(cn.c.id)):
+        host = HostState(*row[:15], availability_zone="nova", enabled=False, up=False,
+                         running_vms=row[15])
+        _set_service(host, by_host.get(host.host))
+        host.up = _up(host, down_time, now)
+        hosts.append(host)
+    return hosts
+
+
+def _load(conn: sa.Connection, down_time: float) -> tuple[list[HostState], tuple[int, int | None]]:
+    return load_host_states(conn, down_time), _shape(conn)
+
+
+def _read_changes(conn: sa.Connection, since: dt.datetime, stale: Sequence[int]
+                  ) -> tuple[list[Any], list[Any], tuple[int, int | None]]:
+    """Node rows changed since ``since`` (or asked for by id), compute services
+    changed since then, and the node table's shape."""
+    changed = _touched(cn, since)
+    if stale:
+        changed = sa.or_(changed, cn.c.id.in_(list(stale)))
+    nodes = list(conn.execute(sa.select(*NODE_COLUMNS).where(changed)))
+    return nodes, _compute_services(conn, since), _shape(conn)
 
 
 class HostManager:
-    """The cached host states of one scheduler."""
+    """The host states of one scheduler, kept current incrementally."""
 
     def __init__(self, settings: Any, db: Database) -> None:
         self.settings = settings
         self.db = db
-        self._hosts: list[HostState] = []
-        self._by_node: dict[int, HostState] = {}
+        self.hosts: list[HostState] = []  # by node id
+        self.by_node: dict[int, HostState] = {}
+        self.by_host: dict[str, list[HostState]] = {}
+        self.by_nodename: dict[str, HostState] = {}
+        self.index = HostIndex((), self.eligible)
+        self.static_filters: list[BaseHostFilter] = []
+        self._shape: tuple[int, int | None] = (0, None)
+        self._since: dt.datetime | None = None  # where the next look starts
+        self._synced_at = float("-inf")  # monotonic
         self._loaded_at = float("-inf")
+        self._stale: set[int] = set()  # nodes to read again whatever their updated_at
+        self._consumed: dict[int, float] = {}  # node → when we last applied a claim
+        self._oldest_seen: dt.datetime | None = None  # no up host has an older heartbeat
+        self._lock = asyncio.Lock()
+
+    def use_static_filters(self, filters: Iterable[BaseHostFilter]) -> None:
+        """The filters whose verdict depends on the host alone: the index holds
+        the hosts that pass them all."""
+        self.static_filters = list(filters)
+        self._reindex()
+
+    def eligible(self, host: HostState) -> bool:
+        return all(f.host_passes(host, None).passed for f in self.static_filters)  # type: ignore[arg-type]
+
+    # -- reading --------------------------------------------------------------
+
+    async def current(self) -> None:
+        """Bring the states up to date if the last look is older than
+        ``scheduler_cache_seconds``."""
+        if time.monotonic() - self._synced_at > self.settings.scheduler_cache_seconds:
+            await self._sync(self._synced_at)
 
     async def refresh(self) -> None:
-        self._hosts = await self.db.read(load_host_states, self.settings.service_down_time)
-        self._by_node = {h.node_id: h for h in self._hosts}
-        self._loaded_at = time.monotonic()
+        """Look at once (a decision undid its claims)."""
+        await self._sync(self._synced_at)
+
+    async def reload(self) -> None:
+        """Load every host again (a decision found none), unless a full load
+        began meanwhile: concurrent decisions that all found none share one."""
+        seen = self._loaded_at
+        async with self._lock:
+            if self._loaded_at == seen:
+                await self._reload()
 
     async def host_states(self) -> list[HostState]:
-        if time.monotonic() - self._loaded_at > self.settings.scheduler_cache_seconds:
-            await self.refresh()
-        return self._hosts
+        await self.current()
+        return self.hosts
+
+    async def _sync(self, seen: float) -> None:
+        async with self._lock:
+            if self._synced_at != seen:
+                return  # another decision looked while we waited for the lock
+            if self._since is None or time.monotonic() - self._loaded_at > FULL_RELOAD_SECONDS:
+                await self._reload()
+                return
+            started, since = time.monotonic(), utcnow()
+            nodes, changed_services, shape = await self.db.read(
+                _read_changes, self._since, sorted(self._stale))
+            if not self._apply(nodes, changed_services, shape, started):
+                await self._reload()
+                return
+            self._stale.clear()
+            self._since, self._synced_at = since - SYNC_OVERLAP, time.monotonic()
+
+    async def _reload(self) -> None:
+        since = utcnow()
+        hosts, shape = await self.db.read(_load, self.settings.service_down_time)
+        self.load(hosts)
+        self._shape = shape
+        self._since = since - SYNC_OVERLAP
+        self._synced_at = self._loaded_at = time.monotonic()
+
+    def load(self, hosts: list[HostState]) -> None:
+        """Hold exactly ``hosts`` (in node-id order) and index them."""
+        self.hosts = hosts
+        self.by_node = {h.node_id: h for h in hosts}
+        self.by_nodename = {h.nodename: h for h in hosts}
+        self.by_host = {}
+        for h in hosts:
+            self.by_host.setdefault(h.host, []).append(h)
+        self._stale.clear()
+        self._consumed.clear()
+        self._reindex()
+
+    def _reindex(self) -> None:
+        self.index = HostIndex(self.hosts, self.eligible)
+        self._oldest_seen = min((h.last_seen_up for h in self.hosts
+                                 if h.up and h.last_seen_up is not None), default=None)
+
+    def _apply(self, nodes: list[Any], changed_services: list[Any],
+               shape: tuple[int, int | None], started: float) -> bool:
+        """Take in a look's rows; False when only a full load will do."""
+        if shape != self._shape:
+            return False
+        changed: dict[int, HostState] = {}
+        for row in nodes:
+            host = self.by_node.get(row.id)
+            if host is None or host.host != row.host or not self.index.knows(row.id):
+                return False
+            if self._consumed.get(row.id, float("-inf")) > started:
+                # Our claim landed after this read began: the row may predate
+                # it. It changed, so the next look reads it again.
+                continue
+            for name in _USAGE:
+                setattr(host, name, getattr(row, name))
+            changed[host.node_id] = host
+        now = utcnow()
+        down_time = self.settings.service_down_time
+        for service in changed_services:
+            for host in self.by_host.get(service.host, ()):
+                _set_service(host, service)
+                host.up = _up(host, down_time, now)
+                changed[host.node_id] = host
+        cutoff = now - dt.timedelta(seconds=down_time)
+        if self._oldest_seen is not None and self._oldest_seen < cutoff:
+            # Some heartbeat may have grown too old (hosts go down without a
+            # row changing): look at every up host, and note the new oldest.
+            oldest = None
+            for host in self.hosts:
+                if host.up and not _up(host, down_time, now):
+                    host.up = False
+                    changed[host.node_id] = host
+                if host.up and host.last_seen_up is not None and (
+                        oldest is None or host.last_seen_up < oldest):
+                    oldest = host.last_seen_up
+            self._oldest_seen = oldest
+        for host in changed.values():
+            if host.up and host.last_seen_up is not None and (
+                    self._oldest_seen is None or host.last_seen_up < self._oldest_seen):
+                self._oldest_seen = host.last_seen_up
+            self.index.update(host)
+        return True
+
+    # -- what decisions tell us -------------------------------------------------
 
     def consume(self, node_id: int, vcpus: int, memory_mb: int, disk_gb: int) -> None:
-        host = self._by_node.get(node_id)
+        """A claim we just made on ``node_id``."""
+        host = self.by_node.get(node_id)
         if host is not None:
             host.consume(vcpus, memory_mb, disk_gb)
+            self._consumed[node_id] = time.monotonic()
+            self.index.update(host)
+
+    def mark_stale(self, node_ids: Iterable[int]) -> None:
+        """Our view of these nodes proved wrong (a claim failed): read them at
+        the next look."""
+        self._stale.update(node_ids)
+
+    def forced(self, spec: Spec) -> list[HostState]:
+        """The hosts a forced request names, by node id."""
+        if spec.force_hosts:
+            hosts = [h for name in set(spec.force_hosts) for h in self.by_host.get(name, ())]
+        else:
+            hosts = [self.by_nodename[n] for n in set(spec.force_nodes) if n in self.by_nodename]
+        if spec.force_nodes:
+            hosts = [h for h in hosts if h.nodename in spec.force_nodes]
+        return sorted(hosts, key=lambda h: h.node_id)
+
+    def named(self, names: Iterable[str]) -> list[HostState]:
+        """The nodes of these hosts, by node id."""
+        return sorted((h for name in set(names) for h in self.by_host.get(name, ())),
+                      key=lambda h: h.node_id)

@@ -1,6 +1,7 @@
 """What the scheduler knows about one compute node."""
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 
 
@@ -25,6 +26,10 @@ class HostState:
     enabled: bool
     up: bool
     running_vms: int = 0
+    # The service's heartbeat, kept so that ``up`` can turn False as time
+    # passes without the row changing (the host manager re-evaluates it).
+    forced_down: bool = False
+    last_seen_up: dt.datetime | None = None
 
     @property
     def free_ram_mb(self) -> float:

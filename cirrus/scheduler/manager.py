@@ -3,12 +3,18 @@
 Filters remove hosts (each with a reason), weighers order the rest, and the
 chosen host's resources are claimed in the database before the answer goes
 back — so concurrent boots never overcommit a host.
+
+Most decisions do not look at every host: the host index finds the hosts the
+full scan would rank first, visiting a few dozen (cirrus/scheduler/search.py).
+The full scan remains the reference and runs whenever the index cannot answer,
+for forced hosts, and to explain a NoValidHost filter by filter.
 """
 from __future__ import annotations
 
 import logging
 import random
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -23,12 +29,26 @@ from cirrus.scheduler.exception import NoValidHost
 from cirrus.scheduler.filters import DEFAULT_FILTERS, FILTERS, BaseHostFilter
 from cirrus.scheduler.host_manager import HostManager
 from cirrus.scheduler.host_state import HostState
+from cirrus.scheduler.search import best_hosts
 from cirrus.scheduler.spec import Spec
 from cirrus.scheduler.weights import WEIGHERS, BaseWeigher, weigh_hosts
 from cirrus.service import Service
 
 LOG = logging.getLogger(__name__)
 DETAIL_HOSTS = 5  # rejected hosts / top weights kept per decision
+# Hosts a decision through the index hands to the claim beyond the
+# host_subset_size it picks from: claims that fail (the host filled up behind
+# our back) move on to these before falling back to every passing host.
+CLAIM_SPARES = 4
+
+
+def _needs_group_and_hints(request_spec: dict[str, Any]) -> bool:
+    """Whether :func:`_group_and_hints` has anything to read (most requests
+    have no group and no hints: no trip to the database for them)."""
+    group = request_spec.get("instance_group") or {}
+    hints = request_spec.get("scheduler_hints") or {}
+    return bool(group.get("uuid") or hints.get("group") or hints.get("same_host")
+                or hints.get("different_host"))
 
 
 def _group_and_hints(conn: sa.Connection, request_spec: dict[str, Any], spec: Spec) -> None:
@@ -60,32 +80,46 @@ def _group_and_hints(conn: sa.Connection, request_spec: dict[str, Any], spec: Sp
         spec.different_host = hosts_of(hints["different_host"])
 
 
-def _claim_first(conn: sa.Connection, consumer: str, node_ids: list[int],
-                 spec: Spec) -> tuple[int | None, bool]:
-    """Claim on the first node that still fits: (its id or None, whether the
-    claim was there already).
+def _claim_first(conn: sa.Connection, consumer: str, node_ids: list[int], spec: Spec,
+                 complete: bool = True, twin: bool = False
+                 ) -> tuple[int | None, str, list[int]]:
+    """Claim on the first node that still fits: (its id or None, status, the
+    nodes whose claim failed).
+
+    Status: ``new`` (claimed now), ``held`` (the claim was there already),
+    ``twin`` (a twin's claim, not on one of ours: no answer), ``elsewhere``
+    (a claim held outside an incomplete list), ``full`` (every claim failed).
 
     A request can come twice (the bus redelivers one whose reply or ack was
     lost), so ``consumer`` may hold a claim from the first time: kept if its
     node is still a candidate, else moved. A twin claiming at the same moment
-    shows up as a duplicate key, and its claim is the answer (if its node is
+    shows up as AlreadyClaimed, and its claim is the answer (if its node is
     one of ours; if not, no answer: the twin places the instance).
+
+    ``complete`` says ``node_ids`` holds every host that passed the filters;
+    when it does not (the index's best few), a claim held on another node is
+    left alone, for the caller to ask again with all of them. ``twin``: the
+    caller asks again after a twin claimed first, whose claim is never moved.
     """
     held = claims.held(conn, consumer)
     if held is not None:
         if held in node_ids:
-            return held, True
+            return held, "held", []
+        if twin:
+            return None, "twin", []
+        if not complete:
+            return None, "elsewhere", []
         claims.release(conn, consumer)
+    failed: list[int] = []
     for node_id in node_ids:
         try:
-            with conn.begin_nested():
-                if claims.claim(conn, node_id, consumer, spec.vcpus, spec.memory_mb,
-                                spec.disk_gb):
-                    return node_id, False
-        except sa.exc.IntegrityError:
-            twin = claims.held(conn, consumer)
-            return (twin, True) if twin in node_ids else (None, False)
-    return None, False
+            if claims.claim(conn, node_id, consumer, spec.vcpus, spec.memory_mb, spec.disk_gb):
+                return node_id, "new", failed
+        except claims.AlreadyClaimed:
+            twin_node = claims.held(conn, consumer)
+            return (twin_node, "held", failed) if twin_node in node_ids else (None, "twin", failed)
+        failed.append(node_id)
+    return None, "full", failed
 
 
 def _release_all(conn: sa.Connection, consumers: list[str]) -> None:
@@ -93,16 +127,34 @@ def _release_all(conn: sa.Connection, consumers: list[str]) -> None:
         claims.release(conn, consumer)
 
 
+@dataclass
+class Choice:
+    """One decision: the passing hosts best first, and how it was reached."""
+
+    weighed: list[tuple[float, HostState]]
+    complete: bool  # weighed holds every passing host (else: the best few)
+    report: list[dict[str, Any]]  # per filter: hosts in/out, some rejections
+    scanned: int  # hosts looked at
+    total: int  # hosts there were to choose from
+
+    def decision(self) -> dict[str, Any]:
+        return {"filters": self.report, "hosts": self.total, "scanned": self.scanned,
+                "weighed": [{"host": h.nodename, "weight": round(w, 4)}
+                            for w, h in self.weighed[:DETAIL_HOSTS]]}
+
+
 class FilterScheduler:
     """Filters, weighs and claims, one request at a time."""
 
     def __init__(self, settings: Settings, db: Database, host_manager: HostManager,
-                 filter_names: tuple[str, ...] = DEFAULT_FILTERS) -> None:
+                 filter_names: tuple[str, ...] = DEFAULT_FILTERS, use_index: bool = True) -> None:
         self.settings = settings
         self.db = db
         self.host_manager = host_manager
         self.filters: list[BaseHostFilter] = [FILTERS[n]() for n in filter_names]
         self.weighers: list[BaseWeigher] = [cls() for cls in WEIGHERS.values()]
+        self.use_index = use_index  # False: every decision scans every host
+        host_manager.use_static_filters(f for f in self.filters if f.static)
 
     def _filter(self, hosts: list[HostState], spec: Spec, forced: bool
                 ) -> tuple[list[HostState], list[dict[str, Any]]]:
@@ -125,13 +177,41 @@ class FilterScheduler:
                 break
         return hosts, report
 
-    @staticmethod
-    def _forced(hosts: list[HostState], spec: Spec) -> list[HostState]:
-        if spec.force_hosts:
-            hosts = [h for h in hosts if h.host in spec.force_hosts]
-        if spec.force_nodes:
-            hosts = [h for h in hosts if h.nodename in spec.force_nodes]
-        return hosts
+    def _scan(self, hosts: list[HostState], spec: Spec, forced: bool = False) -> Choice:
+        """The reference decision: every filter on every host, every passing
+        host weighed."""
+        passing, report = self._filter(hosts, spec, forced)
+        weighed = weigh_hosts(passing, spec, self.weighers, self.settings) if passing else []
+        return Choice(weighed, True, report, len(hosts), len(hosts))
+
+    def _choose(self, spec: Spec, forced: bool) -> Choice:
+        hm = self.host_manager
+        if forced:
+            return self._scan(hm.forced(spec), spec, forced=True)
+        active = [f for f in self.filters if f.applies(spec)]
+        named: set[str] | None = None
+        for flt in active:
+            names = flt.candidates(spec)
+            if names is not None:
+                named = names if named is None else named & names
+        if named is not None:
+            # Only these hosts can pass: filtering and weighing just them
+            # gives the full scan's order (the report counts only them).
+            choice = self._scan(hm.named(named), spec)
+            if choice.weighed:
+                choice.total = len(hm.hosts)
+                return choice
+        elif self.use_index:
+            subset = max(1, self.settings.host_subset_size)
+            weighers = [(w, m) for w in self.weighers if (m := w.multiplier(self.settings)) != 0]
+            found = best_hosts(hm.index, hm.hosts, active, weighers, spec,
+                               max(DETAIL_HOSTS, subset + CLAIM_SPARES), len(hm.hosts))
+            if found is not None and found.weighed:
+                return Choice(found.weighed, found.complete, found.filters, found.visited,
+                              len(hm.hosts))
+        # The index could not answer, or no host passes: scan them all (which
+        # also says, filter by filter, why none passes).
+        return self._scan(hm.hosts, spec)
 
     @staticmethod
     def _reason(report: list[dict[str, Any]], total: int) -> str:
@@ -144,44 +224,61 @@ class FilterScheduler:
 
     async def select_destinations(self, request_spec: dict[str, Any]) -> dict[str, Any]:
         spec = Spec.from_request(request_spec)
-        await self.db.read(_group_and_hints, request_spec, spec)
+        if _needs_group_and_hints(request_spec):
+            await self.db.read(_group_and_hints, request_spec, spec)
+        await self.host_manager.current()
         try:
-            return await self._schedule(request_spec, spec, await self.host_manager.host_states())
+            return await self._schedule(request_spec, spec)
         except NoValidHost:
-            # The cache may be stale (releases, new hosts): decide once more on fresh data.
-            await self.host_manager.refresh()
-            return await self._schedule(request_spec, spec, await self.host_manager.host_states())
+            # The cache may be stale (releases, new hosts): decide once more
+            # on every host read afresh.
+            await self.host_manager.reload()
+            return await self._schedule(request_spec, spec)
 
-    async def _schedule(self, request_spec: dict[str, Any], spec: Spec,
-                        all_hosts: list[HostState]) -> dict[str, Any]:
+    def _order(self, choice: Choice) -> list[HostState]:
+        """Hosts to claim on, in turn: one picked at random among the best
+        ``host_subset_size``, then the rest best first."""
+        weighed = choice.weighed
+        subset = max(1, min(self.settings.host_subset_size, len(weighed)))
+        first = random.randrange(subset)
+        return [weighed[first][1]] + [h for i, (_, h) in enumerate(weighed) if i != first]
+
+    async def _schedule(self, request_spec: dict[str, Any], spec: Spec) -> dict[str, Any]:
         uuids = list(request_spec.get("instance_uuids") or [])
         forced = bool(spec.force_hosts or spec.force_nodes)
-        candidates = self._forced(all_hosts, spec) if forced else all_hosts
+        hm = self.host_manager
         destinations: list[dict[str, Any]] = []
         decision: dict[str, Any] = {}
         claimed: list[str] = []
         chosen_hosts: list[str] = []
         for uuid in uuids:
-            hosts, report = self._filter(candidates, spec, forced)
-            weighed = weigh_hosts(hosts, spec, self.weighers, self.settings) if hosts else []
+            choice = self._choose(spec, forced)
             if not decision:
-                decision = {"filters": report, "weighed": [
-                    {"host": h.nodename, "weight": round(w, 4)} for w, h in weighed[:DETAIL_HOSTS]]}
-            if not weighed:
+                decision = choice.decision()
+            if not choice.weighed:
                 await self._undo(claimed, chosen_hosts, spec)
-                raise NoValidHost(reason=self._reason(report, len(candidates)), decision=decision)
-            subset = max(1, min(self.settings.host_subset_size, len(weighed)))
-            first = random.randrange(subset)
-            order = [weighed[first][1]] + [h for i, (_, h) in enumerate(weighed) if i != first]
-            node_id, held = await self.db.run(_claim_first, uuid, [h.node_id for h in order], spec)
+                raise NoValidHost(reason=self._reason(choice.report, choice.total),
+                                  decision=decision)
+            order = self._order(choice)
+            node_id, status, failed = await self.db.run(
+                _claim_first, uuid, [h.node_id for h in order], spec, choice.complete)
+            hm.mark_stale(failed)
+            if node_id is None and not choice.complete:
+                # The answer lies beyond the best few: decide on every host, as
+                # the full scan always did.
+                choice = self._scan(hm.forced(spec) if forced else hm.hosts, spec, forced)
+                order = self._order(choice) if choice.weighed else []
+                node_id, status, failed = await self.db.run(
+                    _claim_first, uuid, [h.node_id for h in order], spec, True, status == "twin")
+                hm.mark_stale(failed)
             if node_id is None:
                 await self._undo(claimed, chosen_hosts, spec)
                 raise NoValidHost(reason="There are not enough hosts available. Every "
                                          "claim failed: the hosts filled up meanwhile.",
                                   decision=decision)
             host = next(h for h in order if h.node_id == node_id)
-            if not held:  # a held claim is counted already, and not ours to undo
-                self.host_manager.consume(node_id, spec.vcpus, spec.memory_mb, spec.disk_gb)
+            if status == "new":  # a held claim is counted already, and not ours to undo
+                hm.consume(node_id, spec.vcpus, spec.memory_mb, spec.disk_gb)
                 claimed.append(uuid)
             spec.chose(host.host)
             chosen_hosts.append(host.host)

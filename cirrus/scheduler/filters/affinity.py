@@ -12,6 +12,10 @@ class ServerGroupAffinityFilter(BaseHostFilter):
     def applies(self, spec: Spec) -> bool:
         return spec.group_policy == "affinity"
 
+    def candidates(self, spec: Spec) -> set[str] | None:
+        # Before the first member lands any host will do.
+        return set(spec.group_hosts) if spec.group_hosts else None
+
     def host_passes(self, host: HostState, spec: Spec) -> FilterResult:
         if spec.group_policy == "affinity" and spec.group_hosts and host.host not in spec.group_hosts:
             return FilterResult.reject("group members are on another host (affinity)")
@@ -38,6 +42,9 @@ class SameHostFilter(BaseHostFilter):
 
     def applies(self, spec: Spec) -> bool:
         return spec.same_host is not None
+
+    def candidates(self, spec: Spec) -> set[str] | None:
+        return set(spec.same_host) if spec.same_host is not None else None
 
     def host_passes(self, host: HostState, spec: Spec) -> FilterResult:
         if spec.same_host is not None and host.host not in spec.same_host:

@@ -26,10 +26,25 @@ class BaseHostFilter:
     name = "BaseHostFilter"
     # Forced hosts bypass filters that set this (as Nova does for most).
     run_for_forced = False
+    # True when the answer depends on the host alone, never on the request
+    # (the spec argument may then be None). The host index holds only the
+    # hosts that pass every static filter, so a search never visits the rest.
+    static = False
 
     def applies(self, spec: Spec) -> bool:
         """Whether this filter has anything to say for ``spec`` (saves a loop)."""
         return True
+
+    def fit(self, spec: Spec) -> tuple[str, float] | None:
+        """``(attribute, least)`` when a passing host always has
+        ``getattr(host, attribute) >= least``: the index then skips whole
+        groups of hosts below it. The filter itself still decides."""
+        return None
+
+    def candidates(self, spec: Spec) -> set[str] | None:
+        """The host names that can pass, when this filter can name them
+        (e.g. the hosts of an affinity group); None when any host may."""
+        return None
 
     def host_passes(self, host: HostState, spec: Spec) -> FilterResult:
         raise NotImplementedError

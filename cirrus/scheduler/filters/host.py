@@ -11,6 +11,7 @@ class ComputeFilter(BaseHostFilter):
 
     name = "ComputeFilter"
     run_for_forced = True
+    static = True
 
     def host_passes(self, host: HostState, spec: Spec) -> FilterResult:
         if not host.enabled:

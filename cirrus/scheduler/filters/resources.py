@@ -9,6 +9,9 @@ from cirrus.scheduler.spec import Spec
 class RamFilter(BaseHostFilter):
     name = "RamFilter"
 
+    def fit(self, spec: Spec) -> tuple[str, float] | None:
+        return "free_ram_mb", spec.memory_mb
+
     def host_passes(self, host: HostState, spec: Spec) -> FilterResult:
         free = host.free_ram_mb
         if free < spec.memory_mb:
@@ -19,6 +22,9 @@ class RamFilter(BaseHostFilter):
 class CoreFilter(BaseHostFilter):
     name = "CoreFilter"
 
+    def fit(self, spec: Spec) -> tuple[str, float] | None:
+        return "free_vcpus", spec.vcpus
+
     def host_passes(self, host: HostState, spec: Spec) -> FilterResult:
         free = host.free_vcpus
         if free < spec.vcpus:
@@ -28,6 +34,9 @@ class CoreFilter(BaseHostFilter):
 
 class DiskFilter(BaseHostFilter):
     name = "DiskFilter"
+
+    def fit(self, spec: Spec) -> tuple[str, float] | None:
+        return "free_disk_gb", spec.disk_gb
 
     def host_passes(self, host: HostState, spec: Spec) -> FilterResult:
         free = host.free_disk_gb

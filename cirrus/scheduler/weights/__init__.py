@@ -12,33 +12,35 @@ from cirrus.scheduler.spec import Spec
 class BaseWeigher:
     name = "BaseWeigher"
     setting: str | None = None  # Settings field holding the multiplier
+    # A weigher whose number is a HostState attribute names it here: the host
+    # index keeps hosts ordered by it, so the best hosts are found without
+    # weighing every host. None: the number depends on the request.
+    attr: str | None = None
 
     def multiplier(self, settings: Any) -> float:
         return float(getattr(settings, self.setting)) if self.setting else 1.0
 
+    def applies(self, spec: Spec) -> bool:
+        """False when every host would get the same number for ``spec`` (it
+        then adds nothing after normalisation)."""
+        return True
+
     def weigh(self, host: HostState, spec: Spec) -> float:
-        raise NotImplementedError
+        if self.attr is None:
+            raise NotImplementedError
+        return getattr(host, self.attr)
 
 
 class RAMWeigher(BaseWeigher):
-    name, setting = "RAMWeigher", "ram_weight_multiplier"
-
-    def weigh(self, host: HostState, spec: Spec) -> float:
-        return host.free_ram_mb
+    name, setting, attr = "RAMWeigher", "ram_weight_multiplier", "free_ram_mb"
 
 
 class CPUWeigher(BaseWeigher):
-    name, setting = "CPUWeigher", "cpu_weight_multiplier"
-
-    def weigh(self, host: HostState, spec: Spec) -> float:
-        return host.free_vcpus
+    name, setting, attr = "CPUWeigher", "cpu_weight_multiplier", "free_vcpus"
 
 
 class DiskWeigher(BaseWeigher):
-    name, setting = "DiskWeigher", "disk_weight_multiplier"
-
-    def weigh(self, host: HostState, spec: Spec) -> float:
-        return host.free_disk_gb
+    name, setting, attr = "DiskWeigher", "disk_weight_multiplier", "free_disk_gb"
 
 
 class ServerGroupSoftAffinityWeigher(BaseWeigher):
@@ -46,6 +48,9 @@ class ServerGroupSoftAffinityWeigher(BaseWeigher):
     soft-anti-affinity: fewer."""
 
     name = "ServerGroupSoftAffinityWeigher"
+
+    def applies(self, spec: Spec) -> bool:
+        return spec.group_policy in ("soft-affinity", "soft-anti-affinity")
 
     def weigh(self, host: HostState, spec: Spec) -> float:
         count = spec.group_host_counts.get(host.host, 0)
