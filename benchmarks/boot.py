@@ -76,15 +76,24 @@ async def boot_all(client: httpx.AsyncClient, image: str, n: int, c: int, networ
 
 async def wait_active(client: httpx.AsyncClient, posted: dict[str, float],
                       timeout: float) -> tuple[dict[str, float], int]:
-    """Poll the cheap list (ids only) with a status filter until every server is
-    ACTIVE or ERROR; polling gently so the poller does not load the cloud."""
+    """Poll until every server is ACTIVE or ERROR. Each poll lists only the
+    servers changed since shortly before the previous one (``changes-since``,
+    ids only, with a status filter), so its cost follows the boots per poll,
+    not N: listing every ACTIVE server each time grew with N and competed with
+    the boots it measured."""
     done: dict[str, float] = {}
     errors = 0
     deadline = time.perf_counter() + timeout
+    since: str | None = None
     while len(done) < len(posted) and time.perf_counter() < deadline:
+        # Whole seconds, two back: the filter compares updated_at >= since, and
+        # an overlap only re-reads servers already seen.
+        next_since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 2))
         for status in ("ACTIVE", "ERROR"):
             url: str | None = "/compute/v2.1/servers"
             params: dict[str, Any] | None = {"limit": 1000, "status": status}
+            if since is not None:
+                params["changes-since"] = since
             while url:
                 resp = await client.get(url, params=params)
                 now = time.perf_counter()
@@ -95,6 +104,7 @@ async def wait_active(client: httpx.AsyncClient, posted: dict[str, float],
                         errors += status == "ERROR"
                 links = body.get("servers_links")
                 url, params = (links[0]["href"], None) if links else (None, None)
+        since = next_since
         await asyncio.sleep(0.1)
     return done, errors
 
