@@ -6,7 +6,6 @@ process commands (one service each) and by the tests.
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 from pathlib import Path
 from typing import Any
@@ -21,20 +20,6 @@ from cirrus.rpc import Transport, get_transport
 from cirrus.service import Service
 
 LOG = logging.getLogger(__name__)
-
-
-def freeze_startup_heap() -> None:
-    """Put what start-up allocated out of the garbage collector's reach.
-
-    Modules, table metadata, compiled statements, the app's routes: hundreds of
-    thousands of objects that live as long as the process. Every full collection
-    would walk them all again — a pause of tens of milliseconds in the middle of
-    whatever requests are running (it showed as the p99 of GET /servers/{id}).
-    Frozen, they are never scanned; everything allocated later is collected as
-    usual.
-    """
-    gc.collect()
-    gc.freeze()
 
 
 def write_clouds_yaml(settings: Settings) -> Path:

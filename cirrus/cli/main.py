@@ -113,11 +113,10 @@ async def serve(settings: Settings) -> None:
     """Start every service and the HTTP API; return on SIGINT/SIGTERM."""
     import uvicorn
 
-    from cirrus.bootstrap import Cloud, freeze_startup_heap, write_clouds_yaml
+    from cirrus.bootstrap import Cloud, write_clouds_yaml
 
     cloud = Cloud(settings)
     await cloud.start()
-    freeze_startup_heap()
     try:
         config = uvicorn.Config(cloud.app, host=settings.host, port=settings.port,
                                 log_level="warning", access_log=False, lifespan="off",
@@ -155,12 +154,11 @@ async def run_process(settings: Settings, role: str) -> None:
     (``cirrus db upgrade``); only the API process bootstraps data."""
     import signal
 
-    from cirrus.bootstrap import Cloud, freeze_startup_heap
+    from cirrus.bootstrap import Cloud
 
     cloud = Cloud(settings, api=role == "api", roles=() if role == "api" else (role,),
                   prepare_db=role == "api")
     await cloud.start()
-    freeze_startup_heap()
     try:
         if role == "api":
             import uvicorn
