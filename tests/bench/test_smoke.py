@@ -35,7 +35,9 @@ def test_boot_benchmark_short() -> None:
     r = _run("boot.py", "boot-short.json")
     assert r["errors"] == 0 and r["active"] == r["n"]
     assert _positive(r["boots_per_s"], r["post_p50_ms"], r["post_to_active_p99_ms"],
-                     r["servers_detail_ms"], r["deletes_per_s"], r["peak_rss_mb"])
+                     r["servers_detail_ms"], r["deletes_per_s"], r["peak_rss_mb"],
+                     r["single_boot_p50_ms"], r["single_boot_min_ms"])
+    assert r["single_boot_min_ms"] <= r["single_boot_p50_ms"]
 
 
 def test_schedule_benchmark_short() -> None:
