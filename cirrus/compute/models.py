@@ -73,6 +73,10 @@ instances = sa.Table(
     # read in index order up to the page (migration 0002).
     sa.Index("ix_instances_project_id_deleted_created_at", "project_id", "deleted", "created_at"),
     sa.Index("ix_instances_deleted_created_at", "deleted", "created_at"),
+    # Quotas: every create counts the project's live instances, cores and RAM
+    # twice; from this index alone, without reading the rows (migration 0003).
+    sa.Index("ix_instances_project_id_deleted_usage", "project_id", "deleted", "vcpus",
+             "memory_mb"),
 )
 
 instance_info_caches = sa.Table(
