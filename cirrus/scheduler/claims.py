@@ -6,36 +6,38 @@ deletes the row and subtracts it, once. Cost is O(1) in the number of
 instances on the node.
 
 The statements are built once, with bind parameters: building a Core UPDATE
-with its guard each time cost five times what running it does. Each one sets
+with its guard each time cost five times what running it does. They run as
+:class:`~cirrus.db.prepared.Prepared` statements (compiled once per dialect,
+run on the DBAPI cursor): Core's per-execution work was most of a claim's
+time on the SQLite writer (docs/performance.md, the scheduler). Each one sets
 ``updated_at``, which the scheduler's host cache follows to see what changed.
 """
 from __future__ import annotations
-
-from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from cirrus.compute.models import allocations, compute_nodes
 from cirrus.db.base import utcnow
+from cirrus.db.prepared import Prepared
 
 cn = compute_nodes
 # Bind names must not be column names (SQLAlchemy keeps those for VALUES/SET).
 _vcpus, _memory, _disk = sa.bindparam("want_vcpus"), sa.bindparam("want_ram"), sa.bindparam("want_disk")
 
-_CLAIM = cn.update().where(
+_CLAIM = Prepared(cn.update().where(
     cn.c.id == sa.bindparam("node"),
     cn.c.vcpus_used + _vcpus <= cn.c.vcpus * cn.c.cpu_allocation_ratio,
     cn.c.memory_mb_used + _memory <= (cn.c.memory_mb - cn.c.reserved_memory_mb) * cn.c.ram_allocation_ratio,
     cn.c.local_gb_used + _disk <= cn.c.local_gb * cn.c.disk_allocation_ratio,
 ).values(vcpus_used=cn.c.vcpus_used + _vcpus, memory_mb_used=cn.c.memory_mb_used + _memory,
          local_gb_used=cn.c.local_gb_used + _disk, running_vms=cn.c.running_vms + 1,
-         updated_at=sa.bindparam("now"))
+         updated_at=sa.bindparam("now")))
 
-_UNCLAIM = cn.update().where(cn.c.id == sa.bindparam("node")).values(
+_UNCLAIM = Prepared(cn.update().where(cn.c.id == sa.bindparam("node")).values(
     vcpus_used=cn.c.vcpus_used - _vcpus, memory_mb_used=cn.c.memory_mb_used - _memory,
     local_gb_used=cn.c.local_gb_used - _disk, running_vms=cn.c.running_vms - 1,
-    updated_at=sa.bindparam("now"))
+    updated_at=sa.bindparam("now")))
 
 _ROW = dict(consumer_uuid=sa.bindparam("consumer"), node_id=sa.bindparam("node"), vcpus=_vcpus,
             memory_mb=_memory, disk_gb=_disk, created_at=sa.bindparam("now"))
@@ -44,18 +46,19 @@ _ROW = dict(consumer_uuid=sa.bindparam("consumer"), node_id=sa.bindparam("node")
 # a savepoint cost as much as the rest of the claim together. RETURNING says
 # whether the row went in (psycopg reports no rowcount for this INSERT).
 _INSERT_NEW = {
-    name: dialect.insert(allocations).values(**_ROW).on_conflict_do_nothing().returning(
-        allocations.c.node_id)
+    name: Prepared(dialect.insert(allocations).values(**_ROW).on_conflict_do_nothing().returning(
+        allocations.c.node_id))
     for name, dialect in (("sqlite", sqlite), ("postgresql", postgresql))}
 
-_HELD = sa.select(allocations.c.node_id).where(allocations.c.consumer_uuid == sa.bindparam("consumer"))
+_HELD = Prepared(sa.select(allocations.c.node_id).where(
+    allocations.c.consumer_uuid == sa.bindparam("consumer")))
 # What is subtracted is what was deleted, read by the DELETE itself: a row read
 # before it could be an older claim of the consumer that a concurrent release
 # took and a new claim (elsewhere) replaced, and then the wrong node would be
 # given back what it never lost.
-_DELETE = allocations.delete().where(
+_DELETE = Prepared(allocations.delete().where(
     allocations.c.consumer_uuid == sa.bindparam("consumer")).returning(
-    allocations.c.node_id, allocations.c.vcpus, allocations.c.memory_mb, allocations.c.disk_gb)
+    allocations.c.node_id, allocations.c.vcpus, allocations.c.memory_mb, allocations.c.disk_gb))
 
 
 class AlreadyClaimed(Exception):
@@ -69,26 +72,30 @@ def claim(conn: sa.Connection, node_id: int, consumer_uuid: str, vcpus: int, mem
     Raises AlreadyClaimed, with nothing changed, if ``consumer_uuid`` holds a
     claim already.
     """
-    params: dict[str, Any] = {"node": node_id, "consumer": consumer_uuid, "want_vcpus": vcpus,
-                              "want_ram": memory_mb, "want_disk": disk_gb, "now": utcnow()}
-    if conn.execute(_CLAIM, params).rowcount != 1:
+    now = utcnow()
+    if _CLAIM.execute(conn, node=node_id, want_vcpus=vcpus, want_ram=memory_mb, want_disk=disk_gb,
+                      now=now).rowcount != 1:
         return False
-    if conn.execute(_INSERT_NEW[conn.dialect.name], params).first() is None:
+    # fetchall: the statement runs to its end (SQLite steps RETURNING lazily).
+    if not _INSERT_NEW[conn.dialect.name].execute(
+            conn, consumer=consumer_uuid, node=node_id, want_vcpus=vcpus, want_ram=memory_mb,
+            want_disk=disk_gb, now=now).fetchall():
         # Give back what the UPDATE took; same transaction, so no one saw it.
-        conn.execute(_UNCLAIM, params)
+        _UNCLAIM.execute(conn, node=node_id, want_vcpus=vcpus, want_ram=memory_mb,
+                         want_disk=disk_gb, now=now)
         raise AlreadyClaimed(consumer_uuid)
     return True
 
 
 def held(conn: sa.Connection, consumer_uuid: str) -> int | None:
     """The node ``consumer_uuid`` holds a claim on, if any."""
-    return conn.execute(_HELD, {"consumer": consumer_uuid}).scalar()
+    row = _HELD.execute(conn, consumer=consumer_uuid).fetchone()
+    return None if row is None else row[0]
 
 
 def release(conn: sa.Connection, consumer_uuid: str) -> None:
     """Give back what ``consumer_uuid`` holds. Idempotent."""
-    row = conn.execute(_DELETE, {"consumer": consumer_uuid}).first()
-    if row is not None:
-        conn.execute(_UNCLAIM, {"node": row.node_id, "want_vcpus": row.vcpus,
-                                "want_ram": row.memory_mb, "want_disk": row.disk_gb,
-                                "now": utcnow()})
+    deleted = _DELETE.execute(conn, consumer=consumer_uuid).fetchall()
+    for node_id, vcpus, memory_mb, disk_gb in deleted:
+        _UNCLAIM.execute(conn, node=node_id, want_vcpus=vcpus, want_ram=memory_mb,
+                         want_disk=disk_gb, now=utcnow())

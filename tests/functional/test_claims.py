@@ -60,3 +60,27 @@ async def test_release_gives_back_what_it_deleted(cloud: Cloud) -> None:
     assert await db.run(claims.claim, node_id, consumer, *TINY)
     await asyncio.gather(*[db.run(claims.release, consumer) for _ in range(4)])
     assert await db.read(_usage, node_id) == (0, 0)
+
+
+@pytest.mark.parametrize("settings_overrides", [{"computes": 1}])
+async def test_prepared_claim_twin_held_release(cloud: Cloud) -> None:
+    """The prepared statements: a twin claim changes nothing and raises,
+    ``held`` names the node, a full node refuses, release gives all back and
+    ``updated_at`` is a datetime the host cache can compare."""
+    db = cloud.db
+    assert db is not None
+    node_id = await db.read(_node)
+    consumer = str(uuid.uuid4())
+    assert await db.run(claims.claim, node_id, consumer, *TINY)
+    with pytest.raises(claims.AlreadyClaimed):
+        await db.run(claims.claim, node_id, consumer, *TINY)
+    assert await db.read(_usage, node_id) == (TINY[1], TINY[1])
+    assert await db.read(claims.held, consumer) == node_id
+    assert await db.read(claims.held, str(uuid.uuid4())) is None
+    assert not await db.run(claims.claim, node_id, str(uuid.uuid4()), 1, 10 ** 9, 1)
+    updated = await db.read(lambda conn: conn.execute(sa.select(compute_nodes.c.updated_at).where(
+        compute_nodes.c.id == node_id)).scalar_one())
+    assert updated is not None and updated.year >= 2000
+    await db.run(claims.release, consumer)
+    assert await db.read(_usage, node_id) == (0, 0)
+    assert await db.read(claims.held, consumer) is None
