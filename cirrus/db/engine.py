@@ -8,9 +8,7 @@ awaited from asyncio with :meth:`Database.run`. Reads go to a small reader pool
 """
 from __future__ import annotations
 
-import asyncio
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -18,6 +16,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from cirrus.db.groupcommit import GroupCommitWriter
+from cirrus.db.handoff import settled
+from cirrus.db.workers import WorkerPool
 
 T = TypeVar("T")
 
@@ -61,16 +61,18 @@ class Database:
         self.url = url
         self.engine = make_engine(url)
         self.is_sqlite = self.engine.dialect.name == "sqlite"
-        self._reader = ThreadPoolExecutor(max_workers=2, thread_name_prefix="db-r")
         self._local = threading.local()
         self._held: list[Connection] = []
-        self._writer: ThreadPoolExecutor | None = None
+        # On SQLite a reader hands over a few finished reads at a time (one loop
+        # wake-up); over a network a read's round trip is too long to hold others.
+        self._reader = WorkerPool(self._read_tx, 2, "db-r", max_batch=16 if self.is_sqlite else 1)
+        self._writer: WorkerPool | None = None
         self._group: GroupCommitWriter | None = None
         if self.is_sqlite:
             # One writer anyway: queued writes share a transaction (savepoint each).
             self._group = GroupCommitWriter(self._connection)
         else:
-            self._writer = ThreadPoolExecutor(max_workers=8, thread_name_prefix="db-w")
+            self._writer = WorkerPool(self._tx, 8, "db-w", max_batch=1)
 
     def _connection(self) -> Connection:
         """This thread's connection. SQLite keeps one per DB thread for good:
@@ -93,29 +95,21 @@ class Database:
         with conn.begin():
             return fn(conn, *args, **kwargs)
 
+    def _read_tx(self, fn: Callable[..., T], args: tuple, kwargs: dict) -> T:
+        return self._tx(fn, args, kwargs, False)
+
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run ``fn(conn, *args, **kwargs)`` atomically in a write transaction
-        (on SQLite possibly shared with other units, each in its own savepoint)."""
+        (on SQLite possibly shared with other units, each in its own savepoint).
+        A cancelled caller waits for the transaction to end before it unwinds."""
         if self._group is not None:
-            return await self._settled(self._group.submit(fn, args, kwargs))
+            return await settled(self._group.submit_async(fn, args, kwargs))
         assert self._writer is not None
-        return await self._settled(self._writer.submit(self._tx, fn, args, kwargs))
+        return await settled(self._writer.submit(fn, args, kwargs))
 
     async def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a read-only ``fn(conn, ...)`` on the reader pool."""
-        return await self._settled(self._reader.submit(self._tx, fn, args, kwargs, False))
-
-    @staticmethod
-    async def _settled(submitted: "Future[T]") -> T:
-        """Await a unit submitted to a DB thread; if the caller is cancelled, wait
-        for the transaction to end first, so clean-up never races a commit still
-        in flight."""
-        fut = asyncio.wrap_future(submitted)
-        try:
-            return await asyncio.shield(fut)
-        except asyncio.CancelledError:
-            await asyncio.wait({fut})
-            raise
+        return await settled(self._reader.submit(fn, args, kwargs))
 
     def run_sync(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Blocking variant for start-up code and scripts."""
@@ -125,8 +119,8 @@ class Database:
         if self._group is not None:
             self._group.shutdown()
         if self._writer is not None:
-            self._writer.shutdown(wait=True)
-        self._reader.shutdown(wait=True)
+            self._writer.shutdown()
+        self._reader.shutdown()
         for conn in self._held:  # their threads have ended
             conn.close()
         self._held.clear()

@@ -10,21 +10,26 @@ caller ever acts on data that might not be there.
 """
 from __future__ import annotations
 
+import asyncio
 import queue
 import threading
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from sqlalchemy.engine import Connection
 
+from cirrus.db.handoff import deliver
 
-@dataclass
+
+@dataclass(slots=True)
 class _Unit:
     fn: Callable[..., Any]
     args: tuple
     kwargs: dict
-    future: Future = field(default_factory=Future)
+    future: Future | None = None  # a caller off the loop (``submit``)…
+    loop: asyncio.AbstractEventLoop | None = None  # …or one on it (``submit_async``)
+    afuture: asyncio.Future | None = None
 
 
 def _in_savepoint(driver: Any, conn: Connection, unit: _Unit) -> tuple[bool, Any]:
@@ -56,9 +61,17 @@ class GroupCommitWriter:
         self._thread.start()
 
     def submit(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Future:
-        unit = _Unit(fn, args, kwargs)
+        unit = _Unit(fn, args, kwargs, future=Future())
         self._queue.put(unit)
         return unit.future
+
+    def submit_async(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> asyncio.Future:
+        """Like :meth:`submit` for a caller on the running loop: its future is
+        settled with the others of its batch in one hand-over (``handoff``)."""
+        loop = asyncio.get_running_loop()
+        unit = _Unit(fn, args, kwargs, loop=loop, afuture=loop.create_future())
+        self._queue.put(unit)
+        return unit.afuture
 
     def shutdown(self) -> None:
         """Finish what is queued, then stop the thread."""
@@ -76,7 +89,8 @@ class GroupCommitWriter:
                 stop = True
                 break
             batch.append(unit)
-        return [u for u in batch if u.future.set_running_or_notify_cancel()], stop
+        return [u for u in batch
+                if u.future is None or u.future.set_running_or_notify_cancel()], stop
 
     def _loop(self) -> None:
         while True:
@@ -103,11 +117,13 @@ class GroupCommitWriter:
                     for unit in batch:
                         outcomes.append(_in_savepoint(driver, conn, unit))
         except BaseException as error:  # noqa: BLE001 - BEGIN/COMMIT failed: nothing committed
-            for unit in batch:
-                unit.future.set_exception(error)
-            return
+            outcomes = [(False, error)] * len(batch)
+        handed = []
         for unit, (ok, value) in zip(batch, outcomes):
-            if ok:
+            if unit.future is None:
+                handed.append((unit.loop, unit.afuture, ok, value))
+            elif ok:
                 unit.future.set_result(value)
             else:
                 unit.future.set_exception(value)
+        deliver(handed)

@@ -19,7 +19,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 import uuid
@@ -29,6 +28,7 @@ import aio_pika
 import aiormq.exceptions
 from aio_pika.abc import AbstractIncomingMessage
 
+from cirrus.rpc.codec import decode, encode
 from cirrus.rpc.transport import ConnectionLost, Handler, Message, MessagingTimeout, Transport
 from cirrus.utils import spawn
 
@@ -123,7 +123,7 @@ class AMQPTransport(Transport):
     async def _handle(self, message: AbstractIncomingMessage, handler: Handler,
                       generation: int) -> None:
         try:
-            payload = json.loads(message.body)
+            payload = decode(message.body)
         except ValueError:
             LOG.error("dropping malformed message on %s", message.routing_key)
             await self._settle(message, generation, reject=True)
@@ -134,7 +134,7 @@ class AMQPTransport(Transport):
             reply = await handler(payload)
             try:
                 await self._channel.default_exchange.publish(
-                    aio_pika.Message(json.dumps(reply).encode(),
+                    aio_pika.Message(encode(reply),
                                      correlation_id=message.correlation_id,
                                      content_type="application/json"),
                     routing_key=message.reply_to)
@@ -168,14 +168,14 @@ class AMQPTransport(Transport):
     async def _on_reply(self, message: AbstractIncomingMessage) -> None:
         fut = self._replies.get(message.correlation_id or "")
         if fut is not None and not fut.done():
-            fut.set_result(json.loads(message.body))
+            fut.set_result(decode(message.body))
 
     # -- publishing ----------------------------------------------------------------
     async def _publish(self, exchange: Any, key: str, message: Message, deadline: float,
                        **props: Any) -> None:
         """Publish and wait for the broker's confirm; across a lost connection,
         wait for the reconnect and publish again until ``deadline``."""
-        body = json.dumps(message).encode()
+        body = encode(message)
         while True:
             remaining = deadline - time.monotonic()
             try:

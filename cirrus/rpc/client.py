@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import importlib
-import json
 import logging
 from typing import Any
 
 from cirrus.context import RequestContext
 from cirrus.exception import CirrusException
+from cirrus.rpc.codec import encode
 from cirrus.rpc.transport import Message, RemoteError, Transport
 
 LOG = logging.getLogger(__name__)
@@ -24,7 +24,7 @@ def _safe(kwargs: dict[str, Any]) -> dict[str, Any]:
     out = {}
     for key, value in kwargs.items():
         try:
-            json.dumps(value)
+            encode(value)
         except (TypeError, ValueError):
             continue
         out[key] = value

@@ -1,17 +1,17 @@
 """In-process transport: asyncio tasks on the one event loop of ``cirrus up``.
 
-Messages are round-tripped through JSON so that anything that works here also
+Messages are round-tripped through the wire format (``codec``) so that anything that works here also
 works over AMQP (DESIGN §2: no code path exists only in one mode).
 """
 from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
 from collections import defaultdict
 from typing import Any
 
+from cirrus.rpc.codec import decode, encode
 from cirrus.rpc.transport import Handler, Message, MessagingTimeout, Transport
 from cirrus.utils import spawn
 
@@ -45,7 +45,7 @@ class InProcessTransport(Transport):
         return handlers[next(self._rr) % len(handlers)]
 
     async def cast(self, topic: str, server: str | None, message: Message) -> None:
-        payload = json.dumps(message)
+        payload = encode(message)
         try:
             handler = self._pick(topic, server)
         except MessagingTimeout:
@@ -53,20 +53,20 @@ class InProcessTransport(Transport):
             # without a queue; the periodic tasks clean up after it.
             LOG.warning("cast to %s.%s dropped: no consumer", topic, server)
             return
-        spawn(handler(json.loads(payload)), name=f"cast:{topic}:{message.get('method')}")
+        spawn(handler(decode(payload)), name=f"cast:{topic}:{message.get('method')}")
 
     async def call(self, topic: str, server: str | None, message: Message,
                    timeout: float) -> Any:
-        payload = json.dumps(message)
+        payload = encode(message)
         handler = self._pick(topic, server)
         try:
-            reply = await asyncio.wait_for(handler(json.loads(payload)), timeout)
+            reply = await asyncio.wait_for(handler(decode(payload)), timeout)
         except asyncio.TimeoutError as exc:
             raise MessagingTimeout(
                 f"timed out after {timeout}s waiting for {topic} {message.get('method')}") from exc
-        return json.loads(json.dumps(reply))
+        return decode(encode(reply))
 
     async def fanout(self, topic: str, message: Message) -> None:
-        payload = json.dumps(message)
+        payload = encode(message)
         for handler in list(self._fanout.get(topic, ())):
-            spawn(handler(json.loads(payload)), name=f"fanout:{topic}")
+            spawn(handler(decode(payload)), name=f"fanout:{topic}")

@@ -206,3 +206,21 @@ async def test_amqp_unacked_cast_is_redelivered_and_the_stale_ack_is_dropped(amq
     await _until(lambda: gate.seen[-1:] == ["next"])
     await asyncio.sleep(0.5)
     assert gate.seen == ["x", "x", "next"]  # nothing delivered a third time
+
+
+def test_the_wire_format_carries_what_json_carries_and_refuses_what_it_refuses() -> None:
+    import datetime
+    import json
+
+    from cirrus.rpc.codec import decode, encode
+
+    message = {"method": "m", "args": {"n": 2 ** 70, "keys": {1: "one"}, "text": "é\u2028",
+                                       "nested": [None, True, 1.5, {"a": []}]}}
+    assert decode(encode(message)) == json.loads(json.dumps(message))
+    assert decode(json.dumps({"x": float("nan")}))["x"] != 0  # json's NaN still reads
+    with pytest.raises(TypeError):
+        encode({"when": datetime.datetime(2026, 1, 1)})
+    with pytest.raises(TypeError):
+        encode({"set": {1, 2}})
+    with pytest.raises(ValueError):
+        decode(b"{not json")

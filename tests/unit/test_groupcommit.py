@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -75,3 +77,52 @@ async def test_units_savepoints_nest_inside_the_batch_savepoint(db: Database) ->
     results = await asyncio.gather(*calls, return_exceptions=True)
     assert results[0] == "x-again" and isinstance(results[1], ValueError) and results[2] == "z"
     assert await db.read(_names) == {"x", "x-again", "z"}
+
+
+def _slow_insert(conn: sa.Connection, name: str, started: "threading.Event") -> str:
+    started.set()
+    time.sleep(0.2)  # the caller is cancelled meanwhile
+    conn.execute(ITEMS.insert().values(name=name))
+    return name
+
+
+async def test_a_cancelled_caller_unwinds_only_after_its_unit_committed(db: Database) -> None:
+    started = threading.Event()
+    task = asyncio.ensure_future(db.run(_slow_insert, "late", started))
+    while not started.is_set():
+        await asyncio.sleep(0.005)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    # By the time the cancellation reached the caller, the unit had committed.
+    assert "late" in await db.read(_names)
+
+
+def _name_or_fail(conn: sa.Connection, i: int) -> int:
+    if i % 5 == 0:
+        raise KeyError(i)
+    return conn.execute(sa.select(sa.literal(i))).scalar_one()
+
+
+async def test_reads_in_batches_each_get_their_own_outcome(db: Database) -> None:
+    results = await asyncio.gather(*[db.read(_name_or_fail, i) for i in range(300)],
+                                   return_exceptions=True)
+    for i, result in enumerate(results):
+        if i % 5 == 0:
+            assert isinstance(result, KeyError) and result.args == (i,)
+        else:
+            assert result == i
+
+
+def test_units_from_two_event_loops_settle_on_their_own_loop(db: Database) -> None:
+    async def burst(tag: str) -> list[str]:
+        return list(await asyncio.gather(*[db.run(_insert, f"{tag}{i}") for i in range(50)]))
+
+    results: dict[str, list[str]] = {}
+    threads = [threading.Thread(target=lambda t=t: results.__setitem__(t, asyncio.run(burst(t))))
+               for t in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == {t: [f"{t}{i}" for i in range(50)] for t in ("a", "b")}
