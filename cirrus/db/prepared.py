@@ -16,6 +16,7 @@ processing (JSON, datetimes), read with SQLAlchemy as usual.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, ContextManager
@@ -47,8 +48,9 @@ class Prepared:
                                  f"expanding IN: {compiled.string}")
             names = tuple(compiled.positiontup) if dialect.positional else None
             defaults = {k: b.effective_value for k, b in compiled.binds.items()}
-            plan = self._plans[dialect] = _Plan(compiled.string, names, defaults,
-                                                dict(compiled._bind_processors))
+            processors = {name: _faster(dialect, compiled.binds[name].type, process)
+                          for name, process in compiled._bind_processors.items()}
+            plan = self._plans[dialect] = _Plan(compiled.string, names, defaults, processors)
         return plan
 
     def execute(self, conn: sa.Connection, **params: Any) -> Any:
@@ -67,6 +69,21 @@ class Prepared:
             raise sa.exc.DBAPIError.instance(plan.sql, args, error,
                                              dialect.loaded_dbapi.Error) from error
         return cursor
+
+
+def _faster(dialect: Any, type_: Any, process: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """SQLite's DATETIME processor formats with Python %-formatting (~4 µs, and a
+    boot binds dozens); ``isoformat`` writes the same text for a naive datetime
+    in C (~1 µs). Anything else goes to SQLAlchemy's processor."""
+    if dialect.name != "sqlite" or not isinstance(type_, sa.DateTime):
+        return process
+    exact = datetime.datetime
+
+    def fast(value: Any) -> Any:
+        if type(value) is exact and value.tzinfo is None:
+            return value.isoformat(" ", "microseconds")
+        return process(value)
+    return fast
 
 
 class PreparedCache:

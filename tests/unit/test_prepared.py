@@ -74,3 +74,19 @@ def test_a_failed_statement_leaves_the_transaction_going(conn: sa.Connection) ->
             INSERT.execute(conn, n="kept", a=None, d=None, f=True)
     INSERT.execute(conn, n="after", a=None, d=None, f=False)
     assert set(conn.execute(sa.select(T.c.name)).scalars()) == {"kept", "after"}
+
+
+def test_datetimes_are_stored_as_sqlalchemy_stores_them() -> None:
+    """The fast DATETIME binding writes the text SQLAlchemy's own processor writes."""
+    from sqlalchemy.dialects import sqlite
+
+    from cirrus.db.prepared import _faster
+
+    dialect = sqlite.dialect()
+    original = sa.DateTime().dialect_impl(dialect).bind_processor(dialect)
+    fast = _faster(dialect, sa.DateTime(), original)
+    values = [dt.datetime(2026, 11, 23, 11, 29, 5, 123456), dt.datetime(2026, 1, 1),
+              dt.datetime(1, 1, 1, 0, 0, 0, 1), dt.datetime(9999, 12, 31, 23, 59, 59, 999999),
+              dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc), dt.date(2026, 1, 2), None]
+    for value in values:
+        assert fast(value) == original(value)
