@@ -84,9 +84,20 @@ class RowReader:
         # per dialect: column types reported by the driver → processors
         self._plans: weakref.WeakKeyDictionary[Any, dict[tuple, list[tuple[int, Processor]]]] = \
             weakref.WeakKeyDictionary()
+        # The plan used last, checked first: a reader almost always serves one
+        # dialect, and the weak dictionary's lookup costs more than a point read.
+        self._last: tuple[Any, tuple, list[tuple[int, Processor]]] | None = None
 
     def _processors(self, dialect: Any, description: Sequence[Any]) -> list[tuple[int, Processor]]:
-        coltypes = tuple(d[1] for d in description)
+        coltypes = tuple([d[1] for d in description])
+        last = self._last
+        if last is not None and last[0]() is dialect and last[1] == coltypes:
+            return last[2]
+        plan = self._plan(dialect, coltypes)
+        self._last = (weakref.ref(dialect), coltypes, plan)
+        return plan
+
+    def _plan(self, dialect: Any, coltypes: tuple) -> list[tuple[int, Processor]]:
         by_types = self._plans.setdefault(dialect, {})
         plan = by_types.get(coltypes)
         if plan is None:
@@ -111,8 +122,9 @@ class RowReader:
         those rows share the value, so treat JSON values as read-only."""
         if len(description) != len(self.keys):
             raise ValueError(f"{len(description)} columns read, {len(self.keys)} expected")
-        plan = [(i, _Memo(proc) if proc is _json_column else proc)
-                for i, proc in self._processors(dialect, description)]
+        plan = self._processors(dialect, description)
+        if not isinstance(rows, list) or len(rows) > 1:  # one row has nothing to share
+            plan = [(i, _Memo(proc) if proc is _json_column else proc) for i, proc in plan]
         keys = self.keys
         out = []
         for row in rows:
