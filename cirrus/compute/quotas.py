@@ -23,9 +23,24 @@ ALL_RESOURCES = ("instances", "cores", "ram", "key_pairs", "server_groups",
                  "server_group_members")
 
 
-# Every create reads these: built once.
+# Built once: quota reads (limits, usage) come with every create.
 _LIMITS = Prepared(sa.select(quota_limits.c.resource, quota_limits.c.hard_limit).where(
     quota_limits.c.project_id == sa.bindparam("w_project")))
+
+
+def _own_limit(resource: str) -> sa.ScalarSelect[Any]:
+    return sa.select(quota_limits.c.hard_limit).where(
+        quota_limits.c.project_id == sa.bindparam("w_project"),
+        quota_limits.c.resource == resource).scalar_subquery()
+
+
+# A create's usage and the project's own limits of the instance resources (NULL
+# where it has none) in one statement.
+_INSTANCE_QUOTA = Prepared(sa.select(
+    sa.func.count(), sa.func.coalesce(sa.func.sum(instances.c.vcpus), 0),
+    sa.func.coalesce(sa.func.sum(instances.c.memory_mb), 0),
+    *(_own_limit(r) for r in INSTANCE_RESOURCES)).where(
+    instances.c.project_id == sa.bindparam("w_project"), instances.c.deleted.is_(False)))
 _INSTANCE_USAGE = Prepared(sa.select(
     sa.func.count(), sa.func.coalesce(sa.func.sum(instances.c.vcpus), 0),
     sa.func.coalesce(sa.func.sum(instances.c.memory_mb), 0)).where(
@@ -69,8 +84,10 @@ class InstanceQuota:
         self.settings = settings
         self.project_id = project_id
         self.serialised = conn.dialect.name in _SERIALISED
-        self.limits = limits(conn, settings, project_id)
-        self.used = instance_usage(conn, project_id)
+        row = _INSTANCE_QUOTA.execute(conn, w_project=project_id).fetchone()
+        self.used = {"instances": int(row[0]), "cores": int(row[1]), "ram": int(row[2])}
+        self.limits = {res: int(getattr(settings, f"quota_{res}")) if own is None else own
+                       for res, own in zip(INSTANCE_RESOURCES, row[3:])}
         self.per = {"instances": 1, "cores": flavor["vcpus"], "ram": flavor["memory_mb"]}
 
     def allowed(self, min_count: int, max_count: int) -> int:

@@ -166,6 +166,28 @@ async def test_concurrent_creates_of_one_project_keep_the_quota(
     assert await db_count(cloud, instances, instances.c.deleted.is_(False)) == 5
 
 
+async def test_project_quota_override_limits_creates(admin: httpx.AsyncClient,
+                                                      demo: httpx.AsyncClient, image: str) -> None:
+    """A project's own limits (os-quota-sets) bound its creates; removing them
+    brings back the defaults (10 instances, 20 cores)."""
+    project = (await admin.get("/identity/v3/projects", params={"name": "demo"})).json()
+    quota_url = f"/compute/v2.1/os-quota-sets/{project['projects'][0]['id']}"
+    resp = await admin.put(quota_url, json={"quota_set": {"instances": 2, "cores": 100}})
+    assert resp.status_code == 200, resp.text
+    resp = await demo.post(SERVERS, json=server_body(image, min_count=3, max_count=3))
+    assert resp.status_code == 403, resp.text
+    assert resp.json()["forbidden"]["message"] == \
+        "Quota exceeded for instances: Requested 3, but already used 0 of 2 instances"
+    resp = await demo.post(SERVERS, json=server_body(image, min_count=1, max_count=5))
+    assert resp.status_code == 202, resp.text
+    assert len((await demo.get(SERVERS)).json()["servers"]) == 2
+    assert (await admin.delete(quota_url)).status_code == 204
+    resp = await demo.post(SERVERS, json=server_body(image, min_count=9, max_count=9))
+    assert resp.json()["forbidden"]["message"] == \
+        "Quota exceeded for instances: Requested 9, but already used 2 of 10 instances"
+    assert (await demo.post(SERVERS, json=server_body(image))).status_code == 202
+
+
 async def test_boot_from_an_image_shared_with_the_project(admin: httpx.AsyncClient,
                                                           demo: httpx.AsyncClient) -> None:
     """A shared image of another project boots once the caller's project is a member."""

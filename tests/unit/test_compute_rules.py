@@ -200,22 +200,27 @@ def _quota_settings(**limits: int) -> SimpleNamespace:
     return SimpleNamespace(**{f"quota_{r}": limits.get(r, -1) for r in quotas.ALL_RESOURCES})
 
 
-@pytest.mark.parametrize("limits, used, vcpus, added", [
-    ({"instances": 10, "cores": 4}, 3, 1, 1),  # fits
-    ({"instances": 10, "cores": 4}, 3, 1, 2),  # cores over
-    ({"instances": 2}, 3, 1, 1),  # the limit was lowered below the usage
-    ({"cores": 2}, 3, 0, 1),  # cores over before, the flavor adds none
-    ({"instances": 5, "ram": 2048}, 4, 1, 1),  # ram over (512 MB each)
+@pytest.mark.parametrize("limits, own, used, vcpus, added", [
+    ({"instances": 10, "cores": 4}, {}, 3, 1, 1),  # fits
+    ({"instances": 10, "cores": 4}, {}, 3, 1, 2),  # cores over
+    ({"instances": 2}, {}, 3, 1, 1),  # the limit was lowered below the usage
+    ({"cores": 2}, {}, 3, 0, 1),  # cores over before, the flavor adds none
+    ({"instances": 5, "ram": 2048}, {}, 4, 1, 1),  # ram over (512 MB each)
+    ({"instances": 10, "cores": 4}, {"cores": 10, "instances": 4}, 3, 1, 2),  # own limits
+    ({"instances": 1}, {"instances": -1, "key_pairs": 0}, 3, 1, 2),  # own: unlimited
 ])
 def test_recheck_from_the_count_is_a_recount(engine: sa.Engine, limits: dict[str, int],
-                                             used: int, vcpus: int, added: int) -> None:
+                                             own: dict[str, int], used: int, vcpus: int,
+                                             added: int) -> None:
     """Where the project is serialised, the check after the insert adds what was
-    inserted to the first count: the same outcome and message as counting again."""
-    project = f"rc-{abs(hash(repr((limits, used, vcpus, added))))}"
+    inserted to the first count (limits and usage read in one statement): the
+    same outcome and message as counting again with limits() and instance_usage()."""
+    project = f"rc-{abs(hash(repr((limits, own, used, vcpus, added))))}"
     settings = _quota_settings(**limits)
     outcomes = []
     for recount in (False, True):
         with engine.connect() as conn, conn.begin() as tx:
+            quotas.set_limits(conn, project, own)
             for i in range(used):
                 insert_instance(conn, f"{project}-{i}", project=project)
             quota = quotas.InstanceQuota(conn, settings, project, {"vcpus": vcpus,
