@@ -30,6 +30,8 @@ from cirrus.config import Settings
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
 from cirrus.db.engine import Database
+from cirrus.db.prepared import Prepared
+from cirrus.db.rows import PreparedRead, read_here
 from cirrus.exception import NotFound
 from cirrus.rpc import Transport
 from cirrus.service_models import services
@@ -39,6 +41,41 @@ IMAGE_SPEC_KEYS = ("id", "name", "status", "disk_format", "container_format", "s
 MAX_USERDATA_SIZE = 65535
 MAX_METADATA_ITEMS = 128
 GROUP_POLICIES = ("affinity", "anti-affinity", "soft-affinity", "soft-anti-affinity")
+
+# Every create writes these records: statements built once (cirrus/db/prepared.py).
+INSTANCE_COLUMNS = (
+    "uuid", "project_id", "user_id", "display_name", "display_description", "hostname",
+    "image_ref", "flavor", "vcpus", "memory_mb", "root_gb", "ephemeral_gb", "vm_state",
+    "task_state", "power_state", "availability_zone", "key_name", "key_data", "user_data",
+    "config_drive", "metadata", "system_metadata", "security_groups", "requested_networks",
+    "access_ip_v4", "access_ip_v6", "reservation_id", "launch_index", "locked", "progress",
+    "tags", "deleted", "created_at")
+BDM_COLUMNS = ("instance_uuid", "source_type", "destination_type", "image_id", "boot_index",
+               "device_name", "volume_size", "delete_on_termination", "created_at")
+
+
+def _insert_of(table: sa.Table, columns: tuple[str, ...]) -> sa.Insert:
+    """An INSERT of ``columns`` bound to parameters ``v_<column>``."""
+    return table.insert().values({c: sa.bindparam(f"v_{c}") for c in columns})
+
+
+def _params(row: dict[str, Any], columns: tuple[str, ...]) -> dict[str, Any]:
+    return {f"v_{c}": row[c] for c in columns}
+
+
+# RETURNING the id instead of reading the ids back afterwards.
+_INSERT_INSTANCE = Prepared(_insert_of(instances, INSTANCE_COLUMNS).returning(instances.c.id))
+_INSERT_INFO_CACHE = Prepared(_insert_of(instance_info_caches,
+                                         ("instance_uuid", "network_info", "created_at")))
+_INSERT_BDM = Prepared(_insert_of(block_device_mappings, BDM_COLUMNS))
+_INSERT_GROUP_MEMBER = Prepared(_insert_of(instance_group_members,
+                                           ("group_uuid", "instance_uuid")))
+_GROUP_MEMBERS_LIVE = Prepared(sa.select(sa.func.count()).select_from(instance_group_members).join(
+    instances, instances.c.uuid == instance_group_members.c.instance_uuid).where(
+    instance_group_members.c.group_uuid == sa.bindparam("w_group"),
+    instances.c.deleted.is_(False)))
+_COMPUTE_ZONES = PreparedRead(sa.select(services.c.host, services.c.availability_zone).where(
+    services.c.binary == "cirrus-compute"))
 
 
 @dataclass
@@ -66,6 +103,17 @@ class CreateRequest:
     access_ip_v6: str | None = None
     tags: list[str] = field(default_factory=list)
     hostname: str | None = None
+
+
+@dataclass
+class _Found:
+    """What the create's lookups found; an error in place of what failed."""
+
+    flavor: dict[str, Any] | None
+    image: dict[str, Any] | Exception | None
+    zone_error: Exception | None
+    key_data: str | Exception | None
+    group: dict[str, Any] | Exception | None
 
 
 def sanitize_hostname(name: str, default: str) -> str:
@@ -113,17 +161,20 @@ class API:
                                ) -> tuple[list[dict[str, Any]], str]:
         az, forced_host, forced_node = parse_availability_zone(
             ctx, req.availability_zone, self.settings.default_availability_zone)
-        # One read for every lookup; errors are raised in the order Nova checks.
-        flavor, zone_error, key_data, group = await self.db.read(
-            self._lookups, ctx, req, az, forced_host)
+        # One read for every lookup, image included (on SQLite in the loop's own
+        # thread: a few point reads cost less than the hop to a DB thread);
+        # errors are raised in the order Nova checks.
+        found = await read_here(self.db, self._lookups, ctx, req, self._boot_image_id(req),
+                                az, forced_host)
+        flavor = found.flavor
         if flavor is None:
             raise exc.FlavorNotFound(flavor_id=req.flavor_id)
         if flavor["disabled"]:
             raise exc.FlavorDisabled()
-        image_id = self._boot_image_id(req)
-        image = await self._checked_image(ctx, image_id, flavor) if image_id else None
-        if zone_error is not None:
-            raise zone_error
+        image = self._checked_image(found.image, flavor)
+        if found.zone_error is not None:
+            raise found.zone_error
+        key_data, group = found.key_data, found.group
         if isinstance(key_data, Exception):
             raise key_data
         self._check_user_data(req.user_data)
@@ -173,14 +224,16 @@ class API:
                 return bdm.get("uuid") or req.image_href
         return req.image_href or None
 
-    async def _checked_image(self, ctx: RequestContext, image_id: str,
-                             flavor: dict[str, Any]) -> dict[str, Any]:
-        try:
-            image = await self.images.get(ctx, image_id)
-        except NotFound:
-            raise exc.ImageNotFound(image_id=image_id) from None
+    @staticmethod
+    def _checked_image(image: dict[str, Any] | Exception | None,
+                       flavor: dict[str, Any]) -> dict[str, Any] | None:
+        """The boot image (or None) if the flavor can boot it; else the error."""
+        if image is None:
+            return None
+        if isinstance(image, Exception):
+            raise image
         if image.get("status") != "active":
-            raise exc.ImageNotActive(image_id=image_id)
+            raise exc.ImageNotActive(image_id=image["id"])
         if (image.get("min_ram") or 0) > flavor["memory_mb"]:
             raise exc.FlavorMemoryTooSmall()
         min_disk_gb = max(image.get("min_disk") or 0, -(-(image.get("size") or 0) // (1 << 30)))
@@ -189,25 +242,34 @@ class API:
         return image
 
     def _lookups(self, conn: sa.Connection, ctx: RequestContext, req: CreateRequest,
-                 az: str | None, forced_host: str | None) -> tuple[Any, Any, Any, Any]:
-        """(flavor, zone error, key data or error, group or error) in one transaction."""
+                 image_id: str | None, az: str | None, forced_host: str | None) -> "_Found":
+        """Flavor, image, zone, key pair and group in one transaction; errors
+        kept, to be raised in Nova's order."""
         def caught(fn: Any, *args: Any) -> Any:
             try:
                 return fn(conn, *args)
             except exc.CirrusException as error:
                 return error
-        return (get_flavor(conn, req.flavor_id),
-                caught(self._check_zone_and_host, az, forced_host),
-                caught(self._key_data, ctx.user_id, req.key_name),
-                caught(self._group, ctx, req.scheduler_hints.get("group")))
+        return _Found(flavor=get_flavor(conn, req.flavor_id),
+                      image=caught(self._image, ctx, image_id) if image_id else None,
+                      zone_error=caught(self._check_zone_and_host, az, forced_host),
+                      key_data=caught(self._key_data, ctx.user_id, req.key_name),
+                      group=caught(self._group, ctx, req.scheduler_hints.get("group")))
+
+    def _image(self, conn: sa.Connection, ctx: RequestContext, image_id: str) -> dict[str, Any]:
+        try:
+            return self.images.lookup(conn, ctx, image_id)
+        except NotFound:
+            raise exc.ImageNotFound(image_id=image_id) from None
 
     def _check_zone_and_host(self, conn: sa.Connection, az: str | None, host: str | None) -> None:
-        rows = conn.execute(sa.select(services.c.host, services.c.availability_zone).where(
-            services.c.binary == "cirrus-compute")).all()
-        if az and az != self.settings.default_availability_zone and \
-                az not in {r.availability_zone for r in rows}:
+        other_zone = bool(az) and az != self.settings.default_availability_zone
+        if not other_zone and not host:
+            return  # the default zone is always valid: nothing to look up
+        rows = _COMPUTE_ZONES.all(conn)
+        if other_zone and az not in {r["availability_zone"] for r in rows}:
             raise exc.InvalidAvailabilityZone()
-        if host and host not in {r.host for r in rows}:
+        if host and host not in {r["host"] for r in rows}:
             raise exc.ComputeHostNotFound(host=host)
 
     @staticmethod
@@ -245,12 +307,36 @@ class API:
                              flavor: dict[str, Any], image: dict[str, Any] | None, az: str,
                              key_data: str | None, group: dict[str, Any] | None,
                              reservation_id: str, max_count: int) -> list[dict[str, Any]]:
-        """All records of the request in one transaction, quota checked after insert."""
+        """All records of the request in one transaction, quota checked before
+        and after the insert."""
         assert ctx.project_id is not None and ctx.user_id is not None
-        quotas.lock_project(conn, ctx.project_id)
-        count = quotas.allowed_instances(conn, self.settings, ctx.project_id, flavor,
-                                         req.min_count, max_count)
+        quota = quotas.InstanceQuota(conn, self.settings, ctx.project_id, flavor)
+        count = quota.allowed(req.min_count, max_count)
         now = utcnow()
+        rows = self._instance_rows(ctx, req, flavor, image, az, key_data, reservation_id,
+                                   count, now)
+        for row in rows:
+            row["id"] = _INSERT_INSTANCE.execute(conn, **_params(row, INSTANCE_COLUMNS)
+                                                 ).fetchone()[0]
+        quota.recheck(conn, len(rows))
+        uuids = [r["uuid"] for r in rows]
+        for uuid in uuids:
+            _INSERT_INFO_CACHE.execute(conn, v_instance_uuid=uuid, v_network_info=[],
+                                       v_created_at=now)
+        bdms = self._bdm_rows(req, image, flavor, now)
+        for uuid in uuids:
+            for bdm in bdms:
+                _INSERT_BDM.execute(conn, **_params({**bdm, "instance_uuid": uuid}, BDM_COLUMNS))
+        if group is not None:
+            self._add_group_members(conn, group, uuids)
+        for uuid in uuids:
+            instance_actions.action_start(conn, ctx, uuid, "create")
+        return rows
+
+    def _instance_rows(self, ctx: RequestContext, req: CreateRequest, flavor: dict[str, Any],
+                       image: dict[str, Any] | None, az: str, key_data: str | None,
+                       reservation_id: str, count: int, now: Any) -> list[dict[str, Any]]:
+        """The instance records of a request for ``count`` servers."""
         snapshot = {k: flavor[k] for k in ("flavorid", "name", "vcpus", "memory_mb", "root_gb",
                                            "ephemeral_gb", "swap", "rxtx_factor", "extra_specs",
                                            "description")}
@@ -277,36 +363,16 @@ class API:
                 "reservation_id": reservation_id, "launch_index": index, "locked": False,
                 "progress": 0, "tags": list(req.tags), "deleted": False, "created_at": now,
             })
-        conn.execute(instances.insert(), rows)
-        quotas.recheck(conn, self.settings, ctx.project_id)
-        uuids = [r["uuid"] for r in rows]
-        conn.execute(instance_info_caches.insert(),
-                     [{"instance_uuid": u, "network_info": [], "created_at": now} for u in uuids])
-        bdms = self._bdm_rows(req, image, flavor, now)
-        if bdms:
-            conn.execute(block_device_mappings.insert(),
-                         [{**b, "instance_uuid": u} for u in uuids for b in bdms])
-        if group is not None:
-            self._add_group_members(conn, group, uuids)
-        for u in uuids:
-            instance_actions.action_start(conn, ctx, u, "create")
-        ids = dict(conn.execute(sa.select(instances.c.uuid, instances.c.id).where(
-            instances.c.uuid.in_(uuids))).all())
-        for r in rows:
-            r["id"] = ids[r["uuid"]]
         return rows
 
     def _add_group_members(self, conn: sa.Connection, group: dict[str, Any],
                            uuids: list[str]) -> None:
         limit = quotas.limits(conn, self.settings, group["project_id"])["server_group_members"]
-        current = conn.execute(sa.select(sa.func.count()).select_from(instance_group_members).join(
-            instances, instances.c.uuid == instance_group_members.c.instance_uuid).where(
-            instance_group_members.c.group_uuid == group["uuid"],
-            instances.c.deleted.is_(False))).scalar_one()
+        current = _GROUP_MEMBERS_LIVE.execute(conn, w_group=group["uuid"]).fetchone()[0]
         if limit >= 0 and current + len(uuids) > limit:
             raise exc.ServerGroupQuotaExceeded(resource="server_group_members")
-        conn.execute(instance_group_members.insert(),
-                     [{"group_uuid": group["uuid"], "instance_uuid": u} for u in uuids])
+        for uuid in uuids:
+            _INSERT_GROUP_MEMBER.execute(conn, v_group_uuid=group["uuid"], v_instance_uuid=uuid)
 
     @staticmethod
     def _system_metadata(image: dict[str, Any] | None) -> dict[str, Any]:

@@ -7,7 +7,8 @@ import sqlalchemy as sa
 
 from cirrus.compute.models import flavors
 from cirrus.db.base import utcnow
-from cirrus.db.engine import fetch_all, fetch_one
+from cirrus.db.engine import fetch_all
+from cirrus.db.rows import PreparedRead
 
 # (flavorid, name, vcpus, memory_mb, root_gb) as in OpenStack's classic set.
 DEFAULT_FLAVORS = (
@@ -31,8 +32,13 @@ def seed_default_flavors(conn: sa.Connection) -> None:
         for fid, name, vcpus, ram, disk in DEFAULT_FLAVORS])
 
 
+# Every create reads its flavor: built once.
+_FLAVOR = PreparedRead(sa.select(flavors).where(flavors.c.flavorid == sa.bindparam("flavorid")))
+
+
 def get_flavor(conn: sa.Connection, flavorid: str) -> dict[str, Any] | None:
-    return fetch_one(conn, sa.select(flavors).where(flavors.c.flavorid == flavorid))
+    """The flavor ``flavorid``, or None."""
+    return _FLAVOR.first(conn, flavorid=flavorid)
 
 
 def list_flavors(conn: sa.Connection) -> list[dict[str, Any]]:

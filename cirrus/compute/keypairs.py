@@ -13,7 +13,8 @@ from cirrus.compute import quotas
 from cirrus.compute.exception import InvalidKeypair, KeyPairExists, KeyPairMissing
 from cirrus.compute.models import key_pairs
 from cirrus.db.base import utcnow
-from cirrus.db.engine import fetch_all, fetch_one
+from cirrus.db.engine import fetch_all
+from cirrus.db.rows import PreparedRead
 from cirrus.exception import QuotaExceeded
 
 
@@ -68,9 +69,14 @@ def create(conn: sa.Connection, settings: Any, user_id: str, project_id: str, na
     return get(conn, user_id, name)
 
 
+# A create naming a key pair reads it: built once.
+_KEY_PAIR = PreparedRead(sa.select(key_pairs).where(key_pairs.c.user_id == sa.bindparam("user_id"),
+                                                    key_pairs.c.name == sa.bindparam("name")))
+
+
 def get(conn: sa.Connection, user_id: str, name: str) -> dict[str, Any]:
-    row = fetch_one(conn, sa.select(key_pairs).where(key_pairs.c.user_id == user_id,
-                                                     key_pairs.c.name == name))
+    """The key pair ``name`` of ``user_id``; KeyPairMissing if there is none."""
+    row = _KEY_PAIR.first(conn, user_id=user_id, name=name)
     if row is None:
         raise KeyPairMissing(name=name, user_id=user_id)
     return row

@@ -2,7 +2,10 @@
 
 Counting (instead of reserving) means nothing to leak: an instance that is
 deleted stops counting. The check runs inside the transaction that creates
-the records, after the insert, so concurrent creates cannot both pass.
+the records, with the project locked (SQLite: the one writer; PostgreSQL: an
+advisory lock), and again after the insert, so concurrent creates cannot both
+pass. Where the lock serialises the project, the check after the insert adds
+what was inserted to the first count instead of counting again.
 """
 from __future__ import annotations
 
@@ -20,9 +23,24 @@ ALL_RESOURCES = ("instances", "cores", "ram", "key_pairs", "server_groups",
                  "server_group_members")
 
 
-# Every create counts twice (before and after its insert): built once.
+# Built once: quota reads (limits, usage) come with every create.
 _LIMITS = Prepared(sa.select(quota_limits.c.resource, quota_limits.c.hard_limit).where(
     quota_limits.c.project_id == sa.bindparam("w_project")))
+
+
+def _own_limit(resource: str) -> sa.ScalarSelect[Any]:
+    return sa.select(quota_limits.c.hard_limit).where(
+        quota_limits.c.project_id == sa.bindparam("w_project"),
+        quota_limits.c.resource == resource).scalar_subquery()
+
+
+# A create's usage and the project's own limits of the instance resources (NULL
+# where it has none) in one statement.
+_INSTANCE_QUOTA = Prepared(sa.select(
+    sa.func.count(), sa.func.coalesce(sa.func.sum(instances.c.vcpus), 0),
+    sa.func.coalesce(sa.func.sum(instances.c.memory_mb), 0),
+    *(_own_limit(r) for r in INSTANCE_RESOURCES)).where(
+    instances.c.project_id == sa.bindparam("w_project"), instances.c.deleted.is_(False)))
 _INSTANCE_USAGE = Prepared(sa.select(
     sa.func.count(), sa.func.coalesce(sa.func.sum(instances.c.vcpus), 0),
     sa.func.coalesce(sa.func.sum(instances.c.memory_mb), 0)).where(
@@ -48,33 +66,73 @@ def lock_project(conn: sa.Connection, project_id: str) -> None:
         conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtext(:p))"), {"p": project_id})
 
 
+# Where no other transaction can add instances to a locked project between a
+# count and the commit: SQLite (one writer; its transactions are serialisable)
+# and PostgreSQL under lock_project's advisory lock.
+_SERIALISED = ("sqlite", "postgresql")
+
+
+class InstanceQuota:
+    """One create's quota check, in the transaction that inserts the records.
+
+    Locks the project and counts its usage once; :meth:`allowed` says how many
+    instances fit, :meth:`recheck` (after the insert) whether they still do."""
+
+    def __init__(self, conn: sa.Connection, settings: Any, project_id: str,
+                 flavor: dict[str, Any]) -> None:
+        lock_project(conn, project_id)
+        self.settings = settings
+        self.project_id = project_id
+        self.serialised = conn.dialect.name in _SERIALISED
+        row = _INSTANCE_QUOTA.execute(conn, w_project=project_id).fetchone()
+        self.used = {"instances": int(row[0]), "cores": int(row[1]), "ram": int(row[2])}
+        self.limits = {res: int(getattr(settings, f"quota_{res}")) if own is None else own
+                       for res, own in zip(INSTANCE_RESOURCES, row[3:])}
+        self.per = {"instances": 1, "cores": flavor["vcpus"], "ram": flavor["memory_mb"]}
+
+    def allowed(self, min_count: int, max_count: int) -> int:
+        """How many of ``max_count`` fit (≥ ``min_count``), else TooManyInstances (403)."""
+        lim, used, per = self.limits, self.used, self.per
+        fit = max_count
+        for res in INSTANCE_RESOURCES:
+            if lim[res] < 0 or per[res] == 0:
+                continue
+            fit = min(fit, max(0, (lim[res] - used[res]) // per[res]))
+        if fit >= min_count:
+            return fit
+        overs = [r for r in INSTANCE_RESOURCES
+                 if lim[r] >= 0 and used[r] + per[r] * min_count > lim[r]]
+        first = overs[0]
+        raise TooManyInstances(overs=", ".join(overs), req=per[first] * min_count,
+                               used=used[first], allowed=lim[first])
+
+    def recheck(self, conn: sa.Connection, added: int) -> None:
+        """After inserting ``added`` instances: still within limits? Raises
+        TooManyInstances if not. Where the project is serialised the count after
+        the insert is the count before plus what was added, so it is not read
+        again; elsewhere it is counted anew."""
+        if not self.serialised:
+            recheck(conn, self.settings, self.project_id)
+            return
+        _check_within(self.limits, {r: self.used[r] + self.per[r] * added
+                                    for r in INSTANCE_RESOURCES})
+
+
 def allowed_instances(conn: sa.Connection, settings: Any, project_id: str, flavor: dict[str, Any],
                       min_count: int, max_count: int) -> int:
     """How many of ``max_count`` fit (≥ ``min_count``), else TooManyInstances (403)."""
-    lim = limits(conn, settings, project_id)
-    used = instance_usage(conn, project_id)
-    per = {"instances": 1, "cores": flavor["vcpus"], "ram": flavor["memory_mb"]}
-    fit = max_count
+    return InstanceQuota(conn, settings, project_id, flavor).allowed(min_count, max_count)
+
+
+def _check_within(lim: dict[str, int], used: dict[str, int]) -> None:
     for res in INSTANCE_RESOURCES:
-        if lim[res] < 0 or per[res] == 0:
-            continue
-        fit = min(fit, max(0, (lim[res] - used[res]) // per[res]))
-    if fit >= min_count:
-        return fit
-    overs = [r for r in INSTANCE_RESOURCES
-             if lim[r] >= 0 and used[r] + per[r] * min_count > lim[r]]
-    first = overs[0]
-    raise TooManyInstances(overs=", ".join(overs), req=per[first] * min_count,
-                           used=used[first], allowed=lim[first])
+        if lim[res] >= 0 and used[res] > lim[res]:
+            raise TooManyInstances(overs=res, req=used[res], used=used[res], allowed=lim[res])
 
 
 def recheck(conn: sa.Connection, settings: Any, project_id: str) -> None:
     """After inserting: still within limits? Raises TooManyInstances if not."""
-    lim = limits(conn, settings, project_id)
-    used = instance_usage(conn, project_id)
-    for res in INSTANCE_RESOURCES:
-        if lim[res] >= 0 and used[res] > lim[res]:
-            raise TooManyInstances(overs=res, req=used[res], used=used[res], allowed=lim[res])
+    _check_within(limits(conn, settings, project_id), instance_usage(conn, project_id))
 
 
 def usage(conn: sa.Connection, project_id: str, user_id: str | None) -> dict[str, int]:

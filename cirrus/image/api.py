@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid as uuidlib
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
 import sqlalchemy as sa
 
@@ -16,6 +16,8 @@ from cirrus.config import Settings
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
 from cirrus.db.engine import Database, fetch_all, fetch_one
+from cirrus.db.prepared import Prepared
+from cirrus.db.rows import PreparedRead
 from cirrus.image import exception as exc
 from cirrus.image.models import image_members, images
 from cirrus.image.store import ImageStore
@@ -33,12 +35,22 @@ WRITABLE_CORE = ("name", "visibility", "protected", "min_disk", "min_ram", "disk
                  "container_format", "tags")
 
 
-def _visible(ctx: RequestContext, image: dict[str, Any], members: dict[str, str]) -> bool:
+def _visible(ctx: RequestContext, image: dict[str, Any], is_member: Callable[[], bool]) -> bool:
+    """Glance's rule; ``is_member`` (is the caller's project a member?) is asked
+    only for a shared image of another project."""
     if ctx.is_admin or image["visibility"] in ("public", "community"):
         return True
     if image["owner"] == ctx.project_id:
         return True
-    return image["visibility"] == "shared" and ctx.project_id in members
+    return image["visibility"] == "shared" and is_member()
+
+
+# Every boot reads its image: statements built once.
+_IMAGE = PreparedRead(sa.select(images).where(images.c.id == sa.bindparam("image_id"),
+                                              images.c.deleted.is_(False)))
+_MEMBER = Prepared(sa.select(image_members.c.member_id).where(
+    image_members.c.image_id == sa.bindparam("image_id"),
+    image_members.c.member_id == sa.bindparam("member_id")))
 
 
 def _validate_core(values: dict[str, Any]) -> None:
@@ -71,19 +83,17 @@ class ImageAPI:
 
     # -- read ------------------------------------------------------------------
     @staticmethod
-    def _load(conn: sa.Connection, image_id: str) -> tuple[dict[str, Any] | None, dict[str, str]]:
-        row = fetch_one(conn, sa.select(images).where(images.c.id == image_id,
-                                                      images.c.deleted.is_(False)))
-        members = {r["member_id"]: r["status"] for r in fetch_all(
-            conn, sa.select(image_members).where(image_members.c.image_id == image_id))}
-        return row, members
+    def lookup(conn: sa.Connection, ctx: RequestContext, image_id: str) -> dict[str, Any]:
+        """:meth:`get` in the caller's transaction."""
+        row = _IMAGE.first(conn, image_id=image_id)
+        if row is None or not _visible(ctx, row, lambda: _MEMBER.execute(
+                conn, image_id=image_id, member_id=ctx.project_id).fetchone() is not None):
+            raise exc.ImageNotFound(image_id=image_id)
+        return row
 
     async def get(self, ctx: RequestContext, image_id: str) -> dict[str, Any]:
         """The image record; ImageNotFound (404) if missing or not visible."""
-        row, members = await self.db.read(self._load, image_id)
-        if row is None or not _visible(ctx, row, members):
-            raise exc.ImageNotFound(image_id=image_id)
-        return row
+        return await self.db.read(self.lookup, ctx, image_id)
 
     async def _owned(self, ctx: RequestContext, image_id: str) -> dict[str, Any]:
         row = await self.get(ctx, image_id)

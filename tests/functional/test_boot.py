@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from cirrus.bootstrap import Cloud
-from cirrus.compute.models import allocations, compute_nodes
+from cirrus.compute.models import allocations, compute_nodes, instances
 from cirrus.virt.fake import fail_on_host, hang
 from tests.conftest import Api
 from tests.functional.servers import (create_server, db_count, fake_drivers, server_body,
@@ -144,6 +144,79 @@ async def test_quota_exceeded_is_403_naming_the_quota(api: Api, demo: httpx.Asyn
     resp = await demo.post(SERVERS, json=server_body(image, min_count=1, max_count=15))
     assert resp.status_code == 202
     assert len((await demo.get(SERVERS)).json()["servers"]) == 10
+
+
+@pytest.mark.parametrize("settings_overrides", [{"quota_instances": 5}])
+async def test_concurrent_creates_of_one_project_keep_the_quota(
+        cloud: Cloud, demo: httpx.AsyncClient, image: str) -> None:
+    """20 creates of one project at once against an instances quota of 5: exactly
+    5 are accepted, each other one gets the 403 naming the quota, used in full."""
+    resps = await asyncio.gather(*[demo.post(SERVERS, json=server_body(image, name=f"q{i}"))
+                                   for i in range(20)])
+    assert sorted(r.status_code for r in resps) == [202] * 5 + [403] * 15, \
+        [r.text for r in resps if r.status_code not in (202, 403)]
+    for resp in resps:
+        if resp.status_code == 403:
+            assert resp.json() == {"forbidden": {"code": 403, "message": (
+                "Quota exceeded for instances: Requested 1, but already used 5 of 5 instances")}}
+    assert await db_count(cloud, instances, instances.c.deleted.is_(False)) == 5
+    # A multi-create asking for at least one more is refused as a whole.
+    resp = await demo.post(SERVERS, json=server_body(image, min_count=1, max_count=3))
+    assert resp.status_code == 403, resp.text
+    assert await db_count(cloud, instances, instances.c.deleted.is_(False)) == 5
+
+
+async def test_project_quota_override_limits_creates(admin: httpx.AsyncClient,
+                                                      demo: httpx.AsyncClient, image: str) -> None:
+    """A project's own limits (os-quota-sets) bound its creates; removing them
+    brings back the defaults (10 instances, 20 cores)."""
+    project = (await admin.get("/identity/v3/projects", params={"name": "demo"})).json()
+    quota_url = f"/compute/v2.1/os-quota-sets/{project['projects'][0]['id']}"
+    resp = await admin.put(quota_url, json={"quota_set": {"instances": 2, "cores": 100}})
+    assert resp.status_code == 200, resp.text
+    resp = await demo.post(SERVERS, json=server_body(image, min_count=3, max_count=3))
+    assert resp.status_code == 403, resp.text
+    assert resp.json()["forbidden"]["message"] == \
+        "Quota exceeded for instances: Requested 3, but already used 0 of 2 instances"
+    resp = await demo.post(SERVERS, json=server_body(image, min_count=1, max_count=5))
+    assert resp.status_code == 202, resp.text
+    assert len((await demo.get(SERVERS)).json()["servers"]) == 2
+    assert (await admin.delete(quota_url)).status_code == 204
+    resp = await demo.post(SERVERS, json=server_body(image, min_count=9, max_count=9))
+    assert resp.json()["forbidden"]["message"] == \
+        "Quota exceeded for instances: Requested 9, but already used 2 of 10 instances"
+    assert (await demo.post(SERVERS, json=server_body(image))).status_code == 202
+
+
+async def test_boot_from_an_image_shared_with_the_project(admin: httpx.AsyncClient,
+                                                          demo: httpx.AsyncClient) -> None:
+    """A shared image of another project boots once the caller's project is a member."""
+    image = await upload_image(admin, name="shared", visibility="shared")
+    resp = await demo.post(SERVERS, json=server_body(image))
+    assert resp.status_code == 400, resp.text
+    assert resp.json()["badRequest"]["message"] == "Can not find requested image"
+    projects = (await admin.get("/identity/v3/projects", params={"name": "demo"})).json()
+    member = await admin.post(f"/image/v2/images/{image}/members",
+                              json={"member": projects["projects"][0]["id"]})
+    assert member.status_code == 200, member.text
+    created = await create_server(demo, server_body(image))
+    assert (await wait_for_status(demo, created["id"], {"ACTIVE", "ERROR"}))["status"] == "ACTIVE"
+
+
+@pytest.mark.parametrize("zone, message", [
+    ("nova", None), ("atlantis", "The requested availability zone is not available"),
+    ("nova:compute2", None), ("nova:nowhere", "Compute host nowhere could not be found."),
+    (":compute1", None),
+])
+async def test_zone_and_forced_host_checks(admin: httpx.AsyncClient, zone: str,
+                                           message: str | None) -> None:
+    image = await upload_image(admin, name="pub", visibility="public")
+    resp = await admin.post(SERVERS, json=server_body(image, availability_zone=zone))
+    if message is None:
+        assert resp.status_code == 202, resp.text
+    else:
+        assert resp.status_code == 400, resp.text
+        assert resp.json()["badRequest"]["message"] == message
 
 
 async def test_no_valid_host_fault_names_the_filter(cloud: Cloud, demo: httpx.AsyncClient,

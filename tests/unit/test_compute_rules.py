@@ -194,3 +194,118 @@ async def test_vif_plugged_event_ends_the_wait() -> None:
     async with api.wait_for_vif_plugged({"uuid": "i1"}, [{"id": "p1", "active": False}]):
         asyncio.get_running_loop().call_later(0.01, events.deliver, {
             "name": "network-vif-plugged", "tag": "p1", "server_uuid": "i1", "status": "completed"})
+
+
+def _quota_settings(**limits: int) -> SimpleNamespace:
+    return SimpleNamespace(**{f"quota_{r}": limits.get(r, -1) for r in quotas.ALL_RESOURCES})
+
+
+@pytest.mark.parametrize("limits, own, used, vcpus, added", [
+    ({"instances": 10, "cores": 4}, {}, 3, 1, 1),  # fits
+    ({"instances": 10, "cores": 4}, {}, 3, 1, 2),  # cores over
+    ({"instances": 2}, {}, 3, 1, 1),  # the limit was lowered below the usage
+    ({"cores": 2}, {}, 3, 0, 1),  # cores over before, the flavor adds none
+    ({"instances": 5, "ram": 2048}, {}, 4, 1, 1),  # ram over (512 MB each)
+    ({"instances": 10, "cores": 4}, {"cores": 10, "instances": 4}, 3, 1, 2),  # own limits
+    ({"instances": 1}, {"instances": -1, "key_pairs": 0}, 3, 1, 2),  # own: unlimited
+])
+def test_recheck_from_the_count_is_a_recount(engine: sa.Engine, limits: dict[str, int],
+                                             own: dict[str, int], used: int, vcpus: int,
+                                             added: int) -> None:
+    """Where the project is serialised, the check after the insert adds what was
+    inserted to the first count (limits and usage read in one statement): the
+    same outcome and message as counting again with limits() and instance_usage()."""
+    project = f"rc-{abs(hash(repr((limits, own, used, vcpus, added))))}"
+    settings = _quota_settings(**limits)
+    outcomes = []
+    for recount in (False, True):
+        with engine.connect() as conn, conn.begin() as tx:
+            quotas.set_limits(conn, project, own)
+            for i in range(used):
+                insert_instance(conn, f"{project}-{i}", project=project)
+            quota = quotas.InstanceQuota(conn, settings, project, {"vcpus": vcpus,
+                                                                   "memory_mb": 512})
+            assert quota.serialised  # SQLite
+            quota.serialised = not recount
+            for i in range(added):
+                insert_instance(conn, f"{project}-new-{i}", project=project, vcpus=vcpus)
+            try:
+                quota.recheck(conn, added)
+                outcomes.append(None)
+            except exc.TooManyInstances as error:
+                outcomes.append(error.format_message())
+            tx.rollback()
+    assert outcomes[0] == outcomes[1]
+
+
+def test_recheck_counts_again_where_not_serialised(engine: sa.Engine) -> None:
+    """Without the project's lock (another database) the check after the insert
+    reads the usage again, so it sees instances other transactions added."""
+    settings = _quota_settings(instances=1)
+    with engine.connect() as conn, conn.begin() as tx:
+        quota = quotas.InstanceQuota(conn, settings, "p-unlocked", {"vcpus": 1, "memory_mb": 1})
+        assert quota.allowed(1, 1) == 1
+        insert_instance(conn, "p-unlocked-other", project="p-unlocked")  # "someone else's"
+        insert_instance(conn, "p-unlocked-mine", project="p-unlocked")
+        quota.recheck(conn, 1)  # from the count: 0 + 1 fits
+        quota.serialised = False
+        with pytest.raises(exc.TooManyInstances, match="Requested 2, but already used 2 of 1 instances"):
+            quota.recheck(conn, 1)
+        tx.rollback()
+
+
+def _raw_row(conn: sa.Connection, table: sa.Table, where: Any, skip: tuple[str, ...]) -> dict:
+    row = conn.execute(sa.select(*(sa.type_coerce(c, sa.String) for c in table.columns))
+                       .where(where)).one()
+    return {c.name: v for c, v in zip(table.columns, row) if c.name not in skip}
+
+
+def test_provisioning_stores_what_core_inserts_store(engine: sa.Engine) -> None:
+    """The prepared inserts of a create store the same column values as SQLAlchemy's
+    own insert of the same records, and the ids they return are the rows' ids."""
+    from cirrus.compute.api import API, CreateRequest
+    from cirrus.compute.models import block_device_mappings, instance_info_caches
+    from cirrus.context import RequestContext
+
+    compute = API(_quota_settings(), None, None, None, None)  # type: ignore[arg-type]
+    ctx = RequestContext(user_id="u", project_id="p-prov")
+    req = CreateRequest(name="web", flavor_id="1", image_href="img", max_count=3,
+                        metadata={"k": "v"}, tags=["t"], requested_networks=None)
+    flavor = {"flavorid": "1", "name": "m1.tiny", "vcpus": 1, "memory_mb": 512, "root_gb": 1,
+              "ephemeral_gb": 0, "swap": 0, "rxtx_factor": 1.0, "extra_specs": {"a": "b"},
+              "description": None}
+    image = {"id": "img", "properties": {"os": "x"}, "disk_format": "raw", "min_ram": 0}
+    with engine.connect() as conn, conn.begin() as tx:
+        rows = compute._provision_instances(conn, ctx, req, flavor, image, "nova", None, None,
+                                            "r-1", 3)
+        assert [r["display_name"] for r in rows] == ["web-1", "web-2", "web-3"]
+        twin = dict(rows[0], uuid="twin-of-web-1")
+        twin.pop("id")
+        conn.execute(instances.insert(), [twin])
+        conn.execute(instance_info_caches.insert(), [{"instance_uuid": "twin-of-web-1",
+                                                      "network_info": [],
+                                                      "created_at": rows[0]["created_at"]}])
+        bdm = {**API._bdm_rows(req, image, flavor, rows[0]["created_at"])[0],
+               "instance_uuid": "twin-of-web-1"}
+        conn.execute(block_device_mappings.insert(), [bdm])
+        for table, key, skip in ((instances, instances.c.uuid, ("id", "uuid")),
+                                 (instance_info_caches, instance_info_caches.c.instance_uuid,
+                                  ("instance_uuid",)),
+                                 (block_device_mappings, block_device_mappings.c.instance_uuid,
+                                  ("id", "instance_uuid"))):
+            assert _raw_row(conn, table, key == rows[0]["uuid"], skip) == \
+                _raw_row(conn, table, key == "twin-of-web-1", skip)
+        for row in rows:
+            assert conn.execute(sa.select(instances.c.id).where(
+                instances.c.uuid == row["uuid"])).scalar_one() == row["id"]
+        tx.rollback()
+
+
+def test_generated_passwords_are_base62_of_the_length() -> None:
+    from cirrus.api.compute.server_schema import PASSWORD_ALPHABET, generate_password
+
+    seen = {generate_password() for _ in range(200)}
+    assert len(seen) == 200
+    assert all(len(p) == 12 and set(p) <= set(PASSWORD_ALPHABET) for p in seen)
+    assert set("".join(seen)) == set(PASSWORD_ALPHABET)  # 2,400 draws reach all 62
+    assert len(generate_password(30)) == 30

@@ -33,12 +33,14 @@ async def create(request: Request) -> Response:
     if want_reservation:
         return reply({"reservation_id": reservation_id}, status=202)
     row = rows[0]
-    server = {"id": row["uuid"], "links": views.links(_base(request), "servers", row["uuid"]),
+    base = _base(request)
+    server = {"id": row["uuid"], "links": views.links(base, "servers", row["uuid"]),
               "OS-DCF:diskConfig": "MANUAL",
               "security_groups": [{"name": n} for n in row["security_groups"]],
               "adminPass": req.admin_password}
-    return reply({"server": server}, status=202,
-                 headers={"Location": f"{_base(request)}/compute/v2.1/servers/{row['uuid']}"})
+    # fast_reply: the same bytes as reply (no floats in this body), encoded in C.
+    return fast_reply({"server": server}, status=202,
+                      headers={"Location": f"{base}/compute/v2.1/servers/{row['uuid']}"})
 
 
 def _list_query(request: Request, ctx: Any) -> queries.ListQuery:
