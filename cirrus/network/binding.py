@@ -10,8 +10,8 @@ from cirrus.context import RequestContext, admin_context
 from cirrus.db.base import utcnow
 from cirrus.db.engine import Database, fetch_one
 from cirrus.network.backends.base import HostBackend
-from cirrus.network.models import networks, ports
-from cirrus.network.networks import subnets_of
+from cirrus.network.models import ports
+from cirrus.network.networks import network_by_id, subnets_of
 
 LOG = logging.getLogger(__name__)
 EventSink = Callable[[RequestContext, list[dict[str, Any]]], Awaitable[Any]]
@@ -24,8 +24,11 @@ def _activate(conn: sa.Connection, port_id: str) -> dict[str, Any] | None:
 
 
 def _context_of(conn: sa.Connection, port: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    network = fetch_one(conn, sa.select(networks).where(networks.c.id == port["network_id"])) or {}
-    return network, subnets_of(conn, [port["network_id"]])
+    return _network_of(conn, port), subnets_of(conn, [port["network_id"]])
+
+
+def _network_of(conn: sa.Connection, port: dict[str, Any]) -> dict[str, Any]:
+    return network_by_id(conn, port["network_id"]) or {}
 
 
 class Binder:
@@ -60,8 +63,8 @@ class Binder:
     async def unbound(self, port: dict[str, Any]) -> None:
         if self.backend is None:
             return
-        network, _ = await self.db.read(_context_of, port)
-        await self.backend.port_unbound(port, network)
+        # An unbind needs the network only (one read, not the subnets too).
+        await self.backend.port_unbound(port, await self.db.read(_network_of, port))
 
     async def port_up(self, port_id: str) -> None:
         """The device of ``port_id`` is up: ACTIVE, then ``network-vif-plugged``."""

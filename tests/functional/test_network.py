@@ -227,3 +227,40 @@ async def test_interface_attach_and_detach(demo: httpx.AsyncClient, image: str) 
     assert set(server["addresses"]) == {"if-a"}
     assert (await demo.get(f"{NET}/ports/{attached['port_id']}")).status_code == 404
     assert (await demo.delete(f"{url}/{attached['port_id']}")).status_code == 404
+
+
+async def test_new_ports_info_cache_is_what_a_rebuild_gives(cloud: Cloud, demo: httpx.AsyncClient,
+                                                           image: str,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The info model of ports just created is built from what the transaction
+    wrote, not read back: it must equal the model rebuilt from the database.
+    An instance with another port already is built from the database."""
+    from cirrus.network.api import API, _cache_of, make_network_api
+
+    net = await make_net(demo, "fresh", "10.51.0.0/24")
+    resp = await demo.post(f"{NET}/subnets", json={"subnet": {
+        "network_id": net["id"], "cidr": "fd00:51::/64", "ip_version": 6}})
+    assert resp.status_code == 201, resp.text
+    created = await create_server(demo, server_body(image, networks="none"))
+    await wait_for_status(demo, created["id"], {"ACTIVE"})
+    identity = cloud.state["identity"]
+    ctx = identity.context_for(await identity.validate(demo.headers["X-Auth-Token"]), "")
+    instance = {"uuid": created["id"], "project_id": ctx.project_id,
+                "availability_zone": "nova", "hostname": "x"}
+    rebuilt: list[str] = []
+    general = API._build_network_info_model
+    monkeypatch.setattr(API, "_build_network_info_model", staticmethod(
+        lambda conn, uuid, *args: rebuilt.append(uuid) or general(conn, uuid, *args)))
+    api = make_network_api(cloud.settings, cloud.db, "compute1", None)
+    requested = [{"network_id": net["id"]}, {"network_id": net["id"]}]
+    info = await api.allocate_for_instance(ctx, instance, requested_networks=requested,
+                                           bind_host_id="compute1")
+    assert rebuilt == []
+    assert [len(vif["network"]["subnets"]) for vif in info] == [2, 2]
+    assert await cloud.db.read(_cache_of, created["id"]) == list(info)
+    assert list(await api.get_instance_nw_info(ctx, instance)) == list(info)
+    more = await api.allocate_for_instance(ctx, instance, requested_networks=[requested[0]],
+                                           bind_host_id="compute1")
+    assert rebuilt == [created["id"], created["id"]]  # the rebuild above, then this one
+    assert [vif["id"] for vif in more][:2] == [vif["id"] for vif in info] and len(more) == 3
+    assert await cloud.db.read(_cache_of, created["id"]) == list(more)
