@@ -321,12 +321,17 @@ class API:
     # -- deallocate ------------------------------------------------------------------
     async def deallocate_for_instance(self, ctx: RequestContext, instance: dict[str, Any],
                                       requested_networks: Any = None) -> None:
-        """Delete created ports; only unbind the ones the user brought."""
-        preserved = {r["port_id"] for r in requested_networks or [] if r.get("port_id")}
-        cache = await self.db.read(_cache_of, instance["uuid"])
-        preserved |= {vif["id"] for vif in cache if vif.get("preserve_on_delete")}
+        """Delete created ports; only unbind the ones the user brought.
 
-        def release(conn: sa.Connection) -> list[dict[str, Any]]:
+        One unit of work: the info cache (which ports to preserve) is read in
+        the transaction that releases the ports, and so are the networks the
+        host backend is told of, instead of a read before and one per port
+        after (each a hop to a DB thread)."""
+        requested = {r["port_id"] for r in requested_networks or [] if r.get("port_id")}
+
+        def release(conn: sa.Connection) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+            cache = _cache_of(conn, instance["uuid"])
+            preserved = requested | {v["id"] for v in cache if v.get("preserve_on_delete")}
             rows = []
             for port in port_db.ports_of_device(conn, instance["uuid"]):
                 if port["id"] in preserved:
@@ -335,9 +340,19 @@ class API:
                 else:  # the row was just read (and an elevated context owns every port)
                     rows.append(port_db.delete_port_row(conn, port))
             _STORE_CACHE.execute(conn, w_uuid=instance["uuid"], v_info=[], v_now=utcnow())
-            return rows
-        for port in await self.db.run(release):
-            await self.binder.unbound(port)
+            return rows, self._networks_to_tell(conn, rows)
+        rows, nets = await self.db.run(release)
+        for port in rows:
+            await self.binder.unbound(port, nets.get(port["network_id"]))
+
+    def _networks_to_tell(self, conn: sa.Connection,
+                          rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """The networks of ``rows`` by id, for the host backend's unbind (none
+        without a backend: nothing will be told)."""
+        if self.binder.backend is None:
+            return {}
+        return {net_id: network_by_id(conn, net_id) or {}
+                for net_id in {r["network_id"] for r in rows}}
 
     # -- get_instance_nw_info (seed 002) -----------------------------------------
     async def get_instance_nw_info(self, ctx: RequestContext, instance: dict[str, Any],

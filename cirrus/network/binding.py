@@ -60,11 +60,13 @@ class Binder:
         network, subnets = context or await self.db.read(_context_of, port)
         await self.backend.port_bound(port, network, subnets)
 
-    async def unbound(self, port: dict[str, Any]) -> None:
+    async def unbound(self, port: dict[str, Any], network: dict[str, Any] | None = None) -> None:
+        """``network``: the port's network when the caller has it."""
         if self.backend is None:
             return
-        # An unbind needs the network only (one read, not the subnets too).
-        await self.backend.port_unbound(port, await self.db.read(_network_of, port))
+        if network is None:  # an unbind needs the network only, not the subnets
+            network = await self.db.read(_network_of, port)
+        await self.backend.port_unbound(port, network)
 
     async def port_up(self, port_id: str) -> None:
         """The device of ``port_id`` is up: ACTIVE, then ``network-vif-plugged``."""

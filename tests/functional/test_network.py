@@ -264,3 +264,35 @@ async def test_new_ports_info_cache_is_what_a_rebuild_gives(cloud: Cloud, demo: 
     assert rebuilt == [created["id"], created["id"]]  # the rebuild above, then this one
     assert [vif["id"] for vif in more][:2] == [vif["id"] for vif in info] and len(more) == 3
     assert await cloud.db.read(_cache_of, created["id"]) == list(more)
+
+
+async def test_deallocate_keeps_the_preserved_port_and_tells_the_backend(
+        cloud: Cloud, demo: httpx.AsyncClient, image: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One unit of work releases the ports: the info cache says which port the
+    user brought (kept, unbound), the backend gets each port's network from
+    that unit (no read per port)."""
+    from cirrus.network.api import _cache_of, make_network_api
+
+    net = await make_net(demo, "dealloc", "10.52.0.0/24")
+    mine = (await make_port(demo, net["id"], name="user-port")).json()["port"]
+    created = await create_server(demo, server_body(image, networks="none"))
+    await wait_for_status(demo, created["id"], {"ACTIVE"})
+    identity = cloud.state["identity"]
+    ctx = identity.context_for(await identity.validate(demo.headers["X-Auth-Token"]), "")
+    instance = {"uuid": created["id"], "project_id": ctx.project_id,
+                "availability_zone": "nova", "hostname": "x"}
+    api = make_network_api(cloud.settings, cloud.db, "compute1", None)
+    info = await api.allocate_for_instance(ctx, instance, requested_networks=[
+        {"port_id": mine["id"]}, {"network_id": net["id"]}], bind_host_id="compute1")
+    assert [vif["preserve_on_delete"] for vif in info] == [True, False]
+    told: list[tuple[str, str]] = []
+
+    async def port_unbound(port: dict[str, Any], network: dict[str, Any]) -> None:
+        told.append((port["id"], network["id"]))
+    monkeypatch.setattr(api.binder.backend, "port_unbound", port_unbound)
+    monkeypatch.setattr(api.binder, "db", None)  # any read of the binder's would fail
+    await api.deallocate_for_instance(ctx, instance)
+    assert sorted(told) == sorted([(mine["id"], net["id"]), (info[1]["id"], net["id"])])
+    left = (await demo.get(f"{NET}/ports", params={"network_id": net["id"]})).json()["ports"]
+    assert [(p["id"], p["device_id"], p["binding:host_id"]) for p in left] == [(mine["id"], "", "")]
+    assert await cloud.db.read(_cache_of, created["id"]) == []
