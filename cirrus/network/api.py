@@ -120,50 +120,82 @@ class API:
                                     security_groups: list[str] | None = None,
                                     bind_host_id: str | None = None,
                                     macs: set[str] | None = None) -> NetworkInfo:
-        """Create or bind the instance's ports; on any failure, nothing stays."""
-        project_id = instance["project_id"]
+        """Create or bind the instance's ports; on any failure, nothing stays.
+
+        One unit of work checks the request (ports, networks; the project's
+        auto network, created on first use) and creates and binds the ports:
+        no read of its own before the write (a hop to a DB thread and back
+        cost more than the read). A request that fails its checks changes
+        nothing and rolls nothing back; any later failure rolls back as before.
+        """
         requests = list(requested_networks or [])
         if requests and requests[0].get("network_id") == "none":
             return NetworkInfo()
-        found = None
-        if requests and requests[0].get("network_id") == "auto":
-            # Created once per project: look first (with the networks, one read),
-            # so a boot costs no write.
-            found = await self.db.read(self._auto_requests_and_networks, ctx, instance)
-            if found is None:
-                net = await self.db.run(get_or_create_auto_network, self.settings, project_id)
-                requests = [{"network_id": net["id"], "port_id": None, "fixed_ip": None}]
-        if found is not None:
-            requests, (ordered, preexisting, nets) = found
-        else:
-            ordered, preexisting, nets = await self.db.read(self._requests_and_networks, ctx,
-                                                            instance, requests)
-        if not requests:
-            if not nets:
-                return NetworkInfo()  # nothing requested, nothing available
-            if len(nets) > 1:
-                raise exc.NetworkAmbiguous()
-            requests = [{"network_id": nets[0]["id"], "port_id": None, "fixed_ip": None}]
-            ordered = [None]
-        by_id = {n["id"]: n for n in nets}
-        for net in nets:
-            if net["router_external"] and not net["shared"] and not ctx.is_admin:
-                raise exc.ExternalNetworkAttachForbidden(network_uuid=net["id"])
         created: list[str] = []
+        checked: dict[str, list[str]] = {}  # "preexisting": the ports given, once checked
         try:
             # Seed 001 creates the ports, then updates them with the binding; one
             # transaction does both here, so a failure inside leaves nothing. The
             # same transaction stores the info cache (get_instance_nw_info).
             async with self._locks[instance["uuid"]]:
                 bound, info = await self.db.run(
-                    self._create_and_update_ports, ctx, instance, requests, ordered, by_id,
-                    security_groups or ["default"], bind_host_id, created, set(preexisting))
+                    self._allocate, ctx, instance, requests, security_groups or ["default"],
+                    bind_host_id, created, checked)
             for port, network, subnets in bound:
                 await self.binder.bound(port, (network, subnets))
         except BaseException:
-            await self._rollback(ctx, instance["uuid"], created, preexisting)
+            if "preexisting" in checked:
+                await self._rollback(ctx, instance["uuid"], created, checked["preexisting"])
             raise
         return info
+
+    def _allocate(self, conn: sa.Connection, ctx: RequestContext, instance: dict[str, Any],
+                  requests: list[dict[str, Any]], security_groups: list[str], host: str | None,
+                  created: list[str], checked: dict[str, list[str]]
+                  ) -> tuple[list[tuple[Any, Any, Any]], NetworkInfo]:
+        """The allocation's unit of work: ``_checked_requests``, then
+        ``_create_and_update_ports``; ``checked`` gets the given ports once the
+        request passed its checks."""
+        found = self._checked_requests(conn, ctx, instance, requests)
+        if found is None:
+            return [], NetworkInfo()  # nothing requested, nothing available
+        requests, ordered, preexisting, nets = found
+        checked["preexisting"] = preexisting
+        return self._create_and_update_ports(
+            conn, ctx, instance, requests, ordered, {n["id"]: n for n in nets}, security_groups,
+            host, created, set(preexisting))
+
+    def _checked_requests(self, conn: sa.Connection, ctx: RequestContext,
+                          instance: dict[str, Any], requests: list[dict[str, Any]]
+                          ) -> tuple[list[dict[str, Any]], list[str | None], list[str],
+                                     list[dict[str, Any]]] | None:
+        """The requests (``auto`` resolved to the project's network, nothing
+        requested to the one network available), the requested port ids in
+        order, the given ports and the networks; None when nothing is
+        requested and no network is available. Seed 001's errors: PortInUse,
+        NetworkNotFound, NetworkAmbiguous, ExternalNetworkAttachForbidden."""
+        found = None
+        if requests and requests[0].get("network_id") == "auto":
+            # Created once per project: looked up first, so a boot writes nothing for it.
+            found = self._auto_requests_and_networks(conn, ctx, instance)
+            if found is None:
+                net = get_or_create_auto_network(conn, self.settings, instance["project_id"])
+                requests = [{"network_id": net["id"], "port_id": None, "fixed_ip": None}]
+        if found is not None:
+            requests, (ordered, preexisting, nets) = found
+        else:
+            ordered, preexisting, nets = self._requests_and_networks(conn, ctx, instance, requests)
+        if not requests:
+            if not nets:
+                return None
+            if len(nets) > 1:
+                raise exc.NetworkAmbiguous()
+            requests = [{"network_id": nets[0]["id"], "port_id": None, "fixed_ip": None}]
+            ordered = [None]
+        for net in nets:
+            if net["router_external"] and not net["shared"] and not ctx.is_admin:
+                raise exc.ExternalNetworkAttachForbidden(network_uuid=net["id"])
+        return requests, ordered, preexisting, nets
 
     def _auto_requests_and_networks(
             self, conn: sa.Connection, ctx: RequestContext, instance: dict[str, Any]

@@ -296,3 +296,25 @@ async def test_deallocate_keeps_the_preserved_port_and_tells_the_backend(
     left = (await demo.get(f"{NET}/ports", params={"network_id": net["id"]})).json()["ports"]
     assert [(p["id"], p["device_id"], p["binding:host_id"]) for p in left] == [(mine["id"], "", "")]
     assert await cloud.db.read(_cache_of, created["id"]) == []
+
+
+async def test_a_request_failing_its_checks_rolls_nothing_back(cloud: Cloud, demo: httpx.AsyncClient,
+                                                               image: str) -> None:
+    """The checks run in the allocation's unit of work now: a port in use by
+    another server fails them, and stays bound to that server."""
+    from cirrus.network.api import make_network_api
+
+    net = await make_net(demo, "in-use", "10.53.0.0/24")
+    port = (await make_port(demo, net["id"])).json()["port"]
+    owner = await create_server(demo, server_body(image, networks=[{"port": port["id"]}]))
+    await wait_for_status(demo, owner["id"], {"ACTIVE"})
+    identity = cloud.state["identity"]
+    ctx = identity.context_for(await identity.validate(demo.headers["X-Auth-Token"]), "")
+    other = {"uuid": "22222222-3333-4444-8555-666666666666", "project_id": ctx.project_id,
+             "availability_zone": "nova", "hostname": "y"}
+    api = make_network_api(cloud.settings, cloud.db, "compute1", None)
+    with pytest.raises(nexc.PortInUse):
+        await api.allocate_for_instance(ctx, other, requested_networks=[{"port_id": port["id"]}],
+                                        bind_host_id="compute1")
+    kept = (await demo.get(f"{NET}/ports/{port['id']}")).json()["port"]
+    assert kept["device_id"] == owner["id"] and kept["binding:host_id"] != ""
