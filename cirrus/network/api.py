@@ -18,8 +18,9 @@ from cirrus.compute.models import instance_info_caches
 from cirrus.config import Settings
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
-from cirrus.db.engine import Database, fetch_all, fetch_one
+from cirrus.db.engine import Database, fetch_all
 from cirrus.db.prepared import Prepared
+from cirrus.db.rows import PreparedRead
 from cirrus.network import exception as exc
 from cirrus.network import ports as port_db
 from cirrus.network import security_groups as sg_db
@@ -28,9 +29,22 @@ from cirrus.network.backends import get_backend
 from cirrus.network.binding import Binder, EventSink
 from cirrus.network.model import NetworkInfo, build_vif
 from cirrus.network.models import networks
-from cirrus.network.networks import subnets_of
+from cirrus.network.models import ports as port_table
+from cirrus.network.networks import network_by_id, subnets_of
 
 LOG = logging.getLogger(__name__)
+
+
+# Built once: the project's own networks and the shared ones, in one read.
+_OWN_AND_SHARED = PreparedRead(sa.select(networks).where(sa.or_(
+    sa.and_(networks.c.project_id == sa.bindparam("w_project"), networks.c.shared.is_(False)),
+    networks.c.shared.is_(True))).order_by(networks.c.created_at))
+
+
+def _usable(ctx: RequestContext, project_id: str, row: dict[str, Any] | None) -> bool:
+    """Whether ``project_id``'s instance may use the network ``row`` (None: missing)."""
+    return row is not None and (ctx.is_admin or row["project_id"] == project_id
+                                or row["shared"] or row["router_external"])
 
 
 def _available_networks(conn: sa.Connection, ctx: RequestContext, project_id: str,
@@ -38,21 +52,18 @@ def _available_networks(conn: sa.Connection, ctx: RequestContext, project_id: st
     """``_get_available_networks``: the requested ids in order, or the project's
     own networks plus the shared ones."""
     if net_ids:
-        rows = {r["id"]: r for r in fetch_all(conn, sa.select(networks).where(networks.c.id.in_(net_ids)))}
-        found = []
+        if len(net_ids) == 1:  # most requests: a statement built once
+            rows = {net_ids[0]: network_by_id(conn, net_ids[0])}
+        else:
+            rows = {r["id"]: r for r in fetch_all(conn, sa.select(networks).where(
+                networks.c.id.in_(net_ids)))}
         for net_id in net_ids:
-            row = rows.get(net_id)
-            if row is None or not (ctx.is_admin or row["project_id"] == project_id
-                                   or row["shared"] or row["router_external"]):
+            if not _usable(ctx, project_id, rows.get(net_id)):
                 raise exc.NetworkNotFound(net_id=net_id)
-            found.append(row)
-        return found
-    own = fetch_all(conn, sa.select(networks).where(networks.c.project_id == project_id,
-                                                    networks.c.shared.is_(False))
-                    .order_by(networks.c.created_at))
-    shared = fetch_all(conn, sa.select(networks).where(networks.c.shared.is_(True))
-                       .order_by(networks.c.created_at))
-    return own + [n for n in shared if n["id"] not in {o["id"] for o in own}]
+        return [rows[net_id] for net_id in net_ids]
+    rows = _OWN_AND_SHARED.all(conn, w_project=project_id)
+    # own first, then shared, each by creation (as two reads would give them)
+    return [n for n in rows if not n["shared"]] + [n for n in rows if n["shared"]]
 
 
 class API:
@@ -109,50 +120,82 @@ class API:
                                     security_groups: list[str] | None = None,
                                     bind_host_id: str | None = None,
                                     macs: set[str] | None = None) -> NetworkInfo:
-        """Create or bind the instance's ports; on any failure, nothing stays."""
-        project_id = instance["project_id"]
+        """Create or bind the instance's ports; on any failure, nothing stays.
+
+        One unit of work checks the request (ports, networks; the project's
+        auto network, created on first use) and creates and binds the ports:
+        no read of its own before the write (a hop to a DB thread and back
+        cost more than the read). A request that fails its checks changes
+        nothing and rolls nothing back; any later failure rolls back as before.
+        """
         requests = list(requested_networks or [])
         if requests and requests[0].get("network_id") == "none":
             return NetworkInfo()
-        found = None
-        if requests and requests[0].get("network_id") == "auto":
-            # Created once per project: look first (with the networks, one read),
-            # so a boot costs no write.
-            found = await self.db.read(self._auto_requests_and_networks, ctx, instance)
-            if found is None:
-                net = await self.db.run(get_or_create_auto_network, self.settings, project_id)
-                requests = [{"network_id": net["id"], "port_id": None, "fixed_ip": None}]
-        if found is not None:
-            requests, (ordered, preexisting, nets) = found
-        else:
-            ordered, preexisting, nets = await self.db.read(self._requests_and_networks, ctx,
-                                                            instance, requests)
-        if not requests:
-            if not nets:
-                return NetworkInfo()  # nothing requested, nothing available
-            if len(nets) > 1:
-                raise exc.NetworkAmbiguous()
-            requests = [{"network_id": nets[0]["id"], "port_id": None, "fixed_ip": None}]
-            ordered = [None]
-        by_id = {n["id"]: n for n in nets}
-        for net in nets:
-            if net["router_external"] and not net["shared"] and not ctx.is_admin:
-                raise exc.ExternalNetworkAttachForbidden(network_uuid=net["id"])
         created: list[str] = []
+        checked: dict[str, list[str]] = {}  # "preexisting": the ports given, once checked
         try:
             # Seed 001 creates the ports, then updates them with the binding; one
             # transaction does both here, so a failure inside leaves nothing. The
             # same transaction stores the info cache (get_instance_nw_info).
             async with self._locks[instance["uuid"]]:
                 bound, info = await self.db.run(
-                    self._create_and_update_ports, ctx, instance, requests, ordered, by_id,
-                    security_groups or ["default"], bind_host_id, created, set(preexisting))
+                    self._allocate, ctx, instance, requests, security_groups or ["default"],
+                    bind_host_id, created, checked)
             for port, network, subnets in bound:
                 await self.binder.bound(port, (network, subnets))
         except BaseException:
-            await self._rollback(ctx, instance["uuid"], created, preexisting)
+            if "preexisting" in checked:
+                await self._rollback(ctx, instance["uuid"], created, checked["preexisting"])
             raise
         return info
+
+    def _allocate(self, conn: sa.Connection, ctx: RequestContext, instance: dict[str, Any],
+                  requests: list[dict[str, Any]], security_groups: list[str], host: str | None,
+                  created: list[str], checked: dict[str, list[str]]
+                  ) -> tuple[list[tuple[Any, Any, Any]], NetworkInfo]:
+        """The allocation's unit of work: ``_checked_requests``, then
+        ``_create_and_update_ports``; ``checked`` gets the given ports once the
+        request passed its checks."""
+        found = self._checked_requests(conn, ctx, instance, requests)
+        if found is None:
+            return [], NetworkInfo()  # nothing requested, nothing available
+        requests, ordered, preexisting, nets = found
+        checked["preexisting"] = preexisting
+        return self._create_and_update_ports(
+            conn, ctx, instance, requests, ordered, {n["id"]: n for n in nets}, security_groups,
+            host, created, set(preexisting))
+
+    def _checked_requests(self, conn: sa.Connection, ctx: RequestContext,
+                          instance: dict[str, Any], requests: list[dict[str, Any]]
+                          ) -> tuple[list[dict[str, Any]], list[str | None], list[str],
+                                     list[dict[str, Any]]] | None:
+        """The requests (``auto`` resolved to the project's network, nothing
+        requested to the one network available), the requested port ids in
+        order, the given ports and the networks; None when nothing is
+        requested and no network is available. Seed 001's errors: PortInUse,
+        NetworkNotFound, NetworkAmbiguous, ExternalNetworkAttachForbidden."""
+        found = None
+        if requests and requests[0].get("network_id") == "auto":
+            # Created once per project: looked up first, so a boot writes nothing for it.
+            found = self._auto_requests_and_networks(conn, ctx, instance)
+            if found is None:
+                net = get_or_create_auto_network(conn, self.settings, instance["project_id"])
+                requests = [{"network_id": net["id"], "port_id": None, "fixed_ip": None}]
+        if found is not None:
+            requests, (ordered, preexisting, nets) = found
+        else:
+            ordered, preexisting, nets = self._requests_and_networks(conn, ctx, instance, requests)
+        if not requests:
+            if not nets:
+                return None
+            if len(nets) > 1:
+                raise exc.NetworkAmbiguous()
+            requests = [{"network_id": nets[0]["id"], "port_id": None, "fixed_ip": None}]
+            ordered = [None]
+        for net in nets:
+            if net["router_external"] and not net["shared"] and not ctx.is_admin:
+                raise exc.ExternalNetworkAttachForbidden(network_uuid=net["id"])
+        return requests, ordered, preexisting, nets
 
     def _auto_requests_and_networks(
             self, conn: sa.Connection, ctx: RequestContext, instance: dict[str, Any]
@@ -163,7 +206,11 @@ class API:
         if net is None:
             return None
         requests = [{"network_id": net["id"], "port_id": None, "fixed_ip": None}]
-        return requests, self._requests_and_networks(conn, ctx, instance, requests)
+        # No port requested, one network, its row just read: what
+        # _requests_and_networks would give, without reading it again.
+        if not _usable(ctx, instance["project_id"], net):
+            raise exc.NetworkNotFound(net_id=net["id"])
+        return requests, ([None], [], [net])
 
     def _requests_and_networks(self, conn: sa.Connection, ctx: RequestContext,
                                instance: dict[str, Any], requests: list[dict[str, Any]]
@@ -184,8 +231,9 @@ class API:
         binding = self._binding(instance, host)
         subnets: dict[str, list[dict[str, Any]]] = {}  # network id → its subnets, read once
         mine: list[str] = []
+        fixed: dict[str, list[dict[str, str]]] = {}  # new port id → its fixed IPs
         new = self._create_ports_for_instance(conn, ctx, instance, requests, ordered, nets,
-                                              sg_ids, mine, binding, subnets)
+                                              sg_ids, mine, binding, subnets, fixed)
         given = self._update_ports_for_instance(conn, ctx, instance,
                                                 [p for p in ordered if p], binding)
         ports = [new.pop(0) if port_id is None else given.pop(0) for port_id in ordered]
@@ -193,7 +241,11 @@ class API:
             subnets[net_id] = subnets_of(conn, [net_id])
         bound = [(p, _network_of(conn, p["network_id"], nets), subnets[p["network_id"]])
                  for p in ports]
-        info = self._build_network_info_model(conn, instance["uuid"], preserve, nets, subnets)
+        info = None
+        if not preserve and len(fixed) == len(ports):
+            info = _store_fresh_network_info(conn, instance["uuid"], ports, fixed, nets, subnets)
+        if info is None:
+            info = self._build_network_info_model(conn, instance["uuid"], preserve, nets, subnets)
         created.extend(mine)  # only once the transaction can commit
         return bound, info
 
@@ -234,10 +286,12 @@ class API:
                                    ordered: list[str | None], nets: dict[str, dict[str, Any]],
                                    sg_ids: list[str], created: list[str],
                                    binding: dict[str, Any],
-                                   subnets: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+                                   subnets: dict[str, list[dict[str, Any]]],
+                                   fixed: dict[str, list[dict[str, str]]]) -> list[dict[str, Any]]:
         """One port per request without a port id, in request order. Created
         with ``binding`` already: seed 001's update of the new ports would
-        follow in this same transaction, so the insert carries it."""
+        follow in this same transaction, so the insert carries it. ``fixed``
+        gets each new port's fixed IPs."""
         result: list[dict[str, Any]] = []
         for req, port_id in zip(requests, ordered):
             if port_id:
@@ -254,9 +308,10 @@ class API:
             status = values.pop("status", "DOWN")
             if req.get("fixed_ip"):
                 values["fixed_ips"] = [{"ip_address": req["fixed_ip"]}]
-            port = port_db.create_port(conn, ctx.elevated(), values, self.settings.base_mac,
-                                       status=status, network=network,
-                                       subnets=subnets[network["id"]])
+            port, ips = port_db.create_port_with_ips(
+                conn, ctx.elevated(), values, self.settings.base_mac, status=status,
+                network=network, subnets=subnets[network["id"]])
+            fixed[port["id"]] = ips
             created.append(port["id"])
             result.append(port)
         return result
@@ -298,25 +353,38 @@ class API:
     # -- deallocate ------------------------------------------------------------------
     async def deallocate_for_instance(self, ctx: RequestContext, instance: dict[str, Any],
                                       requested_networks: Any = None) -> None:
-        """Delete created ports; only unbind the ones the user brought."""
-        preserved = {r["port_id"] for r in requested_networks or [] if r.get("port_id")}
-        cache = await self.db.read(_cache_of, instance["uuid"])
-        preserved |= {vif["id"] for vif in cache if vif.get("preserve_on_delete")}
+        """Delete created ports; only unbind the ones the user brought.
 
-        def release(conn: sa.Connection) -> list[dict[str, Any]]:
+        One unit of work: the info cache (which ports to preserve) is read in
+        the transaction that releases the ports, and so are the networks the
+        host backend is told of, instead of a read before and one per port
+        after (each a hop to a DB thread)."""
+        requested = {r["port_id"] for r in requested_networks or [] if r.get("port_id")}
+
+        def release(conn: sa.Connection) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+            cache = _cache_of(conn, instance["uuid"])
+            preserved = requested | {v["id"] for v in cache if v.get("preserve_on_delete")}
             rows = []
             for port in port_db.ports_of_device(conn, instance["uuid"]):
                 if port["id"] in preserved:
                     rows.append(port_db.update_port(conn, ctx.elevated(), port["id"], {
                         "device_id": "", "device_owner": "", "binding_host_id": ""})[0])
-                else:
-                    rows.append(port_db.delete_port(conn, ctx.elevated(), port["id"]))
-            conn.execute(instance_info_caches.update().where(
-                instance_info_caches.c.instance_uuid == instance["uuid"]).values(
-                network_info=[], updated_at=utcnow()))
-            return rows
-        for port in await self.db.run(release):
-            await self.binder.unbound(port)
+                else:  # the row was just read (and an elevated context owns every port)
+                    rows.append(port_db.delete_port_row(conn, port))
+            _STORE_CACHE.execute(conn, w_uuid=instance["uuid"], v_info=[], v_now=utcnow())
+            return rows, self._networks_to_tell(conn, rows)
+        rows, nets = await self.db.run(release)
+        for port in rows:
+            await self.binder.unbound(port, nets.get(port["network_id"]))
+
+    def _networks_to_tell(self, conn: sa.Connection,
+                          rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """The networks of ``rows`` by id, for the host backend's unbind (none
+        without a backend: nothing will be told)."""
+        if self.binder.backend is None:
+            return {}
+        return {net_id: network_by_id(conn, net_id) or {}
+                for net_id in {r["network_id"] for r in rows}}
 
     # -- get_instance_nw_info (seed 002) -----------------------------------------
     async def get_instance_nw_info(self, ctx: RequestContext, instance: dict[str, Any],
@@ -382,19 +450,47 @@ def _network_of(conn: sa.Connection, network_id: str,
                 known: dict[str, dict[str, Any]]) -> dict[str, Any]:
     if network_id in known:
         return known[network_id]
-    return fetch_one(conn, sa.select(networks).where(networks.c.id == network_id)) or {}
+    return network_by_id(conn, network_id) or {}
 
 
-_CACHE_OF = sa.select(instance_info_caches.c.network_info).where(
-    instance_info_caches.c.instance_uuid == sa.bindparam("w_uuid"))
+_CACHE_OF = PreparedRead(sa.select(instance_info_caches.c.network_info).where(
+    instance_info_caches.c.instance_uuid == sa.bindparam("w_uuid")))
 _STORE_CACHE = Prepared(instance_info_caches.update().where(
     instance_info_caches.c.instance_uuid == sa.bindparam("w_uuid")).values(
+    network_info=sa.bindparam("v_info"), updated_at=sa.bindparam("v_now")))
+# The info cache of an instance whose ports are exactly the ``w_count`` ports
+# the caller wrote in this transaction (device_id = the instance): otherwise
+# no row changes and the caller builds the model from what is stored.
+_STORE_FRESH_CACHE = Prepared(instance_info_caches.update().where(
+    instance_info_caches.c.instance_uuid == sa.bindparam("w_uuid"),
+    sa.select(sa.func.count()).select_from(port_table).where(
+        port_table.c.device_id == sa.bindparam("w_uuid")).scalar_subquery()
+    == sa.bindparam("w_count")).values(
     network_info=sa.bindparam("v_info"), updated_at=sa.bindparam("v_now")))
 
 
 def _cache_of(conn: sa.Connection, uuid: str) -> list[dict[str, Any]]:
-    value = conn.execute(_CACHE_OF, {"w_uuid": uuid}).scalar()
-    return list(value or [])
+    row = _CACHE_OF.first(conn, w_uuid=uuid)
+    return list((row or {}).get("network_info") or [])
+
+
+def _store_fresh_network_info(conn: sa.Connection, uuid: str, device_ports: list[dict[str, Any]],
+                              fixed: dict[str, list[dict[str, str]]],
+                              nets: dict[str, dict[str, Any]],
+                              subnets: dict[str, list[dict[str, Any]]]) -> NetworkInfo | None:
+    """``_build_network_info_model`` for ports this transaction just created,
+    from what it wrote instead of reading it back; None (nothing stored) if
+    the instance has other ports too.
+
+    Equal to the general build then: the ports in creation (``seq``) order,
+    which is request order; their fixed IPs in allocation order; none of them
+    in the old cache (new ids) nor preserved (cirrus created them)."""
+    subnet_rows = {s["id"]: s for rows in subnets.values() for s in rows}
+    info = NetworkInfo(build_vif(port, fixed[port["id"]], nets[port["network_id"]], subnet_rows,
+                                 False) for port in device_ports)
+    stored = _STORE_FRESH_CACHE.execute(conn, w_uuid=uuid, w_count=len(device_ports),
+                                        v_info=list(info), v_now=utcnow())
+    return info if stored.rowcount == 1 else None
 
 
 def make_network_api(settings: Settings, db: Database, host: str | None,

@@ -6,18 +6,22 @@ from typing import Any
 import sqlalchemy as sa
 
 from cirrus.context import RequestContext
-from cirrus.db.engine import fetch_one
+from cirrus.db.rows import PreparedRead
 from cirrus.network.models import auto_allocated_networks, networks
-from cirrus.network.networks import create_network, create_subnet
+from cirrus.network.networks import create_network, create_subnet, network_by_id
 
 AUTO_NAME = "auto_allocated_network"
 
 
+# Built once: every ``auto`` boot looks it up.
+_AUTO_NETWORK = PreparedRead(sa.select(networks).join(
+    auto_allocated_networks, auto_allocated_networks.c.network_id == networks.c.id)
+    .where(auto_allocated_networks.c.project_id == sa.bindparam("w_project")))
+
+
 def find_auto_network(conn: sa.Connection, project_id: str) -> dict[str, Any] | None:
     """The project's auto-allocated network, if it has one (a read)."""
-    aan = auto_allocated_networks
-    return fetch_one(conn, sa.select(networks).join(aan, aan.c.network_id == networks.c.id)
-                     .where(aan.c.project_id == project_id))
+    return _AUTO_NETWORK.first(conn, w_project=project_id)
 
 
 def get_or_create_auto_network(conn: sa.Connection, settings: Any, project_id: str) -> dict[str, Any]:
@@ -39,6 +43,6 @@ def get_or_create_auto_network(conn: sa.Connection, settings: Any, project_id: s
         except sa.exc.IntegrityError:
             existing = conn.execute(sa.select(aan.c.network_id).where(
                 aan.c.project_id == project_id)).scalar()
-    row = fetch_one(conn, sa.select(networks).where(networks.c.id == existing))
+    row = network_by_id(conn, existing)
     assert row is not None
     return row

@@ -10,8 +10,8 @@ from cirrus.context import RequestContext, admin_context
 from cirrus.db.base import utcnow
 from cirrus.db.engine import Database, fetch_one
 from cirrus.network.backends.base import HostBackend
-from cirrus.network.models import networks, ports
-from cirrus.network.networks import subnets_of
+from cirrus.network.models import ports
+from cirrus.network.networks import network_by_id, subnets_of
 
 LOG = logging.getLogger(__name__)
 EventSink = Callable[[RequestContext, list[dict[str, Any]]], Awaitable[Any]]
@@ -24,8 +24,11 @@ def _activate(conn: sa.Connection, port_id: str) -> dict[str, Any] | None:
 
 
 def _context_of(conn: sa.Connection, port: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    network = fetch_one(conn, sa.select(networks).where(networks.c.id == port["network_id"])) or {}
-    return network, subnets_of(conn, [port["network_id"]])
+    return _network_of(conn, port), subnets_of(conn, [port["network_id"]])
+
+
+def _network_of(conn: sa.Connection, port: dict[str, Any]) -> dict[str, Any]:
+    return network_by_id(conn, port["network_id"]) or {}
 
 
 class Binder:
@@ -57,10 +60,12 @@ class Binder:
         network, subnets = context or await self.db.read(_context_of, port)
         await self.backend.port_bound(port, network, subnets)
 
-    async def unbound(self, port: dict[str, Any]) -> None:
+    async def unbound(self, port: dict[str, Any], network: dict[str, Any] | None = None) -> None:
+        """``network``: the port's network when the caller has it."""
         if self.backend is None:
             return
-        network, _ = await self.db.read(_context_of, port)
+        if network is None:  # an unbind needs the network only, not the subnets
+            network = await self.db.read(_network_of, port)
         await self.backend.port_unbound(port, network)
 
     async def port_up(self, port_id: str) -> None:

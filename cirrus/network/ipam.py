@@ -2,6 +2,7 @@
 a candidate that loses a race is simply the next one tried."""
 from __future__ import annotations
 
+import functools
 import ipaddress
 import random
 from typing import Any, Iterator
@@ -56,11 +57,18 @@ def in_pools(address: str, pools: list[dict[str, str]]) -> bool:
     return any(ipaddress.ip_address(p["start"]) <= ip <= ipaddress.ip_address(p["end"]) for p in pools)
 
 
+@functools.lru_cache(maxsize=1024)
+def _pool_bounds(start: str, end: str) -> tuple[Any, int]:
+    """A pool's first address and size, parsed once per pool (every boot
+    allocates from the same few pools; parsing was most of nth_in_pools)."""
+    first = ipaddress.ip_address(start)
+    return first, int(ipaddress.ip_address(end)) - int(first) + 1
+
+
 def nth_in_pools(pools: list[dict[str, str]], n: int) -> str | None:
     """The ``n``-th address (from 0) of ``pools`` in order, or None past their end."""
     for pool in pools:
-        first = ipaddress.ip_address(pool["start"])
-        size = int(ipaddress.ip_address(pool["end"])) - int(first) + 1
+        first, size = _pool_bounds(pool["start"], pool["end"])
         if n < size:
             return str(first + n)
         n -= size

@@ -9,6 +9,7 @@ import sqlalchemy as sa
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
 from cirrus.db.engine import fetch_all, fetch_one
+from cirrus.db.rows import PreparedRead
 from cirrus.network import exception as exc
 from cirrus.network.common import new_id, owned, timestamps_view
 from cirrus.network.ipam import default_pools
@@ -26,23 +27,32 @@ def visible_network(ctx: RequestContext, row: dict[str, Any]) -> bool:
     return owned(ctx, row) or row["shared"] or row["router_external"]
 
 
+# Built once: boots, port creations and deletions read networks by id.
+_NETWORK_BY_ID = PreparedRead(sa.select(networks).where(networks.c.id == sa.bindparam("w_id")))
+
+
+def network_by_id(conn: sa.Connection, net_id: str) -> dict[str, Any] | None:
+    """The network row ``net_id``, or None (no visibility check)."""
+    return _NETWORK_BY_ID.first(conn, w_id=net_id)
+
+
 def get_network(conn: sa.Connection, ctx: RequestContext, net_id: str) -> dict[str, Any]:
-    row = fetch_one(conn, sa.select(networks).where(networks.c.id == net_id))
+    row = network_by_id(conn, net_id)
     if row is None or not visible_network(ctx, row):
         raise exc.NetworkNotFound(net_id=net_id)
     return row
 
 
 # Built once: a boot reads its network's subnets.
-_SUBNETS_OF_ONE = sa.select(subnets).where(subnets.c.network_id == sa.bindparam("w_network")) \
-    .order_by(subnets.c.created_at, subnets.c.id)
+_SUBNETS_OF_ONE = PreparedRead(sa.select(subnets).where(
+    subnets.c.network_id == sa.bindparam("w_network")).order_by(subnets.c.created_at, subnets.c.id))
 
 
 def subnets_of(conn: sa.Connection, network_ids: list[str]) -> list[dict[str, Any]]:
     if not network_ids:
         return []
     if len(network_ids) == 1:
-        return fetch_all(conn, _SUBNETS_OF_ONE, {"w_network": network_ids[0]})
+        return _SUBNETS_OF_ONE.all(conn, w_network=network_ids[0])
     return fetch_all(conn, sa.select(subnets).where(subnets.c.network_id.in_(network_ids))
                      .order_by(subnets.c.created_at, subnets.c.id))
 
@@ -155,7 +165,7 @@ def get_subnet(conn: sa.Connection, ctx: RequestContext, subnet_id: str) -> dict
     if row is None:
         raise exc.SubnetNotFound(subnet_id=subnet_id)
     if not owned(ctx, row):
-        network = fetch_one(conn, sa.select(networks).where(networks.c.id == row["network_id"]))
+        network = network_by_id(conn, row["network_id"])
         if network is None or not visible_network(ctx, network):
             raise exc.SubnetNotFound(subnet_id=subnet_id)
     return row

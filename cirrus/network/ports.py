@@ -8,8 +8,9 @@ import sqlalchemy as sa
 
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
-from cirrus.db.engine import fetch_all, fetch_one
+from cirrus.db.engine import fetch_all
 from cirrus.db.prepared import Prepared, statement_savepoint
+from cirrus.db.rows import PreparedRead
 from cirrus.network import exception as exc
 from cirrus.network import ipam
 from cirrus.network.common import new_id, owned, timestamps_view
@@ -29,10 +30,17 @@ UPDATABLE = {"name": "name", "device_id": "device_id", "device_owner": "device_o
              "description": "description", "allowed_address_pairs": "allowed_address_pairs",
              "mac_address": "mac_address"}
 
-# Built once: every boot creates a port.
-_NEXT_SEQ = Prepared(sa.select(sa.func.coalesce(sa.func.max(ports.c.seq), 0) + 1))
+# Built once: every boot creates a port. The port's ``seq`` (creation order) is
+# the next after the highest, taken in the INSERT itself (an index lookup) and
+# returned, instead of a SELECT of its own.
+_LATER = ports.alias("later")
 _INSERT = Prepared(ports.insert().values(
-    {c.name: sa.bindparam(f"v_{c.name}") for c in ports.columns}))
+    {c.name: (sa.select(sa.func.coalesce(sa.func.max(_LATER.c.seq), 0) + 1).scalar_subquery()
+              if c.name == "seq" else sa.bindparam(f"v_{c.name}")) for c in ports.columns},
+).returning(ports.c.seq))
+_GET = PreparedRead(sa.select(ports).where(ports.c.id == sa.bindparam("w_id")))
+_DELETE_IPS = Prepared(ip_allocations.delete().where(ip_allocations.c.port_id == sa.bindparam("w_port")))
+_DELETE = Prepared(ports.delete().where(ports.c.id == sa.bindparam("w_id")))
 
 
 _FIXED_IPS_OF_PORT = Prepared(sa.select(ip_allocations.c.subnet_id, ip_allocations.c.ip_address)
@@ -74,28 +82,40 @@ def port_view(row: dict[str, Any], fixed_ips: list[dict[str, str]]) -> dict[str,
 
 
 def get_port(conn: sa.Connection, ctx: RequestContext, port_id: str) -> dict[str, Any]:
-    row = fetch_one(conn, sa.select(ports).where(ports.c.id == port_id))
+    row = _GET.first(conn, w_id=port_id)
     if row is None or not owned(ctx, row):
         raise exc.PortNotFound(port_id=port_id)
     return row
 
 
-def _choose_mac(conn: sa.Connection, network_id: str, base_mac: str, mac: str | None) -> str:
-    if mac is not None:
-        if ipam.mac_in_use(conn, network_id, mac.lower()):
-            raise exc.MacAddressInUse(net_id=network_id, mac=mac)
-        return mac.lower()
+def _insert_port(conn: sa.Connection, row: dict[str, Any], base_mac: str,
+                 requested_mac: str | None) -> None:
+    """INSERT ``row`` (its ``seq`` set from the database).
+
+    The (network, MAC) unique key is the MAC check: a generated MAC that
+    clashes is replaced by another and the INSERT tried again, so the common
+    case costs no SELECT. A requested MAC that clashes, or a clash that is not
+    the MAC's, is ``MacAddressInUse`` as before."""
     for _ in range(ipam.MAC_ATTEMPTS):
-        candidate = ipam.generate_mac(base_mac)
-        if not ipam.mac_in_use(conn, network_id, candidate):
-            return candidate
+        try:
+            with statement_savepoint(conn):
+                row["seq"] = _INSERT.execute(
+                    conn, **{f"v_{k}": v for k, v in row.items() if k != "seq"}).fetchone()[0]
+                return
+        except sa.exc.IntegrityError:
+            if requested_mac is not None or not ipam.mac_in_use(conn, row["network_id"],
+                                                                row["mac_address"]):
+                raise exc.MacAddressInUse(net_id=row["network_id"],
+                                          mac=requested_mac or row["mac_address"]) from None
+        row["mac_address"] = ipam.generate_mac(base_mac)
     raise exc.NetworkError(reason="Unable to generate a unique mac address")
 
 
 def _allocate_fixed_ips(conn: sa.Connection, network: dict[str, Any], port_id: str,
                         requested: list[dict[str, Any]] | None,
-                        nets: list[dict[str, Any]] | None = None) -> None:
-    """``nets``: the network's subnets, when the caller read them already."""
+                        nets: list[dict[str, Any]] | None = None) -> list[dict[str, str]]:
+    """The port's fixed IPs as allocated (``subnet_id``, ``ip_address``), in
+    order. ``nets``: the network's subnets, when the caller read them already."""
     if nets is None:
         nets = subnets_of(conn, [network["id"]])
     by_id = {s["id"]: s for s in nets}
@@ -104,9 +124,9 @@ def _allocate_fixed_ips(conn: sa.Connection, network: dict[str, Any], port_id: s
         chosen: dict[int, dict[str, Any]] = {}
         for subnet in nets:
             chosen.setdefault(subnet["ip_version"], subnet)
-        for subnet in chosen.values():
-            ipam.allocate_ip(conn, subnet, port_id)
-        return
+        return [{"subnet_id": subnet["id"], "ip_address": ipam.allocate_ip(conn, subnet, port_id)}
+                for subnet in chosen.values()]
+    fixed = []
     for item in requested:
         subnet_id, address = item.get("subnet_id"), item.get("ip_address")
         if subnet_id is None and address is not None:
@@ -117,7 +137,9 @@ def _allocate_fixed_ips(conn: sa.Connection, network: dict[str, Any], port_id: s
                                               f"subnet on network {network['id']}.")
         if subnet_id not in by_id:
             raise exc.InvalidInput(reason=f"Subnet {subnet_id} is not on network {network['id']}")
-        ipam.allocate_ip(conn, by_id[subnet_id], port_id, address)
+        fixed.append({"subnet_id": subnet_id,
+                      "ip_address": ipam.allocate_ip(conn, by_id[subnet_id], port_id, address)})
+    return fixed
 
 
 def create_port(conn: sa.Connection, ctx: RequestContext, values: dict[str, Any],
@@ -129,6 +151,17 @@ def create_port(conn: sa.Connection, ctx: RequestContext, values: dict[str, Any]
     ``status``: ACTIVE for a port bound on a host whose backend has it up at
     once. ``network``/``subnets``: the port's network and its subnets, when
     the caller read them already (compute's allocation does)."""
+    return create_port_with_ips(conn, ctx, values, base_mac, default_sg, status=status,
+                                network=network, subnets=subnets)[0]
+
+
+def create_port_with_ips(conn: sa.Connection, ctx: RequestContext, values: dict[str, Any],
+                         base_mac: str, default_sg: str | None = None, *, status: str = "DOWN",
+                         network: dict[str, Any] | None = None,
+                         subnets: list[dict[str, Any]] | None = None
+                         ) -> tuple[dict[str, Any], list[dict[str, str]]]:
+    """:func:`create_port`, and the fixed IPs it allocated (as ``fixed_ips_of``
+    would read them back)."""
     if network is None or network["id"] != values["network_id"]:
         network = get_network(conn, ctx, values["network_id"])
     if network["router_external"] and not network["shared"] and not ctx.is_admin \
@@ -141,10 +174,10 @@ def create_port(conn: sa.Connection, ctx: RequestContext, values: dict[str, Any]
         groups = [default_sg] if (psec and default_sg) else []
     if groups and not psec:
         raise exc.SecurityGroupCannotBeApplied()
-    seq = _NEXT_SEQ.execute(conn).fetchone()[0]
-    row = {"id": port_id, "seq": seq, "network_id": network["id"],
+    mac = values.get("mac_address")
+    row = {"id": port_id, "seq": 0, "network_id": network["id"],
            "project_id": values.get("project_id") or ctx.project_id, "name": values.get("name", ""),
-           "mac_address": _choose_mac(conn, network["id"], base_mac, values.get("mac_address")),
+           "mac_address": mac.lower() if mac is not None else ipam.generate_mac(base_mac),
            "device_id": values.get("device_id", ""), "device_owner": values.get("device_owner", ""),
            "admin_state_up": values.get("admin_state_up", True), "status": status,
            "binding_host_id": values.get("binding_host_id", ""),
@@ -157,13 +190,8 @@ def create_port(conn: sa.Connection, ctx: RequestContext, values: dict[str, Any]
            "dns_name": values.get("dns_name", ""), "port_security_enabled": psec,
            "description": values.get("description", ""), "created_at": utcnow(),
            "updated_at": None}
-    try:
-        with statement_savepoint(conn):
-            _INSERT.execute(conn, **{f"v_{k}": v for k, v in row.items()})
-    except sa.exc.IntegrityError:
-        raise exc.MacAddressInUse(net_id=network["id"], mac=row["mac_address"]) from None
-    _allocate_fixed_ips(conn, network, port_id, values.get("fixed_ips"), subnets)
-    return row
+    _insert_port(conn, row, base_mac, mac)
+    return row, _allocate_fixed_ips(conn, network, port_id, values.get("fixed_ips"), subnets)
 
 
 def update_port(conn: sa.Connection, ctx: RequestContext, port_id: str,
@@ -183,27 +211,30 @@ def update_port(conn: sa.Connection, ctx: RequestContext, port_id: str,
     if "fixed_ips" in values:
         requested = values.pop("fixed_ips")
         conn.execute(ip_allocations.delete().where(ip_allocations.c.port_id == port_id))
-        network = fetch_one(conn, sa.select(ports.c.network_id).where(ports.c.id == port_id))
-        _allocate_fixed_ips(conn, get_network(conn, ctx.elevated(), network["network_id"]),
+        _allocate_fixed_ips(conn, get_network(conn, ctx.elevated(), before["network_id"]),
                             port_id, requested)
     if values:
         conn.execute(ports.update().where(ports.c.id == port_id).values(updated_at=utcnow(), **values))
-    return before, fetch_one(conn, sa.select(ports).where(ports.c.id == port_id)) or {}
+    return before, _GET.first(conn, w_id=port_id) or {}
 
 
 def delete_port(conn: sa.Connection, ctx: RequestContext, port_id: str) -> dict[str, Any]:
-    row = get_port(conn, ctx, port_id)
-    conn.execute(ip_allocations.delete().where(ip_allocations.c.port_id == port_id))
-    conn.execute(ports.delete().where(ports.c.id == port_id))
+    return delete_port_row(conn, get_port(conn, ctx, port_id))
+
+
+def delete_port_row(conn: sa.Connection, row: dict[str, Any]) -> dict[str, Any]:
+    """Delete the port ``row`` (read in this transaction) and its addresses."""
+    _DELETE_IPS.execute(conn, w_port=row["id"])
+    _DELETE.execute(conn, w_id=row["id"])
     return row
 
 
-_PORTS_OF_DEVICE = sa.select(ports).where(ports.c.device_id == sa.bindparam("w_device")) \
-    .order_by(ports.c.seq)
+_PORTS_OF_DEVICE = PreparedRead(sa.select(ports).where(
+    ports.c.device_id == sa.bindparam("w_device")).order_by(ports.c.seq))
 
 
 def ports_of_device(conn: sa.Connection, device_id: str) -> list[dict[str, Any]]:
-    return fetch_all(conn, _PORTS_OF_DEVICE, {"w_device": device_id})
+    return _PORTS_OF_DEVICE.all(conn, w_device=device_id)
 
 
 def subnets_by_id(conn: sa.Connection, ids: list[str]) -> dict[str, dict[str, Any]]:

@@ -9,6 +9,8 @@ import sqlalchemy as sa
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
 from cirrus.db.engine import fetch_all, fetch_one
+from cirrus.db.prepared import Prepared
+from cirrus.db.rows import PreparedRead
 from cirrus.network import exception as exc
 from cirrus.network.common import new_id, owned, timestamps_view
 from cirrus.network.models import (default_security_groups, ports, security_group_rules,
@@ -67,9 +69,17 @@ def ensure_default(conn: sa.Connection, project_id: str) -> dict[str, Any]:
     return row
 
 
-_DEFAULT_ID = sa.select(default_security_groups.c.security_group_id).where(
-    default_security_groups.c.project_id == sa.bindparam("w_project"))
-_GROUPS_OF = sa.select(security_groups).where(security_groups.c.project_id == sa.bindparam("w_project"))
+# Built once: every boot resolves its groups.
+_DEFAULT_ID = Prepared(sa.select(default_security_groups.c.security_group_id).where(
+    default_security_groups.c.project_id == sa.bindparam("w_project")))
+# The project's default group id with the id and name of each of its groups, in
+# one read; no row at all while the project has no default group yet.
+_GROUPS_WITH_DEFAULT = PreparedRead(
+    sa.select(default_security_groups.c.security_group_id.label("default_id"),
+              security_groups.c.id, security_groups.c.name)
+    .select_from(default_security_groups.outerjoin(
+        security_groups, security_groups.c.project_id == default_security_groups.c.project_id))
+    .where(default_security_groups.c.project_id == sa.bindparam("w_project")))
 
 
 def ensure_default_id(conn: sa.Connection, project_id: str) -> str:
@@ -79,7 +89,8 @@ def ensure_default_id(conn: sa.Connection, project_id: str) -> str:
     the loser's savepoint rolls back and it returns the winner's group.
     """
     dsg = default_security_groups
-    existing = conn.execute(_DEFAULT_ID, {"w_project": project_id}).scalar()
+    found = _DEFAULT_ID.execute(conn, w_project=project_id).fetchone()
+    existing = found[0] if found is not None else None
     if existing is None:
         try:
             with conn.begin_nested():
@@ -178,9 +189,10 @@ def get_rule(conn: sa.Connection, ctx: RequestContext, rule_id: str) -> dict[str
 
 
 def resolve(conn: sa.Connection, project_id: str, requested: list[str]) -> list[str]:
-    """Group names or ids → ids (seed 001: NoUniqueMatch, SecurityGroupNotFound)."""
-    ensure_default_id(conn, project_id)
-    groups = fetch_all(conn, _GROUPS_OF, {"w_project": project_id})
+    """Group names or ids → ids (seed 001: NoUniqueMatch, SecurityGroupNotFound).
+
+    The project's ``default`` group is created first if it has none yet."""
+    groups = _project_groups(conn, project_id)
     ids = []
     for ref in requested:
         by_id = [g for g in groups if g["id"] == ref]
@@ -194,3 +206,13 @@ def resolve(conn: sa.Connection, project_id: str, requested: list[str]) -> list[
             raise exc.SecurityGroupNotFound(id=ref)
         ids.append(by_name[0]["id"])
     return list(dict.fromkeys(ids))
+
+
+def _project_groups(conn: sa.Connection, project_id: str) -> list[dict[str, Any]]:
+    """Id and name of each group of the project, its default group ensured:
+    one read once the default exists (every boot but a project's first)."""
+    rows = _GROUPS_WITH_DEFAULT.all(conn, w_project=project_id)
+    if not rows:
+        ensure_default_id(conn, project_id)
+        rows = _GROUPS_WITH_DEFAULT.all(conn, w_project=project_id)
+    return [r for r in rows if r["id"] is not None]

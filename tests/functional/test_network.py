@@ -227,3 +227,94 @@ async def test_interface_attach_and_detach(demo: httpx.AsyncClient, image: str) 
     assert set(server["addresses"]) == {"if-a"}
     assert (await demo.get(f"{NET}/ports/{attached['port_id']}")).status_code == 404
     assert (await demo.delete(f"{url}/{attached['port_id']}")).status_code == 404
+
+
+async def test_new_ports_info_cache_is_what_a_rebuild_gives(cloud: Cloud, demo: httpx.AsyncClient,
+                                                           image: str,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The info model of ports just created is built from what the transaction
+    wrote, not read back: it must equal the model rebuilt from the database.
+    An instance with another port already is built from the database."""
+    from cirrus.network.api import API, _cache_of, make_network_api
+
+    net = await make_net(demo, "fresh", "10.51.0.0/24")
+    resp = await demo.post(f"{NET}/subnets", json={"subnet": {
+        "network_id": net["id"], "cidr": "fd00:51::/64", "ip_version": 6}})
+    assert resp.status_code == 201, resp.text
+    created = await create_server(demo, server_body(image, networks="none"))
+    await wait_for_status(demo, created["id"], {"ACTIVE"})
+    identity = cloud.state["identity"]
+    ctx = identity.context_for(await identity.validate(demo.headers["X-Auth-Token"]), "")
+    instance = {"uuid": created["id"], "project_id": ctx.project_id,
+                "availability_zone": "nova", "hostname": "x"}
+    rebuilt: list[str] = []
+    general = API._build_network_info_model
+    monkeypatch.setattr(API, "_build_network_info_model", staticmethod(
+        lambda conn, uuid, *args: rebuilt.append(uuid) or general(conn, uuid, *args)))
+    api = make_network_api(cloud.settings, cloud.db, "compute1", None)
+    requested = [{"network_id": net["id"]}, {"network_id": net["id"]}]
+    info = await api.allocate_for_instance(ctx, instance, requested_networks=requested,
+                                           bind_host_id="compute1")
+    assert rebuilt == []
+    assert [len(vif["network"]["subnets"]) for vif in info] == [2, 2]
+    assert await cloud.db.read(_cache_of, created["id"]) == list(info)
+    assert list(await api.get_instance_nw_info(ctx, instance)) == list(info)
+    more = await api.allocate_for_instance(ctx, instance, requested_networks=[requested[0]],
+                                           bind_host_id="compute1")
+    assert rebuilt == [created["id"], created["id"]]  # the rebuild above, then this one
+    assert [vif["id"] for vif in more][:2] == [vif["id"] for vif in info] and len(more) == 3
+    assert await cloud.db.read(_cache_of, created["id"]) == list(more)
+
+
+async def test_deallocate_keeps_the_preserved_port_and_tells_the_backend(
+        cloud: Cloud, demo: httpx.AsyncClient, image: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One unit of work releases the ports: the info cache says which port the
+    user brought (kept, unbound), the backend gets each port's network from
+    that unit (no read per port)."""
+    from cirrus.network.api import _cache_of, make_network_api
+
+    net = await make_net(demo, "dealloc", "10.52.0.0/24")
+    mine = (await make_port(demo, net["id"], name="user-port")).json()["port"]
+    created = await create_server(demo, server_body(image, networks="none"))
+    await wait_for_status(demo, created["id"], {"ACTIVE"})
+    identity = cloud.state["identity"]
+    ctx = identity.context_for(await identity.validate(demo.headers["X-Auth-Token"]), "")
+    instance = {"uuid": created["id"], "project_id": ctx.project_id,
+                "availability_zone": "nova", "hostname": "x"}
+    api = make_network_api(cloud.settings, cloud.db, "compute1", None)
+    info = await api.allocate_for_instance(ctx, instance, requested_networks=[
+        {"port_id": mine["id"]}, {"network_id": net["id"]}], bind_host_id="compute1")
+    assert [vif["preserve_on_delete"] for vif in info] == [True, False]
+    told: list[tuple[str, str]] = []
+
+    async def port_unbound(port: dict[str, Any], network: dict[str, Any]) -> None:
+        told.append((port["id"], network["id"]))
+    monkeypatch.setattr(api.binder.backend, "port_unbound", port_unbound)
+    monkeypatch.setattr(api.binder, "db", None)  # any read of the binder's would fail
+    await api.deallocate_for_instance(ctx, instance)
+    assert sorted(told) == sorted([(mine["id"], net["id"]), (info[1]["id"], net["id"])])
+    left = (await demo.get(f"{NET}/ports", params={"network_id": net["id"]})).json()["ports"]
+    assert [(p["id"], p["device_id"], p["binding:host_id"]) for p in left] == [(mine["id"], "", "")]
+    assert await cloud.db.read(_cache_of, created["id"]) == []
+
+
+async def test_a_request_failing_its_checks_rolls_nothing_back(cloud: Cloud, demo: httpx.AsyncClient,
+                                                               image: str) -> None:
+    """The checks run in the allocation's unit of work now: a port in use by
+    another server fails them, and stays bound to that server."""
+    from cirrus.network.api import make_network_api
+
+    net = await make_net(demo, "in-use", "10.53.0.0/24")
+    port = (await make_port(demo, net["id"])).json()["port"]
+    owner = await create_server(demo, server_body(image, networks=[{"port": port["id"]}]))
+    await wait_for_status(demo, owner["id"], {"ACTIVE"})
+    identity = cloud.state["identity"]
+    ctx = identity.context_for(await identity.validate(demo.headers["X-Auth-Token"]), "")
+    other = {"uuid": "22222222-3333-4444-8555-666666666666", "project_id": ctx.project_id,
+             "availability_zone": "nova", "hostname": "y"}
+    api = make_network_api(cloud.settings, cloud.db, "compute1", None)
+    with pytest.raises(nexc.PortInUse):
+        await api.allocate_for_instance(ctx, other, requested_networks=[{"port_id": port["id"]}],
+                                        bind_host_id="compute1")
+    kept = (await demo.get(f"{NET}/ports/{port['id']}")).json()["port"]
+    assert kept["device_id"] == owner["id"] and kept["binding:host_id"] != ""

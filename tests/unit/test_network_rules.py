@@ -103,3 +103,51 @@ def test_up_on_bind_backend_reports_plugged_without_a_second_write(status: str,
     assert db.runs == writes
     assert events == [{"name": "network-vif-plugged", "server_uuid": "vm-1", "tag": "port-1",
                        "status": "completed"}]
+
+
+def test_a_clashing_generated_mac_is_replaced_a_requested_one_refused(
+        conn: sa.Connection, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No MAC SELECT before the INSERT: the unique key catches a clash, a
+    generated MAC is then drawn again; each port's seq follows the last."""
+    subnet = _subnet(conn)
+    first = _port(conn, subnet)
+    macs = iter([first["mac_address"], "fa:16:3e:aa:bb:cc"])
+    monkeypatch.setattr(ipam, "generate_mac", lambda _base: next(macs))
+    second = _port(conn, subnet)
+    assert second["mac_address"] == "fa:16:3e:aa:bb:cc"
+    stored = dict(conn.execute(sa.select(port_db.ports.c.id, port_db.ports.c.seq)).all())
+    assert stored == {first["id"]: first["seq"], second["id"]: first["seq"] + 1}
+    ctx = RequestContext(project_id="p", roles=["admin"])
+    with pytest.raises(exc.MacAddressInUse):
+        port_db.create_port(conn, ctx, {"network_id": subnet["network_id"], "fixed_ips": [],
+                                        "mac_address": first["mac_address"].upper()},
+                            "fa:16:3e:00:00:00")
+    assert len(stored) == conn.execute(sa.select(sa.func.count()).select_from(port_db.ports)).scalar()
+
+
+def test_available_networks_are_the_own_then_the_shared(conn: sa.Connection) -> None:
+    """One read for both, in the order two reads gave: own by creation, then shared."""
+    from cirrus.network.api import _available_networks
+
+    admin = RequestContext(project_id="other", roles=["admin"])
+    shared = create_network(conn, admin, {"name": "shared", "shared": True})
+    create_network(conn, admin, {"name": "theirs"})
+    mine = [create_network(conn, admin, {"name": n, "project_id": "p"}) for n in ("a", "b")]
+    ctx = RequestContext(project_id="p", roles=["member"])
+    got = _available_networks(conn, ctx, "p", None)
+    assert [n["name"] for n in got] == ["a", "b", "shared"]
+    assert [n["id"] for n in got] == [mine[0]["id"], mine[1]["id"], shared["id"]]
+    assert _available_networks(conn, ctx, "p", [shared["id"]])[0]["name"] == "shared"
+    with pytest.raises(exc.NetworkNotFound):
+        _available_networks(conn, ctx, "p", [create_network(conn, admin, {"name": "x"})["id"]])
+
+
+def test_resolve_creates_the_default_group_on_first_use_only(conn: sa.Connection) -> None:
+    from cirrus.network import security_groups as sg_db
+
+    [default] = sg_db.resolve(conn, "p", ["default"])
+    assert sg_db.resolve(conn, "p", ["default", default]) == [default]
+    assert sg_db.ensure_default_id(conn, "p") == default
+    assert sg_db.resolve(conn, "q", ["default"]) != [default]
+    with pytest.raises(exc.SecurityGroupNotFound):
+        sg_db.resolve(conn, "p", ["nope"])
