@@ -24,6 +24,7 @@ from cirrus.config import Settings
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
 from cirrus.db.engine import Database
+from cirrus.db.prepared import Prepared
 from cirrus.rpc import ConnectionLost, Transport
 from cirrus.scheduler.claims import release
 from cirrus.scheduler.exception import NoValidHost
@@ -174,12 +175,23 @@ class ConductorManager:
             instance_actions.action_finish(conn, ctx, uuid, message="Error")
 
 
+def _waiting(match: sa.ColumnElement[bool]) -> sa.Select[Any]:
+    """The uuids of the instances ``match`` picks that still wait for a host."""
+    i = instances
+    return sa.select(i.c.uuid).where(
+        match, i.c.deleted.is_(False), i.c.vm_state == VmState.BUILDING.value,
+        i.c.task_state == TaskState.SCHEDULING.value, i.c.host.is_(None))
+
+
+# Nearly every request builds one instance: that check is built once.
+_ONE_WAITING = Prepared(_waiting(instances.c.uuid == sa.bindparam("w_uuid")))
+
+
 def _waiting_for_host(conn: sa.Connection, uuids: list[str]) -> list[str]:
     """Those of ``uuids`` that still wait to be scheduled, in the given order."""
-    i = instances
-    waiting = set(conn.execute(sa.select(i.c.uuid).where(
-        i.c.uuid.in_(uuids), i.c.deleted.is_(False), i.c.vm_state == VmState.BUILDING.value,
-        i.c.task_state == TaskState.SCHEDULING.value, i.c.host.is_(None))).scalars())
+    if len(uuids) == 1:
+        return list(uuids) if _ONE_WAITING.execute(conn, w_uuid=uuids[0]).fetchall() else []
+    waiting = set(conn.execute(_waiting(instances.c.uuid.in_(uuids))).scalars())
     return [u for u in uuids if u in waiting]
 
 
