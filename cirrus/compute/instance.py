@@ -45,12 +45,14 @@ def get_many(conn: sa.Connection, uuids: Iterable[str]) -> list[dict[str, Any]]:
     return fetch_all(conn, sa.select(instances).where(instances.c.uuid.in_(list(uuids))))
 
 
-def _shape(expected: Any) -> tuple[int, bool] | None:
-    """How many non-NULL states ``expected`` lists and whether it allows NULL."""
+def _expectation(expected: Any) -> tuple[tuple[int, bool] | None, list[str]]:
+    """The shape of ``expected`` (how many non-NULL states it lists and whether
+    it allows NULL; None: no expectation) and its non-NULL states."""
     if expected is _UNSET:
-        return None
+        return None, []
     states = _states(expected)
-    return len([s for s in states if s is not None]), None in states
+    listed = [s for s in states if s is not None]
+    return (len(listed), len(listed) < len(states)), listed
 
 
 def _one_of(column: sa.Column, prefix: str, count: int) -> sa.ColumnElement[bool]:
@@ -93,16 +95,13 @@ def _save_params(uuid: str, values: dict[str, Any], expected_task_state: Any,
     values = {k: getattr(v, "value", v) for k, v in values.items()}
     values["updated_at"] = utcnow()
     host = "any" if expected_host is _UNSET else "none" if expected_host is None else "equal"
-    key = (tuple(sorted(values)), _shape(expected_task_state), _shape(expected_vm_state), host,
-           returning)
+    task_shape, task_states = _expectation(expected_task_state)
+    vm_shape, vm_states = _expectation(expected_vm_state)
+    key = (tuple(sorted(values)), task_shape, vm_shape, host, returning)
     params = {f"v_{k}": v for k, v in values.items()}
     params["w_uuid"] = uuid
-    if expected_task_state is not _UNSET:
-        listed = [s for s in _states(expected_task_state) if s is not None]
-        params.update((f"w_ts{n}", s) for n, s in enumerate(listed))
-    if expected_vm_state is not _UNSET:
-        listed = [s for s in _states(expected_vm_state) if s is not None]
-        params.update((f"w_vm{n}", s) for n, s in enumerate(listed))
+    params.update((f"w_ts{n}", s) for n, s in enumerate(task_states))
+    params.update((f"w_vm{n}", s) for n, s in enumerate(vm_states))
     if host == "equal":
         params["w_host"] = expected_host
     return key, params, values
