@@ -123,6 +123,25 @@ async def test_finishing_if_open_keeps_a_finished_events_outcome(cloud: Cloud) -
     assert await cloud.db.run(run) == ("Error", "Success")
 
 
+async def test_an_events_timestamps_are_one_utcnow(cloud: Cloud) -> None:
+    ctx = RequestContext()
+
+    def run(conn: sa.Connection) -> tuple[Any, ...]:
+        uuid_ = _add(conn)
+        instance_actions.action_start(conn, ctx, uuid_, "create")
+        instance_actions.record_event(conn, ctx, uuid_, "conductor_x", details={"hosts": 1})
+        started = instance_actions.event_start(conn, ctx, uuid_, "compute_x")
+        instance_actions.event_finish(conn, started, exc=RuntimeError("no"), if_open=True)
+        return tuple(conn.execute(sa.select(ev.c.start_time, ev.c.created_at, ev.c.finish_time,
+                                            ev.c.updated_at, ev.c.result, ev.c.details)
+                                  .order_by(ev.c.id)).all())
+    recorded, finished = await cloud.db.run(run)
+    assert len(set(recorded[:4])) == 1 and isinstance(recorded[0], dt.datetime)
+    assert recorded[4:] == ("Success", '{"hosts": 1}')
+    assert finished[0] == finished[1] and finished[2] == finished[3] and finished[4] == "Error"
+    assert finished[0] <= finished[2]
+
+
 async def test_waiting_for_host_of_one_and_of_several(cloud: Cloud) -> None:
     def run(conn: sa.Connection) -> tuple[Any, ...]:
         waiting = [_add(conn), _add(conn)]
