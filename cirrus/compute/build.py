@@ -73,6 +73,7 @@ class Started:
     claim: dict[str, Any] | None = None
     bdms: list[dict[str, Any]] = field(default_factory=list)
     error: Exception | None = None  # a failed claim or group check: reschedule
+    event_id: int | None = None  # the build event it opened (None: no action to log under)
 
 
 @dataclass
@@ -152,35 +153,44 @@ class Builder:
         """The build's first transaction: the guarded start (only an instance the
         conductor placed here and nobody started yet), its build event, the
         claim and late group checks, then NETWORKING and BLOCK_DEVICE_MAPPING
-        (each a guarded save) and the block device mappings.
+        (one guarded save) and the block device mappings.
 
         A failed check commits the start and comes back in ``Started.error``
         for ``_build_and_run_instance`` to raise: it reschedules, with the
         build event to record the failure on.
         """
-        inst.save(conn, uuid, {"vm_state": VmState.BUILDING, "task_state": None},
-                  expected_task_state=[TaskState.SCHEDULING], expected_vm_state=[VmState.BUILDING],
-                  expected_host=self.m.host)
-        instance_actions.event_start(conn, ctx, uuid, BUILD_EVENT, host=self.m.host)
-        instance = inst.get(conn, uuid)
+        instance = inst.save_and_get(
+            conn, uuid, {"vm_state": VmState.BUILDING, "task_state": None},
+            expected_task_state=[TaskState.SCHEDULING], expected_vm_state=[VmState.BUILDING],
+            expected_host=self.m.host)
+        event_id = instance_actions.event_start(conn, ctx, uuid, BUILD_EVENT, host=self.m.host)
         try:
             claim = self.m.rt.check_claim(conn, uuid, node)
             self._validate_instance_group_policy(conn, instance)
         except (exc.ComputeResourcesUnavailable, exc.RescheduledException) as error:
-            return Started(instance, error=error)
-        # _build_resources' first two steps (seed 000); the network allocation
-        # it starts in between runs after this commit, beside spawn's wait.
-        inst.save(conn, uuid, {"vm_state": VmState.BUILDING, "task_state": TaskState.NETWORKING},
+            return Started(instance, error=error, event_id=event_id)
+        # _build_resources' first two steps (seed 000): NETWORKING, then
+        # BLOCK_DEVICE_MAPPING. Both fall in this transaction, where nobody
+        # else can see the first, so one guarded save sets the second (the
+        # network allocation runs after this commit, beside spawn's wait).
+        inst.save(conn, uuid, {"vm_state": VmState.BUILDING,
+                               "task_state": TaskState.BLOCK_DEVICE_MAPPING},
                   expected_task_state=[None])
-        inst.save(conn, uuid, {"task_state": TaskState.BLOCK_DEVICE_MAPPING},
-                  expected_task_state=TaskState.NETWORKING)
-        return Started(instance, claim=claim, bdms=inst.bdms(conn, uuid))
+        return Started(instance, claim=claim, bdms=inst.bdms(conn, uuid), event_id=event_id)
 
     def _finish_event_tx(self, conn: sa.Connection, ctx: RequestContext, uuid: str,
-                         error: BaseException | None) -> None:
-        row = _OPEN_BUILD_EVENT.execute(conn, w_uuid=uuid, w_request=ctx.request_id,
-                                        w_host=self.m.host).fetchone()
-        instance_actions.event_finish(conn, row[0] if row else None, exc=error)
+                         error: BaseException | None, started: Started | None = None) -> None:
+        """Close this build's event (and on success the action).
+
+        With ``started``, the event ``_start`` opened, if still open; without,
+        this host's open build event of the request is looked up (the
+        reschedule and failure paths)."""
+        if started is not None:
+            instance_actions.event_finish(conn, started.event_id, exc=error, if_open=True)
+        else:
+            row = _OPEN_BUILD_EVENT.execute(conn, w_uuid=uuid, w_request=ctx.request_id,
+                                            w_host=self.m.host).fetchone()
+            instance_actions.event_finish(conn, row[0] if row else None, exc=error)
         if error is None:
             instance_actions.action_finish(conn, ctx, uuid)
 
@@ -298,9 +308,9 @@ class Builder:
         except Exception as error:  # noqa: BLE001 - seed 004: anything else reschedules
             notify.error(ctx, "compute.instance.create.error", {**payload, "fault": str(error)})
             raise exc.RescheduledException(instance_uuid=uuid, reason=str(error)) from error
-        await self._finish_build(ctx, instance, resources.network_info, payload)
+        await self._finish_build(ctx, started, instance, resources.network_info, payload)
 
-    async def _finish_build(self, ctx: RequestContext, instance: dict[str, Any],
+    async def _finish_build(self, ctx: RequestContext, started: Started, instance: dict[str, Any],
                             network_info: Any, payload: dict[str, Any]) -> None:
         info = await self.m.driver.get_info(instance)
         values: dict[str, Any] = {"vm_state": VmState.ACTIVE, "task_state": None,
@@ -308,7 +318,7 @@ class Builder:
         values.update(self._access_ips(network_info))
         def mark_active(conn: sa.Connection) -> None:
             inst.save(conn, instance["uuid"], values, expected_task_state=TaskState.SPAWNING)
-            self._finish_event_tx(conn, ctx, instance["uuid"], None)
+            self._finish_event_tx(conn, ctx, instance["uuid"], None, started)
         try:
             await self.m.db.run(mark_active)
         except (exc.InstanceNotFound, exc.UnexpectedDeletingTaskStateError) as error:
@@ -333,8 +343,7 @@ class Builder:
     @staticmethod
     def _save_and_get(conn: sa.Connection, uuid: str, values: dict[str, Any],
                       expected: Any) -> dict[str, Any]:
-        inst.save(conn, uuid, values, expected_task_state=expected)
-        return inst.get(conn, uuid)
+        return inst.save_and_get(conn, uuid, values, expected_task_state=expected)
 
     def _validate_instance_group_policy(self, conn: sa.Connection, instance: dict[str, Any]) -> None:
         """The late check: another build may have raced us onto/away from this host."""

@@ -6,7 +6,7 @@ never both move the same instance (DESIGN §2.6).
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, NoReturn
 
 import sqlalchemy as sa
 
@@ -16,11 +16,15 @@ from cirrus.compute.states import TaskState, VmState
 from cirrus.db.base import utcnow
 from cirrus.db.engine import fetch_all
 from cirrus.db.prepared import PreparedCache
+from cirrus.db.rows import PreparedRead, RowReader
 from cirrus.exception import CirrusException
 
 _UNSET: Any = object()
-_GET = sa.select(instances).where(instances.c.uuid == sa.bindparam("w_uuid"))
-_GET_LIVE = _GET.where(instances.c.deleted.is_(False))
+# Read on every step of every boot: compiled once, rows read as SQLAlchemy's
+# mappings would give them (cirrus/db/rows.py).
+_GET = PreparedRead(sa.select(instances).where(instances.c.uuid == sa.bindparam("w_uuid")))
+_GET_LIVE = PreparedRead(_GET.statement.stmt.where(instances.c.deleted.is_(False)))
+_ROW = RowReader(instances.c)  # the instance row a save RETURNING gives
 
 
 def _states(expected: Any) -> list[str | None]:
@@ -31,22 +35,24 @@ def _states(expected: Any) -> list[str | None]:
 
 def get(conn: sa.Connection, uuid: str, *, read_deleted: bool = False) -> dict[str, Any]:
     """The instance row; :class:`InstanceNotFound` if missing (or deleted)."""
-    row = conn.execute(_GET if read_deleted else _GET_LIVE, {"w_uuid": uuid}).mappings().first()
+    row = (_GET if read_deleted else _GET_LIVE).first(conn, w_uuid=uuid)
     if row is None:
         raise exc.InstanceNotFound(instance_id=uuid)
-    return dict(row)
+    return row
 
 
 def get_many(conn: sa.Connection, uuids: Iterable[str]) -> list[dict[str, Any]]:
     return fetch_all(conn, sa.select(instances).where(instances.c.uuid.in_(list(uuids))))
 
 
-def _shape(expected: Any) -> tuple[int, bool] | None:
-    """How many non-NULL states ``expected`` lists and whether it allows NULL."""
+def _expectation(expected: Any) -> tuple[tuple[int, bool] | None, list[str]]:
+    """The shape of ``expected`` (how many non-NULL states it lists and whether
+    it allows NULL; None: no expectation) and its non-NULL states."""
     if expected is _UNSET:
-        return None
+        return None, []
     states = _states(expected)
-    return len([s for s in states if s is not None]), None in states
+    listed = [s for s in states if s is not None]
+    return (len(listed), len(listed) < len(states)), listed
 
 
 def _one_of(column: sa.Column, prefix: str, count: int) -> sa.ColumnElement[bool]:
@@ -57,8 +63,9 @@ def _one_of(column: sa.Column, prefix: str, count: int) -> sa.ColumnElement[bool
 
 
 def _save_statement(key: tuple[Any, ...]) -> sa.Update:
-    """The guarded UPDATE of one shape of :func:`save` (see ``_save_key``)."""
-    columns, task_states, vm_states, host = key
+    """The guarded UPDATE of one shape of :func:`save` (see ``_save_params``);
+    with ``returning``, the updated row comes back."""
+    columns, task_states, vm_states, host, returning = key
     i = instances
     where = [i.c.uuid == sa.bindparam("w_uuid"), i.c.deleted.is_(False)]
     if task_states is not None:
@@ -72,12 +79,32 @@ def _save_statement(key: tuple[Any, ...]) -> sa.Update:
         where.append(i.c.host.is_(None))
     elif host == "equal":
         where.append(i.c.host == sa.bindparam("w_host"))
-    return i.update().where(*where).values({c: sa.bindparam(f"v_{c}") for c in columns})
+    update = i.update().where(*where).values({c: sa.bindparam(f"v_{c}") for c in columns})
+    return update.returning(*i.c) if returning else update
 
 
 # One statement per shape (columns set, how many states expected), built and
 # compiled once: a boot makes six guarded saves on the single writer thread.
 _SAVES = PreparedCache(_save_statement)
+
+
+def _save_params(uuid: str, values: dict[str, Any], expected_task_state: Any,
+                 expected_vm_state: Any, expected_host: Any,
+                 returning: bool) -> tuple[tuple[Any, ...], dict[str, Any], dict[str, Any]]:
+    """The statement key, its parameters and the values a save writes."""
+    values = {k: getattr(v, "value", v) for k, v in values.items()}
+    values["updated_at"] = utcnow()
+    host = "any" if expected_host is _UNSET else "none" if expected_host is None else "equal"
+    task_shape, task_states = _expectation(expected_task_state)
+    vm_shape, vm_states = _expectation(expected_vm_state)
+    key = (tuple(sorted(values)), task_shape, vm_shape, host, returning)
+    params = {f"v_{k}": v for k, v in values.items()}
+    params["w_uuid"] = uuid
+    params.update((f"w_ts{n}", s) for n, s in enumerate(task_states))
+    params.update((f"w_vm{n}", s) for n, s in enumerate(vm_states))
+    if host == "equal":
+        params["w_host"] = expected_host
+    return key, params, values
 
 
 def save(conn: sa.Connection, uuid: str, values: dict[str, Any], *,
@@ -89,22 +116,33 @@ def save(conn: sa.Connection, uuid: str, values: dict[str, Any], *,
     Raises InstanceNotFound if it is gone, UnexpectedDeletingTaskStateError if
     a delete got there first, UnexpectedTaskStateError otherwise.
     """
-    values = {k: getattr(v, "value", v) for k, v in values.items()}
-    values["updated_at"] = utcnow()
-    host = "any" if expected_host is _UNSET else "none" if expected_host is None else "equal"
-    key = (tuple(sorted(values)), _shape(expected_task_state), _shape(expected_vm_state), host)
-    params = {f"v_{k}": v for k, v in values.items()}
-    params["w_uuid"] = uuid
-    if expected_task_state is not _UNSET:
-        listed = [s for s in _states(expected_task_state) if s is not None]
-        params.update((f"w_ts{n}", s) for n, s in enumerate(listed))
-    if expected_vm_state is not _UNSET:
-        listed = [s for s in _states(expected_vm_state) if s is not None]
-        params.update((f"w_vm{n}", s) for n, s in enumerate(listed))
-    if host == "equal":
-        params["w_host"] = expected_host
+    key, params, values = _save_params(uuid, values, expected_task_state, expected_vm_state,
+                                       expected_host, returning=False)
     if _SAVES[key].execute(conn, **params).rowcount == 1:
         return values
+    _refuse(conn, uuid, expected_task_state, expected_vm_state, expected_host)
+
+
+def save_and_get(conn: sa.Connection, uuid: str, values: dict[str, Any], *,
+                 expected_task_state: Any = _UNSET, expected_vm_state: Any = _UNSET,
+                 expected_host: Any = _UNSET) -> dict[str, Any]:
+    """:func:`save`, then the instance as :func:`get` gives it after the save —
+    returned by the UPDATE itself (one statement instead of two)."""
+    key, params, _values = _save_params(uuid, values, expected_task_state, expected_vm_state,
+                                        expected_host, returning=True)
+    cursor = _SAVES[key].execute(conn, **params)
+    try:
+        rows = _ROW.dicts(conn.dialect, cursor.description, cursor.fetchall())
+    finally:
+        cursor.close()
+    if len(rows) == 1:
+        return rows[0]
+    _refuse(conn, uuid, expected_task_state, expected_vm_state, expected_host)
+
+
+def _refuse(conn: sa.Connection, uuid: str, expected_task_state: Any, expected_vm_state: Any,
+            expected_host: Any) -> NoReturn:
+    """Why a guarded save changed nothing, as the exception :func:`save` raises."""
     current = get(conn, uuid)  # raises InstanceNotFound
     actual = current["task_state"]
     if actual == TaskState.DELETING.value:
@@ -148,9 +186,10 @@ def soft_delete(conn: sa.Connection, uuid: str) -> None:
         task_state=None, power_state=0, updated_at=now))
 
 
-_BDMS = sa.select(block_device_mappings).where(
-    block_device_mappings.c.instance_uuid == sa.bindparam("w_uuid")).order_by(block_device_mappings.c.id)
+_BDMS = PreparedRead(sa.select(block_device_mappings).where(
+    block_device_mappings.c.instance_uuid == sa.bindparam("w_uuid")).order_by(block_device_mappings.c.id))
 
 
 def bdms(conn: sa.Connection, uuid: str) -> list[dict[str, Any]]:
-    return fetch_all(conn, _BDMS, {"w_uuid": uuid})
+    """The instance's block device mappings, in the order they were made."""
+    return _BDMS.all(conn, w_uuid=uuid)

@@ -6,6 +6,7 @@ each pipeline step adds an event with its timing, host, result and details
 """
 from __future__ import annotations
 
+import datetime as dt
 import json
 import traceback as tb
 from typing import Any
@@ -19,15 +20,41 @@ from cirrus.db.prepared import Prepared, PreparedCache
 
 SUCCESS, ERROR = "Success", "Error"
 act, ev = instance_actions, instance_actions_events
+Binds = tuple[tuple[str, str], ...]  # (column, parameter) pairs of a statement's shape
+
+
+def _binds(values: dict[str, Any]) -> tuple[Binds, dict[str, Any]]:
+    """Columns → parameters, and the parameters' values. Columns given the very
+    same timestamp (start, created, finished, updated: one ``utcnow()``) share
+    one parameter: each timestamp costs a bind conversion on SQLite."""
+    pairs, params = [], {}
+    shared: dict[int, str] = {}  # id of a timestamp value → its parameter
+    for column in sorted(values):
+        value = values[column]
+        name = f"v_{column}"
+        if isinstance(value, dt.datetime):
+            name = shared.setdefault(id(value), name)
+        pairs.append((column, name))
+        params[name] = value
+    return tuple(pairs), params
+
+
+def _event_insert(binds: Binds) -> sa.Insert:
+    """An event with ``binds`` under the request's action (its latest), found
+    and inserted in one statement: nothing inserted when there is none."""
+    # Typed parameters: in a SELECT list PostgreSQL cannot infer their types.
+    given = (sa.bindparam(name, type_=ev.c[column].type) for column, name in binds)
+    action = sa.select(act.c.id, *given).where(
+        act.c.instance_uuid == sa.bindparam("w_uuid"), act.c.request_id == sa.bindparam("w_request")
+    ).order_by(act.c.id.desc()).limit(1)
+    return ev.insert().from_select(["action_id", *(c for c, _ in binds)], action).returning(ev.c.id)
+
 
 # Every pipeline step records an event: statements built once (cirrus/db/prepared.py).
-_ACTION_ID = Prepared(sa.select(act.c.id).where(
-    act.c.instance_uuid == sa.bindparam("w_uuid"), act.c.request_id == sa.bindparam("w_request"))
-    .order_by(act.c.id.desc()).limit(1))
-_EVENT_INSERTS = PreparedCache(lambda columns: ev.insert().values(
-    {c: sa.bindparam(f"v_{c}") for c in columns}).returning(ev.c.id))
-_EVENT_FINISHES = PreparedCache(lambda columns: ev.update().where(
-    ev.c.id == sa.bindparam("w_id")).values({c: sa.bindparam(f"v_{c}") for c in columns}))
+_EVENT_INSERTS = PreparedCache(_event_insert)
+_EVENT_FINISHES = PreparedCache(lambda key: ev.update().where(
+    ev.c.id == sa.bindparam("w_id"), *([ev.c.finish_time.is_(None)] if key[1] else []))
+    .values({column: sa.bindparam(name) for column, name in key[0]}))
 _ACTION_START = Prepared(act.insert().values(
     instance_uuid=sa.bindparam("v_uuid"), action=sa.bindparam("v_action"),
     request_id=sa.bindparam("v_request"), user_id=sa.bindparam("v_user"),
@@ -48,15 +75,13 @@ def action_start(conn: sa.Connection, ctx: RequestContext, instance_uuid: str,
                                  v_project=ctx.project_id, v_now=now).fetchone()[0]
 
 
-def _action_id(conn: sa.Connection, instance_uuid: str, request_id: str) -> int | None:
-    row = _ACTION_ID.execute(conn, w_uuid=instance_uuid, w_request=request_id).fetchone()
+def _insert_event(conn: sa.Connection, ctx: RequestContext, instance_uuid: str,
+                  values: dict[str, Any]) -> int | None:
+    """The new event's id; None (nothing inserted) if the request has no action."""
+    binds, params = _binds(values)
+    row = _EVENT_INSERTS[binds].execute(conn, w_uuid=instance_uuid, w_request=ctx.request_id,
+                                        **params).fetchone()
     return row[0] if row is not None else None
-
-
-def _insert_event(conn: sa.Connection, values: dict[str, Any]) -> int:
-    columns = tuple(sorted(values))
-    row = _EVENT_INSERTS[columns].execute(conn, **{f"v_{c}": values[c] for c in columns}).fetchone()
-    return row[0]
 
 
 def _outcome(exc: BaseException | None, details: Any) -> dict[str, Any]:
@@ -74,22 +99,20 @@ def _outcome(exc: BaseException | None, details: Any) -> dict[str, Any]:
 def event_start(conn: sa.Connection, ctx: RequestContext, instance_uuid: str, event: str,
                 host: str | None = None) -> int | None:
     """Open ``event`` under the action of this request; its id, or None."""
-    action_id = _action_id(conn, instance_uuid, ctx.request_id)
-    if action_id is None:
-        return None
     now = utcnow()
-    return _insert_event(conn, {"action_id": action_id, "event": event, "start_time": now,
-                                "host": host, "created_at": now})
+    return _insert_event(conn, ctx, instance_uuid, {"event": event, "start_time": now,
+                                                    "host": host, "created_at": now})
 
 
 def event_finish(conn: sa.Connection, event_id: int | None, *, exc: BaseException | None = None,
-                 details: Any = None) -> None:
-    """Close an event: Success, or Error with the exception's traceback."""
+                 details: Any = None, if_open: bool = False) -> None:
+    """Close an event: Success, or Error with the exception's traceback.
+
+    ``if_open``: only if nobody closed it yet (a finished event keeps its outcome)."""
     if event_id is None:
         return
-    values = _outcome(exc, details)
-    columns = tuple(sorted(values))
-    _EVENT_FINISHES[columns].execute(conn, w_id=event_id, **{f"v_{c}": values[c] for c in columns})
+    binds, params = _binds(_outcome(exc, details))
+    _EVENT_FINISHES[binds, if_open].execute(conn, w_id=event_id, **params)
 
 
 def record_event(conn: sa.Connection, ctx: RequestContext, instance_uuid: str, event: str, *,
@@ -97,12 +120,10 @@ def record_event(conn: sa.Connection, ctx: RequestContext, instance_uuid: str, e
                  details: Any = None) -> None:
     """An event that starts and finishes at once (e.g. a scheduling decision):
     one insert with its outcome."""
-    action_id = _action_id(conn, instance_uuid, ctx.request_id)
-    if action_id is None:
-        return
     values = _outcome(exc, details)
-    _insert_event(conn, {"action_id": action_id, "event": event, "start_time": values["finish_time"],
-                         "host": host, "created_at": values["finish_time"], **values})
+    _insert_event(conn, ctx, instance_uuid, {"event": event, "start_time": values["finish_time"],
+                                             "host": host, "created_at": values["finish_time"],
+                                             **values})
 
 
 def action_finish(conn: sa.Connection, ctx: RequestContext, instance_uuid: str,

@@ -19,6 +19,7 @@ from cirrus.compute.models import allocations, compute_nodes
 from cirrus.config import Settings
 from cirrus.db.base import utcnow
 from cirrus.db.engine import Database
+from cirrus.db.rows import PreparedRead
 from cirrus.virt.driver import ComputeDriver, NodeResources
 
 
@@ -64,15 +65,17 @@ def _heal_usage(conn: sa.Connection, node_id: int) -> None:
         vcpus_used=used[0], memory_mb_used=used[1], local_gb_used=used[2], running_vms=used[3]))
 
 
-_CLAIM_OF = sa.select(allocations).where(allocations.c.consumer_uuid == sa.bindparam("w_uuid"))
+# Read by every build (cirrus/db/rows.py: compiled once, no Core result).
+_CLAIM_OF = PreparedRead(sa.select(allocations).where(
+    allocations.c.consumer_uuid == sa.bindparam("w_uuid")))
 
 
 def _check_claim(conn: sa.Connection, instance_uuid: str, node_id: int) -> dict[str, Any]:
-    row = conn.execute(_CLAIM_OF, {"w_uuid": instance_uuid}).mappings().first()
+    row = _CLAIM_OF.first(conn, w_uuid=instance_uuid)
     if row is None or row["node_id"] != node_id:
         raise ComputeResourcesUnavailable(reason=f"no claim for instance {instance_uuid} "
                                                  f"on this node")
-    return dict(row)
+    return row
 
 
 class ResourceTracker:
