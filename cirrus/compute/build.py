@@ -169,13 +169,13 @@ class Builder:
             self._validate_instance_group_policy(conn, instance)
         except (exc.ComputeResourcesUnavailable, exc.RescheduledException) as error:
             return Started(instance, error=error, event_id=event_id)
-        # _build_resources' first two steps (seed 000): NETWORKING, then
-        # BLOCK_DEVICE_MAPPING. Both fall in this transaction, where nobody
-        # else can see the first, so one guarded save sets the second (the
-        # network allocation runs after this commit, beside spawn's wait).
-        inst.save(conn, uuid, {"vm_state": VmState.BUILDING,
-                               "task_state": TaskState.BLOCK_DEVICE_MAPPING},
+        # _build_resources' first two steps (seed 000), each a guarded save as
+        # the seeds walk them; the network allocation they frame runs after
+        # this commit, beside spawn's wait.
+        inst.save(conn, uuid, {"vm_state": VmState.BUILDING, "task_state": TaskState.NETWORKING},
                   expected_task_state=[None])
+        inst.save(conn, uuid, {"task_state": TaskState.BLOCK_DEVICE_MAPPING},
+                  expected_task_state=TaskState.NETWORKING)
         return Started(instance, claim=claim, bdms=inst.bdms(conn, uuid), event_id=event_id)
 
     def _finish_event_tx(self, conn: sa.Connection, ctx: RequestContext, uuid: str,
