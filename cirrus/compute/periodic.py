@@ -9,6 +9,7 @@
 """
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from cirrus.compute.manager import ComputeManager
 
 LOG = logging.getLogger(__name__)
+BUILD_UNWIND_TIMEOUT = 30.0  # a cancelled build's own clean-up, before the sweep's
 
 
 class BuildTimedOut(CirrusException):
@@ -53,17 +55,21 @@ async def fail_stuck_builds(db: Any, network_api: Any, rows: list[dict[str, Any]
     """ERROR + fault for each row still building; claims and ports released."""
     from cirrus.scheduler.claims import release
 
+    def to_error(conn: sa.Connection, uuid: str, error: BuildTimedOut) -> None:
+        # One transaction: nobody sees the ERROR without its fault, or a claim
+        # held by an instance that no longer builds.
+        inst.save(conn, uuid, {"vm_state": VmState.ERROR, "task_state": None},
+                  expected_vm_state=VmState.BUILDING)
+        inst.add_fault(conn, uuid, error, reporter)
+        release(conn, uuid)
+
     failed = []
     ctx = admin_context()
     for row in rows:
-        error = BuildTimedOut(timeout=timeout)
         try:
-            await db.run(inst.save, row["uuid"], {"vm_state": VmState.ERROR, "task_state": None},
-                         expected_vm_state=VmState.BUILDING)
+            await db.run(to_error, row["uuid"], BuildTimedOut(timeout=timeout))
         except (exc.InstanceNotFound, exc.UnexpectedTaskStateError):
             continue
-        await db.run(inst.add_fault, row["uuid"], error, reporter)
-        await db.run(release, row["uuid"])
         try:
             await network_api.deallocate_for_instance(ctx, row,
                                                       requested_networks=row.get("requested_networks"))
@@ -86,10 +92,14 @@ class ComputePeriodics:
         if timeout <= 0:
             return []
         rows = await self.m.db.read(stuck_builds, timeout, [self.m.host], False)
-        for row in rows:
-            task = self.m.builds.get(row["uuid"])
-            if task is not None:
-                task.cancel()
+        tasks = [t for t in (self.m.builds.get(r["uuid"]) for r in rows) if t is not None]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            # Let the builds unwind first: one cancelled while its ports were
+            # being written rolls them back itself, and the sweep's release
+            # must come after, not race it.
+            await asyncio.wait(tasks, timeout=BUILD_UNWIND_TIMEOUT)
         return await fail_stuck_builds(self.m.db, self.m.network_api, rows, timeout, self.m.host)
 
     async def sync_power_states(self) -> None:
