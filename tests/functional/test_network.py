@@ -229,6 +229,18 @@ async def test_interface_attach_and_detach(demo: httpx.AsyncClient, image: str) 
     assert (await demo.delete(f"{url}/{attached['port_id']}")).status_code == 404
 
 
+async def _portless_server(cloud: Cloud, demo: httpx.AsyncClient, image: str
+                           ) -> tuple[dict[str, Any], Any, dict[str, Any]]:
+    """An ACTIVE server without ports, demo's context, and the instance fields
+    the network API reads."""
+    created = await create_server(demo, server_body(image, networks="none"))
+    await wait_for_status(demo, created["id"], {"ACTIVE"})
+    identity = cloud.state["identity"]
+    ctx = identity.context_for(await identity.validate(demo.headers["X-Auth-Token"]), "")
+    return created, ctx, {"uuid": created["id"], "project_id": ctx.project_id,
+                          "availability_zone": "nova", "hostname": "x"}
+
+
 async def test_new_ports_info_cache_is_what_a_rebuild_gives(cloud: Cloud, demo: httpx.AsyncClient,
                                                            image: str,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
@@ -241,12 +253,7 @@ async def test_new_ports_info_cache_is_what_a_rebuild_gives(cloud: Cloud, demo: 
     resp = await demo.post(f"{NET}/subnets", json={"subnet": {
         "network_id": net["id"], "cidr": "fd00:51::/64", "ip_version": 6}})
     assert resp.status_code == 201, resp.text
-    created = await create_server(demo, server_body(image, networks="none"))
-    await wait_for_status(demo, created["id"], {"ACTIVE"})
-    identity = cloud.state["identity"]
-    ctx = identity.context_for(await identity.validate(demo.headers["X-Auth-Token"]), "")
-    instance = {"uuid": created["id"], "project_id": ctx.project_id,
-                "availability_zone": "nova", "hostname": "x"}
+    created, ctx, instance = await _portless_server(cloud, demo, image)
     rebuilt: list[str] = []
     general = API._build_network_info_model
     monkeypatch.setattr(API, "_build_network_info_model", staticmethod(
@@ -275,12 +282,7 @@ async def test_deallocate_keeps_the_preserved_port_and_tells_the_backend(
 
     net = await make_net(demo, "dealloc", "10.52.0.0/24")
     mine = (await make_port(demo, net["id"], name="user-port")).json()["port"]
-    created = await create_server(demo, server_body(image, networks="none"))
-    await wait_for_status(demo, created["id"], {"ACTIVE"})
-    identity = cloud.state["identity"]
-    ctx = identity.context_for(await identity.validate(demo.headers["X-Auth-Token"]), "")
-    instance = {"uuid": created["id"], "project_id": ctx.project_id,
-                "availability_zone": "nova", "hostname": "x"}
+    created, ctx, instance = await _portless_server(cloud, demo, image)
     api = make_network_api(cloud.settings, cloud.db, "compute1", None)
     info = await api.allocate_for_instance(ctx, instance, requested_networks=[
         {"port_id": mine["id"]}, {"network_id": net["id"]}], bind_host_id="compute1")
