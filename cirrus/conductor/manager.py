@@ -7,7 +7,6 @@ Reschedules come back here with the tried hosts in ``filter_properties``.
 """
 from __future__ import annotations
 
-import copy
 import logging
 from functools import partial
 from typing import Any
@@ -69,7 +68,9 @@ class ConductorManager:
                      sorted(set(instance_uuids) - set(uuids)))
         if not uuids:
             return
-        spec = copy.deepcopy(request_spec)
+        # The message is this delivery's own (decoded from the wire); only its
+        # top level changes here, so a shallow copy keeps the caller's intact.
+        spec = dict(request_spec)
         spec["instance_uuids"] = list(uuids)
         spec["num_instances"] = len(uuids)
         retry = filter_properties.setdefault("retry", {"num_attempts": 1, "hosts": []})
