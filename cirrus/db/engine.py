@@ -63,16 +63,14 @@ class Database:
         self.is_sqlite = self.engine.dialect.name == "sqlite"
         self._local = threading.local()
         self._held: list[Connection] = []
-        # On SQLite a reader hands over a few finished reads at a time (one loop
-        # wake-up); over a network a read's round trip is too long to hold others.
-        self._reader = WorkerPool(self._read_tx, 2, "db-r", max_batch=16 if self.is_sqlite else 1)
+        self._reader = WorkerPool(self._read_tx, 2, "db-r")
         self._writer: WorkerPool | None = None
         self._group: GroupCommitWriter | None = None
         if self.is_sqlite:
             # One writer anyway: queued writes share a transaction (savepoint each).
             self._group = GroupCommitWriter(self._connection)
         else:
-            self._writer = WorkerPool(self._tx, 8, "db-w", max_batch=1)
+            self._writer = WorkerPool(self._tx, 8, "db-w")
 
     def _connection(self) -> Connection:
         """This thread's connection. SQLite keeps one per DB thread for good:

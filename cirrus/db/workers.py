@@ -2,10 +2,9 @@
 its writers on databases other than SQLite).
 
 Each unit's result goes back as an asyncio future settled through
-:func:`cirrus.db.handoff.deliver`. A thread that finds more work queued runs it
-before handing results over, up to ``max_batch`` units, so a busy thread wakes
-the loop once per batch rather than once per unit; with nothing queued it hands
-over at once.
+:func:`cirrus.db.handoff.deliver` as soon as the unit ends, so a finished point
+read never waits behind a listing queued after it (the boot path's reads run on
+the loop on SQLite; what comes here is mostly listings and periodic reads).
 """
 from __future__ import annotations
 
@@ -23,9 +22,8 @@ class WorkerPool:
     """``threads`` threads calling ``run(fn, args, kwargs)`` for submitted units."""
 
     def __init__(self, run: Callable[[Callable[..., Any], tuple, dict], Any], threads: int,
-                 name: str, max_batch: int = 16) -> None:
+                 name: str) -> None:
         self._run = run
-        self._max_batch = max_batch
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._threads = [threading.Thread(target=self._loop, name=f"{name}_{n}", daemon=True)
                          for n in range(threads)]
@@ -47,25 +45,13 @@ class WorkerPool:
             thread.join()
 
     def _loop(self) -> None:
-        done: list[tuple[Any, asyncio.Future, bool, Any]] = []
         while True:
-            if done:
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    deliver(done)
-                    done = []
-                    continue
-            else:
-                item = self._queue.get()
+            item = self._queue.get()
             if item is _STOP:
-                deliver(done)
                 return
             loop, future, fn, args, kwargs = item
             try:
-                done.append((loop, future, True, self._run(fn, args, kwargs)))
+                outcome = (loop, future, True, self._run(fn, args, kwargs))
             except BaseException as error:  # noqa: BLE001 - handed to its caller
-                done.append((loop, future, False, error))
-            if len(done) >= self._max_batch:
-                deliver(done)
-                done = []
+                outcome = (loop, future, False, error)
+            deliver([outcome])
