@@ -34,17 +34,18 @@ def _own_limit(resource: str) -> sa.ScalarSelect[Any]:
         quota_limits.c.resource == resource).scalar_subquery()
 
 
+def _usage_of_project(*extra: Any) -> Prepared:
+    """The project's live instances, vCPUs and RAM (then ``extra`` columns)."""
+    return Prepared(sa.select(
+        sa.func.count(), sa.func.coalesce(sa.func.sum(instances.c.vcpus), 0),
+        sa.func.coalesce(sa.func.sum(instances.c.memory_mb), 0), *extra).where(
+        instances.c.project_id == sa.bindparam("w_project"), instances.c.deleted.is_(False)))
+
+
+_INSTANCE_USAGE = _usage_of_project()
 # A create's usage and the project's own limits of the instance resources (NULL
 # where it has none) in one statement.
-_INSTANCE_QUOTA = Prepared(sa.select(
-    sa.func.count(), sa.func.coalesce(sa.func.sum(instances.c.vcpus), 0),
-    sa.func.coalesce(sa.func.sum(instances.c.memory_mb), 0),
-    *(_own_limit(r) for r in INSTANCE_RESOURCES)).where(
-    instances.c.project_id == sa.bindparam("w_project"), instances.c.deleted.is_(False)))
-_INSTANCE_USAGE = Prepared(sa.select(
-    sa.func.count(), sa.func.coalesce(sa.func.sum(instances.c.vcpus), 0),
-    sa.func.coalesce(sa.func.sum(instances.c.memory_mb), 0)).where(
-    instances.c.project_id == sa.bindparam("w_project"), instances.c.deleted.is_(False)))
+_INSTANCE_QUOTA = _usage_of_project(*(_own_limit(r) for r in INSTANCE_RESOURCES))
 
 
 def limits(conn: sa.Connection, settings: Any, project_id: str) -> dict[str, int]:

@@ -101,7 +101,7 @@ class Database:
         (on SQLite possibly shared with other units, each in its own savepoint).
         A cancelled caller waits for the transaction to end before it unwinds."""
         if self._group is not None:
-            return await settled(self._group.submit_async(fn, args, kwargs))
+            return await settled(self._group.submit(fn, args, kwargs))
         assert self._writer is not None
         return await settled(self._writer.submit(fn, args, kwargs))
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
-from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -27,9 +26,8 @@ class _Unit:
     fn: Callable[..., Any]
     args: tuple
     kwargs: dict
-    future: Future | None = None  # a caller off the loop (``submit``)…
-    loop: asyncio.AbstractEventLoop | None = None  # …or one on it (``submit_async``)
-    afuture: asyncio.Future | None = None
+    loop: asyncio.AbstractEventLoop  # the caller's, where ``future`` is settled
+    future: asyncio.Future
 
 
 def _in_savepoint(driver: Any, conn: Connection, unit: _Unit) -> tuple[bool, Any]:
@@ -60,18 +58,13 @@ class GroupCommitWriter:
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
-    def submit(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Future:
-        unit = _Unit(fn, args, kwargs, future=Future())
+    def submit(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> asyncio.Future:
+        """Queue ``fn`` from the running loop; its future is settled after the
+        commit, with the others of its batch in one hand-over (``handoff``)."""
+        loop = asyncio.get_running_loop()
+        unit = _Unit(fn, args, kwargs, loop, loop.create_future())
         self._queue.put(unit)
         return unit.future
-
-    def submit_async(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> asyncio.Future:
-        """Like :meth:`submit` for a caller on the running loop: its future is
-        settled with the others of its batch in one hand-over (``handoff``)."""
-        loop = asyncio.get_running_loop()
-        unit = _Unit(fn, args, kwargs, loop=loop, afuture=loop.create_future())
-        self._queue.put(unit)
-        return unit.afuture
 
     def shutdown(self) -> None:
         """Finish what is queued, then stop the thread."""
@@ -89,8 +82,7 @@ class GroupCommitWriter:
                 stop = True
                 break
             batch.append(unit)
-        return [u for u in batch
-                if u.future is None or u.future.set_running_or_notify_cancel()], stop
+        return batch, stop
 
     def _loop(self) -> None:
         while True:
@@ -98,8 +90,7 @@ class GroupCommitWriter:
             if first is None:
                 return
             batch, stop = self._take_batch(first)
-            if batch:
-                self._run(batch)
+            self._run(batch)
             if stop:
                 return
 
@@ -118,12 +109,5 @@ class GroupCommitWriter:
                         outcomes.append(_in_savepoint(driver, conn, unit))
         except BaseException as error:  # noqa: BLE001 - BEGIN/COMMIT failed: nothing committed
             outcomes = [(False, error)] * len(batch)
-        handed = []
-        for unit, (ok, value) in zip(batch, outcomes):
-            if unit.future is None:
-                handed.append((unit.loop, unit.afuture, ok, value))
-            elif ok:
-                unit.future.set_result(value)
-            else:
-                unit.future.set_exception(value)
-        deliver(handed)
+        deliver([(unit.loop, unit.future, ok, value)
+                 for unit, (ok, value) in zip(batch, outcomes)])
