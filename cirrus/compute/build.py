@@ -153,7 +153,7 @@ class Builder:
         """The build's first transaction: the guarded start (only an instance the
         conductor placed here and nobody started yet), its build event, the
         claim and late group checks, then NETWORKING and BLOCK_DEVICE_MAPPING
-        (one guarded save) and the block device mappings.
+        (each a guarded save) and the block device mappings.
 
         A failed check commits the start and comes back in ``Started.error``
         for ``_build_and_run_instance`` to raise: it reschedules, with the
