@@ -11,6 +11,12 @@ from typing import Any, Sequence
 from cirrus.config import Settings, load_settings
 
 LOG = logging.getLogger("cirrus")
+# uvicorn closes an idle keep-alive connection after 5 s by default. Its timer
+# runs before the loop reads sockets, so under load (the loop late by the time
+# of an iteration) a request a client sent on the connection just before the
+# deadline was dropped unread: the client saw a reset (httpx.ReadError) for a
+# POST it cannot safely retry. Idle connections are cheap; keep them longer.
+KEEP_ALIVE_S = 75.0
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -120,7 +126,8 @@ async def serve(settings: Settings) -> None:
     try:
         config = uvicorn.Config(cloud.app, host=settings.host, port=settings.port,
                                 log_level="warning", access_log=False, lifespan="off",
-                                timeout_graceful_shutdown=5)
+                                timeout_graceful_shutdown=5,
+                                timeout_keep_alive=KEEP_ALIVE_S)
         server = _quiet_server(config)
         clouds = write_clouds_yaml(settings)
         print(f"cirrus is up at {settings.public_url}", flush=True)
@@ -165,7 +172,8 @@ async def run_process(settings: Settings, role: str) -> None:
 
             config = uvicorn.Config(cloud.app, host=settings.host, port=settings.port,
                                     log_level="warning", access_log=False, lifespan="off",
-                                    timeout_graceful_shutdown=5)
+                                    timeout_graceful_shutdown=5,
+                                timeout_keep_alive=KEEP_ALIVE_S)
             print(f"cirrus api listening at {settings.public_url}", flush=True)
             await _quiet_server(config).serve()
         else:
