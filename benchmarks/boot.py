@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import datetime
 import json
 import sys
 import time
@@ -50,10 +51,12 @@ async def ensure_image(client: httpx.AsyncClient) -> str:
     return image_id
 
 
-async def boot_all(client: httpx.AsyncClient, image: str, n: int, c: int, network: Any
+async def boot_all(client: httpx.AsyncClient, image: str, n: int, c: int, network: Any,
+                   posted: dict[str, float] | None = None
                    ) -> tuple[list[float], dict[str, float], float]:
-    """POST n servers with c workers; returns (post latencies, post time by id, wall)."""
-    posted: dict[str, float] = {}
+    """POST n servers with c workers; returns (post latencies, post time by id,
+    start). ``posted`` (filled as the POSTs return) is the dict to fill."""
+    posted = {} if posted is None else posted
     latencies: list[float] = []
     queue: asyncio.Queue[int] = asyncio.Queue()
     for i in range(n):
@@ -75,21 +78,29 @@ async def boot_all(client: httpx.AsyncClient, image: str, n: int, c: int, networ
     return latencies, posted, start
 
 
-async def wait_active(client: httpx.AsyncClient, posted: dict[str, float],
-                      timeout: float) -> tuple[dict[str, float], int]:
-    """Poll until every server is ACTIVE or ERROR. Each poll lists only the
-    servers changed since shortly before the previous one (``changes-since``,
-    ids only, with a status filter), so its cost follows the boots per poll,
-    not N: listing every ACTIVE server each time grew with N and competed with
-    the boots it measured."""
-    done: dict[str, float] = {}
-    errors = 0
+async def wait_active(client: httpx.AsyncClient, posted: dict[str, float], timeout: float,
+                      posting: asyncio.Event | None = None) -> tuple[dict[str, float], int]:
+    """Poll until every server is ACTIVE or ERROR; (when each was first seen
+    so, error count). ``posting``: the POSTs are still going on (``posted``
+    grows) until it is set — the poll runs beside them, so a server's time to
+    ACTIVE is its own, not the time until the last POST returned.
+
+    Each poll lists only the servers changed since shortly before the previous
+    one (``changes-since``, ids only, with a status filter), so its cost
+    follows the boots per poll, not N. A server may be seen before its POST's
+    response gives its id: every server seen is remembered."""
+    seen: dict[str, tuple[float, bool]] = {}  # id -> (first seen, in ERROR)
     deadline = time.perf_counter() + timeout
     since: str | None = None
-    while len(done) < len(posted) and time.perf_counter() < deadline:
-        # Whole seconds, two back: the filter compares updated_at >= since, and
-        # an overlap only re-reads servers already seen.
-        next_since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 2))
+
+    def finished() -> bool:
+        return (posting is None or posting.is_set()) and all(i in seen for i in posted)
+
+    while not finished() and time.perf_counter() < deadline:
+        # Half a second of overlap: the filter compares updated_at >= since,
+        # and an overlap only re-reads servers already seen.
+        next_since = datetime.datetime.fromtimestamp(
+            time.time() - 0.5, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         for status in ("ACTIVE", "ERROR"):
             url: str | None = "/compute/v2.1/servers"
             params: dict[str, Any] | None = {"limit": 1000, "status": status}
@@ -100,14 +111,13 @@ async def wait_active(client: httpx.AsyncClient, posted: dict[str, float],
                 now = time.perf_counter()
                 body = resp.json()
                 for s in body["servers"]:
-                    if s["id"] in posted and s["id"] not in done:
-                        done[s["id"]] = now
-                        errors += status == "ERROR"
+                    seen.setdefault(s["id"], (now, status == "ERROR"))
                 links = body.get("servers_links")
                 url, params = (links[0]["href"], None) if links else (None, None)
         since = next_since
-        await asyncio.sleep(0.1)
-    return done, errors
+        await asyncio.sleep(0.05)
+    done = {i: seen[i][0] for i in posted if i in seen}
+    return done, sum(seen[i][1] for i in done)
 
 
 async def single_boots(client: httpx.AsyncClient, image: str, network: Any,
@@ -146,8 +156,14 @@ async def run(url: str, n: int, c: int, network: Any, pids: list[int],
         image = await ensure_image(client)
         single = await single_boots(client, image, network, singles)
         t0 = time.perf_counter()
-        latencies, posted, start = await boot_all(client, image, n, c, network)
-        active, errors = await wait_active(client, posted, timeout=max(60, n / 5))
+        posting = asyncio.Event()
+        posted_ids: dict[str, float] = {}
+        poller = asyncio.ensure_future(wait_active(client, posted_ids, max(60, n / 5), posting))
+        try:
+            latencies, posted, start = await boot_all(client, image, n, c, network, posted_ids)
+        finally:
+            posting.set()
+        active, errors = await poller
         wall = time.perf_counter() - t0
         to_active = [active[i] - posted[i] for i in active]
         d0 = time.perf_counter()
