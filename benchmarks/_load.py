@@ -1,4 +1,4 @@
-"""Load generation for the read benchmarks: a lean HTTP/1.1 keep-alive client,
+"""Load generation for the benchmarks: a lean HTTP/1.1 keep-alive client,
 closed-loop runs (C clients back to back) and fixed-rate runs (open loop).
 
 httpx spends a few hundred µs of CPU on each request; on a 2-core machine that
@@ -21,7 +21,7 @@ PathFor = Callable[[int], str]
 
 
 class Connection:
-    """One keep-alive connection sending GETs with fixed headers."""
+    """One keep-alive connection sending requests with fixed headers."""
 
     def __init__(self, url: str, headers: dict[str, str]) -> None:
         parts = urlsplit(url)
@@ -41,18 +41,28 @@ class Connection:
 
     async def get(self, path: str) -> tuple[int, bytes]:
         """(status, body) of ``GET path``."""
+        return await self.request("GET", path)
+
+    async def request(self, method: str, path: str, body: bytes | None = None
+                      ) -> tuple[int, bytes]:
+        """(status, body) of ``method path`` with an optional JSON ``body``."""
         assert self._reader is not None and self._writer is not None
-        self._writer.write(b"GET " + path.encode() + b" HTTP/1.1\r\n" + self._tail)
+        line = f"{method} {path} HTTP/1.1\r\n".encode()
+        if body is not None:
+            line += b"Content-Type: application/json\r\nContent-Length: %d\r\n" % len(body)
+        self._writer.write(line + self._tail + (body or b""))
         head = await self._reader.readuntil(b"\r\n\r\n")
         status = int(head[9:12])
+        if status in (204, 304) or status < 200:  # no body, no Content-Length
+            return status, b""
         length = None
-        for line in head.split(b"\r\n")[1:]:
-            name, _, value = line.partition(b":")
+        for header in head.split(b"\r\n")[1:]:
+            name, _, value = header.partition(b":")
             if name.strip().lower() == b"content-length":
                 length = int(value)
                 break
         if length is None:
-            raise RuntimeError(f"GET {path}: no Content-Length in the response")
+            raise RuntimeError(f"{method} {path}: no Content-Length in the response")
         return status, await self._reader.readexactly(length)
 
     async def close(self) -> None:

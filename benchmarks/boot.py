@@ -26,15 +26,49 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode, urlsplit
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _cloud import (fresh_database, percentile, rss_mb, running_cloud,  # noqa: E402
                     running_deployment, token)
+from _load import Connection  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BIG_QUOTAS = {f"CIRRUS_QUOTA_{r}": "1000000" for r in ("INSTANCES", "CORES", "RAM")}
+SERVERS = "/compute/v2.1/servers"
+
+
+class Lean:
+    """JSON calls over one lean keep-alive connection (``_load.Connection``).
+    httpx spent as much CPU per boot in the client as the cloud did in the
+    server (15 against 13 s for a whole run): on 2 cores the benchmark would
+    measure its own client."""
+
+    def __init__(self, url: str, headers: dict[str, str]) -> None:
+        self.conn = Connection(url, headers)
+
+    async def open(self) -> "Lean":
+        await self.conn.open()
+        return self
+
+    async def call(self, method: str, path: str, obj: Any = None,
+                   params: dict[str, Any] | None = None) -> tuple[int, Any]:
+        """(status, parsed JSON body or None)."""
+        if params:
+            path += "?" + urlencode(params)
+        body = json.dumps(obj).encode() if obj is not None else None
+        status, raw = await self.conn.request(method, path, body)
+        return status, (json.loads(raw) if raw else None)
+
+    async def close(self) -> None:
+        await self.conn.close()
+
+
+def _server_body(name: str, image: str, network: Any, **extra: Any) -> dict[str, Any]:
+    return {"server": {"name": name, "imageRef": image, "flavorRef": "1", "networks": network,
+                       **extra}}
 
 
 async def ensure_image(client: httpx.AsyncClient) -> str:
@@ -51,34 +85,34 @@ async def ensure_image(client: httpx.AsyncClient) -> str:
     return image_id
 
 
-async def boot_all(client: httpx.AsyncClient, image: str, n: int, c: int, network: Any,
-                   posted: dict[str, float] | None = None
-                   ) -> tuple[list[float], dict[str, float], float]:
-    """POST n servers with c workers; returns (post latencies, post time by id,
-    start). ``posted`` (filled as the POSTs return) is the dict to fill."""
-    posted = {} if posted is None else posted
+async def boot_all(url: str, headers: dict[str, str], image: str, n: int, c: int,
+                   network: Any, posted: dict[str, float]) -> tuple[list[float], float]:
+    """POST n servers with c workers, a connection each; returns (post
+    latencies, start). ``posted`` gets each server's POST time as it returns."""
     latencies: list[float] = []
     queue: asyncio.Queue[int] = asyncio.Queue()
     for i in range(n):
         queue.put_nowait(i)
 
     async def worker() -> None:
-        while not queue.empty():
-            i = queue.get_nowait()
-            body = {"server": {"name": f"bench-{i}", "imageRef": image, "flavorRef": "1",
-                               "networks": network}}
-            start = time.perf_counter()
-            resp = await client.post("/compute/v2.1/servers", json=body)
-            latencies.append(time.perf_counter() - start)
-            if resp.status_code != 202:
-                raise RuntimeError(f"POST failed: {resp.status_code} {resp.text}")
-            posted[resp.json()["server"]["id"]] = start
+        api = await Lean(url, headers).open()
+        try:
+            while not queue.empty():
+                i = queue.get_nowait()
+                start = time.perf_counter()
+                status, body = await api.call("POST", SERVERS, _server_body(f"bench-{i}", image, network))
+                latencies.append(time.perf_counter() - start)
+                if status != 202:
+                    raise RuntimeError(f"POST failed: {status} {body}")
+                posted[body["server"]["id"]] = start
+        finally:
+            await api.close()
     start = time.perf_counter()
     await asyncio.gather(*[worker() for _ in range(c)])
-    return latencies, posted, start
+    return latencies, start
 
 
-async def wait_active(client: httpx.AsyncClient, posted: dict[str, float], timeout: float,
+async def wait_active(api: Lean, posted: dict[str, float], timeout: float,
                       posting: asyncio.Event | None = None) -> tuple[dict[str, float], int]:
     """Poll until every server is ACTIVE or ERROR; (when each was first seen
     so, error count). ``posting``: the POSTs are still going on (``posted``
@@ -102,26 +136,29 @@ async def wait_active(client: httpx.AsyncClient, posted: dict[str, float], timeo
         next_since = datetime.datetime.fromtimestamp(
             time.time() - 0.5, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         for status in ("ACTIVE", "ERROR"):
-            url: str | None = "/compute/v2.1/servers"
+            path: str | None = SERVERS
             params: dict[str, Any] | None = {"limit": 1000, "status": status}
             if since is not None:
                 params["changes-since"] = since
-            while url:
-                resp = await client.get(url, params=params)
+            while path:
+                _, body = await api.call("GET", path, params=params)
                 now = time.perf_counter()
-                body = resp.json()
                 for s in body["servers"]:
                     seen.setdefault(s["id"], (now, status == "ERROR"))
                 links = body.get("servers_links")
-                url, params = (links[0]["href"], None) if links else (None, None)
+                path, params = (_path_of(links[0]["href"]), None) if links else (None, None)
         since = next_since
         await asyncio.sleep(0.05)
     done = {i: seen[i][0] for i in posted if i in seen}
     return done, sum(seen[i][1] for i in done)
 
 
-async def single_boots(client: httpx.AsyncClient, image: str, network: Any,
-                       count: int) -> list[float]:
+def _path_of(href: str) -> str:
+    parts = urlsplit(href)
+    return parts.path + ("?" + parts.query if parts.query else "")
+
+
+async def single_boots(api: Lean, image: str, network: Any, count: int) -> list[float]:
     """POST→ACTIVE of ``count`` servers booted one at a time on the idle cloud
     (issue 8: under 25 ms), each polled with GET /servers/{id} every 2 ms —
     finer than the bulk poll, and light: one cheap read per poll. Each server
@@ -129,78 +166,91 @@ async def single_boots(client: httpx.AsyncClient, image: str, network: Any,
     times = []
     for i in range(count):
         start = time.perf_counter()
-        resp = await client.post("/compute/v2.1/servers", json={"server": {
-            "name": f"single-{i}", "imageRef": image, "flavorRef": "1", "networks": network}})
-        if resp.status_code != 202:
-            raise RuntimeError(f"POST failed: {resp.status_code} {resp.text}")
-        server_id = resp.json()["server"]["id"]
+        code, body = await api.call("POST", SERVERS, _server_body(f"single-{i}", image, network))
+        if code != 202:
+            raise RuntimeError(f"POST failed: {code} {body}")
+        server_id = body["server"]["id"]
         while True:
-            status = (await client.get(f"/compute/v2.1/servers/{server_id}")).json()["server"]["status"]
+            status = (await api.call("GET", f"{SERVERS}/{server_id}"))[1]["server"]["status"]
             if status in ("ACTIVE", "ERROR"):
                 break
             await asyncio.sleep(0.002)
         if status != "ACTIVE":
             raise RuntimeError(f"single boot {server_id} ended {status}")
         times.append(time.perf_counter() - start)
-        await client.delete(f"/compute/v2.1/servers/{server_id}")
-        while (await client.get(f"/compute/v2.1/servers/{server_id}")).status_code != 404:
+        await api.call("DELETE", f"{SERVERS}/{server_id}")
+        while (await api.call("GET", f"{SERVERS}/{server_id}"))[0] != 404:
             await asyncio.sleep(0.01)
     return times
+
+
+async def delete_all(url: str, headers: dict[str, str], ids: list[str], c: int) -> None:
+    """DELETE every server with c workers, then wait until none is listed."""
+    queue: asyncio.Queue[str] = asyncio.Queue()
+    for server_id in ids:
+        queue.put_nowait(server_id)
+
+    async def worker() -> None:
+        api = await Lean(url, headers).open()
+        try:
+            while not queue.empty():
+                server_id = queue.get_nowait()
+                status, body = await api.call("DELETE", f"{SERVERS}/{server_id}")
+                if status != 204:
+                    raise RuntimeError(f"DELETE failed: {status} {body}")
+        finally:
+            await api.close()
+    await asyncio.gather(*[worker() for _ in range(c)])
+    api = await Lean(url, headers).open()
+    try:
+        remaining = set(ids)
+        while remaining:
+            _, body = await api.call("GET", SERVERS, params={"limit": 1000})
+            remaining &= {s["id"] for s in body["servers"]}
+            await asyncio.sleep(0.02)
+    finally:
+        await api.close()
 
 
 async def run(url: str, n: int, c: int, network: Any, pids: list[int],
               singles: int = 10) -> dict[str, Any]:
     headers = {"X-Auth-Token": token(url), "OpenStack-API-Version": "compute 2.37"}
-    limits = httpx.Limits(max_connections=c + 4)
-    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120, limits=limits) as client:
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120) as client:
         image = await ensure_image(client)
-        single = await single_boots(client, image, network, singles)
+    api = await Lean(url, headers).open()
+    try:
+        single = await single_boots(api, image, network, singles)
         t0 = time.perf_counter()
         posting = asyncio.Event()
-        posted_ids: dict[str, float] = {}
-        poller = asyncio.ensure_future(wait_active(client, posted_ids, max(60, n / 5), posting))
+        posted: dict[str, float] = {}
+        poller = asyncio.ensure_future(wait_active(api, posted, max(60, n / 5), posting))
         try:
-            latencies, posted, start = await boot_all(client, image, n, c, network, posted_ids)
+            latencies, start = await boot_all(url, headers, image, n, c, network, posted)
         finally:
             posting.set()
         active, errors = await poller
         wall = time.perf_counter() - t0
         to_active = [active[i] - posted[i] for i in active]
         d0 = time.perf_counter()
-        await client.get("/compute/v2.1/servers/detail", params={"limit": 1000})
+        await api.call("GET", f"{SERVERS}/detail", params={"limit": 1000})
         detail_s = time.perf_counter() - d0
         # one multi-create request of the same size
         m0 = time.perf_counter()
-        resp = await client.post("/compute/v2.1/servers", json={"server": {
-            "name": "multi", "imageRef": image, "flavorRef": "1", "networks": network,
-            "min_count": min(n, 100), "max_count": min(n, 100), "return_reservation_id": True}})
+        status, body = await api.call("POST", SERVERS, _server_body(
+            "multi", image, network, min_count=min(n, 100), max_count=min(n, 100),
+            return_reservation_id=True))
         multi_ids: dict[str, float] = {}
-        if resp.status_code == 202:
-            rid = resp.json()["reservation_id"]
-            listed = await client.get("/compute/v2.1/servers", params={"reservation_id": rid})
-            multi_ids = {s["id"]: m0 for s in listed.json()["servers"]}
-            await wait_active(client, multi_ids, timeout=120)
+        if status == 202:
+            _, listed = await api.call("GET", SERVERS, params={"reservation_id": body["reservation_id"]})
+            multi_ids = {s["id"]: m0 for s in listed["servers"]}
+            await wait_active(api, multi_ids, timeout=120)
         multi_s = time.perf_counter() - m0
-        ids = list(posted) + list(multi_ids)
-        x0 = time.perf_counter()
-        sem = asyncio.Semaphore(c)
-
-        async def delete(server_id: str) -> None:
-            async with sem:
-                try:
-                    await client.delete(f"/compute/v2.1/servers/{server_id}")
-                except httpx.TransportError:
-                    # A pooled connection that sat idle through the multi-create
-                    # can meet the server's keep-alive close; DELETE again.
-                    await client.delete(f"/compute/v2.1/servers/{server_id}")
-        await asyncio.gather(*[delete(i) for i in ids])
-        remaining = {i: 0.0 for i in ids}
-        while remaining:
-            resp = await client.get("/compute/v2.1/servers", params={"limit": 1000})
-            present = {s["id"] for s in resp.json()["servers"]}
-            remaining = {i: 0.0 for i in remaining if i in present}
-            await asyncio.sleep(0.02)
-        delete_s = time.perf_counter() - x0
+    finally:
+        await api.close()
+    ids = list(posted) + list(multi_ids)
+    x0 = time.perf_counter()
+    await delete_all(url, headers, ids, c)
+    delete_s = time.perf_counter() - x0
     return {
         "n": n, "concurrency": c, "errors": errors, "active": len(active) - errors,
         "boots_per_s": round(len(active) / wall, 1),
