@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from cirrus.db.groupcommit import GroupCommitWriter
 from cirrus.db.handoff import settled
+from cirrus.db.rows import json_dumps
 from cirrus.db.workers import WorkerPool
 
 T = TypeVar("T")
@@ -41,7 +42,7 @@ def make_engine(url: str) -> Engine:
         if parsed.database and parsed.database != ":memory:":
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         engine = sa.create_engine(url, connect_args={"check_same_thread": False},
-                                  pool_size=4, max_overflow=4)
+                                  pool_size=4, max_overflow=4, json_serializer=json_dumps)
         sa.event.listen(engine, "connect", _sqlite_pragmas)
         # Writers take the write lock up front (BEGIN IMMEDIATE): a deferred
         # transaction that reads first and writes later fails at once with
@@ -51,7 +52,8 @@ def make_engine(url: str) -> Engine:
         sa.event.listen(engine, "begin", lambda conn: conn.connection.driver_connection.execute(
             conn.info.get("begin", "BEGIN")))
         return engine
-    return sa.create_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True)
+    return sa.create_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True,
+                            json_serializer=json_dumps)
 
 
 class Database:

@@ -22,14 +22,37 @@ from dataclasses import dataclass
 from typing import Any, Callable, ContextManager
 
 import sqlalchemy as sa
+from sqlalchemy.engine.default import DefaultDialect
 
 
 @dataclass(frozen=True)
 class _Plan:
     sql: str
-    names: tuple[str, ...] | None  # positional order; None: named parameters
-    defaults: dict[str, Any]  # values the statement fixes (literal binds)
-    processors: dict[str, Callable[[Any], Any]]
+    positional: bool
+    # Per parameter, in the statement's order: its name, its bind processor
+    # (None: the value goes as is) and the value bound when the caller gives
+    # none (what the statement fixes, literal binds; else None), processed.
+    slots: tuple[tuple[str, Callable[[Any], Any] | None, Any], ...]
+    # Whether the driver's connection is the DBAPI connection itself (the
+    # dialect's default), read without SQLAlchemy's property chain.
+    plain_driver: bool
+
+    def bind(self, params: dict[str, Any]) -> Any:
+        """The arguments for ``cursor.execute``: a list, or a dict of names."""
+        values = []
+        for name, process, fixed in self.slots:
+            if name in params:
+                value = params[name]
+                values.append(value if process is None else process(value))
+            else:
+                values.append(fixed)
+        if self.positional:
+            return values
+        return dict(zip(self.names, values))
+
+    @property
+    def names(self) -> list[str]:
+        return [slot[0] for slot in self.slots]
 
 
 class Prepared:
@@ -38,19 +61,18 @@ class Prepared:
     def __init__(self, stmt: sa.Executable) -> None:
         self.stmt = stmt
         self._plans: weakref.WeakKeyDictionary[Any, _Plan] = weakref.WeakKeyDictionary()
+        # The plan used last, checked first (almost always the one dialect):
+        # the weak dictionary's lookup cost as much as binding the values.
+        self._last: tuple[Any, _Plan] | None = None
 
     def _plan(self, dialect: Any) -> _Plan:
+        last = self._last
+        if last is not None and last[0]() is dialect:
+            return last[1]
         plan = self._plans.get(dialect)
         if plan is None:
-            compiled = self.stmt.compile(dialect=dialect)
-            if "POSTCOMPILE" in compiled.string:
-                raise ValueError("a Prepared statement needs fixed parameters, not an "
-                                 f"expanding IN: {compiled.string}")
-            names = tuple(compiled.positiontup) if dialect.positional else None
-            defaults = {k: b.effective_value for k, b in compiled.binds.items()}
-            processors = {name: _faster(dialect, compiled.binds[name].type, process)
-                          for name, process in compiled._bind_processors.items()}
-            plan = self._plans[dialect] = _Plan(compiled.string, names, defaults, processors)
+            plan = self._plans[dialect] = _compile(self.stmt, dialect)
+        self._last = (weakref.ref(dialect), plan)
         return plan
 
     def execute(self, conn: sa.Connection, **params: Any) -> Any:
@@ -58,17 +80,35 @@ class Prepared:
         ``fetchone()``, ``lastrowid``)."""
         dialect = conn.dialect
         plan = self._plan(dialect)
-        values = {**plan.defaults, **params}
-        for name, process in plan.processors.items():
-            values[name] = process(values[name])
-        args: Any = values if plan.names is None else [values[n] for n in plan.names]
-        cursor = conn.connection.driver_connection.cursor()
+        args = plan.bind(params)
+        fairy = conn.connection
+        driver = fairy.dbapi_connection if plan.plain_driver else fairy.driver_connection
+        cursor = driver.cursor()
         try:
             cursor.execute(plan.sql, args)
         except dialect.loaded_dbapi.Error as error:
             raise sa.exc.DBAPIError.instance(plan.sql, args, error,
                                              dialect.loaded_dbapi.Error) from error
         return cursor
+
+
+def _compile(stmt: sa.Executable, dialect: Any) -> _Plan:
+    compiled = stmt.compile(dialect=dialect)
+    if "POSTCOMPILE" in compiled.string:
+        raise ValueError("a Prepared statement needs fixed parameters, not an "
+                         f"expanding IN: {compiled.string}")
+    names = compiled.positiontup if dialect.positional else list(compiled.binds)
+    processors = compiled._bind_processors
+    slots = []
+    for name in names:
+        bind = compiled.binds[name]
+        process = processors.get(name)
+        if process is not None:
+            process = _faster(dialect, bind.type, process)
+        fixed = bind.effective_value
+        slots.append((name, process, fixed if process is None else process(fixed)))
+    plain = type(dialect).get_driver_connection is DefaultDialect.get_driver_connection
+    return _Plan(compiled.string, bool(dialect.positional), tuple(slots), plain)
 
 
 def _faster(dialect: Any, type_: Any, process: Callable[[Any], Any]) -> Callable[[Any], Any]:

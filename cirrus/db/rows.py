@@ -62,6 +62,35 @@ def json_loads(text: str | bytes) -> Any:
     return json.loads(text)
 
 
+# orjson written to json's rules: what json refuses, orjson refuses too
+# (datetimes, dataclasses; subclasses of str, int, dict and list go to json,
+# which writes them its own way), and what it cannot write (integers beyond
+# 64 bits, lone surrogates, keys that are not strings) is json's to answer.
+_DUMP_OPTIONS = (orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+                 | orjson.OPT_PASSTHROUGH_SUBCLASS) if orjson is not None else 0
+
+
+def json_dumps(value: Any) -> str:
+    """JSON text of ``value`` that reads back as ``json.loads(json.dumps(value))``
+    does, ~5–10× faster when orjson is there: every JSON column of a boot is
+    written (SQLAlchemy's JSON bind processor calls this, as the engine's
+    ``json_serializer``). The text itself is compact and not ASCII-escaped.
+
+    orjson writes NaN and ±Infinity as ``null`` where json writes ``NaN``: a
+    text holding ``null`` is parsed again and must equal ``value`` (C speed),
+    else json writes it. orjson also writes UUIDs and plain enums, which json
+    refuses; nothing stores those."""
+    if orjson is not None:
+        try:
+            text = orjson.dumps(value, option=_DUMP_OPTIONS)
+        except TypeError:
+            pass  # json's own answer: it may write it (huge ints) or raise
+        else:
+            if b"null" not in text or orjson.loads(text) == value:
+                return text.decode()
+    return json.dumps(value)
+
+
 def _json_column(value: Any) -> Any:
     # SQLite's JSON processor also passes numbers through (json_extract results).
     if value is None or not isinstance(value, (str, bytes)):

@@ -90,3 +90,23 @@ def test_datetimes_are_stored_as_sqlalchemy_stores_them() -> None:
               dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc), dt.date(2026, 1, 2), None]
     for value in values:
         assert fast(value) == original(value)
+
+
+def test_utcnow_is_naive_utc() -> None:
+    from cirrus.db.base import utcnow
+
+    before = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    now = utcnow()
+    after = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    assert now.tzinfo is None and before <= now <= after
+
+
+def test_a_fixed_value_and_a_missing_parameter_bind_as_before(conn: sa.Connection) -> None:
+    """Values the statement fixes are processed once (a JSON literal stays
+    JSON), a parameter the caller leaves out binds None, as it did."""
+    insert = Prepared(T.insert().values(name=sa.bindparam("n"), data={"fixed": [1]},
+                                        at=sa.bindparam("a")))
+    insert.execute(conn, n="x")
+    insert.execute(conn, n="y", a=AT)
+    rows = conn.execute(sa.select(T.c.name, T.c.data, T.c.at).order_by(T.c.name)).all()
+    assert [tuple(r) for r in rows] == [("x", {"fixed": [1]}, None), ("y", {"fixed": [1]}, AT)]
