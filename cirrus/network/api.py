@@ -30,7 +30,7 @@ from cirrus.network.binding import Binder, EventSink
 from cirrus.network.model import NetworkInfo, build_vif
 from cirrus.network.models import networks
 from cirrus.network.models import ports as port_table
-from cirrus.network.networks import network_by_id, subnets_of
+from cirrus.network.networks import network_by_id, subnets_of, subnets_to_allocate
 
 LOG = logging.getLogger(__name__)
 
@@ -293,12 +293,14 @@ class API:
         follow in this same transaction, so the insert carries it. ``fixed``
         gets each new port's fixed IPs."""
         result: list[dict[str, Any]] = []
+        taken: dict[str, int] = {}  # addresses allocated per subnet, counted with its read
         for req, port_id in zip(requests, ordered):
             if port_id:
                 continue
             network = nets[req["network_id"]]
             if network["id"] not in subnets:
-                subnets[network["id"]] = subnets_of(conn, [network["id"]])
+                subnets[network["id"]], counts = subnets_to_allocate(conn, network["id"])
+                taken.update(counts)
             if sg_ids and (not network["port_security_enabled"] or not subnets[network["id"]]):
                 raise exc.SecurityGroupCannotBeApplied()
             values: dict[str, Any] = {
@@ -310,7 +312,7 @@ class API:
                 values["fixed_ips"] = [{"ip_address": req["fixed_ip"]}]
             port, ips = port_db.create_port_with_ips(
                 conn, ctx.elevated(), values, self.settings.base_mac, status=status,
-                network=network, subnets=subnets[network["id"]])
+                network=network, subnets=subnets[network["id"]], taken=taken)
             fixed[port["id"]] = ips
             created.append(port["id"])
             result.append(port)

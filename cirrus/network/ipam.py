@@ -87,7 +87,7 @@ def _insert(conn: sa.Connection, subnet: dict[str, Any], port_id: str, address: 
 
 
 def allocate_ip(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
-                address: str | None = None) -> str:
+                address: str | None = None, taken: dict[str, int] | None = None) -> str:
     """Allocate ``address`` (or the next free one) on ``subnet`` to ``port_id``.
 
     Without ``address``: while nothing was released, the first ``k`` pool
@@ -95,18 +95,38 @@ def allocate_ip(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
     not a walk over every allocation, so the cost stays flat as the subnet
     fills. If it is taken (a hole from a release, a racing allocation), the
     pools are walked for the first free address as before.
+
+    ``taken``: the addresses allocated per subnet id, counted earlier in this
+    transaction (see ``networks.subnets_to_allocate``) instead of here; it
+    counts this allocation too.
     """
     if address is not None:
-        ip = ipaddress.ip_address(address)
-        if ip not in ipaddress.ip_network(subnet["cidr"]):
-            raise exc.InvalidInput(reason=f"IP address {address} is not a valid IP for the "
-                                          f"specified subnet.")
-        if subnet["gateway_ip"] == str(ip) or not _insert(conn, subnet, port_id, str(ip)):
-            raise exc.IpAddressAlreadyAllocated(ip=address, subnet_id=subnet["id"])
-        return str(ip)
+        allocated = _allocate_given(conn, subnet, port_id, address)
+    else:
+        allocated = _allocate_next(conn, subnet, port_id, taken)
+    if taken is not None and subnet["id"] in taken:
+        taken[subnet["id"]] += 1
+    return allocated
+
+
+def _allocate_given(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
+                    address: str) -> str:
+    ip = ipaddress.ip_address(address)
+    if ip not in ipaddress.ip_network(subnet["cidr"]):
+        raise exc.InvalidInput(reason=f"IP address {address} is not a valid IP for the "
+                                      f"specified subnet.")
+    if subnet["gateway_ip"] == str(ip) or not _insert(conn, subnet, port_id, str(ip)):
+        raise exc.IpAddressAlreadyAllocated(ip=address, subnet_id=subnet["id"])
+    return str(ip)
+
+
+def _allocate_next(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
+                   taken: dict[str, int] | None) -> str:
     pools = subnet["allocation_pools"] or []
-    taken = _TAKEN.execute(conn, w_subnet=subnet["id"]).fetchone()[0]
-    guess = nth_in_pools(pools, taken)
+    count = taken.get(subnet["id"]) if taken is not None else None
+    if count is None:
+        count = _TAKEN.execute(conn, w_subnet=subnet["id"]).fetchone()[0]
+    guess = nth_in_pools(pools, count)
     if guess is not None and _insert(conn, subnet, port_id, guess):
         return guess
     used = set(conn.execute(sa.select(ip_allocations.c.ip_address).where(
@@ -117,10 +137,15 @@ def allocate_ip(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
     raise exc.IpAddressGenerationFailure(net_id=subnet["network_id"])
 
 
+@functools.lru_cache(maxsize=16)
+def _mac_prefix(base_mac: str) -> str:
+    return ":".join(base_mac.split(":")[:3])
+
+
 def generate_mac(base_mac: str) -> str:
     """A random MAC under the configured prefix (the first three octets kept)."""
-    prefix = base_mac.split(":")[:3]
-    return ":".join(prefix + [f"{random.randint(0, 255):02x}" for _ in range(3)])
+    low = random.getrandbits(24)  # the three random octets in one draw
+    return f"{_mac_prefix(base_mac)}:{low >> 16:02x}:{(low >> 8) & 0xff:02x}:{low & 0xff:02x}"
 
 
 def mac_in_use(conn: sa.Connection, network_id: str, mac: str) -> bool:

@@ -113,9 +113,11 @@ def _insert_port(conn: sa.Connection, row: dict[str, Any], base_mac: str,
 
 def _allocate_fixed_ips(conn: sa.Connection, network: dict[str, Any], port_id: str,
                         requested: list[dict[str, Any]] | None,
-                        nets: list[dict[str, Any]] | None = None) -> list[dict[str, str]]:
+                        nets: list[dict[str, Any]] | None = None,
+                        taken: dict[str, int] | None = None) -> list[dict[str, str]]:
     """The port's fixed IPs as allocated (``subnet_id``, ``ip_address``), in
-    order. ``nets``: the network's subnets, when the caller read them already."""
+    order. ``nets``: the network's subnets, when the caller read them already;
+    ``taken``: see ``ipam.allocate_ip``."""
     if nets is None:
         nets = subnets_of(conn, [network["id"]])
     by_id = {s["id"]: s for s in nets}
@@ -124,7 +126,8 @@ def _allocate_fixed_ips(conn: sa.Connection, network: dict[str, Any], port_id: s
         chosen: dict[int, dict[str, Any]] = {}
         for subnet in nets:
             chosen.setdefault(subnet["ip_version"], subnet)
-        return [{"subnet_id": subnet["id"], "ip_address": ipam.allocate_ip(conn, subnet, port_id)}
+        return [{"subnet_id": subnet["id"],
+                 "ip_address": ipam.allocate_ip(conn, subnet, port_id, taken=taken)}
                 for subnet in chosen.values()]
     fixed = []
     for item in requested:
@@ -138,7 +141,8 @@ def _allocate_fixed_ips(conn: sa.Connection, network: dict[str, Any], port_id: s
         if subnet_id not in by_id:
             raise exc.InvalidInput(reason=f"Subnet {subnet_id} is not on network {network['id']}")
         fixed.append({"subnet_id": subnet_id,
-                      "ip_address": ipam.allocate_ip(conn, by_id[subnet_id], port_id, address)})
+                      "ip_address": ipam.allocate_ip(conn, by_id[subnet_id], port_id, address,
+                                                     taken)})
     return fixed
 
 
@@ -158,10 +162,11 @@ def create_port(conn: sa.Connection, ctx: RequestContext, values: dict[str, Any]
 def create_port_with_ips(conn: sa.Connection, ctx: RequestContext, values: dict[str, Any],
                          base_mac: str, default_sg: str | None = None, *, status: str = "DOWN",
                          network: dict[str, Any] | None = None,
-                         subnets: list[dict[str, Any]] | None = None
+                         subnets: list[dict[str, Any]] | None = None,
+                         taken: dict[str, int] | None = None
                          ) -> tuple[dict[str, Any], list[dict[str, str]]]:
     """:func:`create_port`, and the fixed IPs it allocated (as ``fixed_ips_of``
-    would read them back)."""
+    would read them back). ``taken``: see ``ipam.allocate_ip``."""
     if network is None or network["id"] != values["network_id"]:
         network = get_network(conn, ctx, values["network_id"])
     if network["router_external"] and not network["shared"] and not ctx.is_admin \
@@ -191,7 +196,8 @@ def create_port_with_ips(conn: sa.Connection, ctx: RequestContext, values: dict[
            "description": values.get("description", ""), "created_at": utcnow(),
            "updated_at": None}
     _insert_port(conn, row, base_mac, mac)
-    return row, _allocate_fixed_ips(conn, network, port_id, values.get("fixed_ips"), subnets)
+    return row, _allocate_fixed_ips(conn, network, port_id, values.get("fixed_ips"), subnets,
+                                    taken)
 
 
 def update_port(conn: sa.Connection, ctx: RequestContext, port_id: str,

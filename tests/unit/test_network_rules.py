@@ -69,6 +69,30 @@ def test_allocation_takes_the_next_address_then_fills_holes(conn: sa.Connection)
         ipam.allocate_ip(conn, subnet, _port(conn, subnet)["id"])
 
 
+def test_counts_read_with_the_subnets_follow_the_transactions_allocations(
+        conn: sa.Connection) -> None:
+    """The count read with the subnets is kept up to date by each allocation
+    of the unit; one that is stale (another writer's address) only costs the
+    walk: the unique key still decides."""
+    from cirrus.network.networks import subnets_to_allocate
+
+    subnet = _subnet(conn)
+    rows, taken = subnets_to_allocate(conn, subnet["network_id"])
+    assert rows == [subnet] and taken == {subnet["id"]: 0}
+    got = [ipam.allocate_ip(conn, subnet, _port(conn, subnet)["id"], taken=taken) for _ in range(2)]
+    assert got == ["10.9.0.2", "10.9.0.3"] and taken == {subnet["id"]: 2}
+    ipam.allocate_ip(conn, subnet, _port(conn, subnet)["id"])  # .4, by another writer
+    assert ipam.allocate_ip(conn, subnet, _port(conn, subnet)["id"], taken=taken) == "10.9.0.5"
+    assert subnets_to_allocate(conn, subnet["network_id"])[1] == {subnet["id"]: 4}
+
+
+def test_generated_macs_keep_the_prefix() -> None:
+    macs = {ipam.generate_mac("fa:16:3e:00:00:00") for _ in range(200)}
+    assert len(macs) > 190
+    assert all(len(m) == 17 and m.startswith("fa:16:3e:") and int(m[9:].replace(":", ""), 16) >= 0
+               for m in macs)
+
+
 class _Database:
     """Records the units a Binder runs; answers ``_activate`` with an ACTIVE port."""
 

@@ -110,3 +110,11 @@ def test_a_fixed_value_and_a_missing_parameter_bind_as_before(conn: sa.Connectio
     insert.execute(conn, n="y", a=AT)
     rows = conn.execute(sa.select(T.c.name, T.c.data, T.c.at).order_by(T.c.name)).all()
     assert [tuple(r) for r in rows] == [("x", {"fixed": [1]}, None), ("y", {"fixed": [1]}, AT)]
+
+
+@pytest.mark.parametrize("data", [{"k": [1, None]}, [], {}, None, sa.JSON.NULL, "text", 2.5])
+def test_json_is_stored_as_sqlalchemy_stores_it(conn: sa.Connection, data: object) -> None:
+    INSERT.execute(conn, n="prepared", a=AT, d=data, f=True)
+    conn.execute(T.insert().values(name="core", at=AT, data=data, flag=True))
+    stored = dict(conn.execute(sa.text("SELECT name, data FROM things")).all())
+    assert stored["prepared"] == stored["core"]
