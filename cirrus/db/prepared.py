@@ -29,9 +29,10 @@ from sqlalchemy.engine.default import DefaultDialect
 class _Plan:
     sql: str
     positional: bool
-    # Per parameter, in the statement's order: its name and the value bound
-    # when the caller gives none (what the statement fixes, literal binds;
-    # else None), processed.
+    names: tuple[str, ...]  # the parameters in the statement's order
+    # Per parameter, in that order: its name and the value bound when the
+    # caller gives none (what the statement fixes, literal binds; else None),
+    # processed.
     fixed: tuple[tuple[str, Any], ...]
     # The parameters with a bind processor: position, name, processor.
     processors: tuple[tuple[int, str, Callable[[Any], Any]], ...]
@@ -47,7 +48,7 @@ class _Plan:
                 values[i] = process(values[i])
         if self.positional:
             return values
-        return dict(zip([name for name, _ in self.fixed], values))
+        return dict(zip(self.names, values))
 
 
 class Prepared:
@@ -104,7 +105,8 @@ def _compile(stmt: sa.Executable, dialect: Any) -> _Plan:
             value = process(value)
         fixed.append((name, value))
     plain = type(dialect).get_driver_connection is DefaultDialect.get_driver_connection
-    return _Plan(compiled.string, bool(dialect.positional), tuple(fixed), tuple(processors), plain)
+    return _Plan(compiled.string, bool(dialect.positional), tuple(names), tuple(fixed),
+                 tuple(processors), plain)
 
 
 def _faster(dialect: Any, type_: Any, process: Callable[[Any], Any]) -> Callable[[Any], Any]:
