@@ -121,6 +121,14 @@ def _faster(dialect: Any, type_: Any, process: Callable[[Any], Any]) -> Callable
     return process
 
 
+# The datetime formatted last and its text, shared by every DATETIME parameter:
+# one statement often binds the same ``utcnow()`` two to four times (an
+# event's start and creation, a row's created_at and updated_at). A tuple,
+# replaced whole, so threads only ever see a matching pair; it holds the
+# datetime, so the identity cannot be reused meanwhile.
+_last_datetime: tuple[Any, str] = (object(), "")
+
+
 def _datetime_text(process: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """SQLite's DATETIME processor formats with Python %-formatting (~4 µs, and a
     boot binds dozens); ``isoformat`` writes the same text for a naive datetime
@@ -128,8 +136,14 @@ def _datetime_text(process: Callable[[Any], Any]) -> Callable[[Any], Any]:
     exact = datetime.datetime
 
     def fast(value: Any) -> Any:
+        global _last_datetime
+        last = _last_datetime
+        if last[0] is value:
+            return last[1]
         if type(value) is exact and value.tzinfo is None:
-            return value.isoformat(" ", "microseconds")
+            text = value.isoformat(" ", "microseconds")
+            _last_datetime = (value, text)
+            return text
         return process(value)
     return fast
 

@@ -118,3 +118,15 @@ def test_json_is_stored_as_sqlalchemy_stores_it(conn: sa.Connection, data: objec
     conn.execute(T.insert().values(name="core", at=AT, data=data, flag=True))
     stored = dict(conn.execute(sa.text("SELECT name, data FROM things")).all())
     assert stored["prepared"] == stored["core"]
+
+
+def test_one_datetime_bound_twice_and_none_after_it(conn: sa.Connection) -> None:
+    """The text of the datetime bound last is reused for the same object only."""
+    stamp = Prepared(T.insert().values(name=sa.bindparam("n"), at=sa.bindparam("a")))
+    later = AT + dt.timedelta(microseconds=1)
+    for name, at in (("a", AT), ("b", AT), ("c", None), ("d", later), ("e", AT)):
+        stamp.execute(conn, n=name, a=at)
+    stored = dict(conn.execute(sa.text("SELECT name, at FROM things")).all())
+    assert stored == {"a": "2026-11-23 08:30:01.000250", "b": "2026-11-23 08:30:01.000250",
+                      "c": None, "d": "2026-11-23 08:30:01.000251",
+                      "e": "2026-11-23 08:30:01.000250"}
