@@ -175,3 +175,40 @@ def test_resolve_creates_the_default_group_on_first_use_only(conn: sa.Connection
     assert sg_db.resolve(conn, "q", ["default"]) != [default]
     with pytest.raises(exc.SecurityGroupNotFound):
         sg_db.resolve(conn, "p", ["nope"])
+
+
+def _instance_row(conn: sa.Connection, name: str) -> dict[str, Any]:
+    from cirrus.compute.models import instance_info_caches, instances
+    from cirrus.db.base import utcnow
+
+    uuid_ = f"00000000-0000-4000-8000-{name:0>12}"
+    conn.execute(instances.insert().values(
+        uuid=uuid_, project_id="p", user_id="u", display_name=name, hostname=name, flavor={},
+        vcpus=1, memory_mb=64, root_gb=0, vm_state="building", task_state="networking",
+        reservation_id="r", created_at=utcnow()))
+    conn.execute(instance_info_caches.insert().values(instance_uuid=uuid_, network_info=[],
+                                                      created_at=utcnow()))
+    return {"uuid": uuid_, "project_id": "p", "hostname": name, "availability_zone": "nova"}
+
+
+def test_an_auto_allocation_runs_six_statements(conn: sa.Connection, tmp_path: Path) -> None:
+    """Once the project has its network and default group: the network, the
+    groups, the subnets with their counts, the port, its address and the
+    info cache — and the second boot gets the next address."""
+    from cirrus.config import Settings
+    from cirrus.network.api import API
+
+    api = API(Settings(state_dir=tmp_path), None, Binder(None, NoopBackend()))  # type: ignore[arg-type]
+    ctx = RequestContext(project_id="p", user_id="u", roles=["member"])
+    auto = [{"network_id": "auto"}]
+    _, first = api._allocate(conn, ctx, _instance_row(conn, "1"), auto, ["default"], "h1", [], {})
+    instance = _instance_row(conn, "2")
+    statements: list[str] = []
+    conn.connection.driver_connection.set_trace_callback(statements.append)  # type: ignore[union-attr]
+    try:
+        _, second = api._allocate(conn, ctx, instance, auto, ["default"], "h1", [], {})
+    finally:
+        conn.connection.driver_connection.set_trace_callback(None)  # type: ignore[union-attr]
+    assert len(statements) == 6, statements
+    assert [vif["network"]["subnets"][0]["ips"][0]["address"] for vif in (first + second)] == [
+        "10.0.0.2", "10.0.0.3"]
