@@ -56,6 +56,9 @@ class Settings:
 
     # compute
     max_concurrent_builds: int = 10
+    # creates wait while this many instances wait to build (0: no limit), at most this long
+    build_backlog_limit: int = 50
+    build_backlog_wait: float = 10.0
     network_allocate_retries: int = 0
     vif_plugging_timeout: float = 300.0
     vif_plugging_is_fatal: bool = True

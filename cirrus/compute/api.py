@@ -18,6 +18,7 @@ import sqlalchemy as sa
 
 from cirrus import policy
 from cirrus.compute import exception as exc
+from cirrus.compute.admission import BuildAdmission
 from cirrus.compute import instance as inst
 from cirrus.compute import instance_actions, keypairs, quotas, server_groups
 from cirrus.compute.flavors import get_flavor
@@ -148,6 +149,8 @@ class API:
         self.network = network
         self.compute_task_api = ComputeTaskAPI(transport)
         self.compute_rpcapi = ComputeAPI(transport)
+        self.admission = BuildAdmission(db, settings.build_backlog_limit,
+                                        settings.build_backlog_wait)
 
     # -- create ------------------------------------------------------------------
     async def create(self, ctx: RequestContext, req: CreateRequest) -> tuple[list[dict[str, Any]], str]:
@@ -187,6 +190,7 @@ class API:
         max_count = min(req.max_count, max_net) if max_net else req.max_count
         if max_count < req.min_count:
             max_count = req.min_count  # the network API raises if truly impossible
+        await self.admission.admit(max_count)
         reservation_id = "r-" + uuidlib.uuid4().hex[:8]
         rows = await self.db.run(self._provision_instances, ctx, req, flavor, image, az or
                                  self.settings.default_availability_zone, key_data, group,

@@ -77,6 +77,9 @@ instances = sa.Table(
     # twice; from this index alone, without reading the rows (migration 0003).
     sa.Index("ix_instances_project_id_deleted_usage", "project_id", "deleted", "vcpus",
              "memory_mb"),
+    # Build admission counts the instances waiting to build while creates wait
+    # (migration 0004).
+    sa.Index("ix_instances_vm_state_task_state_deleted", "vm_state", "task_state", "deleted"),
 )
 
 instance_info_caches = sa.Table(
