@@ -5,7 +5,10 @@ RabbitMQ the same way (DESIGN §2). orjson is ~5× faster than ``json`` for thes
 small nested dicts, and every boot sends several. It is held to ``json``'s
 rules: datetimes and dataclasses are refused as ``json`` refuses them (no
 silent ISO strings), and what orjson cannot do but ``json`` can (integers
-beyond 64 bits, NaN) goes through ``json``.
+beyond 64 bits) goes through ``json``. One difference stays: orjson writes NaN
+and ±Infinity as ``null`` where ``json`` writes ``NaN``. No message carries
+them, and catching them would mean parsing every message with a ``null`` again
+(``cirrus.db.rows.json_dumps`` does, for stored columns).
 """
 from __future__ import annotations
 
