@@ -59,12 +59,9 @@ class InProcessTransport(Transport):
                    timeout: float) -> Any:
         payload = encode(message)
         handler = self._pick(topic, server)
-        # The handler runs in the caller's task under a deadline: what
-        # wait_for did, without a task of its own (one per call, on the loop).
         try:
-            async with asyncio.timeout(timeout):
-                reply = await handler(decode(payload))
-        except TimeoutError as exc:
+            reply = await asyncio.wait_for(handler(decode(payload)), timeout)
+        except asyncio.TimeoutError as exc:
             raise MessagingTimeout(
                 f"timed out after {timeout}s waiting for {topic} {message.get('method')}") from exc
         return decode(encode(reply))

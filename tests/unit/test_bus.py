@@ -278,19 +278,16 @@ async def test_inprocess_receiver_never_shares_objects_with_the_sender(local: An
 
 
 async def test_inprocess_call_deadline_and_outer_cancel(local: Any) -> None:
-    """A call runs its handler without a task of its own: the deadline still
-    stops a hung handler with MessagingTimeout, the caller's task carries no
-    cancel request afterwards, and cancelling the caller cancels the call."""
+    """The deadline stops a hung handler with MessagingTimeout and leaves the
+    caller's task without a cancel request; cancelling the caller cancels the
+    call (not a MessagingTimeout)."""
     client, _ = local
-    before = len(asyncio.all_tasks())
     with pytest.raises(MessagingTimeout, match="timed out"):
         await client.prepare(timeout=0.05).call(RequestContext(), "hang")
     assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
-    assert len(asyncio.all_tasks()) == before
 
     caller = asyncio.ensure_future(client.prepare(timeout=30).call(RequestContext(), "hang"))
     await asyncio.sleep(0.01)
-    assert len(asyncio.all_tasks()) == before + 1  # the caller, nothing more
     caller.cancel()
     with pytest.raises(asyncio.CancelledError):
         await caller
