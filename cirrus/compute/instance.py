@@ -6,6 +6,7 @@ never both move the same instance (DESIGN §2.6).
 """
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any, Iterable, NoReturn
 
 import sqlalchemy as sa
@@ -27,10 +28,18 @@ _GET_LIVE = PreparedRead(_GET.statement.stmt.where(instances.c.deleted.is_(False
 _ROW = RowReader(instances.c)  # the instance row a save RETURNING gives
 
 
+# Values stored as they are; anything else (the state enums) by its ``value``.
+_AS_IS = frozenset({str, int, float, bool, type(None), dt.datetime})
+
+
+def _plain(value: Any) -> Any:
+    return value if type(value) in _AS_IS else getattr(value, "value", value)
+
+
 def _states(expected: Any) -> list[str | None]:
     if isinstance(expected, (list, tuple, set, frozenset)):
-        return [getattr(s, "value", s) for s in expected]
-    return [getattr(expected, "value", expected)]
+        return [_plain(s) for s in expected]
+    return [_plain(expected)]
 
 
 def get(conn: sa.Connection, uuid: str, *, read_deleted: bool = False) -> dict[str, Any]:
@@ -86,22 +95,29 @@ def _save_statement(key: tuple[Any, ...]) -> sa.Update:
 # One statement per shape (columns set, how many states expected), built and
 # compiled once: a boot makes six guarded saves on the single writer thread.
 _SAVES = PreparedCache(_save_statement)
+# Their parameter names, made once rather than formatted on every save (an
+# expectation lists at most every state of its enum).
+_VALUE_PARAMS = {c: f"v_{c}" for c in instances.c.keys()}
+_TASK_PARAMS = tuple(f"w_ts{n}" for n in range(len(TaskState) + 1))
+_VM_PARAMS = tuple(f"w_vm{n}" for n in range(len(VmState) + 1))
 
 
 def _save_params(uuid: str, values: dict[str, Any], expected_task_state: Any,
                  expected_vm_state: Any, expected_host: Any,
                  returning: bool) -> tuple[tuple[Any, ...], dict[str, Any], dict[str, Any]]:
     """The statement key, its parameters and the values a save writes."""
-    values = {k: getattr(v, "value", v) for k, v in values.items()}
+    values = {k: _plain(v) for k, v in values.items()}
     values["updated_at"] = utcnow()
     host = "any" if expected_host is _UNSET else "none" if expected_host is None else "equal"
     task_shape, task_states = _expectation(expected_task_state)
     vm_shape, vm_states = _expectation(expected_vm_state)
     key = (tuple(sorted(values)), task_shape, vm_shape, host, returning)
-    params = {f"v_{k}": v for k, v in values.items()}
+    params = {_VALUE_PARAMS.get(k) or f"v_{k}": v for k, v in values.items()}
     params["w_uuid"] = uuid
-    params.update((f"w_ts{n}", s) for n, s in enumerate(task_states))
-    params.update((f"w_vm{n}", s) for n, s in enumerate(vm_states))
+    if task_states:
+        params.update(zip(_TASK_PARAMS, task_states))
+    if vm_states:
+        params.update(zip(_VM_PARAMS, vm_states))
     if host == "equal":
         params["w_host"] = expected_host
     return key, params, values

@@ -224,3 +224,70 @@ def test_the_wire_format_carries_what_json_carries_and_refuses_what_it_refuses()
         encode({"set": {1, 2}})
     with pytest.raises(ValueError):
         decode(b"{not json")
+
+
+# -- in-process only: what the transport's shortcuts must keep ------------------------
+class Keeper:
+    """Keeps what it is sent and what it replies, to mutate them afterwards."""
+
+    RPC_API = frozenset({"keep", "give", "hang"})
+
+    def __init__(self) -> None:
+        self.kept: list[Any] = []
+        self.given: dict[str, Any] = {"nested": {"hosts": []}}
+        self.kept_event = asyncio.Event()
+
+    async def keep(self, ctx: RequestContext, spec: dict[str, Any]) -> None:
+        self.kept.append(spec)
+        self.kept_event.set()
+
+    async def give(self, ctx: RequestContext, spec: dict[str, Any]) -> dict[str, Any]:
+        self.kept.append(spec)
+        return self.given
+
+    async def hang(self, ctx: RequestContext) -> None:
+        await asyncio.Event().wait()
+
+
+@pytest.fixture
+async def local() -> Any:
+    transport = get_transport("inprocess://")
+    await transport.start()
+    keeper = Keeper()
+    await transport.listen("k", "h", RPCDispatcher(keeper))
+    yield RPCClient(transport, "k").prepare(server="h"), keeper
+    await transport.stop()
+
+
+async def test_inprocess_receiver_never_shares_objects_with_the_sender(local: Any) -> None:
+    """Sender and receiver each own their copy, as across a broker: a cast's
+    and a call's arguments, and a call's reply; tuples arrive as lists."""
+    client, keeper = local
+    spec = {"retry": {"hosts": [("h1", "n1")]}, "uuids": ["a"]}
+    await client.cast(RequestContext(), "keep", spec=spec)
+    await asyncio.wait_for(keeper.kept_event.wait(), 5)
+    reply = await client.call(RequestContext(), "give", spec=spec)
+    for received in keeper.kept:
+        assert received == {"retry": {"hosts": [["h1", "n1"]]}, "uuids": ["a"]}
+        received["retry"]["hosts"].append("mine")
+        received["uuids"].clear()
+    assert spec == {"retry": {"hosts": [("h1", "n1")]}, "uuids": ["a"]}
+    assert keeper.kept[0] is not keeper.kept[1]
+    reply["nested"]["hosts"].append("x")
+    assert keeper.given == {"nested": {"hosts": []}}
+
+
+async def test_inprocess_call_deadline_and_outer_cancel(local: Any) -> None:
+    """The deadline stops a hung handler with MessagingTimeout and leaves the
+    caller's task without a cancel request; cancelling the caller cancels the
+    call (not a MessagingTimeout)."""
+    client, _ = local
+    with pytest.raises(MessagingTimeout, match="timed out"):
+        await client.prepare(timeout=0.05).call(RequestContext(), "hang")
+    assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
+
+    caller = asyncio.ensure_future(client.prepare(timeout=30).call(RequestContext(), "hang"))
+    await asyncio.sleep(0.01)
+    caller.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await caller

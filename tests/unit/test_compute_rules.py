@@ -15,7 +15,7 @@ from cirrus.compute import quotas
 from cirrus.compute.api import sanitize_hostname
 from cirrus.compute.events import InstanceEvents
 from cirrus.compute.models import instances
-from cirrus.compute.states import status_of
+from cirrus.compute.states import PowerState, TaskState, VmState, status_of
 from cirrus.db import migrate
 from cirrus.db.base import utcnow
 from cirrus.db.engine import make_engine
@@ -86,6 +86,25 @@ def test_guarded_save_reports_a_racing_delete(engine: sa.Engine) -> None:
         inst.soft_delete(conn, "i-del")
         with pytest.raises(exc.InstanceNotFound):
             inst.save(conn, "i-del", {"task_state": None})
+
+
+def test_guarded_save_stores_enum_members_as_their_values(engine: sa.Engine) -> None:
+    """States given as enum members (str and int enums, in values and in the
+    expectation) are written and returned as plain values; others as given."""
+    launched = utcnow()
+    with engine.begin() as conn:
+        insert_instance(conn, "i-enum", host="h1")
+        values = inst.save(conn, "i-enum", {"vm_state": VmState.ACTIVE, "task_state": None,
+                                            "power_state": PowerState.RUNNING,
+                                            "launched_at": launched, "flavor": {"a": 1}},
+                           expected_task_state=[TaskState.SCHEDULING, None],
+                           expected_vm_state=VmState.BUILDING, expected_host="h1")
+        assert {k: (v, type(v)) for k, v in values.items() if k != "updated_at"} == {
+            "vm_state": ("active", str), "task_state": (None, type(None)),
+            "power_state": (1, int), "launched_at": (launched, type(launched)),
+            "flavor": ({"a": 1}, dict)}
+        row = inst.get(conn, "i-enum")
+        assert (row["vm_state"], row["power_state"], row["launched_at"]) == ("active", 1, launched)
 
 
 def test_none_is_an_expected_task_state(engine: sa.Engine) -> None:
@@ -310,3 +329,30 @@ def test_generated_passwords_are_base62_of_the_length() -> None:
     assert all(len(p) == 12 and set(p) <= set(PASSWORD_ALPHABET) for p in seen)
     assert set("".join(seen)) == set(PASSWORD_ALPHABET)  # 2,400 draws reach all 62
     assert len(generate_password(30)) == 30
+
+
+async def test_instance_lock_serialises_and_is_forgotten_when_free() -> None:
+    """Operations on one instance queue behind each other; once nobody holds or
+    waits for its lock (a waiter cancelled included), the host keeps nothing."""
+    from cirrus.compute.manager import ComputeManager
+
+    host = SimpleNamespace(_locks={})
+    order: list[str] = []
+
+    async def hold(name: str, uuid: str = "i1") -> None:
+        async with ComputeManager.instance_lock(host, uuid):  # type: ignore[arg-type]
+            order.append(f"{name}+")
+            await asyncio.sleep(0.01)
+            order.append(f"{name}-")
+
+    await asyncio.gather(hold("a"), hold("b"), hold("c", "i2"))
+    assert order.index("a-") < order.index("b+") and host._locks == {}
+
+    first = asyncio.ensure_future(hold("x"))
+    waiter = asyncio.ensure_future(hold("y"))
+    await asyncio.sleep(0)
+    waiter.cancel()
+    await first
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert order[-2:] == ["x+", "x-"] and host._locks == {}

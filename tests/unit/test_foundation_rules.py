@@ -8,7 +8,7 @@ import pytest
 
 from cirrus import policy
 from cirrus.config import Settings, load_settings
-from cirrus.context import RequestContext
+from cirrus.context import RequestContext, new_request_id
 from cirrus.exception import Forbidden
 from cirrus.identity.exception import Unauthorized
 from cirrus.identity.passwords import hash_password, verify_password
@@ -95,3 +95,26 @@ def test_config_rejects_unknown_keys_and_bad_values(tmp_path: Path) -> None:
 def test_default_settings() -> None:
     s = Settings()
     assert s.transport_url == "inprocess://" and s.database_url.startswith("sqlite:///")
+
+
+def test_request_ids_are_random_uuid4s() -> None:
+    """``req-`` and a version-4 UUID in its canonical form, a new one each time."""
+    import uuid
+
+    ids = {new_request_id() for _ in range(2000)}
+    assert len(ids) == 2000
+    for rid in ids:
+        assert rid.startswith("req-")
+        parsed = uuid.UUID(rid[4:])
+        assert (str(parsed), parsed.version, parsed.variant) == (rid[4:], 4, uuid.RFC_4122)
+    assert RequestContext().request_id != RequestContext().request_id
+
+
+def test_context_crosses_the_bus_as_a_dict() -> None:
+    ctx = RequestContext(user_id="u", project_id="p", domain_id="d", roles=["member"],
+                         user_name="un", project_name="pn", auth_token="secret")
+    back = RequestContext.from_dict(ctx.to_dict())
+    assert back == RequestContext(user_id="u", project_id="p", domain_id="d", roles=["member"],
+                                  request_id=ctx.request_id, user_name="un", project_name="pn")
+    assert back.roles is not ctx.roles
+    assert RequestContext.from_dict({}).roles == []
