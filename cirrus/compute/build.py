@@ -378,12 +378,18 @@ class Builder:
                                params: dict[str, Any], bdms: list[dict[str, Any]]
                                ) -> AsyncIterator[Resources]:
         """NETWORKING and BLOCK_DEVICE_MAPPING are saved already (``_start``)."""
-        # Seed 000 allocates networks in the background while block devices are
-        # prepared. Here that preparation is instant (the mappings ``_start``
-        # read), so nothing would run beside the allocation: it is awaited in
-        # place, without a task of its own. A cancelled build cancels it the same.
-        block_device_info = self._prep_block_device(bdms)
-        network_info = await self._allocate_network_async(ctx, instance, params)
+        uuid = instance["uuid"]
+        # Allocate networks while block devices are prepared (seed 000).
+        net_task = spawn(self._allocate_network_async(ctx, instance, params),
+                         name=f"allocate-network:{uuid}", awaited=True)
+        try:
+            block_device_info = self._prep_block_device(bdms)
+            network_info = await net_task
+        except BaseException:
+            net_task.cancel()
+            with contextlib.suppress(BaseException):
+                await net_task
+            raise
         try:
             yield Resources(network_info, block_device_info)
         except BaseException:
