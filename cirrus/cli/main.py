@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import sys
 from pathlib import Path
@@ -17,6 +18,24 @@ LOG = logging.getLogger("cirrus")
 # deadline was dropped unread: the client saw a reset (httpx.ReadError) for a
 # POST it cannot safely retry. Idle connections are cheap; keep them longer.
 KEEP_ALIVE_S = 75.0
+# The cyclic garbage collector, after start-up (see _settle_heap).
+GC_THRESHOLDS = (100_000, 50, 100)
+
+
+def _settle_heap() -> None:
+    """Freeze what start-up built, and collect cycles less often.
+
+    Almost everything a running cloud frees goes by reference counting; the
+    collector mostly re-scans long-lived objects — modules, routes, compiled
+    statements, caches. Under boot load it ran every 700 container allocations
+    and cost 0.6–0.9 ms of loop CPU per boot, and a full collection every ~1000
+    boots stopped the loop for 135–440 ms. Start-up objects are frozen
+    (never scanned again) and young collections happen every 100,000
+    allocations; cycles still get collected, later.
+    """
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -123,6 +142,7 @@ async def serve(settings: Settings) -> None:
 
     cloud = Cloud(settings)
     await cloud.start()
+    _settle_heap()
     try:
         config = uvicorn.Config(cloud.app, host=settings.host, port=settings.port,
                                 log_level="warning", access_log=False, lifespan="off",
@@ -166,6 +186,7 @@ async def run_process(settings: Settings, role: str) -> None:
     cloud = Cloud(settings, api=role == "api", roles=() if role == "api" else (role,),
                   prepare_db=role == "api")
     await cloud.start()
+    _settle_heap()
     try:
         if role == "api":
             import uvicorn
@@ -173,7 +194,7 @@ async def run_process(settings: Settings, role: str) -> None:
             config = uvicorn.Config(cloud.app, host=settings.host, port=settings.port,
                                     log_level="warning", access_log=False, lifespan="off",
                                     timeout_graceful_shutdown=5,
-                                timeout_keep_alive=KEEP_ALIVE_S)
+                                    timeout_keep_alive=KEEP_ALIVE_S)
             print(f"cirrus api listening at {settings.public_url}", flush=True)
             await _quiet_server(config).serve()
         else:
