@@ -54,9 +54,11 @@ def wait_for_token(url: str, proc: subprocess.Popen[Any], timeout: float = 60) -
 
 @contextlib.contextmanager
 def running_cloud(computes: int, env: dict[str, str] | None = None,
-                  state_dir: str | None = None) -> Iterator[tuple[str, subprocess.Popen[Any]]]:
-    """``cirrus up`` in a subprocess; yields (url, process); stops it after."""
-    port = free_port()
+                  state_dir: str | None = None, port: int | None = None
+                  ) -> Iterator[tuple[str, subprocess.Popen[Any]]]:
+    """``cirrus up`` in a subprocess (on ``port``, else a free one); yields
+    (url, process); stops it after."""
+    port = port or free_port()
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "cirrus.cli.main", "up", "--state-dir", state_dir or tmp,
                "--bind", f"127.0.0.1:{port}", "--computes", str(computes)]
