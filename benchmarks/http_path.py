@@ -161,7 +161,7 @@ def main() -> int:
     parser.add_argument("--short", action="store_true", help="CI smoke: N=10, 1 round")
     args = parser.parse_args()
     if args.short:
-        args.n, args.requests, args.rounds, args.k, args.c = 10, 40, 1, 2, 4
+        args.n, args.requests, args.rounds, args.k, args.c = 10, 100, 1, 2, 4
     if args.url:
         if not args.pid:
             parser.error("--url needs --pid (the CPU measured is that process's)")

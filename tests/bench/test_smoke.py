@@ -58,3 +58,9 @@ def test_api_benchmark_short() -> None:
         assert r[key]["errors"] == 0, key
         assert _positive(r[key]["requests_per_s"], r[key]["p50_ms"], r[key]["p99_ms"]), key
     assert _positive(r["peak_rss_mb"])
+
+
+def test_http_path_benchmark_short() -> None:
+    r = _run("http_path.py", "http_path-short.json")
+    for route in ("create", "poll", "show", "detail", "delete"):
+        assert _positive(r[route]["cpu_us_median"]), route
