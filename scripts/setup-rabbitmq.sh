@@ -14,14 +14,26 @@ if ! command -v rabbitmq-server >/dev/null; then
     # The package may have started a broker bound to all interfaces; restart ours below.
     ctl stop >/dev/null 2>&1 || true
 fi
-if ! ctl status >/dev/null 2>&1; then
+start_broker() {
     export RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 RABBITMQ_DIST_PORT=25672
     export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
     rabbitmq-server -detached >/tmp/cirrus-rabbitmq.log 2>&1
     for _ in $(seq 1 60); do ctl status >/dev/null 2>&1 && break; sleep 1; done
+}
+if ! ctl status >/dev/null 2>&1; then
+    start_broker
 fi
 if ! ctl await_startup >/dev/null 2>&1; then
-    echo "setup-rabbitmq: broker did not start (see /tmp/cirrus-rabbitmq.log)" >&2; exit 0
+    # A broker killed mid-write can hang recovering its message store for good
+    # (seen here: "Mnesia is overloaded", then nothing). This broker only ever
+    # holds test and benchmark queues: start it once more from empty state.
+    echo "setup-rabbitmq: broker stuck starting; resetting its state and starting again" >&2
+    pkill -u rabbitmq beam.smp; sleep 3; pkill -9 -u rabbitmq beam.smp; pkill -u rabbitmq epmd
+    rm -rf /var/lib/rabbitmq/mnesia
+    start_broker
+    if ! ctl await_startup >/dev/null 2>&1; then
+        echo "setup-rabbitmq: broker did not start (see /tmp/cirrus-rabbitmq.log)" >&2; exit 0
+    fi
 fi
 ctl add_vhost cirrus >/dev/null 2>&1 || true
 ctl add_user cirrus cirrus >/dev/null 2>&1 || true
