@@ -3,6 +3,7 @@ way it can fail (seeds 000 and 004)."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 from typing import Any
 
 import httpx
@@ -403,3 +404,28 @@ async def test_server_list_filters_and_pagination(demo: httpx.AsyncClient, image
     assert (await demo.get(SERVERS, params={"sort_key": "bogus"})).status_code == 400
     assert (await demo.get(SERVERS, params={"marker": "nope"})).status_code == 400
     assert (await demo.get(SERVERS, params={"limit": "-1"})).status_code == 400
+
+
+async def test_changes_since_lists_what_changed_deleted_included(demo: httpx.AsyncClient,
+                                                                 image: str) -> None:
+    """The poll a client runs for its servers: ``changes-since`` lists the
+    servers changed at or after the time, with a status filter, and deleted
+    ones too (Nova's behaviour, so a poller sees its server go)."""
+    old = await create_server(demo, server_body(image, name="old"))
+    await wait_for_status(demo, old["id"], {"ACTIVE"})
+    await asyncio.sleep(0.05)
+    since = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    new = await create_server(demo, server_body(image, name="new"))
+    await wait_for_status(demo, new["id"], {"ACTIVE"})
+
+    async def listed(**params: str) -> set[str]:
+        resp = await demo.get(SERVERS, params={"changes-since": since, **params})
+        assert resp.status_code == 200, resp.text
+        return {s["id"] for s in resp.json()["servers"]}
+    assert await listed() == {new["id"]}
+    assert await listed(status="ACTIVE") == {new["id"]}
+    assert await listed(status="ERROR") == set()
+    assert (await demo.delete(f"{SERVERS}/{old['id']}")).status_code == 204
+    await wait_for_status(demo, old["id"], {"DELETED"})
+    assert await listed() == {old["id"], new["id"]}
+    assert await listed(status="ACTIVE") == {new["id"]}
