@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from sqlalchemy.engine import Connection
 
-from cirrus.db.handoff import deliver
+from cirrus.db.handoff import DatabaseClosed, deliver
 
 
 @dataclass(slots=True)
@@ -54,6 +54,7 @@ class GroupCommitWriter:
                  name: str = "db-w") -> None:
         self._connect = connect
         self._max_batch = max_batch
+        self._closed = False
         self._queue: queue.SimpleQueue[_Unit | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
@@ -63,13 +64,24 @@ class GroupCommitWriter:
         commit, with the others of its batch in one hand-over (``handoff``)."""
         loop = asyncio.get_running_loop()
         unit = _Unit(fn, args, kwargs, loop, loop.create_future())
+        if self._closed:
+            unit.future.set_exception(DatabaseClosed())
+            return unit.future
         self._queue.put(unit)
         return unit.future
 
     def shutdown(self) -> None:
-        """Finish what is queued, then stop the thread."""
+        """Finish what is queued, then stop the thread; what comes later (or
+        slipped in behind the stop) fails with DatabaseClosed."""
+        self._closed = True
         self._queue.put(None)
         self._thread.join()
+        late = []
+        while not self._queue.empty():
+            unit = self._queue.get_nowait()
+            if unit is not None:
+                late.append((unit.loop, unit.future, False, DatabaseClosed()))
+        deliver(late)
 
     def _take_batch(self, first: _Unit) -> tuple[list[_Unit], bool]:
         batch, stop = [first], False

@@ -15,6 +15,14 @@ from typing import Any, Iterable
 Outcome = tuple[asyncio.Future, bool, Any]  # (future, ok, result or exception)
 
 
+class DatabaseClosed(RuntimeError):
+    """A unit of work reached the database after it was closed (a task still
+    running at shutdown): it fails at once instead of waiting for ever."""
+
+    def __init__(self) -> None:
+        super().__init__("the database is closed")
+
+
 def _settle(outcomes: list[Outcome]) -> None:
     for future, ok, value in outcomes:
         if future.done():  # cancelled by a caller that gave up without a shield

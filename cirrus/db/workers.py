@@ -13,7 +13,7 @@ import queue
 import threading
 from typing import Any, Callable
 
-from cirrus.db.handoff import deliver
+from cirrus.db.handoff import DatabaseClosed, deliver
 
 _STOP = object()
 
@@ -24,6 +24,7 @@ class WorkerPool:
     def __init__(self, run: Callable[[Callable[..., Any], tuple, dict], Any], threads: int,
                  name: str) -> None:
         self._run = run
+        self._closed = False
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._threads = [threading.Thread(target=self._loop, name=f"{name}_{n}", daemon=True)
                          for n in range(threads)]
@@ -34,15 +35,26 @@ class WorkerPool:
         """Queue ``fn``; the future (of the running loop) settles with its outcome."""
         loop = asyncio.get_running_loop()
         future = loop.create_future()
+        if self._closed:
+            future.set_exception(DatabaseClosed())
+            return future
         self._queue.put((loop, future, fn, args, kwargs))
         return future
 
     def shutdown(self) -> None:
-        """Finish what is queued, then stop every thread."""
+        """Finish what is queued, then stop every thread; what comes later
+        (or slipped in behind the stop) fails with DatabaseClosed."""
+        self._closed = True
         for _ in self._threads:
             self._queue.put(_STOP)
         for thread in self._threads:
             thread.join()
+        late = []
+        while not self._queue.empty():
+            item = self._queue.get_nowait()
+            if item is not _STOP:
+                late.append((item[0], item[1], False, DatabaseClosed()))
+        deliver(late)
 
     def _loop(self) -> None:
         while True:

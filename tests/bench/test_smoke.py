@@ -62,5 +62,9 @@ def test_api_benchmark_short() -> None:
 
 def test_http_path_benchmark_short() -> None:
     r = _run("http_path.py", "http_path-short.json")
+    assert r["requests"] > 0
     for route in ("create", "poll", "show", "detail", "delete"):
-        assert _positive(r[route]["cpu_us_median"]), route
+        # CPU comes from /proc in 10-ms ticks, less the idle rate: a short run
+        # of a cheap route can measure 0 (it once did in CI).
+        value = r[route]["cpu_us_median"]
+        assert isinstance(value, (int, float)) and math.isfinite(value) and value >= 0, route

@@ -126,3 +126,18 @@ def test_units_from_two_event_loops_settle_on_their_own_loop(db: Database) -> No
     for thread in threads:
         thread.join()
     assert results == {t: [f"{t}{i}" for i in range(50)] for t in ("a", "b")}
+
+
+async def test_units_after_close_fail_at_once_instead_of_waiting_for_ever(tmp_path: Path) -> None:
+    """A task still running when the cloud stops (a build mid-flight) must not
+    hang its own cancellation on a unit nobody will run."""
+    from cirrus.db.handoff import DatabaseClosed
+
+    database = Database(f"sqlite:///{tmp_path / 'closed.db'}")
+    ITEMS.metadata.create_all(database.engine)
+    await database.run(_insert, "before")
+    database.close()
+    with pytest.raises(DatabaseClosed):
+        await asyncio.wait_for(database.run(_insert, "after"), 5)
+    with pytest.raises(DatabaseClosed):
+        await asyncio.wait_for(database.read(_names), 5)
