@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Coroutine
+from typing import Any, Coroutine, Hashable
 
 LOG = logging.getLogger(__name__)
 
@@ -34,6 +34,52 @@ def _finished(task: asyncio.Task[Any]) -> None:
     exc = task.exception()
     if exc is not None:
         LOG.error("background task %s failed", task.get_name(), exc_info=exc)
+
+
+class KeyedLocks:
+    """An asyncio lock per key (an instance, an image), ``async with
+    locks(key)``. A key's lock is kept only while someone holds or waits for
+    it: a host sees thousands of instances, and a lock per key ever seen would
+    stay for the life of the process."""
+
+    def __init__(self) -> None:
+        self._entries: dict[Hashable, tuple[asyncio.Lock, list[int]]] = {}
+
+    def __call__(self, key: Hashable) -> "_KeyedLock":
+        return _KeyedLock(self._entries, key)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+class _KeyedLock:
+    __slots__ = ("entries", "key", "lock", "users")
+
+    def __init__(self, entries: dict[Hashable, tuple[asyncio.Lock, list[int]]],
+                 key: Hashable) -> None:
+        self.entries = entries
+        self.key = key
+
+    async def __aenter__(self) -> None:
+        entry = self.entries.get(self.key)
+        if entry is None:
+            entry = self.entries[self.key] = (asyncio.Lock(), [0])
+        self.lock, self.users = entry
+        self.users[0] += 1
+        try:
+            await self.lock.acquire()
+        except BaseException:
+            self._leave()
+            raise
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        self.lock.release()
+        self._leave()
+
+    def _leave(self) -> None:
+        self.users[0] -= 1
+        if not self.users[0]:
+            del self.entries[self.key]
 
 
 def running_tasks() -> set[asyncio.Task[Any]]:

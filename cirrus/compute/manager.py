@@ -19,43 +19,11 @@ from cirrus.db.engine import Database
 from cirrus.notifications import Notifier
 from cirrus.rpc import Transport
 from cirrus.service import PeriodicTask, Service
+from cirrus.utils import KeyedLocks
 from cirrus.virt import load_compute_driver
 from cirrus.virt.driver import ComputeDriver
 
 LOG = logging.getLogger(__name__)
-
-
-class _InstanceLock:
-    """One instance's lock, kept in ``locks`` only while someone holds or waits
-    for it: a host builds thousands of instances, and a lock per instance ever
-    seen would stay in memory for the life of the process."""
-
-    __slots__ = ("locks", "uuid", "lock", "users")
-
-    def __init__(self, locks: dict[str, tuple[asyncio.Lock, list[int]]], uuid: str) -> None:
-        self.locks = locks
-        self.uuid = uuid
-
-    async def __aenter__(self) -> None:
-        entry = self.locks.get(self.uuid)
-        if entry is None:
-            entry = self.locks[self.uuid] = (asyncio.Lock(), [0])
-        self.lock, self.users = entry
-        self.users[0] += 1
-        try:
-            await self.lock.acquire()
-        except BaseException:
-            self._leave()
-            raise
-
-    async def __aexit__(self, *exc_info: Any) -> None:
-        self.lock.release()
-        self._leave()
-
-    def _leave(self) -> None:
-        self.users[0] -= 1
-        if not self.users[0]:
-            del self.locks[self.uuid]
 
 
 class ComputeManager:
@@ -86,14 +54,14 @@ class ComputeManager:
         self.compute_task_api = ComputeTaskAPI(transport)
         self.build_semaphore = asyncio.Semaphore(settings.max_concurrent_builds)
         self.builds: dict[str, asyncio.Task[Any]] = {}
-        self._locks: dict[str, tuple[asyncio.Lock, list[int]]] = {}
+        self._locks = KeyedLocks()
         self.builder = Builder(self)
         self.power = PowerActions(self)
         self.periodics = ComputePeriodics(self)
 
-    def instance_lock(self, uuid: str) -> "_InstanceLock":
+    def instance_lock(self, uuid: str) -> Any:
         """The per-instance lock every operation on ``uuid`` holds (``async with``)."""
-        return _InstanceLock(self._locks, uuid)
+        return self._locks(uuid)
 
     async def start(self) -> None:
         await self.driver.init_host(self.host)

@@ -7,9 +7,7 @@ backend of the compute host it runs on.
 """
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections import defaultdict
 from typing import Any
 
 import sqlalchemy as sa
@@ -31,6 +29,7 @@ from cirrus.network.model import NetworkInfo, build_vif
 from cirrus.network.models import networks
 from cirrus.network.models import ports as port_table
 from cirrus.network.networks import network_by_id, subnets_of, subnets_to_allocate
+from cirrus.utils import KeyedLocks
 
 LOG = logging.getLogger(__name__)
 
@@ -73,7 +72,7 @@ class API:
         self.settings = settings
         self.db = db
         self.binder = binder
-        self._locks: dict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._locks = KeyedLocks()  # per instance
 
     async def start(self) -> None:
         """Start the host backend (re-creates host state after a restart)."""
@@ -137,7 +136,7 @@ class API:
             # Seed 001 creates the ports, then updates them with the binding; one
             # transaction does both here, so a failure inside leaves nothing. The
             # same transaction stores the info cache (get_instance_nw_info).
-            async with self._locks[instance["uuid"]]:
+            async with self._locks(instance["uuid"]):
                 bound, info = await self.db.run(
                     self._allocate, ctx, instance, requests, security_groups or ["default"],
                     bind_host_id, created, checked)
@@ -392,7 +391,7 @@ class API:
     async def get_instance_nw_info(self, ctx: RequestContext, instance: dict[str, Any],
                                    preserve: set[str] | None = None) -> NetworkInfo:
         """Rebuild the VIF model from the ports and store it in the info cache."""
-        async with self._locks[instance["uuid"]]:
+        async with self._locks(instance["uuid"]):
             return await self.db.run(self._build_network_info_model, instance["uuid"],
                                      preserve or set())
 

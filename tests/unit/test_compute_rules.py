@@ -335,8 +335,9 @@ async def test_instance_lock_serialises_and_is_forgotten_when_free() -> None:
     """Operations on one instance queue behind each other; once nobody holds or
     waits for its lock (a waiter cancelled included), the host keeps nothing."""
     from cirrus.compute.manager import ComputeManager
+    from cirrus.utils import KeyedLocks
 
-    host = SimpleNamespace(_locks={})
+    host = SimpleNamespace(_locks=KeyedLocks())
     order: list[str] = []
 
     async def hold(name: str, uuid: str = "i1") -> None:
@@ -346,7 +347,7 @@ async def test_instance_lock_serialises_and_is_forgotten_when_free() -> None:
             order.append(f"{name}-")
 
     await asyncio.gather(hold("a"), hold("b"), hold("c", "i2"))
-    assert order.index("a-") < order.index("b+") and host._locks == {}
+    assert order.index("a-") < order.index("b+") and len(host._locks) == 0
 
     first = asyncio.ensure_future(hold("x"))
     waiter = asyncio.ensure_future(hold("y"))
@@ -355,4 +356,4 @@ async def test_instance_lock_serialises_and_is_forgotten_when_free() -> None:
     await first
     with pytest.raises(asyncio.CancelledError):
         await waiter
-    assert order[-2:] == ["x+", "x-"] and host._locks == {}
+    assert order[-2:] == ["x+", "x-"] and len(host._locks) == 0

@@ -10,11 +10,11 @@ import asyncio
 import json
 import os
 import shutil
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from cirrus.compute import exception as cexc
+from cirrus.utils import KeyedLocks
 from cirrus.virt import exception as vexc
 
 # qemu-img's name for a Glance disk_format we can back an overlay with.
@@ -40,7 +40,7 @@ class ImageCache:
 
     def __init__(self, instances_path: Path) -> None:
         self.base_dir = instances_path / "_base"
-        self._locks: dict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._locks = KeyedLocks()  # per image
 
     async def fetch(self, image: dict[str, Any], source: Path) -> Path:
         """The cached base of ``image`` (copied from ``source`` on first use).
@@ -48,7 +48,7 @@ class ImageCache:
         Raises ImageUnacceptable when the data is not what the image says it is.
         """
         target = self.base_dir / image["id"]
-        async with self._locks[image["id"]]:
+        async with self._locks(image["id"]):
             if target.exists():
                 return target
             if not source.exists():
