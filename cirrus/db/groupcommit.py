@@ -13,24 +13,14 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from sqlalchemy.engine import Connection
 
-from cirrus.db.handoff import DatabaseClosed, deliver
+from cirrus.db.handoff import Unit, deliver, fail_left, new_unit
 
 
-@dataclass(slots=True)
-class _Unit:
-    fn: Callable[..., Any]
-    args: tuple
-    kwargs: dict
-    loop: asyncio.AbstractEventLoop  # the caller's, where ``future`` is settled
-    future: asyncio.Future
-
-
-def _in_savepoint(driver: Any, conn: Connection, unit: _Unit) -> tuple[bool, Any]:
+def _in_savepoint(driver: Any, conn: Connection, unit: Unit) -> tuple[bool, Any]:
     """Run ``unit`` inside a savepoint of its own: (True, result), or (False, the
     exception) with its writes undone. The savepoint is sent straight to
     sqlite3: SQLAlchemy's ``begin_nested`` costs two compiled statements' worth
@@ -55,19 +45,16 @@ class GroupCommitWriter:
         self._connect = connect
         self._max_batch = max_batch
         self._closed = False
-        self._queue: queue.SimpleQueue[_Unit | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Unit | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
     def submit(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> asyncio.Future:
         """Queue ``fn`` from the running loop; its future is settled after the
         commit, with the others of its batch in one hand-over (``handoff``)."""
-        loop = asyncio.get_running_loop()
-        unit = _Unit(fn, args, kwargs, loop, loop.create_future())
-        if self._closed:
-            unit.future.set_exception(DatabaseClosed())
-            return unit.future
-        self._queue.put(unit)
+        unit = new_unit(fn, args, kwargs, self._closed)
+        if not unit.future.done():
+            self._queue.put(unit)
         return unit.future
 
     def shutdown(self) -> None:
@@ -76,14 +63,9 @@ class GroupCommitWriter:
         self._closed = True
         self._queue.put(None)
         self._thread.join()
-        late = []
-        while not self._queue.empty():
-            unit = self._queue.get_nowait()
-            if unit is not None:
-                late.append((unit.loop, unit.future, False, DatabaseClosed()))
-        deliver(late)
+        fail_left(self._queue)
 
-    def _take_batch(self, first: _Unit) -> tuple[list[_Unit], bool]:
+    def _take_batch(self, first: Unit) -> tuple[list[Unit], bool]:
         batch, stop = [first], False
         while len(batch) < self._max_batch:
             try:
@@ -106,7 +88,7 @@ class GroupCommitWriter:
             if stop:
                 return
 
-    def _run(self, batch: list[_Unit]) -> None:
+    def _run(self, batch: list[Unit]) -> None:
         outcomes: list[tuple[bool, Any]] = []
         try:
             conn = self._connect()

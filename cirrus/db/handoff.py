@@ -10,7 +10,9 @@ the outcomes of everything it has finished and hands them over with a single
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Iterable
+import queue
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
 
 Outcome = tuple[asyncio.Future, bool, Any]  # (future, ok, result or exception)
 
@@ -21,6 +23,38 @@ class DatabaseClosed(RuntimeError):
 
     def __init__(self) -> None:
         super().__init__("the database is closed")
+
+
+@dataclass(slots=True)
+class Unit:
+    """A unit of work queued for a DB thread, and where its outcome goes."""
+
+    fn: Callable[..., Any]
+    args: tuple
+    kwargs: dict
+    loop: asyncio.AbstractEventLoop  # the caller's, where ``future`` is settled
+    future: asyncio.Future
+
+
+def new_unit(fn: Callable[..., Any], args: tuple, kwargs: dict, closed: bool) -> Unit:
+    """A unit for the running loop; failed already (DatabaseClosed) if its
+    database is ``closed`` — the caller queues it only if it is not done."""
+    loop = asyncio.get_running_loop()
+    unit = Unit(fn, args, kwargs, loop, loop.create_future())
+    if closed:
+        unit.future.set_exception(DatabaseClosed())
+    return unit
+
+
+def fail_left(units: "queue.SimpleQueue[Any]") -> None:
+    """Fail with DatabaseClosed every unit left in a stopped thread's queue
+    (its stop markers skipped): what slipped in behind the stop."""
+    late = []
+    while not units.empty():
+        item = units.get_nowait()
+        if isinstance(item, Unit):
+            late.append((item.loop, item.future, False, DatabaseClosed()))
+    deliver(late)
 
 
 def _settle(outcomes: list[Outcome]) -> None:

@@ -13,7 +13,7 @@ import queue
 import threading
 from typing import Any, Callable
 
-from cirrus.db.handoff import DatabaseClosed, deliver
+from cirrus.db.handoff import Unit, deliver, fail_left, new_unit
 
 _STOP = object()
 
@@ -25,7 +25,7 @@ class WorkerPool:
                  name: str) -> None:
         self._run = run
         self._closed = False
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Unit | object] = queue.SimpleQueue()  # or _STOP
         self._threads = [threading.Thread(target=self._loop, name=f"{name}_{n}", daemon=True)
                          for n in range(threads)]
         for thread in self._threads:
@@ -33,13 +33,10 @@ class WorkerPool:
 
     def submit(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> asyncio.Future:
         """Queue ``fn``; the future (of the running loop) settles with its outcome."""
-        loop = asyncio.get_running_loop()
-        future = loop.create_future()
-        if self._closed:
-            future.set_exception(DatabaseClosed())
-            return future
-        self._queue.put((loop, future, fn, args, kwargs))
-        return future
+        unit = new_unit(fn, args, kwargs, self._closed)
+        if not unit.future.done():
+            self._queue.put(unit)
+        return unit.future
 
     def shutdown(self) -> None:
         """Finish what is queued, then stop every thread; what comes later
@@ -49,21 +46,15 @@ class WorkerPool:
             self._queue.put(_STOP)
         for thread in self._threads:
             thread.join()
-        late = []
-        while not self._queue.empty():
-            item = self._queue.get_nowait()
-            if item is not _STOP:
-                late.append((item[0], item[1], False, DatabaseClosed()))
-        deliver(late)
+        fail_left(self._queue)
 
     def _loop(self) -> None:
         while True:
-            item = self._queue.get()
-            if item is _STOP:
+            unit = self._queue.get()
+            if unit is _STOP:
                 return
-            loop, future, fn, args, kwargs = item
             try:
-                outcome = (loop, future, True, self._run(fn, args, kwargs))
+                outcome = (unit.loop, unit.future, True, self._run(unit.fn, unit.args, unit.kwargs))
             except BaseException as error:  # noqa: BLE001 - handed to its caller
-                outcome = (loop, future, False, error)
+                outcome = (unit.loop, unit.future, False, error)
             deliver([outcome])
