@@ -38,6 +38,16 @@ def _settle_heap() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
+def _uvicorn_config(app: Any, settings: Settings) -> Any:
+    """How the API is served: quiet, no lifespan, 5 s to drain, idle
+    connections kept :data:`KEEP_ALIVE_S`."""
+    import uvicorn
+
+    return uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning",
+                          access_log=False, lifespan="off", timeout_graceful_shutdown=5,
+                          timeout_keep_alive=KEEP_ALIVE_S)
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="TOML configuration file (or CIRRUS_CONFIG)")
     parser.add_argument("--state-dir", type=Path, help="database, images, logs, clouds.yaml")
@@ -136,19 +146,13 @@ def _quiet_server(config: Any) -> Any:
 
 async def serve(settings: Settings) -> None:
     """Start every service and the HTTP API; return on SIGINT/SIGTERM."""
-    import uvicorn
-
     from cirrus.bootstrap import Cloud, write_clouds_yaml
 
     cloud = Cloud(settings)
     await cloud.start()
     _settle_heap()
     try:
-        config = uvicorn.Config(cloud.app, host=settings.host, port=settings.port,
-                                log_level="warning", access_log=False, lifespan="off",
-                                timeout_graceful_shutdown=5,
-                                timeout_keep_alive=KEEP_ALIVE_S)
-        server = _quiet_server(config)
+        server = _quiet_server(_uvicorn_config(cloud.app, settings))
         clouds = write_clouds_yaml(settings)
         print(f"cirrus is up at {settings.public_url}", flush=True)
         print(f"clouds.yaml: {clouds}", flush=True)
@@ -189,14 +193,8 @@ async def run_process(settings: Settings, role: str) -> None:
     _settle_heap()
     try:
         if role == "api":
-            import uvicorn
-
-            config = uvicorn.Config(cloud.app, host=settings.host, port=settings.port,
-                                    log_level="warning", access_log=False, lifespan="off",
-                                    timeout_graceful_shutdown=5,
-                                    timeout_keep_alive=KEEP_ALIVE_S)
             print(f"cirrus api listening at {settings.public_url}", flush=True)
-            await _quiet_server(config).serve()
+            await _quiet_server(_uvicorn_config(cloud.app, settings)).serve()
         else:
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()

@@ -36,6 +36,7 @@ from cirrus.compute.states import TaskState, VmState
 from cirrus.db.engine import Database
 from cirrus.db.prepared import Prepared
 from cirrus.db.rows import read_here
+from cirrus.utils import spawn
 
 LOG = logging.getLogger(__name__)
 RECOUNT_S = 0.02  # while creates wait: 50 index-only counts a second
@@ -82,7 +83,7 @@ class BuildAdmission:
         entry = (count, turn)
         self._waiting.append(entry)
         if self._recounting is None:
-            self._recounting = asyncio.ensure_future(self._recount())
+            self._recounting = spawn(self._recount(), name="build-admission-recount")
         try:
             await asyncio.wait({turn}, timeout=self.max_wait)
         finally:
