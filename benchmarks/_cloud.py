@@ -30,6 +30,12 @@ def rss_mb(pid: int, field: str = "VmRSS") -> float:
     return 0.0
 
 
+def with_children(pid: int) -> list[int]:
+    """``pid`` and its child processes (the API workers of ``cirrus up --api-workers``)."""
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [pid, *(int(p) for p in path.read_text().split())] if path.exists() else [pid]
+
+
 def token(url: str, user: str = "admin", password: str = "admin") -> str:
     body = {"auth": {"identity": {"methods": ["password"], "password": {"user": {
         "name": user, "domain": {"id": "default"}, "password": password}}},
@@ -54,14 +60,14 @@ def wait_for_token(url: str, proc: subprocess.Popen[Any], timeout: float = 60) -
 
 @contextlib.contextmanager
 def running_cloud(computes: int, env: dict[str, str] | None = None,
-                  state_dir: str | None = None, port: int | None = None
-                  ) -> Iterator[tuple[str, subprocess.Popen[Any]]]:
-    """``cirrus up`` in a subprocess (on ``port``, else a free one); yields
-    (url, process); stops it after."""
+                  state_dir: str | None = None, port: int | None = None,
+                  extra: Sequence[str] = ()) -> Iterator[tuple[str, subprocess.Popen[Any]]]:
+    """``cirrus up`` (with ``extra`` arguments) in a subprocess (on ``port``,
+    else a free one); yields (url, process); stops it after."""
     port = port or free_port()
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "cirrus.cli.main", "up", "--state-dir", state_dir or tmp,
-               "--bind", f"127.0.0.1:{port}", "--computes", str(computes)]
+               "--bind", f"127.0.0.1:{port}", "--computes", str(computes), *extra]
         proc = subprocess.Popen(cmd, env={**os.environ, **(env or {})},
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         url = f"http://127.0.0.1:{port}"

@@ -31,7 +31,7 @@ from urllib.parse import urlencode, urlsplit
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cloud import (fresh_database, percentile, rss_mb, running_cloud,  # noqa: E402
+from _cloud import (fresh_database, percentile, rss_mb, running_cloud, with_children,  # noqa: E402
                     running_deployment, token)
 from _load import Connection  # noqa: E402
 
@@ -321,6 +321,9 @@ def main() -> int:
                         help="with --transport amqp: the all-in-one runs to compare against")
     parser.add_argument("--singles", type=int, default=10,
                         help="servers booted one at a time first (single boot latency)")
+    parser.add_argument("--api-workers", type=int, default=0,
+                        help="cirrus up --api-workers: the API in this many processes beside "
+                             "the engine's (figures are for all the processes)")
     parser.add_argument("--short", action="store_true", help="CI smoke: N=20, C=5, K=2")
     args = parser.parse_args()
     if args.short:
@@ -339,8 +342,10 @@ def main() -> int:
     if args.url:
         result = asyncio.run(run(args.url, args.n, args.c, args.network, [], args.singles))
     else:
-        with running_cloud(args.k, cloud_env(args.n, args.k)) as (url, proc):
-            result = asyncio.run(run(url, args.n, args.c, args.network, [proc.pid], args.singles))
+        extra = ("--api-workers", str(args.api_workers)) if args.api_workers else ()
+        with running_cloud(args.k, cloud_env(args.n, args.k), extra=extra) as (url, proc):
+            result = asyncio.run(run(url, args.n, args.c, args.network,
+                                     with_children(proc.pid), args.singles))
     for key, value in result.items():
         print(f"{key:28s} {value}")
     (RESULTS / f"boot{suffix}.json").write_text(json.dumps(result, indent=2))

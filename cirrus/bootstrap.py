@@ -42,13 +42,23 @@ def write_clouds_yaml(settings: Settings) -> Path:
     return path
 
 
+def bootstrap_data(conn: Any, settings: Settings) -> None:
+    """The admin and demo users, projects and roles, and the default flavors."""
+    from cirrus.compute.flavors import seed_default_flavors
+    from cirrus.identity.bootstrap import bootstrap_identity
+
+    bootstrap_identity(conn, settings.admin_password, settings.demo_password)
+    seed_default_flavors(conn)
+
+
 class Cloud:
     """Every cirrus service this process runs, started and stopped together."""
 
     def __init__(self, settings: Settings, *, api: bool = True,
                  roles: tuple[str, ...] = ("conductor", "scheduler", "compute"),
-                 prepare_db: bool = True) -> None:
+                 prepare_db: bool = True, bus_hub: bool = False) -> None:
         self.settings = settings
+        self.bus_hub = bus_hub
         self.prepare_db = prepare_db
         self.run_api = api
         self.roles = roles
@@ -65,23 +75,16 @@ class Cloud:
         if self.prepare_db:
             await loop.run_in_executor(None, migrate.upgrade_if_needed, s.database_url)
         self.db = Database(s.database_url)
-        self.transport = get_transport(s.transport_url)
+        self.transport = get_transport(s.transport_url, hub=self.bus_hub)
         await self.transport.start()
         if self.prepare_db:
-            await self.db.run(self._bootstrap_data)
+            await self.db.run(bootstrap_data, s)
         self.state = await self._build_state()
         for service in self._build_services():
             await service.start()
             self.services.append(service)
         if self.run_api:
             self.app = build_app(self.state)
-
-    def _bootstrap_data(self, conn: Any) -> None:
-        from cirrus.compute.flavors import seed_default_flavors
-        from cirrus.identity.bootstrap import bootstrap_identity
-
-        bootstrap_identity(conn, self.settings.admin_password, self.settings.demo_password)
-        seed_default_flavors(conn)
 
     async def _build_state(self) -> dict[str, Any]:
         """The objects the HTTP handlers use, in ``app.state``."""

@@ -51,6 +51,8 @@ class Settings:
     demo_password: str = "demo"
 
     # api
+    # ``cirrus up``: processes serving the API beside the engine's (0: one process for all)
+    api_workers: int = 0
     max_body_bytes: int = 1 << 20
     max_image_bytes: int = 16 << 30
 

@@ -18,11 +18,11 @@ LOG = logging.getLogger("cirrus")
 # deadline was dropped unread: the client saw a reset (httpx.ReadError) for a
 # POST it cannot safely retry. Idle connections are cheap; keep them longer.
 KEEP_ALIVE_S = 75.0
-# The cyclic garbage collector, after start-up (see _settle_heap).
+# The cyclic garbage collector, after start-up (see settle_heap).
 GC_THRESHOLDS = (100_000, 50, 100)
 
 
-def _settle_heap() -> None:
+def settle_heap() -> None:
     """Freeze what start-up built, and collect cycles less often.
 
     Almost everything a running cloud frees goes by reference counting; the
@@ -38,7 +38,7 @@ def _settle_heap() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
-def _uvicorn_config(app: Any, settings: Settings) -> Any:
+def uvicorn_config(app: Any, settings: Settings) -> Any:
     """How the API is served: quiet, no lifespan, 5 s to drain, idle
     connections kept :data:`KEEP_ALIVE_S`."""
     import uvicorn
@@ -66,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--public-url", help="URL clients use, if not http://BIND")
     up.add_argument("--computes", type=int, help="number of simulated compute hosts")
     up.add_argument("--driver", dest="compute_driver", help="compute driver: fake or libvirt")
+    up.add_argument("--api-workers", type=int,
+                    help="serve the API from this many processes beside the engine's "
+                         "(0: everything in one process)")
     up.set_defaults(func=cmd_up)
 
     for role, text in (("api", "the HTTP API only (identity, compute, network, image)"),
@@ -104,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def settings_from(args: argparse.Namespace) -> Settings:
     keys = ("state_dir", "database_url", "transport_url", "log_level", "bind",
-            "public_url", "computes", "compute_driver", "compute_host")
+            "public_url", "computes", "compute_driver", "compute_host", "api_workers")
     overrides = {k: getattr(args, k, None) for k in keys}
     return load_settings(getattr(args, "config", None), overrides=overrides)
 
@@ -123,8 +126,8 @@ def setup_logging(settings: Settings) -> None:
     root.setLevel(settings.log_level.upper())
 
 
-def _quiet_server(config: Any) -> Any:
-    """A uvicorn server that stops on SIGINT/SIGTERM and then returns normally
+def quiet_server(config: Any, signals: tuple[int, ...] = ()) -> Any:
+    """A uvicorn server that stops on ``signals`` (SIGINT and SIGTERM) and then returns normally
     (uvicorn re-raises the signal after shutdown, which would exit non-zero)."""
     import contextlib
     import signal
@@ -135,7 +138,7 @@ def _quiet_server(config: Any) -> Any:
         @contextlib.contextmanager
         def capture_signals(self):  # type: ignore[override]
             originals = {sig: signal.signal(sig, self.handle_exit)
-                         for sig in (signal.SIGINT, signal.SIGTERM)}
+                         for sig in signals or (signal.SIGINT, signal.SIGTERM)}
             try:
                 yield
             finally:
@@ -150,9 +153,9 @@ async def serve(settings: Settings) -> None:
 
     cloud = Cloud(settings)
     await cloud.start()
-    _settle_heap()
+    settle_heap()
     try:
-        server = _quiet_server(_uvicorn_config(cloud.app, settings))
+        server = quiet_server(uvicorn_config(cloud.app, settings))
         clouds = write_clouds_yaml(settings)
         print(f"cirrus is up at {settings.public_url}", flush=True)
         print(f"clouds.yaml: {clouds}", flush=True)
@@ -164,17 +167,25 @@ async def serve(settings: Settings) -> None:
         print("cirrus stopped", flush=True)
 
 
+def event_loop_runner() -> Any:
+    """``uvloop.run`` where uvloop is installed, else ``asyncio.run``."""
+    try:
+        import uvloop
+
+        return uvloop.run
+    except ImportError:
+        return asyncio.run
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     setup_logging(settings)
     try:
-        import uvloop  # noqa: F401
+        if settings.api_workers > 0:
+            from cirrus.cli import workers
 
-        runner: Any = uvloop.run
-    except ImportError:
-        runner = asyncio.run
-    try:
-        runner(serve(settings))
+            return workers.run(settings)
+        event_loop_runner()(serve(settings))
     except KeyboardInterrupt:
         pass
     return 0
@@ -190,11 +201,11 @@ async def run_process(settings: Settings, role: str) -> None:
     cloud = Cloud(settings, api=role == "api", roles=() if role == "api" else (role,),
                   prepare_db=role == "api")
     await cloud.start()
-    _settle_heap()
+    settle_heap()
     try:
         if role == "api":
             print(f"cirrus api listening at {settings.public_url}", flush=True)
-            await _quiet_server(_uvicorn_config(cloud.app, settings)).serve()
+            await quiet_server(uvicorn_config(cloud.app, settings)).serve()
         else:
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()

@@ -4,12 +4,21 @@ from __future__ import annotations
 from cirrus.rpc.client import RPCClient, RPCDispatcher
 from cirrus.rpc.transport import ConnectionLost, MessagingTimeout, RemoteError, Transport
 
-TRANSPORTS = ("inprocess", "amqp")
+TRANSPORTS = ("inprocess", "local", "amqp")
 
 
-def get_transport(url: str) -> Transport:
-    """A transport for ``url`` (``inprocess://`` or ``amqp://…``)."""
+def get_transport(url: str, hub: bool = False) -> Transport:
+    """A transport for ``url``: ``inprocess://``, ``local:///path/of/socket``
+    (the processes of one ``cirrus up``; ``hub`` for the one that serves the
+    socket) or ``amqp://…``."""
     scheme = url.split("://", 1)[0]
+    if scheme == "local":
+        from cirrus.rpc.local import LocalTransport
+
+        path = url.split("://", 1)[1]
+        if not path.startswith("/"):
+            raise ValueError(f"local transport needs an absolute socket path: {url!r}")
+        return LocalTransport(path, hub=hub)
     if scheme == "inprocess":
         from cirrus.rpc.inprocess import InProcessTransport
 

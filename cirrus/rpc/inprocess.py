@@ -9,45 +9,72 @@ import asyncio
 import itertools
 import logging
 from collections import defaultdict
-from typing import Any
+from typing import Any, Callable, Generic, TypeVar
 
 from cirrus.rpc.codec import decode, encode
 from cirrus.rpc.transport import Handler, Message, MessagingTimeout, Transport
 from cirrus.utils import spawn
 
 LOG = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class Routes(Generic[T]):
+    """Who consumes what: targets per queue (``topic``, ``topic.server``, shared
+    round-robin) and per fan-out ``topic``. Used by the in-process transport and
+    by the local bus's hub."""
+
+    def __init__(self) -> None:
+        self._queues: dict[str, list[T]] = defaultdict(list)
+        self._fanout: dict[str, list[T]] = defaultdict(list)
+        self._rr = itertools.count()
+
+    def add(self, topic: str, server: str | None, target: T) -> None:
+        self._queues[topic].append(target)
+        if server:
+            self._queues[f"{topic}.{server}"].append(target)
+        self._fanout[topic].append(target)
+
+    def pick(self, topic: str, server: str | None) -> T:
+        """One consumer of the queue, in turn; MessagingTimeout if there is none."""
+        key = f"{topic}.{server}" if server else topic
+        targets = self._queues.get(key)
+        if not targets:
+            raise MessagingTimeout(f"no consumer for {key}")
+        return targets[next(self._rr) % len(targets)]
+
+    def fanout(self, topic: str) -> list[T]:
+        return list(self._fanout.get(topic, ()))
+
+    def remove(self, gone: Callable[[T], bool]) -> None:
+        for table in (self._queues, self._fanout):
+            for key, targets in list(table.items()):
+                targets[:] = [t for t in targets if not gone(t)]
+                if not targets:
+                    del table[key]
+
+    def clear(self) -> None:
+        self._queues.clear()
+        self._fanout.clear()
 
 
 class InProcessTransport(Transport):
     def __init__(self) -> None:
-        self._queues: dict[str, list[Handler]] = defaultdict(list)
-        self._fanout: dict[str, list[Handler]] = defaultdict(list)
-        self._rr = itertools.count()
+        self._routes: Routes[Handler] = Routes()
 
     async def start(self) -> None:
         return None
 
     async def stop(self) -> None:
-        self._queues.clear()
-        self._fanout.clear()
+        self._routes.clear()
 
     async def listen(self, topic: str, server: str | None, handler: Handler) -> None:
-        self._queues[topic].append(handler)
-        if server:
-            self._queues[f"{topic}.{server}"].append(handler)
-        self._fanout[topic].append(handler)
-
-    def _pick(self, topic: str, server: str | None) -> Handler:
-        key = f"{topic}.{server}" if server else topic
-        handlers = self._queues.get(key)
-        if not handlers:
-            raise MessagingTimeout(f"no consumer for {key}")
-        return handlers[next(self._rr) % len(handlers)]
+        self._routes.add(topic, server, handler)
 
     async def cast(self, topic: str, server: str | None, message: Message) -> None:
         payload = encode(message)
         try:
-            handler = self._pick(topic, server)
+            handler = self._routes.pick(topic, server)
         except MessagingTimeout:
             # A cast to a host that is gone is lost, as on a real broker
             # without a queue; the periodic tasks clean up after it.
@@ -58,7 +85,7 @@ class InProcessTransport(Transport):
     async def call(self, topic: str, server: str | None, message: Message,
                    timeout: float) -> Any:
         payload = encode(message)
-        handler = self._pick(topic, server)
+        handler = self._routes.pick(topic, server)
         try:
             reply = await asyncio.wait_for(handler(decode(payload)), timeout)
         except asyncio.TimeoutError as exc:
@@ -68,5 +95,5 @@ class InProcessTransport(Transport):
 
     async def fanout(self, topic: str, message: Message) -> None:
         payload = encode(message)
-        for handler in list(self._fanout.get(topic, ())):
+        for handler in self._routes.fanout(topic):
             spawn(handler(decode(payload)), name=f"fanout:{topic}")

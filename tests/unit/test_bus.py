@@ -44,9 +44,16 @@ class Endpoint:
 AMQP_URL = os.environ.get("CIRRUS_TEST_TRANSPORT_URL", "amqp://cirrus:cirrus@127.0.0.1:5672/cirrus")
 
 
-@pytest.fixture(params=["inprocess://", AMQP_URL], ids=["inprocess", "amqp"])
-async def bus(request: pytest.FixtureRequest) -> Any:
-    """The same semantics on both transports (AMQP needs scripts/setup-rabbitmq.sh)."""
+@pytest.fixture(params=["inprocess://", "local", AMQP_URL], ids=["inprocess", "local", "amqp"])
+async def bus(request: pytest.FixtureRequest, tmp_path: Any) -> Any:
+    """The same semantics on every transport (AMQP needs scripts/setup-rabbitmq.sh).
+
+    On the local bus, ``a`` listens on the hub and ``b`` on a peer, and the
+    test sends through the peer: to ``b`` the message goes peer → hub → peer."""
+    if request.param == "local":
+        async for pair in _local_pair(tmp_path):
+            yield pair
+        return
     transport = get_transport(request.param)
     try:
         await asyncio.wait_for(transport.start(), 10)
@@ -58,6 +65,21 @@ async def bus(request: pytest.FixtureRequest) -> Any:
     await transport.listen(topic, "b", RPCDispatcher(b))
     yield _Bus(transport, topic), a, b
     await transport.stop()
+
+
+async def _local_pair(tmp_path: Any) -> Any:
+    url = f"local://{tmp_path}/bus.sock"
+    hub, peer = get_transport(url, hub=True), get_transport(url)
+    await hub.start()
+    await peer.start()
+    topic = f"t{uuid.uuid4().hex[:8]}"
+    a, b = Endpoint("a"), Endpoint("b")
+    await hub.listen(topic, "a", RPCDispatcher(a))
+    await peer.listen(topic, "b", RPCDispatcher(b))
+    await asyncio.sleep(0.05)  # the listen frame reaches the hub
+    yield _Bus(peer, topic), a, b
+    await peer.stop()
+    await hub.stop()
 
 
 class _Bus:
@@ -291,3 +313,89 @@ async def test_inprocess_call_deadline_and_outer_cancel(local: Any) -> None:
     caller.cancel()
     with pytest.raises(asyncio.CancelledError):
         await caller
+
+
+# -- local bus only: the hub, its peers, and either going away --------------------------
+@pytest.fixture
+async def hub_and_peer(tmp_path: Any) -> Any:
+    url = f"local://{tmp_path}/bus.sock"
+    hub, peer = get_transport(url, hub=True), get_transport(url)
+    await hub.start()
+    await peer.start()
+    yield hub, peer
+    await peer.stop()
+    await hub.stop()
+
+
+async def test_local_peer_waits_for_a_hub_that_is_still_starting(tmp_path: Any) -> None:
+    url = f"local://{tmp_path}/bus.sock"
+    peer, hub = get_transport(url), get_transport(url, hub=True)
+    connecting = asyncio.ensure_future(peer.start())
+    await asyncio.sleep(0.3)
+    assert not connecting.done()
+    await hub.start()
+    await asyncio.wait_for(connecting, 5)
+    gate = Gate()
+    await hub.listen("t", "s", RPCDispatcher(gate))
+    await RPCClient(peer, "t").prepare(server="s").cast(RequestContext(), "record", value=1)
+    await _until(lambda: gate.seen == [1], 5)
+    await peer.stop()
+    await hub.stop()
+
+
+async def test_local_many_casts_all_arrive_in_order(hub_and_peer: Any) -> None:
+    """Frames sent in one loop iteration leave in one write and are split again."""
+    hub, peer = hub_and_peer
+    gate = Gate()
+    await hub.listen("t", "s", RPCDispatcher(gate))
+    client = RPCClient(peer, "t").prepare(server="s")
+    for i in range(2000):
+        await client.cast(RequestContext(), "record", value={"i": i, "pad": "x" * (i % 300)})
+    await _until(lambda: len(gate.seen) == 2000, 10)
+    assert [v["i"] for v in gate.seen] == list(range(2000))
+
+
+async def test_local_call_fails_at_once_when_the_hub_goes(hub_and_peer: Any) -> None:
+    hub, peer = hub_and_peer
+    gate = Gate()
+    await hub.listen("t", "s", RPCDispatcher(gate))
+    call = asyncio.ensure_future(RPCClient(peer, "t", timeout=30).prepare(server="s").call(
+        RequestContext(), "slow"))
+    await asyncio.sleep(0.2)
+    await hub.stop()
+    with pytest.raises(ConnectionLost):
+        await asyncio.wait_for(call, 5)
+    await asyncio.wait_for(peer.wait_lost(), 5)
+    with pytest.raises(ConnectionLost):  # and says so, instead of writing into nothing
+        await RPCClient(peer, "t").cast(RequestContext(), "record", value=1)
+
+
+async def test_local_a_peer_that_goes_takes_its_listeners(hub_and_peer: Any,
+                                                          tmp_path: Any) -> None:
+    """A call to a peer that left fails (no hang); a call waiting on it when it
+    left fails at once; a cast to it is dropped."""
+    hub, peer = hub_and_peer
+    gate = Gate()
+    await peer.listen("t", "gone", RPCDispatcher(gate))
+    await asyncio.sleep(0.05)
+    client = RPCClient(hub, "t", timeout=30).prepare(server="gone")
+    waiting = asyncio.ensure_future(client.call(RequestContext(), "slow"))
+    await asyncio.sleep(0.2)
+    await peer.stop()
+    with pytest.raises(ConnectionLost):
+        await asyncio.wait_for(waiting, 5)
+    with pytest.raises(MessagingTimeout, match="no consumer"):
+        await client.call(RequestContext(), "record", value=1)
+    await client.cast(RequestContext(), "record", value=2)  # dropped, not raised
+
+
+async def test_local_a_malformed_frame_closes_only_that_connection(hub_and_peer: Any,
+                                                                   tmp_path: Any) -> None:
+    hub, peer = hub_and_peer
+    reader, writer = await asyncio.open_unix_connection(str(tmp_path / "bus.sock"))
+    writer.write(b"\x00\x00\x00\x05{not}")
+    assert await asyncio.wait_for(reader.read(), 5) == b""  # closed by the hub
+    gate = Gate()
+    await hub.listen("t", "s", RPCDispatcher(gate))
+    await RPCClient(peer, "t").prepare(server="s").cast(RequestContext(), "record", value=1)
+    await _until(lambda: gate.seen == [1], 5)

@@ -1,0 +1,249 @@
+"""``cirrus up`` in several processes: the engine, and API workers forked from it.
+
+One CPython process runs one core at a time, and a boot's HTTP request, its
+provisioning transaction and its build together cost more than the 2 ms a
+boot may take at 500 boots/s. So with ``api_workers`` > 0 the engine
+(conductor, scheduler, computes) stays in this process and the HTTP API runs
+in that many forked workers; they talk over the local bus (a Unix socket the
+engine serves, :mod:`cirrus.rpc.local`) and share the database.
+
+The order matters, and is why this is done with ``fork``:
+
+1. the schema and the bootstrap data are prepared here, synchronously;
+2. the listening socket is bound here, so a client that connects while a
+   worker starts waits in the backlog instead of being refused;
+3. the workers are forked while this process has no threads and no event
+   loop yet (a fork copies only the calling thread), after the imports and
+   a frozen heap, so the pages they share stay shared;
+4. then each side starts its loop: the engine serves the bus, the workers
+   connect to it (waiting for it if need be) and report ready on a pipe.
+
+The processes live and die together: a signal to any of them stops all; a
+worker that exits on its own stops the cloud (its supervisor restarts it).
+"""
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import os
+import signal
+import socket
+import sys
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from cirrus.config import Settings
+
+LOG = logging.getLogger("cirrus")
+READY_TIMEOUT = 60.0
+STOP_TIMEOUT = 15.0
+# sun_path holds 108 bytes; a longer state dir gets its socket in a private temp dir.
+_MAX_SOCKET_PATH = 100
+
+
+@dataclass
+class Worker:
+    pid: int
+    ready_fd: int
+
+
+def bus_path(settings: Settings) -> str:
+    path = str(settings.state_dir.resolve() / "bus.sock")
+    if len(path.encode()) <= _MAX_SOCKET_PATH:
+        return path
+    return os.path.join(tempfile.mkdtemp(prefix="cirrus-bus-"), "bus.sock")
+
+
+def prepare_database(settings: Settings) -> None:
+    """Schema and bootstrap data, before any process opens the database."""
+    from cirrus.bootstrap import bootstrap_data
+    from cirrus.db import migrate
+    from cirrus.db.engine import make_engine
+
+    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    migrate.upgrade_if_needed(settings.database_url)
+    engine = make_engine(settings.database_url)
+    try:
+        with engine.begin() as conn:
+            bootstrap_data(conn, settings)
+    finally:
+        engine.dispose()  # no connection may cross the fork
+
+
+def listen_socket(settings: Settings) -> socket.socket:
+    """The API's listening socket, shared by every worker."""
+    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((settings.host, settings.port))
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def run(settings: Settings) -> int:
+    """Run the cloud as one engine and ``settings.api_workers`` API workers."""
+    from cirrus.bootstrap import Cloud  # noqa: F401 - imported before the fork, shared
+
+    from cirrus.bootstrap import write_clouds_yaml
+
+    prepare_database(settings)
+    clouds = write_clouds_yaml(settings)  # before anyone can answer a request
+    if settings.transport_url.startswith("inprocess:"):
+        settings = replace(settings, transport_url=f"local://{bus_path(settings)}")
+    sock = listen_socket(settings)
+    gc.collect()
+    gc.freeze()  # what the workers inherit is never scanned, so never copied
+    workers = [_fork_worker(settings, sock, n) for n in range(settings.api_workers)]
+    sock.close()
+    from cirrus.cli.main import event_loop_runner
+
+    return event_loop_runner()(_engine(settings, workers, clouds))
+
+
+def _fork_worker(settings: Settings, sock: socket.socket, n: int) -> Worker:
+    ready_r, ready_w = os.pipe()
+    pid = os.fork()
+    if pid:
+        os.close(ready_w)
+        return Worker(pid, ready_r)
+    os.close(ready_r)
+    # A Ctrl-C reaches every process of the terminal's group; the engine stops
+    # the workers itself (SIGTERM), after which they drain their requests.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    code = 1
+    try:
+        from cirrus.cli.main import event_loop_runner
+
+        code = event_loop_runner()(_api_worker(settings, sock, ready_w, n))
+    except BaseException:  # noqa: BLE001 - a worker must never return into the parent's code
+        LOG.exception("api worker %d failed", n)
+    finally:
+        logging.shutdown()
+        os._exit(code)
+
+
+async def _api_worker(settings: Settings, sock: socket.socket, ready_w: int, n: int) -> int:
+    from cirrus.bootstrap import Cloud
+    from cirrus.cli.main import quiet_server, settle_heap, uvicorn_config
+
+    cloud = Cloud(settings, api=True, roles=tuple(r for r in os.environ.get("XROLES", "").split(",") if r), prepare_db=False)
+    try:
+        await cloud.start()
+        settle_heap()
+        server = quiet_server(uvicorn_config(cloud.app, settings), signals=(signal.SIGTERM,))
+        serving = asyncio.ensure_future(server.serve(sockets=[sock]))
+        while not server.started and not serving.done():
+            await asyncio.sleep(0.01)
+        os.write(ready_w, b"1")
+        os.close(ready_w)
+        lost = asyncio.ensure_future(cloud.transport.wait_lost())  # type: ignore[union-attr]
+        await asyncio.wait([serving, lost], return_when=asyncio.FIRST_COMPLETED)
+        if lost.done():
+            LOG.error("api worker %d: the engine went away; stopping", n)
+            server.should_exit = True
+            await serving
+            return 1
+        lost.cancel()
+        serving.result()
+        return 0
+    finally:
+        await cloud.stop()
+
+
+async def _engine(settings: Settings, workers: list[Worker], clouds: Path) -> int:
+    from cirrus.bootstrap import Cloud
+    from cirrus.cli.main import settle_heap
+
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()  # set by a signal, or by a worker that exited
+    signalled = False
+    exited: dict[int, int] = {}
+
+    def on_signal() -> None:
+        nonlocal signalled
+        signalled = True
+        stop.set()
+
+    def reap(worker: Worker, pidfd: int) -> None:
+        loop.remove_reader(pidfd)
+        os.close(pidfd)
+        _, status = os.waitpid(worker.pid, 0)
+        exited[worker.pid] = os.waitstatus_to_exitcode(status)
+        if not stop.is_set():
+            LOG.log(logging.INFO if exited[worker.pid] == 0 else logging.ERROR,
+                    "api worker %d exited (%d); stopping the cloud", worker.pid, exited[worker.pid])
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal)
+    for worker in workers:
+        pidfd = os.pidfd_open(worker.pid)
+        loop.add_reader(pidfd, reap, worker, pidfd)
+
+    cloud = Cloud(settings, api=False, roles=tuple(r for r in os.environ.get("EROLES", "conductor,scheduler,compute").split(",") if r), prepare_db=False, bus_hub=True)
+    ready = False
+    try:
+        await cloud.start()
+        settle_heap()
+        ready = await _all_ready(workers, stop)
+        if ready:
+            print(f"cirrus is up at {settings.public_url} "
+                  f"(engine pid {os.getpid()}, {len(workers)} api workers)", flush=True)
+            print(f"clouds.yaml: {clouds}", flush=True)
+            print(f"  export OS_CLIENT_CONFIG_FILE={clouds}; openstack --os-cloud cirrus "
+                  "server list", flush=True)
+            await stop.wait()
+    finally:
+        await _stop_workers(workers, exited)
+        await cloud.stop()
+        print("cirrus stopped", flush=True)
+    # A stop asked for (even while starting) is a clean exit; a worker that
+    # failed or exited on its own is not.
+    failed = any(code not in (0, -signal.SIGTERM) for code in exited.values()) or not (
+        ready or signalled)
+    return 1 if failed else 0
+
+
+async def _all_ready(workers: list[Worker], stop: asyncio.Event) -> bool:
+    """Wait until every worker serves; False if one fails first or we are told to stop."""
+    loop = asyncio.get_running_loop()
+    for worker in workers:
+        read = loop.run_in_executor(None, os.read, worker.ready_fd, 1)
+        stopped = asyncio.ensure_future(stop.wait())
+        done, _ = await asyncio.wait([read, stopped], timeout=READY_TIMEOUT,
+                                     return_when=asyncio.FIRST_COMPLETED)
+        stopped.cancel()
+        if read in done and read.result() == b"1":
+            os.close(worker.ready_fd)
+            continue
+        if not stop.is_set():
+            LOG.error("api worker %d did not start in %.0f s", worker.pid, READY_TIMEOUT)
+        return False
+    return True
+
+
+async def _stop_workers(workers: list[Worker], exited: dict[int, int]) -> None:
+    """SIGTERM the workers still running (they drain their requests), then wait."""
+    running = [w for w in workers if w.pid not in exited]
+    for worker in running:
+        try:
+            os.kill(worker.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = asyncio.get_running_loop().time() + STOP_TIMEOUT
+    while any(w.pid not in exited for w in running):
+        if asyncio.get_running_loop().time() > deadline:
+            for worker in running:
+                if worker.pid not in exited:
+                    LOG.error("api worker %d did not stop; killing it", worker.pid)
+                    os.kill(worker.pid, signal.SIGKILL)
+            break
+        await asyncio.sleep(0.05)
+
+
+if sys.platform != "linux":  # pragma: no cover - pidfd_open, fork after imports
+    raise ImportError("api workers need Linux")
