@@ -130,7 +130,7 @@ async def _api_worker(settings: Settings, sock: socket.socket, ready_w: int, n: 
     from cirrus.bootstrap import Cloud
     from cirrus.cli.main import quiet_server, settle_heap, uvicorn_config
 
-    cloud = Cloud(settings, api=True, roles=tuple(r for r in os.environ.get("XROLES", "").split(",") if r), prepare_db=False)
+    cloud = Cloud(settings, api=True, roles=(), prepare_db=False)
     try:
         await cloud.start()
         settle_heap()
@@ -184,7 +184,7 @@ async def _engine(settings: Settings, workers: list[Worker], clouds: Path) -> in
         pidfd = os.pidfd_open(worker.pid)
         loop.add_reader(pidfd, reap, worker, pidfd)
 
-    cloud = Cloud(settings, api=False, roles=tuple(r for r in os.environ.get("EROLES", "conductor,scheduler,compute").split(",") if r), prepare_db=False, bus_hub=True)
+    cloud = Cloud(settings, api=False, prepare_db=False, bus_hub=True)
     ready = False
     try:
         await cloud.start()
