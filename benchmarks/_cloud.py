@@ -30,6 +30,17 @@ def rss_mb(pid: int, field: str = "VmRSS") -> float:
     return 0.0
 
 
+def pss_mb(pid: int) -> float:
+    """Proportional set size of ``pid`` in MiB: its resident pages, each shared
+    one divided among the processes sharing it — what summing over the
+    processes of one cloud should count (RSS counts a forked worker's shared
+    pages twice)."""
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def with_children(pid: int) -> list[int]:
     """``pid`` and its child processes (the API workers of ``cirrus up --api-workers``)."""
     path = Path(f"/proc/{pid}/task/{pid}/children")

@@ -6,6 +6,7 @@ nothing reads configuration from a global.
 from __future__ import annotations
 
 import os
+import sys
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -51,8 +52,9 @@ class Settings:
     demo_password: str = "demo"
 
     # api
-    # ``cirrus up``: processes serving the API beside the engine's (0: one process for all)
-    api_workers: int = 0
+    # ``cirrus up``: processes serving the API beside the engine's (0: one process for
+    # all; -1: one on Linux with two cores or more, else 0)
+    api_workers: int = -1
     max_body_bytes: int = 1 << 20
     max_image_bytes: int = 16 << 30
 
@@ -125,6 +127,8 @@ class Settings:
             self.instances_path = str(self.state_dir / "instances")
         if not self.database_url:
             self.database_url = f"sqlite:///{self.state_dir / 'cirrus.db'}"
+        if self.api_workers < 0:
+            self.api_workers = default_api_workers()
         if not self.public_url:
             host, port = split_bind(self.bind)
             self.public_url = f"http://{host}:{port}"
@@ -136,6 +140,12 @@ class Settings:
     @property
     def port(self) -> int:
         return split_bind(self.bind)[1]
+
+
+def default_api_workers() -> int:
+    """One API worker where it can run beside the engine: Linux (fork, pidfds)
+    with a second core; none elsewhere."""
+    return 1 if sys.platform == "linux" and (os.cpu_count() or 1) >= 2 else 0
 
 
 def split_bind(bind: str) -> tuple[str, int]:

@@ -49,7 +49,7 @@ def test_schedule_benchmark_short() -> None:
 
 def test_startup_benchmark_short() -> None:
     best = _run("startup.py", "startup.json")["best"]
-    assert _positive(best["fresh_s"], best["existing_s"], best["idle_rss_mb"])
+    assert _positive(best["fresh_s"], best["existing_s"], best["idle_pss_mb"], best["idle_rss_mb"])
 
 
 def test_api_benchmark_short() -> None:
