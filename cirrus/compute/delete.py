@@ -14,6 +14,7 @@ from cirrus.compute import instance_actions
 from cirrus.compute.models import instance_group_members
 from cirrus.compute.queries import info_caches
 from cirrus.context import RequestContext
+from cirrus.scheduler.claims import release
 
 if TYPE_CHECKING:
     from cirrus.compute.manager import ComputeManager
@@ -53,11 +54,14 @@ async def _shutdown_instance(m: "ComputeManager", ctx: RequestContext, instance:
     await m.driver.destroy(ctx, instance, network_info, None)
     await m.network_api.deallocate_for_instance(ctx, instance,
                                                 requested_networks=instance.get("requested_networks"))
-    await m.release_claim(instance["uuid"])
 
 
 def _complete_deletion(conn: sa.Connection, ctx: RequestContext, uuid: str,
                        event_id: int | None) -> None:
+    """The host's resources given back (as Nova's ``_complete_deletion`` updates the
+    resource tracker) and the instance deleted, in one transaction: no moment
+    where one is done and the other not."""
+    release(conn, uuid)
     conn.execute(instance_group_members.delete().where(
         instance_group_members.c.instance_uuid == uuid))
     inst.soft_delete(conn, uuid)
