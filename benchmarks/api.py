@@ -38,7 +38,7 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cloud import rss_mb, running_cloud  # noqa: E402
+from _cloud import rss_mb, running_cloud, with_children  # noqa: E402
 from _load import closed_loop, fixed_rate  # noqa: E402
 from boot import ensure_image  # noqa: E402
 
@@ -174,7 +174,9 @@ def run(url: str, args: argparse.Namespace, pid: int | None) -> dict[str, Any]:
              "duration_s": args.duration}
     populate = {who: {k: v for k, v in r.items() if k != "ids"} for who, r in report.items()}
     return {"setup": setup, "populate": populate, **out["results"],
-            "peak_rss_mb": round(rss_mb(pid, "VmHWM"), 1) if pid else None}
+            # summed over the cloud's processes (the engine and its API workers)
+            "peak_rss_mb": round(sum(rss_mb(p, "VmHWM") for p in with_children(pid)), 1)
+            if pid else None}
 
 
 def _loop_runner() -> Any:
