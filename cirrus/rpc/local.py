@@ -18,6 +18,7 @@ up`` supervises them), so nothing is kept to be redelivered.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import itertools
 import logging
@@ -148,6 +149,8 @@ class LocalTransport(Transport):
         self._stopping = True
         if self._server is not None:
             self._server.close()
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
         for link in list(self._links) + ([self._link] if self._link else []):
             link.close()
         self._fail_calls(lambda _link: True, MessagingTimeout("transport stopped"))

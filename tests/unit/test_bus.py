@@ -399,3 +399,23 @@ async def test_local_a_malformed_frame_closes_only_that_connection(hub_and_peer:
     await hub.listen("t", "s", RPCDispatcher(gate))
     await RPCClient(peer, "t").prepare(server="s").cast(RequestContext(), "record", value=1)
     await _until(lambda: gate.seen == [1], 5)
+
+
+async def test_local_hub_removes_its_socket_when_it_stops(tmp_path: Any) -> None:
+    hub = get_transport(f"local://{tmp_path}/bus.sock", hub=True)
+    await hub.start()
+    assert (tmp_path / "bus.sock").is_socket()
+    await hub.stop()
+    assert not (tmp_path / "bus.sock").exists()
+
+
+def test_the_bus_socket_path_fits_a_unix_socket_address(tmp_path: Any) -> None:
+    """sun_path holds 108 bytes: a deep state dir gets its socket elsewhere."""
+    from cirrus.cli.workers import bus_path
+    from cirrus.config import Settings
+
+    assert bus_path(Settings(state_dir=tmp_path)) == str(tmp_path.resolve() / "bus.sock")
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    path = bus_path(Settings(state_dir=deep))
+    assert len(path.encode()) <= 100 and path.endswith("/bus.sock")
+    assert not path.startswith(str(tmp_path))
