@@ -5,6 +5,7 @@ import argparse
 import asyncio
 import gc
 import logging
+import signal
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -126,11 +127,11 @@ def setup_logging(settings: Settings) -> None:
     root.setLevel(settings.log_level.upper())
 
 
-def quiet_server(config: Any, signals: tuple[int, ...] = ()) -> Any:
-    """A uvicorn server that stops on ``signals`` (SIGINT and SIGTERM) and then returns normally
+def quiet_server(config: Any, signals: tuple[int, ...] = (signal.SIGINT, signal.SIGTERM)
+                 ) -> Any:
+    """A uvicorn server that stops on ``signals`` and then returns normally
     (uvicorn re-raises the signal after shutdown, which would exit non-zero)."""
     import contextlib
-    import signal
 
     import uvicorn
 
@@ -138,7 +139,7 @@ def quiet_server(config: Any, signals: tuple[int, ...] = ()) -> Any:
         @contextlib.contextmanager
         def capture_signals(self):  # type: ignore[override]
             originals = {sig: signal.signal(sig, self.handle_exit)
-                         for sig in signals or (signal.SIGINT, signal.SIGTERM)}
+                         for sig in signals}
             try:
                 yield
             finally:
@@ -194,8 +195,6 @@ def cmd_up(args: argparse.Namespace) -> int:
 async def run_process(settings: Settings, role: str) -> None:
     """One service (or the API) until SIGINT/SIGTERM. The schema must exist
     (``cirrus db upgrade``); only the API process bootstraps data."""
-    import signal
-
     from cirrus.bootstrap import Cloud
 
     cloud = Cloud(settings, api=role == "api", roles=() if role == "api" else (role,),

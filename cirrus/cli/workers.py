@@ -33,9 +33,11 @@ import sys
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from cirrus.config import Settings
+
+if sys.platform != "linux":  # pragma: no cover - pidfd_open, fork after imports
+    raise ImportError("api workers need Linux")
 
 LOG = logging.getLogger("cirrus")
 READY_TIMEOUT = 60.0
@@ -86,9 +88,9 @@ def listen_socket(settings: Settings) -> socket.socket:
 
 def run(settings: Settings) -> int:
     """Run the cloud as one engine and ``settings.api_workers`` API workers."""
-    from cirrus.bootstrap import Cloud  # noqa: F401 - imported before the fork, shared
-
-    from cirrus.bootstrap import write_clouds_yaml
+    # Cloud is imported (with everything it imports) before the fork: shared pages.
+    from cirrus.bootstrap import Cloud, write_clouds_yaml  # noqa: F401
+    from cirrus.cli.main import event_loop_runner
 
     prepare_database(settings)
     clouds = write_clouds_yaml(settings)  # before anyone can answer a request
@@ -99,8 +101,6 @@ def run(settings: Settings) -> int:
     gc.freeze()  # what the workers inherit is never scanned, so never copied
     workers = [_fork_worker(settings, sock, n) for n in range(settings.api_workers)]
     sock.close()
-    from cirrus.cli.main import event_loop_runner
-
     return event_loop_runner()(_engine(settings, workers, clouds))
 
 
@@ -244,6 +244,3 @@ async def _stop_workers(workers: list[Worker], exited: dict[int, int]) -> None:
             break
         await asyncio.sleep(0.05)
 
-
-if sys.platform != "linux":  # pragma: no cover - pidfd_open, fork after imports
-    raise ImportError("api workers need Linux")

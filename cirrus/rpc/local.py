@@ -76,7 +76,7 @@ class _Link(asyncio.Protocol):
             if len(inbox) < end:
                 break
             try:
-                frame = decode(bytes(inbox[start + 4:end]))
+                frame = decode(inbox[start + 4:end])  # both parsers take a bytearray
             except ValueError:
                 LOG.error("malformed frame on the local bus; closing the connection")
                 self.close()
@@ -130,8 +130,7 @@ class LocalTransport(Transport):
         if self.hub:
             if os.path.exists(self.path):
                 os.unlink(self.path)  # left by a process that died; we own this path
-            self._server = await loop.create_unix_server(
-                lambda: _Link(self._on_frame, self._on_lost), self.path)
+            self._server = await loop.create_unix_server(self._accept, self.path)
             os.chmod(self.path, 0o600)
             return
         deadline = loop.time() + CONNECT_TIMEOUT
@@ -144,6 +143,11 @@ class LocalTransport(Transport):
                 if exc.errno not in (errno.ENOENT, errno.ECONNREFUSED) or loop.time() > deadline:
                     raise MessagingTimeout(f"no local bus at {self.path}: {exc}") from exc
                 await asyncio.sleep(0.05)
+
+    def _accept(self) -> _Link:
+        link = _Link(self._on_frame, self._on_lost)
+        self._links.add(link)  # closed when the hub stops
+        return link
 
     async def stop(self) -> None:
         self._stopping = True
@@ -279,14 +283,12 @@ class LocalTransport(Transport):
         """A peer's request to the hub."""
         op, topic, message = frame["op"], frame.get("topic", ""), frame.get("msg") or {}
         if op == "listen":
-            self._links.add(link)
             self._routes.add(topic, frame.get("server"), _Peer(link, frame["handler"]))
         elif op == "cast":
             self._route_cast(topic, frame.get("server"), message)
         elif op == "fanout":
             self._route_fanout(topic, message)
         else:
-            self._links.add(link)
             spawn(self._answer(link, frame["cid"], self._route_call(
                 topic, frame.get("server"), message, float(frame.get("timeout", 60)))),
                 name=f"call:{topic}:{message.get('method')}")

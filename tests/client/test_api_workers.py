@@ -123,8 +123,7 @@ def test_an_engine_that_dies_takes_the_workers_with_it(cloud: RunningCloud) -> N
 def test_one_worker_serves_the_openstack_cli(tmp_path: Path) -> None:
     running = start(tmp_path, 1)
     try:
-        done = running.openstack("server", "list", "-f", "json")
-        assert done == [] or isinstance(done, list)
+        assert running.openstack("server", "list", "-f", "json") == []  # a fresh cloud
         assert running.openstack("token", "issue", "-f", "json")["project_id"]
     finally:
         assert stop(running.process) == 0
