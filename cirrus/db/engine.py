@@ -15,6 +15,8 @@ from typing import Any, Callable, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from cirrus.db import checkpoint
+from cirrus.db.checkpoint import Checkpointer
 from cirrus.db.groupcommit import GroupCommitWriter
 from cirrus.db.handoff import settled
 from cirrus.db.rows import json_dumps
@@ -68,9 +70,13 @@ class Database:
         self._reader = WorkerPool(self._read_tx, 2, "db-r")
         self._writer: WorkerPool | None = None
         self._group: GroupCommitWriter | None = None
+        self._checkpointer: Checkpointer | None = None
         if self.is_sqlite:
-            # One writer anyway: queued writes share a transaction (savepoint each).
-            self._group = GroupCommitWriter(self._connection)
+            # One writer anyway: queued writes share a transaction (savepoint
+            # each); its WAL checkpoints run on a thread of their own.
+            self._checkpointer = Checkpointer(self.engine.raw_connection)
+            self._group = GroupCommitWriter(self._writer_connection,
+                                            on_commit=self._checkpointer.nudge)
         else:
             self._writer = WorkerPool(self._tx, 8, "db-w")
 
@@ -82,6 +88,16 @@ class Database:
         if conn is None or conn.closed or conn.invalidated:
             conn = self._local.conn = self.engine.connect()
             self._held.append(conn)
+        return conn
+
+    def _writer_connection(self) -> Connection:
+        """The writer thread's connection: it leaves checkpoints to the
+        checkpointer (``cirrus.db.checkpoint``), but for a bound."""
+        conn = self._connection()
+        if "checkpoint_bound" not in conn.info:
+            conn.connection.driver_connection.execute(  # type: ignore[union-attr]
+                f"PRAGMA wal_autocheckpoint={checkpoint.WRITER_CHECKPOINT_PAGES}")
+            conn.info["checkpoint_bound"] = True
         return conn
 
     def _tx(self, fn: Callable[..., T], args: tuple, kwargs: dict, write: bool = True) -> T:
@@ -118,6 +134,8 @@ class Database:
     def close(self) -> None:
         if self._group is not None:
             self._group.shutdown()
+        if self._checkpointer is not None:
+            self._checkpointer.shutdown()
         if self._writer is not None:
             self._writer.shutdown()
         self._reader.shutdown()

@@ -12,12 +12,52 @@ from __future__ import annotations
 
 import asyncio
 import queue
+import sqlite3
 import threading
+import time
 from typing import Any, Callable
 
-from sqlalchemy.engine import Connection
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, RootTransaction
 
 from cirrus.db.handoff import Unit, deliver, fail_left, new_unit
+
+
+# Waiting for the write lock: SQLite's own busy handler sleeps 1, 2, 5, 10, 15…
+# ms between tries. Another process's group commit holds the lock for a few ms,
+# and its writer starts the next one at once, so a writer that slept for 10 ms
+# found the lock free and idle half of that time, or taken again. Polling from
+# 50 µs, doubling to 1 ms, loses at most that much; the same 30 s limit.
+LOCK_POLL_FIRST = 0.00005
+LOCK_POLL_MAX = 0.001
+LOCK_WAIT_LIMIT = 30.0
+
+
+def _is_busy(error: BaseException) -> bool:
+    orig = getattr(error, "orig", error)  # SQLAlchemy's wrapper, or sqlite3's own
+    return getattr(orig, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def begin_immediate(conn: Connection) -> RootTransaction:
+    """``BEGIN IMMEDIATE`` on ``conn`` (a SQLite connection of a writer
+    thread), polling for the write lock instead of SQLite's sleeping busy
+    handler (which this connection no longer uses); the transaction, to be used
+    as a context manager. After ``LOCK_WAIT_LIMIT`` the busy error is raised."""
+    if not conn.info.get("polls_for_lock"):
+        conn.connection.driver_connection.execute("PRAGMA busy_timeout = 0")  # type: ignore[union-attr]
+        conn.info["polls_for_lock"] = True
+    conn.info["begin"] = "BEGIN IMMEDIATE"
+    delay, deadline = LOCK_POLL_FIRST, time.monotonic() + LOCK_WAIT_LIMIT
+    while True:
+        try:
+            return conn.begin()
+        except (sqlite3.OperationalError, sa.exc.OperationalError) as error:
+            if not _is_busy(error) or time.monotonic() >= deadline:
+                raise
+            if conn.in_transaction():  # the failed BEGIN left SQLAlchemy's marker
+                conn.rollback()
+        time.sleep(delay)
+        delay = min(delay * 2, LOCK_POLL_MAX)
 
 
 def _in_savepoint(driver: Any, conn: Connection, unit: Unit) -> tuple[bool, Any]:
@@ -41,8 +81,9 @@ class GroupCommitWriter:
     """One thread; ``submit`` returns a future resolved after the unit's commit."""
 
     def __init__(self, connect: Callable[[], Connection], max_batch: int = 64,
-                 name: str = "db-w") -> None:
+                 name: str = "db-w", on_commit: Callable[[], None] | None = None) -> None:
         self._connect = connect
+        self._on_commit = on_commit  # after each COMMIT, on this thread
         self._max_batch = max_batch
         self._closed = False
         self._queue: queue.SimpleQueue[Unit | None] = queue.SimpleQueue()
@@ -81,27 +122,30 @@ class GroupCommitWriter:
     def _loop(self) -> None:
         while True:
             first = self._queue.get()
-            if first is None:
-                return
-            batch, stop = self._take_batch(first)
-            self._run(batch)
-            if stop:
+            if first is None or self._run(first):
                 return
 
-    def _run(self, batch: list[Unit]) -> None:
+    def _run(self, first: Unit) -> bool:
+        """One group commit. The write lock comes first, then the batch: units
+        queued while another process held the lock go in with ``first``.
+        True when the stop came with the batch."""
+        batch, stop = [first], False
         outcomes: list[tuple[bool, Any]] = []
         try:
             conn = self._connect()
-            conn.info["begin"] = "BEGIN IMMEDIATE"
-            with conn.begin():
+            with begin_immediate(conn):
+                batch, stop = self._take_batch(first)
                 if len(batch) == 1:  # alone: its transaction is its own
-                    unit = batch[0]
-                    outcomes.append((True, unit.fn(conn, *unit.args, **unit.kwargs)))
+                    outcomes.append((True, first.fn(conn, *first.args, **first.kwargs)))
                 else:
                     driver = conn.connection.driver_connection
                     for unit in batch:
                         outcomes.append(_in_savepoint(driver, conn, unit))
         except BaseException as error:  # noqa: BLE001 - BEGIN/COMMIT failed: nothing committed
             outcomes = [(False, error)] * len(batch)
+        else:
+            if self._on_commit is not None:
+                self._on_commit()
         deliver([(unit.loop, unit.future, ok, value)
                  for unit, (ok, value) in zip(batch, outcomes)])
+        return stop
