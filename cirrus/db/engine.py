@@ -1,10 +1,13 @@
-"""Database access: synchronous SQLAlchemy Core on dedicated executor threads.
+"""Database access: synchronous SQLAlchemy Core, units of work awaited from asyncio.
 
 DESIGN §4 measured sync sqlite3 at twice aiosqlite's throughput for a boot-like
 workload; SQLite has one writer anyway. So every unit of work is a plain
-function ``fn(conn, *args)`` that runs inside one transaction on a DB thread,
-awaited from asyncio with :meth:`Database.run`. Reads go to a small reader pool
-(WAL lets them proceed beside the writer).
+function ``fn(conn, *args)`` that runs inside one transaction, awaited with
+:meth:`Database.run`. On SQLite the writes a loop queues in one iteration are
+group-committed on the loop's own thread (``groupcommit``); on other databases
+they run on a pool of writer threads (a network round trip must not block the
+loop). Reads go to a small reader pool (WAL lets them proceed beside the
+writer); point reads may run on the loop (``rows.read_here``).
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from cirrus.db import checkpoint
 from cirrus.db.checkpoint import Checkpointer
-from cirrus.db.groupcommit import GroupCommitWriter
+from cirrus.db.groupcommit import GroupCommit
 from cirrus.db.handoff import settled
 from cirrus.db.rows import json_dumps
 from cirrus.db.workers import WorkerPool
@@ -59,7 +62,7 @@ def make_engine(url: str) -> Engine:
 
 
 class Database:
-    """Runs units of work on DB threads; one transaction per unit."""
+    """Runs units of work, one transaction each (on SQLite possibly shared)."""
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -69,35 +72,40 @@ class Database:
         self._held: list[Connection] = []
         self._reader = WorkerPool(self._read_tx, 2, "db-r")
         self._writer: WorkerPool | None = None
-        self._group: GroupCommitWriter | None = None
+        self._group: GroupCommit | None = None
         self._checkpointer: Checkpointer | None = None
         if self.is_sqlite:
-            # One writer anyway: queued writes share a transaction (savepoint
-            # each); its WAL checkpoints run on a thread of their own.
+            # One writer anyway: a loop's queued writes share a transaction
+            # (savepoint each) on its thread; WAL checkpoints run beside it.
             self._checkpointer = Checkpointer(self.engine.raw_connection)
-            self._group = GroupCommitWriter(self._writer_connection,
-                                            on_commit=self._checkpointer.nudge)
+            self._group = GroupCommit(self._loop_connection, on_commit=self._checkpointer.nudge)
         else:
             self._writer = WorkerPool(self._tx, 8, "db-w")
 
     def _connection(self) -> Connection:
-        """This thread's connection. SQLite keeps one per DB thread for good:
-        checking a connection out of the pool and resetting it on return cost
-        more than a small transaction. Other databases use the pool as usual."""
+        """This thread's connection (reads, ``run_sync``). SQLite keeps one per
+        DB thread for good: checking a connection out of the pool and resetting
+        it on return cost more than a small transaction. Other databases use
+        the pool as usual."""
         conn = getattr(self._local, "conn", None)
         if conn is None or conn.closed or conn.invalidated:
             conn = self._local.conn = self.engine.connect()
             self._held.append(conn)
         return conn
 
-    def _writer_connection(self) -> Connection:
-        """The writer thread's connection: it leaves checkpoints to the
-        checkpointer (``cirrus.db.checkpoint``), but for a bound."""
-        conn = self._connection()
-        if "checkpoint_bound" not in conn.info:
-            conn.connection.driver_connection.execute(  # type: ignore[union-attr]
-                f"PRAGMA wal_autocheckpoint={checkpoint.WRITER_CHECKPOINT_PAGES}")
-            conn.info["checkpoint_bound"] = True
+    def _loop_connection(self) -> Connection:
+        """The write connection of a loop's thread (group commits). It never
+        waits for the write lock (the loop polls for it, ``groupcommit``) and
+        leaves checkpoints to the checkpointer but for a bound
+        (``cirrus.db.checkpoint``): either would stall the loop."""
+        conn = getattr(self._local, "loop_conn", None)
+        if conn is None or conn.closed or conn.invalidated:
+            conn = self._local.loop_conn = self.engine.connect()
+            driver = conn.connection.driver_connection
+            driver.execute("PRAGMA busy_timeout = 0")  # type: ignore[union-attr]
+            driver.execute(  # type: ignore[union-attr]
+                f"PRAGMA wal_autocheckpoint = {checkpoint.WRITER_CHECKPOINT_PAGES}")
+            self._held.append(conn)
         return conn
 
     def _tx(self, fn: Callable[..., T], args: tuple, kwargs: dict, write: bool = True) -> T:

@@ -1,36 +1,44 @@
-"""Group commit for SQLite's single writer thread.
+"""Group commit for SQLite, on the event loop's own thread.
 
-Under load the one writer thread is the bottleneck (docs/performance.md): each
-unit of work pays BEGIN IMMEDIATE, COMMIT and a thread hand-off. The writer
-here takes every unit already queued (up to ``max_batch``), runs them in one
-transaction, each inside its own SAVEPOINT, and commits once. A unit that
-raises is rolled back to its savepoint alone and gets its exception; the
-others still commit. Results are handed out only after the COMMIT, so no
-caller ever acts on data that might not be there.
+SQLite has one writer, and each unit of work pays BEGIN IMMEDIATE and COMMIT.
+Every unit a loop queues during one iteration runs in one transaction, each
+inside its own SAVEPOINT, committed once. A unit that raises is rolled back to
+its savepoint alone and gets its exception; the others still commit. Results
+are handed out only after the COMMIT, so no caller ever acts on data that might
+not be there.
+
+Why on the loop's thread and not a writer thread (docs/performance.md, the
+sixth round): each sqlite3 call releases the GIL. On a writer thread the event
+loop took the GIL at every statement, so a transaction stretched to hold the
+database-wide write lock for as long as the loop's work in between. The
+statements cost ~4–8 µs alone and 30–45 µs on the writer thread. On the loop,
+nothing else wants the GIL meanwhile. Measured against the writer thread (same
+window, alternating): 297–377 against 256–293 boots/s in 8 of 8 pairs with an
+API worker, and 232–257 against 196–217 in one process, for less CPU.
+
+The loop never waits for the lock. Its connection has ``busy_timeout`` 0.
+While another process holds the lock (an API worker, a script), the batch stays
+queued and BEGIN is tried again from the loop after 50 µs, doubling to 1 ms
+(SQLite's own busy handler sleeps 1, 2, 5, 10… ms, and a lock freed in its
+sleep sat idle). After ``LOCK_WAIT_LIMIT`` the busy error fails the batch.
+Checkpoints run beside the loop (``cirrus.db.checkpoint``).
 """
 from __future__ import annotations
 
 import asyncio
-import queue
 import sqlite3
-import threading
 import time
 from typing import Any, Callable
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, RootTransaction
 
-from cirrus.db.handoff import Unit, deliver, fail_left, new_unit
+from cirrus.db.handoff import DatabaseClosed, Outcome, Unit, deliver, new_unit, settle
 
-
-# Waiting for the write lock: SQLite's own busy handler sleeps 1, 2, 5, 10, 15…
-# ms between tries. Another process's group commit holds the lock for a few ms,
-# and its writer starts the next one at once, so a writer that slept for 10 ms
-# found the lock free and idle half of that time, or taken again. Polling from
-# 50 µs, doubling to 1 ms, loses at most that much; the same 30 s limit.
 LOCK_POLL_FIRST = 0.00005
 LOCK_POLL_MAX = 0.001
 LOCK_WAIT_LIMIT = 30.0
+MAX_BATCH = 64  # units per transaction: one failing COMMIT fails no more than these
 
 
 def _is_busy(error: BaseException) -> bool:
@@ -38,34 +46,26 @@ def _is_busy(error: BaseException) -> bool:
     return getattr(orig, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
-def begin_immediate(conn: Connection) -> RootTransaction:
-    """``BEGIN IMMEDIATE`` on ``conn`` (a SQLite connection of a writer
-    thread), polling for the write lock instead of SQLite's sleeping busy
-    handler (which this connection no longer uses); the transaction, to be used
-    as a context manager. After ``LOCK_WAIT_LIMIT`` the busy error is raised."""
-    if not conn.info.get("polls_for_lock"):
-        conn.connection.driver_connection.execute("PRAGMA busy_timeout = 0")  # type: ignore[union-attr]
-        conn.info["polls_for_lock"] = True
+def _try_begin(conn: Connection) -> RootTransaction | None:
+    """``BEGIN IMMEDIATE`` on ``conn``, or None while another connection holds
+    the write lock (other errors are raised)."""
     conn.info["begin"] = "BEGIN IMMEDIATE"
-    delay, deadline = LOCK_POLL_FIRST, time.monotonic() + LOCK_WAIT_LIMIT
-    while True:
-        try:
-            return conn.begin()
-        except (sqlite3.OperationalError, sa.exc.OperationalError) as error:
-            if not _is_busy(error) or time.monotonic() >= deadline:
-                raise
-            if conn.in_transaction():  # the failed BEGIN left SQLAlchemy's marker
-                conn.rollback()
-        time.sleep(delay)
-        delay = min(delay * 2, LOCK_POLL_MAX)
+    try:
+        return conn.begin()
+    except (sqlite3.OperationalError, sa.exc.OperationalError) as error:
+        if conn.in_transaction():  # the failed BEGIN left SQLAlchemy's marker
+            conn.rollback()
+        if _is_busy(error):
+            return None
+        raise
 
 
 def _in_savepoint(driver: Any, conn: Connection, unit: Unit) -> tuple[bool, Any]:
     """Run ``unit`` inside a savepoint of its own: (True, result), or (False, the
     exception) with its writes undone. The savepoint is sent straight to
     sqlite3: SQLAlchemy's ``begin_nested`` costs two compiled statements' worth
-    of Python per unit, on the one thread every write waits for. The unit's own
-    ``begin_nested`` blocks nest inside as usual."""
+    of Python per unit. The unit's own ``begin_nested`` blocks nest inside as
+    usual."""
     driver.execute("SAVEPOINT group_unit")
     try:
         result = unit.fn(conn, *unit.args, **unit.kwargs)
@@ -77,75 +77,95 @@ def _in_savepoint(driver: Any, conn: Connection, unit: Unit) -> tuple[bool, Any]
     return True, result
 
 
-class GroupCommitWriter:
-    """One thread; ``submit`` returns a future resolved after the unit's commit."""
+def _run_units(conn: Connection, batch: list[Unit]) -> list[tuple[bool, Any]]:
+    """The units of ``batch`` in ``conn``'s open transaction."""
+    if len(batch) == 1:  # alone: its transaction is its own
+        unit = batch[0]
+        return [(True, unit.fn(conn, *unit.args, **unit.kwargs))]
+    driver = conn.connection.driver_connection
+    return [_in_savepoint(driver, conn, unit) for unit in batch]
 
-    def __init__(self, connect: Callable[[], Connection], max_batch: int = 64,
-                 name: str = "db-w", on_commit: Callable[[], None] | None = None) -> None:
+
+class GroupCommit:
+    """``submit`` from a running loop; the units a loop queued are run by one
+    callback of that loop, on its thread and its own connection (``connect``,
+    called there), and their futures settled after the COMMIT. ``on_commit``
+    runs after each COMMIT."""
+
+    def __init__(self, connect: Callable[[], Connection],
+                 on_commit: Callable[[], None] | None = None) -> None:
         self._connect = connect
-        self._on_commit = on_commit  # after each COMMIT, on this thread
-        self._max_batch = max_batch
+        self._on_commit = on_commit
         self._closed = False
-        self._queue: queue.SimpleQueue[Unit | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
-        self._thread.start()
+        self._pending: dict[asyncio.AbstractEventLoop, list[Unit]] = {}
+        # Per loop whose BEGIN found the lock taken: since when, the next delay.
+        self._waiting: dict[asyncio.AbstractEventLoop, tuple[float, float]] = {}
 
     def submit(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> asyncio.Future:
         """Queue ``fn`` from the running loop; its future is settled after the
-        commit, with the others of its batch in one hand-over (``handoff``)."""
+        commit of the batch it joins (this loop iteration's, or the one waiting
+        for the lock)."""
         unit = new_unit(fn, args, kwargs, self._closed)
-        if not unit.future.done():
-            self._queue.put(unit)
+        if unit.future.done():
+            return unit.future
+        pending = self._pending.get(unit.loop)
+        if pending is None:
+            pending = self._pending[unit.loop] = []
+            unit.loop.call_soon(self._flush, unit.loop)
+        pending.append(unit)
         return unit.future
 
     def shutdown(self) -> None:
-        """Finish what is queued, then stop the thread; what comes later (or
-        slipped in behind the stop) fails with DatabaseClosed."""
+        """Fail what is still queued with DatabaseClosed, and anything later."""
         self._closed = True
-        self._queue.put(None)
-        self._thread.join()
-        fail_left(self._queue)
+        late = [(loop, unit.future, False, DatabaseClosed())
+                for loop, units in self._pending.items() for unit in units]
+        self._pending.clear()
+        deliver(late)
 
-    def _take_batch(self, first: Unit) -> tuple[list[Unit], bool]:
-        batch, stop = [first], False
-        while len(batch) < self._max_batch:
-            try:
-                unit = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if unit is None:
-                stop = True
-                break
-            batch.append(unit)
-        return batch, stop
-
-    def _loop(self) -> None:
-        while True:
-            first = self._queue.get()
-            if first is None or self._run(first):
-                return
-
-    def _run(self, first: Unit) -> bool:
-        """One group commit. The write lock comes first, then the batch: units
-        queued while another process held the lock go in with ``first``.
-        True when the stop came with the batch."""
-        batch, stop = [first], False
-        outcomes: list[tuple[bool, Any]] = []
+    def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        units = self._pending.get(loop)
+        if not units:  # failed by shutdown meanwhile
+            self._pending.pop(loop, None)
+            return
         try:
-            conn = self._connect()
-            with begin_immediate(conn):
-                batch, stop = self._take_batch(first)
-                if len(batch) == 1:  # alone: its transaction is its own
-                    outcomes.append((True, first.fn(conn, *first.args, **first.kwargs)))
-                else:
-                    driver = conn.connection.driver_connection
-                    for unit in batch:
-                        outcomes.append(_in_savepoint(driver, conn, unit))
-        except BaseException as error:  # noqa: BLE001 - BEGIN/COMMIT failed: nothing committed
+            trans = _try_begin(self._connect())
+        except BaseException as error:  # noqa: BLE001 - the batch's callers get it
+            self._fail(loop, error)
+            return
+        if trans is None:
+            self._wait_for_lock(loop)
+            return
+        self._waiting.pop(loop, None)
+        batch, rest = units[:MAX_BATCH], units[MAX_BATCH:]
+        if rest:
+            self._pending[loop] = rest
+            loop.call_soon(self._flush, loop)
+        else:
+            del self._pending[loop]
+        settle(self._commit(trans, batch))
+
+    def _commit(self, trans: RootTransaction, batch: list[Unit]) -> list[Outcome]:
+        try:
+            with trans:
+                outcomes = _run_units(trans.connection, batch)
+        except BaseException as error:  # noqa: BLE001 - COMMIT failed: nothing committed
             outcomes = [(False, error)] * len(batch)
         else:
             if self._on_commit is not None:
                 self._on_commit()
-        deliver([(unit.loop, unit.future, ok, value)
-                 for unit, (ok, value) in zip(batch, outcomes)])
-        return stop
+        return [(unit.future, ok, value) for unit, (ok, value) in zip(batch, outcomes)]
+
+    def _wait_for_lock(self, loop: asyncio.AbstractEventLoop) -> None:
+        now = time.monotonic()
+        since, delay = self._waiting.get(loop, (now, LOCK_POLL_FIRST))
+        if now - since >= LOCK_WAIT_LIMIT:
+            self._fail(loop, sqlite3.OperationalError(
+                f"database is locked (the write lock was busy for {LOCK_WAIT_LIMIT:.0f} s)"))
+            return
+        self._waiting[loop] = (since, min(delay * 2, LOCK_POLL_MAX))
+        loop.call_later(delay, self._flush, loop)
+
+    def _fail(self, loop: asyncio.AbstractEventLoop, error: BaseException) -> None:
+        self._waiting.pop(loop, None)
+        settle([(unit.future, False, error) for unit in self._pending.pop(loop, [])])

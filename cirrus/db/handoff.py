@@ -57,7 +57,8 @@ def fail_left(units: "queue.SimpleQueue[Any]") -> None:
     deliver(late)
 
 
-def _settle(outcomes: list[Outcome]) -> None:
+def settle(outcomes: Iterable[Outcome]) -> None:
+    """Settle futures of the running loop (from that loop's thread)."""
     for future, ok, value in outcomes:
         if future.done():  # cancelled by a caller that gave up without a shield
             continue
@@ -75,7 +76,7 @@ def deliver(outcomes: Iterable[tuple[asyncio.AbstractEventLoop, asyncio.Future, 
         by_loop.setdefault(loop, []).append((future, ok, value))
     for loop, items in by_loop.items():
         try:
-            loop.call_soon_threadsafe(_settle, items)
+            loop.call_soon_threadsafe(settle, items)
         except RuntimeError:  # the loop is closed: its callers are gone
             pass
 

@@ -79,23 +79,17 @@ async def test_units_savepoints_nest_inside_the_batch_savepoint(db: Database) ->
     assert await db.read(_names) == {"x", "x-again", "z"}
 
 
-def _slow_insert(conn: sa.Connection, name: str, started: "threading.Event") -> str:
-    started.set()
-    time.sleep(0.2)  # the caller is cancelled meanwhile
-    conn.execute(ITEMS.insert().values(name=name))
-    return name
-
-
-async def test_a_cancelled_caller_unwinds_only_after_its_unit_committed(db: Database) -> None:
-    started = threading.Event()
-    task = asyncio.ensure_future(db.run(_slow_insert, "late", started))
-    while not started.is_set():
-        await asyncio.sleep(0.005)
+async def test_a_cancelled_caller_unwinds_only_after_its_unit_committed(
+        db: Database, tmp_path: Path) -> None:
+    holder = await _lock_held_elsewhere(tmp_path / "g.db", 0.3)
+    task = asyncio.ensure_future(db.run(_insert, "late"))
+    await asyncio.sleep(0.05)  # queued: another connection holds the write lock
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     # By the time the cancellation reached the caller, the unit had committed.
     assert "late" in await db.read(_names)
+    holder.join()
 
 
 def _name_or_fail(conn: sa.Connection, i: int) -> int:
@@ -157,12 +151,18 @@ def _hold_write_lock(path: Path, seconds: float, held: threading.Event) -> None:
     other.close()
 
 
-async def test_the_writer_waits_for_another_connections_lock_then_takes_the_queue(
-        db: Database, tmp_path: Path) -> None:
+async def _lock_held_elsewhere(path: Path, seconds: float) -> threading.Thread:
+    """A thread holding the write lock for ``seconds`` from now (join it)."""
     held = threading.Event()
-    holder = threading.Thread(target=_hold_write_lock, args=(tmp_path / "g.db", 0.3, held))
+    holder = threading.Thread(target=_hold_write_lock, args=(path, seconds, held))
     holder.start()
     await asyncio.get_running_loop().run_in_executor(None, held.wait)
+    return holder
+
+
+async def test_the_writer_waits_for_another_connections_lock_then_takes_the_queue(
+        db: Database, tmp_path: Path) -> None:
+    holder = await _lock_held_elsewhere(tmp_path / "g.db", 0.3)
     names = [f"w{i}" for i in range(20)]
     results = await asyncio.gather(*[db.run(_insert, n) for n in names])
     holder.join()
@@ -170,15 +170,28 @@ async def test_the_writer_waits_for_another_connections_lock_then_takes_the_queu
     assert await db.read(_names) == set(names) | {"other"}
 
 
+async def test_the_loop_runs_on_while_another_connection_holds_the_lock(
+        db: Database, tmp_path: Path) -> None:
+    # The writes run on the loop's thread: waiting for the lock there would
+    # stall every request of the process. The loop polls for it instead.
+    holder = await _lock_held_elsewhere(tmp_path / "g.db", 0.5)
+    write = asyncio.ensure_future(db.run(_insert, "queued"))
+    ticks, last, longest = 0, time.monotonic(), 0.0
+    while not write.done():
+        await asyncio.sleep(0.01)
+        now = time.monotonic()
+        ticks, longest, last = ticks + 1, max(longest, now - last), now
+    holder.join()
+    assert await write == "queued"
+    assert ticks >= 10 and longest < 0.25, (ticks, longest)
+
+
 async def test_a_lock_held_past_the_limit_fails_the_unit_and_the_writer_goes_on(
         db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from cirrus.db import groupcommit
 
     monkeypatch.setattr(groupcommit, "LOCK_WAIT_LIMIT", 0.2)
-    held = threading.Event()
-    holder = threading.Thread(target=_hold_write_lock, args=(tmp_path / "g.db", 1.0, held))
-    holder.start()
-    await asyncio.get_running_loop().run_in_executor(None, held.wait)
+    holder = await _lock_held_elsewhere(tmp_path / "g.db", 1.0)
     import sqlite3
 
     # BEGIN goes straight to sqlite3 (engine.py): its own error, unwrapped.
