@@ -1,6 +1,7 @@
 """Keystone v3 administration routes (admins; users may read themselves)."""
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from starlette.requests import Request
@@ -84,6 +85,7 @@ def collection(kind: str) -> tuple[Any, Any]:
     async def create(request: Request) -> Response:
         _admin(request)
         values = _body(await json_body(request), kind, True)
+        values = await asyncio.to_thread(admin.with_password_hashed, values, True)
         row = await request.app.state.db.run(admin.create, kind, values)
         return reply({kind: view(request, kind, row)}, status=201)
     return index, create
@@ -102,6 +104,7 @@ def member(kind: str) -> tuple[Any, Any, Any]:
     async def update(request: Request) -> Response:
         _admin(request)
         values = _body(await json_body(request), kind, False)
+        values = await asyncio.to_thread(admin.with_password_hashed, values, False)
         row = await request.app.state.db.run(admin.update, kind, request.path_params["id"], values)
         return reply({kind: view(request, kind, row)})
 

@@ -53,3 +53,19 @@ async def test_members_see_only_their_projects_things(api: Api, admin: httpx.Asy
         assert (await bob.get("/compute/v2.1/servers", params={"all_tenants": 1})).status_code == 403
     listed = (await admin.get("/compute/v2.1/servers", params={"all_tenants": 1})).json()["servers"]
     assert server["id"] in {s["id"] for s in listed}
+
+
+async def test_a_changed_password_is_the_one_that_works(api: Api, admin: httpx.AsyncClient) -> None:
+    # Passwords are hashed before the write, off the event loop (scrypt is slow).
+    await make_user(admin, "carol")
+    users = (await admin.get("/identity/v3/users", params={"name": "carol"})).json()["users"]
+    resp = await admin.patch(f"/identity/v3/users/{users[0]['id']}",
+                             json={"user": {"password": "new-secret"}})
+    assert resp.status_code == 200, resp.text
+    assert "password" not in resp.json()["user"] and "password_hash" not in resp.json()["user"]
+    body = {"auth": {"identity": {"methods": ["password"], "password": {"user": {
+        "name": "carol", "domain": {"name": "Default"}, "password": "carol"}}}}}
+    async with api.client() as anonymous:
+        assert (await anonymous.post("/identity/v3/auth/tokens", json=body)).status_code == 401
+        body["auth"]["identity"]["password"]["user"]["password"] = "new-secret"
+        assert (await anonymous.post("/identity/v3/auth/tokens", json=body)).status_code == 201
