@@ -118,9 +118,11 @@ class GroupCommit:
     def shutdown(self) -> None:
         """Fail what is still queued with DatabaseClosed, and anything later."""
         self._closed = True
-        late = [(loop, unit.future, False, DatabaseClosed())
-                for loop, units in self._pending.items() for unit in units]
-        self._pending.clear()
+        late = []
+        for loop in list(self._pending):  # loops on other threads may still add
+            late.extend((loop, unit.future, False, DatabaseClosed())
+                        for unit in self._pending.pop(loop, ()))
+        self._waiting.clear()
         deliver(late)
 
     def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
