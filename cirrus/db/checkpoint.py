@@ -1,10 +1,12 @@
-"""WAL checkpoints off the writer thread (SQLite).
+"""WAL checkpoints beside the writer (SQLite).
 
 SQLite checkpoints on the committing connection: the commit that takes the WAL
 past ``wal_autocheckpoint`` pages (1000) copies the WAL into the database file
-and syncs both before it returns. On the one writer thread that copy ran
-between two group commits, and every unit queued meanwhile waited for it
-(docs/performance.md: it was half of the writer's time in COMMIT). Here a thread
+and syncs both before it returns. Done by the writer, that copy ran between two
+group commits, and every unit queued meanwhile waited for it
+(docs/performance.md: it was half of the writer's time in COMMIT); the writer
+is now the event loop's thread (``groupcommit``), where it would stall every
+request of the process. Here a thread
 of its own checkpoints in PASSIVE mode (it never takes the write lock: writers
 and readers go on beside it) after every ``every`` commits of the writer, and
 the writer's connection checkpoints itself only past a far higher bound
@@ -46,7 +48,7 @@ class Checkpointer:
         self.checkpoints = 0  # how many ran (tests, diagnostics)
 
     def nudge(self) -> None:
-        """One commit more (called by the writer thread after each COMMIT)."""
+        """One commit more (called by the group commit after each COMMIT)."""
         self._commits += 1
         if self._commits < self._every:
             return

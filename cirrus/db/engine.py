@@ -19,7 +19,6 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from cirrus.db import checkpoint
-from cirrus.db.checkpoint import Checkpointer
 from cirrus.db.groupcommit import GroupCommit
 from cirrus.db.handoff import settled
 from cirrus.db.rows import json_dumps
@@ -73,11 +72,11 @@ class Database:
         self._reader = WorkerPool(self._read_tx, 2, "db-r")
         self._writer: WorkerPool | None = None
         self._group: GroupCommit | None = None
-        self._checkpointer: Checkpointer | None = None
+        self._checkpointer: checkpoint.Checkpointer | None = None
         if self.is_sqlite:
             # One writer anyway: a loop's queued writes share a transaction
             # (savepoint each) on its thread; WAL checkpoints run beside it.
-            self._checkpointer = Checkpointer(self.engine.raw_connection)
+            self._checkpointer = checkpoint.Checkpointer(self.engine.raw_connection)
             self._group = GroupCommit(self._loop_connection, on_commit=self._checkpointer.nudge)
         else:
             self._writer = WorkerPool(self._tx, 8, "db-w")

@@ -27,7 +27,8 @@ class DatabaseClosed(RuntimeError):
 
 @dataclass(slots=True)
 class Unit:
-    """A unit of work queued for a DB thread, and where its outcome goes."""
+    """A unit of work queued for a DB thread or a loop's group commit, and where
+    its outcome goes."""
 
     fn: Callable[..., Any]
     args: tuple
