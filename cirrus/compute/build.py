@@ -109,7 +109,8 @@ class Builder:
                                          params: dict[str, Any]) -> str:
         node = node or self.m.rt.default_node()
         try:
-            started = await self.m.db.run(self._start, ctx, uuid, node)
+            started = await self.m.db.run(self._start, ctx, uuid, node,
+                                          bool(spec.get("instance_group")))
         except exc.InstanceNotFound:
             LOG.debug("instance %s disappeared before its build started", uuid)
             return FAILED
@@ -149,33 +150,39 @@ class Builder:
             return FAILED
 
     def _start(self, conn: sa.Connection, ctx: RequestContext, uuid: str,
-               node: str) -> Started:
-        """The build's first transaction: the guarded start (only an instance the
-        conductor placed here and nobody started yet), its build event, the
-        claim and late group checks, then NETWORKING and BLOCK_DEVICE_MAPPING
-        (each a guarded save) and the block device mappings.
+               node: str, in_group: bool = True) -> Started:
+        """The build's first transaction: the claim and late group checks, the
+        guarded start (only an instance the conductor placed here and nobody
+        started yet), its build event and the block device mappings.
 
-        A failed check commits the start and comes back in ``Started.error``
-        for ``_build_and_run_instance`` to raise: it reschedules, with the
-        build event to record the failure on.
+        The start is one guarded save from SCHEDULING straight to
+        BLOCK_DEVICE_MAPPING: _build_resources' first two steps (seed 000,
+        NETWORKING then BLOCK_DEVICE_MAPPING) would be two more saves in this
+        same transaction, whose states no reader could ever see. The network
+        allocation they frame runs after this commit, beside spawn's wait.
+
+        A failed check starts the instance with no task state instead, and
+        comes back in ``Started.error`` for ``_build_and_run_instance`` to
+        raise: it reschedules, with the build event to record the failure on.
+        ``in_group``: the request placed the instance in a server group (else
+        there is no group policy to check again).
         """
+        error: Exception | None = None
+        claim = None
+        try:
+            claim = self.m.rt.check_claim(conn, uuid, node)
+            if in_group:
+                self._validate_instance_group_policy(conn, uuid)
+        except (exc.ComputeResourcesUnavailable, exc.RescheduledException) as failed:
+            error = failed
         instance = inst.save_and_get(
-            conn, uuid, {"vm_state": VmState.BUILDING, "task_state": None},
+            conn, uuid, {"vm_state": VmState.BUILDING,
+                         "task_state": None if error else TaskState.BLOCK_DEVICE_MAPPING},
             expected_task_state=[TaskState.SCHEDULING], expected_vm_state=[VmState.BUILDING],
             expected_host=self.m.host)
         event_id = instance_actions.event_start(conn, ctx, uuid, BUILD_EVENT, host=self.m.host)
-        try:
-            claim = self.m.rt.check_claim(conn, uuid, node)
-            self._validate_instance_group_policy(conn, instance)
-        except (exc.ComputeResourcesUnavailable, exc.RescheduledException) as error:
+        if error is not None:
             return Started(instance, error=error, event_id=event_id)
-        # _build_resources' first two steps (seed 000), each a guarded save as
-        # the seeds walk them; the network allocation they frame runs after
-        # this commit, beside spawn's wait.
-        inst.save(conn, uuid, {"vm_state": VmState.BUILDING, "task_state": TaskState.NETWORKING},
-                  expected_task_state=[None])
-        inst.save(conn, uuid, {"task_state": TaskState.BLOCK_DEVICE_MAPPING},
-                  expected_task_state=TaskState.NETWORKING)
         return Started(instance, claim=claim, bdms=inst.bdms(conn, uuid), event_id=event_id)
 
     def _finish_event_tx(self, conn: sa.Connection, ctx: RequestContext, uuid: str,
@@ -274,9 +281,12 @@ class Builder:
             claim = started.claim
             image_meta = await self._image_meta(ctx, instance, spec)
             async with self._build_resources(ctx, instance, params, started.bdms) as resources:
-                instance = await self.m.db.run(self._save_and_get, uuid, {
-                    "vm_state": VmState.BUILDING, "task_state": TaskState.SPAWNING},
-                    TaskState.BLOCK_DEVICE_MAPPING)
+                # The row _start read, with what this save wrote: no need to
+                # read all of it back.
+                instance = {**instance, **await self.m.db.run(
+                    self._save, uuid, {"vm_state": VmState.BUILDING,
+                                       "task_state": TaskState.SPAWNING},
+                    TaskState.BLOCK_DEVICE_MAPPING)}
                 await self.m.driver.spawn(ctx, instance, image_meta, injected,
                                           params.get("admin_password"), claim,
                                           resources.network_info, resources.block_device_info)
@@ -341,26 +351,26 @@ class Builder:
         return out
 
     @staticmethod
-    def _save_and_get(conn: sa.Connection, uuid: str, values: dict[str, Any],
-                      expected: Any) -> dict[str, Any]:
-        return inst.save_and_get(conn, uuid, values, expected_task_state=expected)
+    def _save(conn: sa.Connection, uuid: str, values: dict[str, Any],
+              expected: Any) -> dict[str, Any]:
+        return inst.save(conn, uuid, values, expected_task_state=expected)
 
-    def _validate_instance_group_policy(self, conn: sa.Connection, instance: dict[str, Any]) -> None:
+    def _validate_instance_group_policy(self, conn: sa.Connection, uuid: str) -> None:
         """The late check: another build may have raced us onto/away from this host."""
         m = instance_group_members
-        group = _GROUP_OF.execute(conn, w_uuid=instance["uuid"]).fetchone()
+        group = _GROUP_OF.execute(conn, w_uuid=uuid).fetchone()
         if group is None or group[1] not in ("affinity", "anti-affinity"):
             return
         group_uuid, policy = group
         hosts = {r.host for r in conn.execute(sa.select(instances.c.host).join(
             m, m.c.instance_uuid == instances.c.uuid).where(
-            m.c.group_uuid == group_uuid, instances.c.uuid != instance["uuid"],
+            m.c.group_uuid == group_uuid, instances.c.uuid != uuid,
             instances.c.deleted.is_(False), instances.c.host.is_not(None)))}
         if policy == "anti-affinity" and self.m.host in hosts:
-            raise exc.RescheduledException(instance_uuid=instance["uuid"],
+            raise exc.RescheduledException(instance_uuid=uuid,
                                            reason="Anti-affinity instance group policy was violated.")
         if policy == "affinity" and hosts and self.m.host not in hosts:
-            raise exc.RescheduledException(instance_uuid=instance["uuid"],
+            raise exc.RescheduledException(instance_uuid=uuid,
                                            reason="Affinity instance group policy was violated.")
 
     async def _image_meta(self, ctx: RequestContext, instance: dict[str, Any],
@@ -377,7 +387,7 @@ class Builder:
     async def _build_resources(self, ctx: RequestContext, instance: dict[str, Any],
                                params: dict[str, Any], bdms: list[dict[str, Any]]
                                ) -> AsyncIterator[Resources]:
-        """NETWORKING and BLOCK_DEVICE_MAPPING are saved already (``_start``)."""
+        """The instance is in BLOCK_DEVICE_MAPPING already (``_start``)."""
         uuid = instance["uuid"]
         # Allocate networks while block devices are prepared (seed 000).
         net_task = spawn(self._allocate_network_async(ctx, instance, params),

@@ -10,7 +10,7 @@ from cirrus.config import Settings
 from cirrus.scheduler.filters import FILTERS
 from cirrus.scheduler.host_manager import HostManager
 from cirrus.scheduler.host_state import HostState
-from cirrus.scheduler.manager import FilterScheduler
+from cirrus.scheduler.manager import INDEX_MIN_HOSTS, FilterScheduler
 from cirrus.scheduler.spec import Spec
 from cirrus.scheduler.weights import RAMWeigher, normalize, weigh_hosts
 
@@ -111,7 +111,7 @@ def schedulers(rng: random.Random, hosts: list[HostState]) -> tuple[FilterSchedu
                         cpu_weight_multiplier=rng.choice([-2.0, 0.0, 0.5, 1.0]),
                         disk_weight_multiplier=rng.choice([-1.0, 0.0, 1.0]))
     hm = HostManager(settings, db=None)  # type: ignore[arg-type]  # no DB: hosts given
-    indexed = FilterScheduler(settings, None, hm)  # type: ignore[arg-type]
+    indexed = FilterScheduler(settings, None, hm, index_min_hosts=0)  # type: ignore[arg-type]
     hm.load(hosts)
     return indexed, FilterScheduler(settings, None, hm, use_index=False)  # type: ignore[arg-type]
 
@@ -149,6 +149,20 @@ def test_index_chooses_as_the_full_scan(seed: int) -> None:
             else:
                 h.memory_mb_used = max(0, h.memory_mb_used - 4096)
             hm.index.update(h)
+
+
+def test_a_small_cloud_is_scanned_and_a_larger_one_searched_through_the_index() -> None:
+    rng = random.Random(7)
+    for count, through_index in ((INDEX_MIN_HOSTS - 1, False), (INDEX_MIN_HOSTS * 4, True)):
+        hosts = [random_host(rng, i) for i in range(1, count + 1)]
+        settings = Settings()
+        hm = HostManager(settings, db=None)  # type: ignore[arg-type]
+        scheduler = FilterScheduler(settings, None, hm)  # type: ignore[arg-type]
+        hm.load(hosts)
+        choice = scheduler._choose(spec(), False)
+        # The full scan looks at every host; the index at fewer.
+        assert (choice.scanned < count) is through_index, (count, choice.scanned)
+        assert choice.weighed
 
 
 def test_index_keeps_node_id_order_among_ties() -> None:
