@@ -192,9 +192,13 @@ class API:
             max_count = req.min_count  # the network API raises if truly impossible
         await self.admission.admit(max_count)
         reservation_id = "r-" + uuidlib.uuid4().hex[:8]
-        rows = await self.db.run(self._provision_instances, ctx, req, flavor, image, az or
-                                 self.settings.default_availability_zone, key_data, group,
-                                 reservation_id, max_count)
+        az = az or self.settings.default_availability_zone
+        # The records are built before the transaction, outside the write lock
+        # (all of them fit, nearly always; built again inside if not).
+        prepared = self._instance_rows(ctx, req, flavor, image, az, key_data, reservation_id,
+                                       max_count, utcnow())
+        rows = await self.db.run(self._provision_instances, ctx, req, flavor, image, az,
+                                 key_data, group, reservation_id, max_count, prepared)
         request_spec = self._request_spec(ctx, rows, flavor, image, az, forced_host, forced_node,
                                           req.scheduler_hints, group)
         build_params = {"admin_password": req.admin_password,
@@ -310,15 +314,19 @@ class API:
     def _provision_instances(self, conn: sa.Connection, ctx: RequestContext, req: CreateRequest,
                              flavor: dict[str, Any], image: dict[str, Any] | None, az: str,
                              key_data: str | None, group: dict[str, Any] | None,
-                             reservation_id: str, max_count: int) -> list[dict[str, Any]]:
+                             reservation_id: str, max_count: int,
+                             prepared: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
         """All records of the request in one transaction, quota checked before
-        and after the insert."""
+        and after the insert. ``prepared``: the records of ``max_count``
+        servers, built beforehand (names depend on how many fit, so they are
+        built again if fewer do)."""
         assert ctx.project_id is not None and ctx.user_id is not None
         quota = quotas.InstanceQuota(conn, self.settings, ctx.project_id, flavor)
         count = quota.allowed(req.min_count, max_count)
-        now = utcnow()
-        rows = self._instance_rows(ctx, req, flavor, image, az, key_data, reservation_id,
-                                   count, now)
+        rows = prepared if prepared is not None and len(prepared) == count else \
+            self._instance_rows(ctx, req, flavor, image, az, key_data, reservation_id, count,
+                                utcnow())
+        now = rows[0]["created_at"] if rows else utcnow()
         for row in rows:
             row["id"] = _INSERT_INSTANCE.execute(conn, **_params(row, INSTANCE_COLUMNS)
                                                  ).fetchone()[0]

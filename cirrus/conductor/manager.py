@@ -7,6 +7,7 @@ Reschedules come back here with the tried hosts in ``filter_properties``.
 """
 from __future__ import annotations
 
+import json
 import logging
 from functools import partial
 from typing import Any
@@ -91,8 +92,11 @@ class ConductorManager:
             LOG.exception("scheduling failed for %s", uuids)
             await self._set_vm_state_and_notify(ctx, uuids, error, spec)
             return
+        # The decision's text once per request, and outside the write lock.
+        decision = result.get("decision")
+        details = json.dumps(decision) if decision is not None else None
         for uuid, dest in zip(uuids, result["destinations"]):
-            ok = await self.db.run(self._record_host, ctx, uuid, dest, result.get("decision"))
+            ok = await self.db.run(self._record_host, ctx, uuid, dest, details)
             if not ok:
                 continue  # deleted meanwhile, or another delivery got there first
             await self.compute_rpcapi.build_and_run_instance(
@@ -127,7 +131,7 @@ class ConductorManager:
         return await self.scheduler_client.select_destinations(ctx, spec)
 
     def _record_host(self, conn: sa.Connection, ctx: RequestContext, uuid: str,
-                     dest: dict[str, Any], decision: Any) -> bool:
+                     dest: dict[str, Any], details: str | None) -> bool:
         """Put ``uuid`` on its host if it still waits for one; False otherwise."""
         try:
             inst.save(conn, uuid, {"host": dest["host"], "node": dest["nodename"],
@@ -138,7 +142,7 @@ class ConductorManager:
             self._lost_the_instance(conn, uuid)
             return False
         instance_actions.record_event(conn, ctx, uuid, "conductor_schedule_and_build_instances",
-                                      host=self.host, details=decision)
+                                      host=self.host, details=details)
         return True
 
     @staticmethod
