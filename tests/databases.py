@@ -55,9 +55,11 @@ class SQLiteDatabases:
         self.template = workdir / "cirrus.db"
         _prepare(Settings(state_dir=workdir, computes=0))
 
-    def for_test(self, state_dir: Path) -> dict[str, Any]:
-        """Settings values for one test's own copy."""
-        shutil.copy(self.template, state_dir / "cirrus.db")
+    def for_test(self, state_dir: Path, empty: bool = False) -> dict[str, Any]:
+        """Settings values for one test's own copy (``empty``: a database
+        without any schema, for tests of the migrations)."""
+        if not empty:
+            shutil.copy(self.template, state_dir / "cirrus.db")
         return {}
 
     def drop(self, settings: Settings) -> None:
@@ -117,9 +119,9 @@ class PostgresDatabases:
                 time.sleep(0.25)
         self.created.discard(name)
 
-    def for_test(self, state_dir: Path) -> dict[str, Any]:
+    def for_test(self, state_dir: Path, empty: bool = False) -> dict[str, Any]:
         name = f"{self.prefix}_{uuid.uuid4().hex[:12]}"
-        self._create(name, self.template)
+        self._create(name, "" if empty else self.template)
         return {"database_url": self._url(name)}
 
     def drop(self, settings: Settings) -> None:

@@ -73,10 +73,6 @@ instances = sa.Table(
     # read in index order up to the page (migration 0002).
     sa.Index("ix_instances_project_id_deleted_created_at", "project_id", "deleted", "created_at"),
     sa.Index("ix_instances_deleted_created_at", "deleted", "created_at"),
-    # Quotas: every create counts the project's live instances, cores and RAM
-    # twice; from this index alone, without reading the rows (migration 0003).
-    sa.Index("ix_instances_project_id_deleted_usage", "project_id", "deleted", "vcpus",
-             "memory_mb"),
     # Build admission counts the instances waiting to build while creates wait
     # (migration 0004).
     sa.Index("ix_instances_vm_state_task_state_deleted", "vm_state", "task_state", "deleted"),
@@ -216,6 +212,17 @@ allocations = sa.Table(
     sa.Column("memory_mb", sa.Integer, nullable=False),
     sa.Column("disk_gb", sa.Integer, nullable=False),
     *timestamps(),
+)
+
+# A project's live (not deleted) instances, cores and RAM: what its quota
+# counts. Kept by triggers on ``instances`` (migration 0006) in the statement
+# that changes the rows, so nothing leaks; a project without a row uses none.
+project_usages = sa.Table(
+    "project_usages", metadata,
+    sa.Column("project_id", sa.String(64), primary_key=True),
+    sa.Column("instances", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("cores", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("ram", sa.Integer, nullable=False, server_default="0"),
 )
 
 quota_limits = sa.Table(

@@ -1,11 +1,16 @@
 """Counted quotas: usage is counted from the records, limits per project.
 
 Counting (instead of reserving) means nothing to leak: an instance that is
-deleted stops counting. The check runs inside the transaction that creates
-the records, with the project locked (SQLite: the one writer; PostgreSQL: an
+deleted stops counting. The database keeps the count: triggers on
+``instances`` change the project's ``project_usages`` row in the statement
+that changes an instance (migration 0006), so reading the usage is one row
+however many servers the project has, and a create that rolls back takes its
+count with it. The check runs inside the transaction that creates the
+records, with the project locked (SQLite: the one writer; PostgreSQL: an
 advisory lock), and again after the insert, so concurrent creates cannot both
 pass. Where the lock serialises the project, the check after the insert adds
-what was inserted to the first count instead of counting again.
+what was inserted to the first read instead of reading again (the counter
+already holds the new rows then).
 """
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from cirrus.compute.exception import TooManyInstances
-from cirrus.compute.models import instance_groups, instances, key_pairs, quota_limits
+from cirrus.compute.models import instance_groups, key_pairs, project_usages, quota_limits
 from cirrus.db.base import utcnow
 from cirrus.db.prepared import Prepared
 
@@ -35,11 +40,12 @@ def _own_limit(resource: str) -> sa.ScalarSelect[Any]:
 
 
 def _usage_of_project(*extra: Any) -> Prepared:
-    """The project's live instances, vCPUs and RAM (then ``extra`` columns)."""
+    """The project's live instances, vCPUs and RAM (then ``extra`` columns):
+    its usage row, read through an aggregate so that a project without a row
+    still gives one row, of zeros."""
     return Prepared(sa.select(
-        sa.func.count(), sa.func.coalesce(sa.func.sum(instances.c.vcpus), 0),
-        sa.func.coalesce(sa.func.sum(instances.c.memory_mb), 0), *extra).where(
-        instances.c.project_id == sa.bindparam("w_project"), instances.c.deleted.is_(False)))
+        *(sa.func.coalesce(sa.func.max(project_usages.c[r]), 0) for r in INSTANCE_RESOURCES),
+        *extra).where(project_usages.c.project_id == sa.bindparam("w_project")))
 
 
 _INSTANCE_USAGE = _usage_of_project()
@@ -109,9 +115,9 @@ class InstanceQuota:
 
     def recheck(self, conn: sa.Connection, added: int) -> None:
         """After inserting ``added`` instances: still within limits? Raises
-        TooManyInstances if not. Where the project is serialised the count after
-        the insert is the count before plus what was added, so it is not read
-        again; elsewhere it is counted anew."""
+        TooManyInstances if not. Where the project is serialised the usage after
+        the insert is the usage before plus what was added, so it is not read
+        again; elsewhere it is read anew (and holds the added rows already)."""
         if not self.serialised:
             recheck(conn, self.settings, self.project_id)
             return

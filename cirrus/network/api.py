@@ -292,7 +292,7 @@ class API:
         follow in this same transaction, so the insert carries it. ``fixed``
         gets each new port's fixed IPs."""
         result: list[dict[str, Any]] = []
-        taken: dict[str, int] = {}  # addresses allocated per subnet, counted with its read
+        taken: dict[str, int] = {}  # addresses allocated per subnet, read with the subnets
         for req, port_id in zip(requests, ordered):
             if port_id:
                 continue

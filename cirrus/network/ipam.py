@@ -11,12 +11,12 @@ import sqlalchemy as sa
 
 from cirrus.db.prepared import Prepared, statement_savepoint
 from cirrus.network import exception as exc
-from cirrus.network.models import ip_allocations, ports
+from cirrus.network.models import ip_allocations, ports, subnets
 
 MAC_ATTEMPTS = 16
-# Built once: every port creation runs these.
-_TAKEN = Prepared(sa.select(sa.func.count()).select_from(ip_allocations).where(
-    ip_allocations.c.subnet_id == sa.bindparam("w_subnet")))
+# Built once: every port creation runs these. The subnet's count of
+# allocations is kept by triggers on ip_allocations (migration 0006).
+_TAKEN = Prepared(sa.select(subnets.c.allocated).where(subnets.c.id == sa.bindparam("w_subnet")))
 _INSERT = Prepared(ip_allocations.insert().values(
     network_id=sa.bindparam("v_network"), ip_address=sa.bindparam("v_address"),
     subnet_id=sa.bindparam("v_subnet"), port_id=sa.bindparam("v_port")))
@@ -91,12 +91,12 @@ def allocate_ip(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
     """Allocate ``address`` (or the next free one) on ``subnet`` to ``port_id``.
 
     Without ``address``: while nothing was released, the first ``k`` pool
-    addresses are the ``k`` taken, so the ``k``-th is tried first — a count,
-    not a walk over every allocation, so the cost stays flat as the subnet
-    fills. If it is taken (a hole from a release, a racing allocation), the
-    pools are walked for the first free address as before.
+    addresses are the ``k`` taken, so the ``k``-th is tried first — the
+    subnet's counter, not a walk over every allocation, so the cost stays flat
+    as the subnet fills. If it is taken (a hole from a release, a racing
+    allocation), the pools are walked for the first free address as before.
 
-    ``taken``: the addresses allocated per subnet id, counted earlier in this
+    ``taken``: the addresses allocated per subnet id, read earlier in this
     transaction (see ``networks.subnets_to_allocate``) instead of here; it
     counts this allocation too.
     """

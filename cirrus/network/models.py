@@ -40,6 +40,9 @@ subnets = sa.Table(
     sa.Column("ipv6_ra_mode", sa.String(32), nullable=True),
     sa.Column("description", sa.String(255), nullable=False, default=""),
     *timestamps(),
+    # The addresses allocated on the subnet (the IPAM's first guess), kept by
+    # triggers on ``ip_allocations`` (migration 0006).
+    sa.Column("allocated", sa.Integer, nullable=False, server_default="0"),
 )
 
 ports = sa.Table(

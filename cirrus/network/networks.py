@@ -48,21 +48,13 @@ _SUBNETS_OF_ONE = PreparedRead(sa.select(subnets).where(
     subnets.c.network_id == sa.bindparam("w_network")).order_by(subnets.c.created_at, subnets.c.id))
 
 
-# Built once: a boot's allocation reads its network's subnets, each with the
-# number of addresses allocated on it (the IPAM's first guess, see
-# ipam.allocate_ip), in one statement instead of a count of its own.
-_TAKEN = sa.select(sa.func.count()).select_from(ip_allocations).where(
-    ip_allocations.c.subnet_id == subnets.c.id).scalar_subquery()
-_SUBNETS_TO_ALLOCATE = PreparedRead(sa.select(subnets, _TAKEN.label("taken")).where(
-    subnets.c.network_id == sa.bindparam("w_network")).order_by(subnets.c.created_at, subnets.c.id))
-
-
 def subnets_to_allocate(conn: sa.Connection, network_id: str
                         ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """``subnets_of`` one network, and the number of addresses allocated on
-    each subnet by id, as counted in this transaction."""
-    rows = _SUBNETS_TO_ALLOCATE.all(conn, w_network=network_id)
-    return rows, {row["id"]: row.pop("taken") for row in rows}
+    each subnet by id as this transaction sees it (the IPAM's first guess, see
+    ipam.allocate_ip): the subnet's ``allocated`` counter, read with its row."""
+    rows = _SUBNETS_OF_ONE.all(conn, w_network=network_id)
+    return rows, {row["id"]: row["allocated"] for row in rows}
 
 
 def subnets_of(conn: sa.Connection, network_ids: list[str]) -> list[dict[str, Any]]:

@@ -114,6 +114,25 @@ def test_none_is_an_expected_task_state(engine: sa.Engine) -> None:
         assert inst.get(conn, "i-none")["task_state"] == "powering-on"
 
 
+@pytest.mark.parametrize("change, rows_changed", [
+    (lambda conn, uuid: inst.save(conn, uuid, {"task_state": "networking", "host": "h1"},
+                                  expected_task_state="scheduling"), 1),
+    (lambda conn, uuid: inst.save_and_get(conn, uuid, {"vm_state": "active"}), 1),
+    (inst.soft_delete, 2),  # the instance, and its project's usage row
+])
+def test_only_changes_of_counted_columns_fire_the_usage_triggers(
+        engine: sa.Engine, change: Any, rows_changed: int) -> None:
+    """The boot path's guarded saves set no counted column, so no trigger runs
+    for them (SQLite counts the rows a trigger changes as changed too)."""
+    uuid = f"i-trig-{rows_changed}-{abs(hash(change))}"
+    with engine.begin() as conn:
+        insert_instance(conn, uuid)
+        driver = conn.connection.driver_connection
+        before = driver.total_changes  # type: ignore[union-attr]
+        change(conn, uuid)
+        assert driver.total_changes - before == rows_changed  # type: ignore[union-attr]
+
+
 @pytest.mark.parametrize("used, min_count, max_count, expected", [
     (0, 1, 1, 1), (8, 1, 5, 2), (9, 1, 1, 1), (10, 1, 1, None), (0, 11, 11, None), (5, 3, 10, 5),
 ])

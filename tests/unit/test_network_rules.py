@@ -209,6 +209,9 @@ def test_an_auto_allocation_runs_six_statements(conn: sa.Connection, tmp_path: P
         _, second = api._allocate(conn, ctx, instance, auto, ["default"], "h1", [], {})
     finally:
         conn.connection.driver_connection.set_trace_callback(None)  # type: ignore[union-attr]
+    # sqlite3 traces a statement again as each trigger program of it starts
+    # (the subnet's allocation counter): one statement, traced in a row.
+    statements = [s for i, s in enumerate(statements) if i == 0 or s != statements[i - 1]]
     assert len(statements) == 6, statements
     assert [vif["network"]["subnets"][0]["ips"][0]["address"] for vif in (first + second)] == [
         "10.0.0.2", "10.0.0.3"]
