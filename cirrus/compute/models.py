@@ -30,7 +30,8 @@ instances = sa.Table(
     # Nova's integer id (names like instance-0000002a) and the public uuid.
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("uuid", sa.String(36), nullable=False, unique=True),
-    sa.Column("project_id", sa.String(64), nullable=False, index=True),
+    # Looked up by project through the composite indexes below (migration 0007).
+    sa.Column("project_id", sa.String(64), nullable=False),
     sa.Column("user_id", sa.String(64), nullable=False),
     sa.Column("display_name", sa.String(255), nullable=False),
     sa.Column("display_description", sa.Text, nullable=True),
@@ -68,7 +69,7 @@ instances = sa.Table(
     sa.Column("terminated_at", sa.DateTime, nullable=True),
     *timestamps(),
     sa.Column("deleted_at", sa.DateTime, nullable=True),
-    sa.Column("deleted", sa.Boolean, nullable=False, default=False, index=True),
+    sa.Column("deleted", sa.Boolean, nullable=False, default=False),
     # Listings: a project's (or every project's) live servers, newest first,
     # read in index order up to the page (migration 0002).
     sa.Index("ix_instances_project_id_deleted_created_at", "project_id", "deleted", "created_at"),

@@ -49,7 +49,8 @@ ports = sa.Table(
     "ports", metadata,
     sa.Column("id", sa.String(36), primary_key=True),
     sa.Column("seq", sa.Integer, nullable=False, default=0, index=True),  # creation order
-    sa.Column("network_id", sa.String(36), sa.ForeignKey("networks.id"), nullable=False, index=True),
+    # Looked up by network through the (network_id, mac_address) key (migration 0007).
+    sa.Column("network_id", sa.String(36), sa.ForeignKey("networks.id"), nullable=False),
     sa.Column("project_id", sa.String(64), nullable=False, index=True),
     sa.Column("name", sa.String(255), nullable=False, default=""),
     sa.Column("mac_address", sa.String(32), nullable=False),
