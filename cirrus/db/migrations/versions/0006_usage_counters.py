@@ -30,7 +30,7 @@ the quota count and goes (every index costs every insert and delete).
 
 Revision ID: 0006
 Revises: 0005
-Create Date: 2026-11-24 10:00:00.000000
+Create Date: 2026-11-23 21:00:00.000000
 """
 from typing import NamedTuple
 
