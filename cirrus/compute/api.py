@@ -34,6 +34,7 @@ from cirrus.db.engine import Database
 from cirrus.db.prepared import Prepared
 from cirrus.db.rows import PreparedRead, read_here
 from cirrus.exception import NotFound
+from cirrus.network.exception import PortLimitExceeded
 from cirrus.rpc import Transport
 from cirrus.service_models import services
 
@@ -187,7 +188,9 @@ class API:
             max_net = await self.network.validate_networks(ctx, req.requested_networks, req.max_count)
         except NotFound as error:  # a missing network or port is a bad request here
             raise exc.InvalidRequest(reason=error.format_message()) from None
-        max_count = min(req.max_count, max_net) if max_net else req.max_count
+        if max_net == 0:  # seed 000: no port left for even one server
+            raise PortLimitExceeded()
+        max_count = min(req.max_count, max_net)
         if max_count < req.min_count:
             max_count = req.min_count  # the network API raises if truly impossible
         await self.admission.admit(max_count)
@@ -503,7 +506,8 @@ class API:
                 row["vm_state"] not in (VmState.ACTIVE.value, VmState.STOPPED.value):
             raise exc.InstanceInvalidState(method="attach_interface", instance_uuid=uuid,
                                            attr="vm_state", state=row["vm_state"])
-        await self.network.validate_networks(ctx, [request], 1)
+        if not await self.network.validate_networks(ctx, [request], 1):
+            raise PortLimitExceeded()
         return await self.compute_rpcapi.attach_interface(ctx, row["host"], uuid, request)
 
     async def detach_interface(self, ctx: RequestContext, uuid: str, port_id: str) -> None:

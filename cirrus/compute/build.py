@@ -47,7 +47,7 @@ def _network_errors(*names: str) -> tuple[type[BaseException], ...]:
 
 # Network failures that no other host would fix: abort, don't reschedule.
 NO_MORE_NETWORK = _network_errors("IpAddressGenerationFailure", "NoMoreFixedIps",
-                                  "FixedIpLimitExceeded", "NoMoreNetworks")
+                                  "FixedIpLimitExceeded", "NoMoreNetworks", "PortLimitExceeded")
 ABORT_ERRORS = (exc.FlavorDiskTooSmall, exc.FlavorMemoryTooSmall, exc.ImageNotActive,
                 exc.ImageUnacceptable, exc.ImageNotFound)
 

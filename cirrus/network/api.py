@@ -18,7 +18,7 @@ from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
 from cirrus.db.engine import Database, fetch_all
 from cirrus.db.prepared import Prepared
-from cirrus.db.rows import PreparedRead
+from cirrus.db.rows import PreparedRead, read_here
 from cirrus.network import exception as exc
 from cirrus.network import ports as port_db
 from cirrus.network import security_groups as sg_db
@@ -27,6 +27,7 @@ from cirrus.network.backends import get_backend
 from cirrus.network.binding import Binder, EventSink
 from cirrus.network.model import NetworkInfo, build_vif
 from cirrus.network.models import networks
+from cirrus.network.models import port_usages
 from cirrus.network.models import ports as port_table
 from cirrus.network.networks import network_by_id, subnets_of, subnets_to_allocate
 from cirrus.utils import KeyedLocks
@@ -87,14 +88,18 @@ class API:
     async def validate_networks(self, ctx: RequestContext, requested_networks: Any,
                                 num_instances: int) -> int:
         """Fail early (before the 202) for requests that can never work; the
-        number of instances the requested ports allow."""
-        if requested_networks and requested_networks[0].get("network_id") in ("auto", "none"):
+        number of instances the requested ports and the project's port quota
+        allow (seed 000: 0 is PortLimitExceeded for the caller)."""
+        first = requested_networks[0].get("network_id") if requested_networks else None
+        if first == "none":
             return num_instances
+        if first == "auto":
+            return await self._within_port_quota(ctx, 1, num_instances)
         if not requested_networks:
             nets = await self.db.read(_available_networks, ctx, ctx.project_id or "", None)
             if len(nets) > 1:
                 raise exc.NetworkAmbiguous()
-            return num_instances
+            return await self._within_port_quota(ctx, len(nets), num_instances)
 
         def check(conn: sa.Connection) -> int:
             net_ids, port_count = [], 0
@@ -110,8 +115,30 @@ class API:
             for net in nets:
                 if net["router_external"] and not net["shared"] and not ctx.is_admin:
                     raise exc.ExternalNetworkAttachForbidden(network_uuid=net["id"])
-            return 1 if port_count else num_instances
+            count = 1 if port_count else num_instances
+            return self._ports_fit(conn, ctx.project_id or "", len(net_ids), count)
         return await self.db.read(check)
+
+    async def _within_port_quota(self, ctx: RequestContext, per_instance: int,
+                                 num_instances: int) -> int:
+        if not per_instance or self.settings.quota_ports < 0:
+            return num_instances  # nothing to count
+        return await read_here(self.db, self._ports_fit, ctx.project_id or "", per_instance,
+                               num_instances)
+
+    def _ports_fit(self, conn: sa.Connection, project_id: str, per_instance: int,
+                   num_instances: int) -> int:
+        """How many of ``num_instances`` servers needing ``per_instance`` new
+        ports each the project's port quota leaves room for (Nova's
+        ``validate_networks``); PortLimitExceeded if it is over already."""
+        limit = self.settings.quota_ports
+        if not per_instance or limit < 0:
+            return num_instances
+        used = _ports_of_project(conn, project_id)
+        if used > limit:
+            raise exc.PortLimitExceeded(f"The number of defined ports: {used} is over the "
+                                        f"limit: {limit}")
+        return min(num_instances, (limit - used) // per_instance)
 
     # -- allocate_for_instance (seed 001) -----------------------------------------
     async def allocate_for_instance(self, ctx: RequestContext, instance: dict[str, Any], *,
@@ -291,6 +318,13 @@ class API:
         with ``binding`` already: seed 001's update of the new ports would
         follow in this same transaction, so the insert carries it. ``fixed``
         gets each new port's fixed IPs."""
+        new_ports = sum(1 for port_id in ordered if not port_id)
+        limit = self.settings.quota_ports
+        if new_ports and limit >= 0 and \
+                _ports_of_project(conn, instance["project_id"]) + new_ports > limit:
+            # Checked at create time already; this is the race with other
+            # creates (Neutron refuses the port, Nova raises this).
+            raise exc.PortLimitExceeded()
         result: list[dict[str, Any]] = []
         taken: dict[str, int] = {}  # addresses allocated per subnet, read with the subnets
         for req, port_id in zip(requests, ordered):
@@ -445,6 +479,17 @@ class API:
             fixed = port_db.fixed_ips_of(conn, [r["id"] for r in rows])
             return [port_db.port_view(r, fixed[r["id"]]) for r in rows]
         return await self.db.read(load)
+
+
+# A project's ports, for its port quota: its counter (migration 0008), one
+# row however many ports it has; read through an aggregate so that a project
+# without a row gives 0.
+_PORTS_OF_PROJECT = Prepared(sa.select(sa.func.coalesce(sa.func.max(port_usages.c.ports), 0))
+                             .where(port_usages.c.project_id == sa.bindparam("w_project")))
+
+
+def _ports_of_project(conn: sa.Connection, project_id: str) -> int:
+    return int(_PORTS_OF_PROJECT.execute(conn, w_project=project_id).fetchone()[0])
 
 
 def _network_of(conn: sa.Connection, network_id: str,

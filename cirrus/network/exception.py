@@ -89,5 +89,11 @@ class OverQuota(Conflict):
     msg_fmt = "Quota exceeded for resources: ['%(resource)s']."
 
 
+class PortLimitExceeded(Forbidden):
+    """Nova's name for the port quota reached by a server create (403 there)."""
+
+    msg_fmt = "Maximum number of ports exceeded"
+
+
 class NetworkError(CirrusException):
     msg_fmt = "%(reason)s"

@@ -73,6 +73,14 @@ ports = sa.Table(
     sa.UniqueConstraint("network_id", "mac_address"),
 )
 
+# A project's ports, for its port quota: kept by triggers on ``ports``
+# (migration 0008) in the statement that changes them; no row is none.
+port_usages = sa.Table(
+    "port_usages", metadata,
+    sa.Column("project_id", sa.String(64), primary_key=True),
+    sa.Column("ports", sa.Integer, nullable=False, server_default="0"),
+)
+
 ip_allocations = sa.Table(
     "ip_allocations", metadata,
     sa.Column("network_id", sa.String(36), primary_key=True),

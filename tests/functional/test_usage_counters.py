@@ -1,8 +1,9 @@
-"""The counts the database keeps itself (migration 0006), on both databases: a
-project's live instances, cores and RAM (its quota usage) and a subnet's
-allocated addresses equal what counting the rows gives — after creates,
-deletes soft and hard, resizes, moves, a script's own SQL, a rolled-back
-unit, and after an upgrade of a database that already held rows.
+"""The counts the database keeps itself (migrations 0006 and 0008), on both
+databases: a project's live instances, cores and RAM (its quota usage), a
+subnet's allocated addresses and a project's ports equal what counting the
+rows gives — after creates, deletes soft and hard, resizes, moves, a script's
+own SQL, a rolled-back unit, and after an upgrade of a database that already
+held rows.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from cirrus.config import Settings
 from cirrus.db import migrate
 from cirrus.db.base import utcnow
 from cirrus.db.engine import make_engine
-from cirrus.network.models import ip_allocations, networks, ports, subnets
+from cirrus.network.models import ip_allocations, networks, port_usages, ports, subnets
 from tests.databases import Databases
 from tests.functional.servers import create_server, server_body, upload_image, wait_for_status
 from tests.functional.test_network import NET, make_net, make_port
@@ -71,9 +72,20 @@ def kept_allocations(conn: sa.Connection) -> dict[str, int]:
     return dict(conn.execute(sa.select(subnets.c.id, subnets.c.allocated)).all())
 
 
+def counted_ports(conn: sa.Connection) -> dict[str, int]:
+    rows = conn.execute(sa.select(ports.c.project_id, sa.func.count()).group_by(ports.c.project_id))
+    return dict(rows.all())
+
+
+def kept_ports(conn: sa.Connection) -> dict[str, int]:
+    rows = conn.execute(sa.select(port_usages.c.project_id, port_usages.c.ports))
+    return {p: n for p, n in rows if n}
+
+
 def assert_counters_right(conn: sa.Connection) -> None:
     assert kept_usage(conn) == counted_usage(conn)
     assert kept_allocations(conn) == counted_allocations(conn)
+    assert kept_ports(conn) == counted_ports(conn)
 
 
 async def test_usage_follows_every_change_of_the_instances(cloud: Cloud) -> None:
@@ -174,9 +186,14 @@ async def test_allocations_follow_ports_and_scripts(cloud: Cloud, demo: httpx.As
         assert_counters_right(conn)
         conn.execute(ports.delete().where(ports.c.id == made[2]["id"]))  # cascades
         assert_counters_right(conn)
+        # A port handed to another project moves between the projects' counts.
+        conn.execute(ports.update().where(ports.c.id == made[3]["id"]).values(
+            project_id="another"))
+        assert_counters_right(conn)
         return kept_allocations(conn)
     kept = await cloud.db.run(script)
     assert kept[second["id"]] == 1
+    assert (await cloud.db.read(kept_ports))["another"] == 1
 
 
 async def test_a_migration_counts_what_the_database_holds(tmp_path: Path,

@@ -191,27 +191,39 @@ def _instance_row(conn: sa.Connection, name: str) -> dict[str, Any]:
     return {"uuid": uuid_, "project_id": "p", "hostname": name, "availability_zone": "nova"}
 
 
-def test_an_auto_allocation_runs_six_statements(conn: sa.Connection, tmp_path: Path) -> None:
-    """Once the project has its network and default group: the network, the
-    groups, the subnets with their counts, the port, its address and the
-    info cache — and the second boot gets the next address."""
-    from cirrus.config import Settings
-    from cirrus.network.api import API
-
-    api = API(Settings(state_dir=tmp_path), None, Binder(None, NoopBackend()))  # type: ignore[arg-type]
-    ctx = RequestContext(project_id="p", user_id="u", roles=["member"])
-    auto = [{"network_id": "auto"}]
-    _, first = api._allocate(conn, ctx, _instance_row(conn, "1"), auto, ["default"], "h1", [], {})
-    instance = _instance_row(conn, "2")
+def _traced_allocation(conn: sa.Connection, api: Any, ctx: RequestContext,
+                       instance: dict[str, Any]) -> tuple[list[str], Any]:
     statements: list[str] = []
     conn.connection.driver_connection.set_trace_callback(statements.append)  # type: ignore[union-attr]
     try:
-        _, second = api._allocate(conn, ctx, instance, auto, ["default"], "h1", [], {})
+        _, info = api._allocate(conn, ctx, instance, [{"network_id": "auto"}], ["default"], "h1",
+                                [], {})
     finally:
         conn.connection.driver_connection.set_trace_callback(None)  # type: ignore[union-attr]
     # sqlite3 traces a statement again as each trigger program of it starts
     # (the subnet's allocation counter): one statement, traced in a row.
-    statements = [s for i, s in enumerate(statements) if i == 0 or s != statements[i - 1]]
+    return [s for i, s in enumerate(statements) if i == 0 or s != statements[i - 1]], info
+
+
+def test_an_auto_allocation_runs_six_statements(conn: sa.Connection, tmp_path: Path) -> None:
+    """Once the project has its network and default group: the network, the
+    groups, the subnets with their counts, the port, its address and the
+    info cache — and the next boot gets the next address. A port quota adds
+    the read of the project's port counter."""
+    from cirrus.config import Settings
+    from cirrus.network.api import API
+
+    ctx = RequestContext(project_id="p", user_id="u", roles=["member"])
+    unlimited = API(Settings(state_dir=tmp_path, quota_ports=-1), None,  # type: ignore[arg-type]
+                    Binder(None, NoopBackend()))
+    _, first = unlimited._allocate(conn, ctx, _instance_row(conn, "1"), [{"network_id": "auto"}],
+                                   ["default"], "h1", [], {})
+    statements, second = _traced_allocation(conn, unlimited, ctx, _instance_row(conn, "2"))
     assert len(statements) == 6, statements
-    assert [vif["network"]["subnets"][0]["ips"][0]["address"] for vif in (first + second)] == [
-        "10.0.0.2", "10.0.0.3"]
+    limited = API(Settings(state_dir=tmp_path, quota_ports=10), None,  # type: ignore[arg-type]
+                  Binder(None, NoopBackend()))
+    counted, third = _traced_allocation(conn, limited, ctx, _instance_row(conn, "3"))
+    assert len(counted) == 7, counted
+    assert [s for s in counted if "FROM port_usages" in s], counted  # one row, any size
+    assert [vif["network"]["subnets"][0]["ips"][0]["address"]
+            for vif in (first + second + third)] == ["10.0.0.2", "10.0.0.3", "10.0.0.4"]

@@ -32,10 +32,11 @@ Revision ID: 0006
 Revises: 0005
 Create Date: 2026-11-23 21:00:00.000000
 """
-from typing import NamedTuple
-
 import sqlalchemy as sa
 from alembic import op
+
+from cirrus.db.triggers import Trigger as _Trigger  # one place for both databases
+from cirrus.db.triggers import create, drop
 
 
 revision = '0006'
@@ -64,14 +65,6 @@ def _allocated(row: str, delta: str) -> str:
     return f"UPDATE subnets SET allocated = allocated {delta} 1 WHERE id = {row}.subnet_id"
 
 
-class _Trigger(NamedTuple):
-    name: str
-    table: str
-    event: str
-    when: str | None
-    action: str
-
-
 # A live instance counts; a row that changes uncounts as it was and counts as
 # it is (both triggers fire for a live instance's resize or move).
 _TRIGGERS = (
@@ -92,27 +85,6 @@ _TRIGGERS = (
 )
 
 
-def _create_trigger(dialect: str, t: _Trigger) -> None:
-    if dialect == "postgresql":
-        op.execute(f"CREATE FUNCTION {t.name}() RETURNS trigger LANGUAGE plpgsql AS "
-                   f"$$BEGIN {t.action}; RETURN NULL; END$$")
-        when = f" WHEN ({t.when})" if t.when else ""
-        op.execute(f"CREATE TRIGGER {t.name} AFTER {t.event} ON {t.table} FOR EACH ROW{when} "
-                   f"EXECUTE FUNCTION {t.name}()")
-    else:
-        when = f" WHEN {t.when}" if t.when else ""
-        op.execute(f"CREATE TRIGGER {t.name} AFTER {t.event} ON {t.table} FOR EACH ROW{when} "
-                   f"BEGIN {t.action}; END")
-
-
-def _drop_trigger(dialect: str, t: _Trigger) -> None:
-    if dialect == "postgresql":
-        op.execute(f"DROP TRIGGER {t.name} ON {t.table}")
-        op.execute(f"DROP FUNCTION {t.name}()")
-    else:
-        op.execute(f"DROP TRIGGER {t.name}")
-
-
 def upgrade() -> None:
     dialect = op.get_bind().dialect.name
     op.create_table('project_usages',
@@ -125,7 +97,7 @@ def upgrade() -> None:
     op.add_column('subnets', sa.Column('allocated', sa.Integer(), server_default='0',
                                        nullable=False))
     for trigger in _TRIGGERS:
-        _create_trigger(dialect, trigger)
+        create(op.execute, dialect, trigger)
     op.execute("INSERT INTO project_usages (project_id, instances, cores, ram) "
                "SELECT project_id, count(*), sum(vcpus), sum(memory_mb) FROM instances "
                "WHERE NOT deleted GROUP BY project_id")
@@ -139,6 +111,6 @@ def downgrade() -> None:
     op.create_index('ix_instances_project_id_deleted_usage', 'instances',
                     ['project_id', 'deleted', 'vcpus', 'memory_mb'], unique=False)
     for trigger in reversed(_TRIGGERS):
-        _drop_trigger(dialect, trigger)
+        drop(op.execute, dialect, trigger)
     op.drop_column('subnets', 'allocated')
     op.drop_table('project_usages')
