@@ -27,7 +27,6 @@ from cirrus.network.backends import get_backend
 from cirrus.network.binding import Binder, EventSink
 from cirrus.network.model import NetworkInfo, build_vif
 from cirrus.network.models import networks
-from cirrus.network.models import port_usages
 from cirrus.network.models import ports as port_table
 from cirrus.network.networks import network_by_id, subnets_of, subnets_to_allocate
 from cirrus.utils import KeyedLocks
@@ -134,7 +133,7 @@ class API:
         limit = self.settings.quota_ports
         if not per_instance or limit < 0:
             return num_instances
-        used = _ports_of_project(conn, project_id)
+        used = port_db.ports_of_project(conn, project_id)
         if used > limit:
             raise exc.PortLimitExceeded(f"The number of defined ports: {used} is over the "
                                         f"limit: {limit}")
@@ -321,7 +320,7 @@ class API:
         new_ports = sum(1 for port_id in ordered if not port_id)
         limit = self.settings.quota_ports
         if new_ports and limit >= 0 and \
-                _ports_of_project(conn, instance["project_id"]) + new_ports > limit:
+                port_db.ports_of_project(conn, instance["project_id"]) + new_ports > limit:
             # Checked at create time already; this is the race with other
             # creates (Neutron refuses the port, Nova raises this).
             raise exc.PortLimitExceeded()
@@ -479,17 +478,6 @@ class API:
             fixed = port_db.fixed_ips_of(conn, [r["id"] for r in rows])
             return [port_db.port_view(r, fixed[r["id"]]) for r in rows]
         return await self.db.read(load)
-
-
-# A project's ports, for its port quota: its counter (migration 0008), one
-# row however many ports it has; read through an aggregate so that a project
-# without a row gives 0.
-_PORTS_OF_PROJECT = Prepared(sa.select(sa.func.coalesce(sa.func.max(port_usages.c.ports), 0))
-                             .where(port_usages.c.project_id == sa.bindparam("w_project")))
-
-
-def _ports_of_project(conn: sa.Connection, project_id: str) -> int:
-    return int(_PORTS_OF_PROJECT.execute(conn, w_project=project_id).fetchone()[0])
 
 
 def _network_of(conn: sa.Connection, network_id: str,

@@ -14,7 +14,7 @@ from cirrus.db.rows import PreparedRead
 from cirrus.network import exception as exc
 from cirrus.network import ipam
 from cirrus.network.common import new_id, owned, timestamps_view
-from cirrus.network.models import ip_allocations, ports, subnets
+from cirrus.network.models import ip_allocations, port_usages, ports, subnets
 from cirrus.network.networks import get_network, subnets_of
 
 PORT_COLUMNS = {"id": "id", "name": "name", "network_id": "network_id", "project_id": "project_id",
@@ -233,6 +233,18 @@ def delete_port_row(conn: sa.Connection, row: dict[str, Any]) -> dict[str, Any]:
     _DELETE_IPS.execute(conn, w_port=row["id"])
     _DELETE.execute(conn, w_id=row["id"])
     return row
+
+
+# A project's ports, for its port quota: its counter (migration 0008), one
+# row however many ports it has; read through an aggregate so that a project
+# without a row gives 0.
+_PORTS_OF_PROJECT = Prepared(sa.select(sa.func.coalesce(sa.func.max(port_usages.c.ports), 0))
+                             .where(port_usages.c.project_id == sa.bindparam("w_project")))
+
+
+def ports_of_project(conn: sa.Connection, project_id: str) -> int:
+    """How many ports ``project_id`` has (what its port quota counts)."""
+    return int(_PORTS_OF_PROJECT.execute(conn, w_project=project_id).fetchone()[0])
 
 
 _PORTS_OF_DEVICE = PreparedRead(sa.select(ports).where(

@@ -40,14 +40,21 @@ class NetworkService:
         self.binder.event_sink = sink
 
     # -- quotas ----------------------------------------------------------------------
+    @staticmethod
+    def _used(conn: sa.Connection, resource: str, project_id: str) -> int:
+        """The project's count of ``resource``: ports from their counter (kept by
+        triggers, the one the boot path reads), the rest counted."""
+        if resource == "port":
+            return port_db.ports_of_project(conn, project_id)
+        table = QUOTA_TABLES[resource]
+        return conn.execute(sa.select(sa.func.count()).select_from(table).where(
+            table.c.project_id == project_id)).scalar_one()
+
     def check_quota(self, conn: sa.Connection, resource: str, project_id: str) -> None:
         limit = int(getattr(self.settings, QUOTA_SETTINGS[resource]))
         if limit < 0:
             return
-        table = QUOTA_TABLES[resource]
-        used = conn.execute(sa.select(sa.func.count()).select_from(table).where(
-            table.c.project_id == project_id)).scalar_one()
-        if used >= limit:
+        if self._used(conn, resource, project_id) >= limit:
             raise exc.OverQuota(resource=resource)
 
     def quota_view(self, conn: sa.Connection, project_id: str, detail: bool) -> dict[str, Any]:
@@ -55,10 +62,8 @@ class NetworkService:
         for resource, setting in QUOTA_SETTINGS.items():
             limit = int(getattr(self.settings, setting))
             if detail:
-                table = QUOTA_TABLES[resource]
-                used = conn.execute(sa.select(sa.func.count()).select_from(table).where(
-                    table.c.project_id == project_id)).scalar_one()
-                out[resource] = {"limit": limit, "used": used, "reserved": 0}
+                out[resource] = {"limit": limit, "used": self._used(conn, resource, project_id),
+                                 "reserved": 0}
             else:
                 out[resource] = limit
         for extra in ("floatingip", "router", "rbac_policy", "subnetpool"):

@@ -15,6 +15,7 @@ from cirrus.network import exception as nexc
 from cirrus.network.models import ports
 from tests.functional.servers import (create_server, db_count, server_body, upload_image,
                                       wait_for_status)
+from tests.functional.test_network import NET, make_net, make_port
 
 SERVERS = "/compute/v2.1/servers"
 LIMIT = {"quota_ports": 3}
@@ -69,3 +70,26 @@ async def test_an_allocation_past_the_quota_creates_no_port(cloud: Cloud,
                            json={"interfaceAttachment": {"net_id": net_id}})
     assert resp.status_code == 403, resp.text
     assert resp.json()["forbidden"]["message"] == "Maximum number of ports exceeded"
+
+
+@pytest.mark.parametrize("settings_overrides", [LIMIT])
+async def test_the_network_api_and_server_creates_share_the_port_quota(
+        demo: httpx.AsyncClient) -> None:
+    """Ports made through the network API and by server builds draw on the one
+    quota, and the quota details count both."""
+    image = await upload_image(demo)
+    created = await create_server(demo, server_body(image))
+    await wait_for_status(demo, created["id"], {"ACTIVE"})
+    net = await make_net(demo, "own", "10.50.0.0/24")
+    made = [await make_port(demo, net["id"]) for _ in range(3)]
+    assert [r.status_code for r in made] == [201, 201, 409], made[-1].text
+    assert made[-1].json()["NeutronError"]["type"] == "OverQuota"
+    project = made[0].json()["port"]["project_id"]
+    details = (await demo.get(f"{NET}/quotas/{project}/details")).json()["quota"]["port"]
+    assert (details["used"], details["limit"]) == (3, 3)
+    resp = await demo.post(SERVERS, json=server_body(image))
+    assert resp.status_code == 403 and "ports" in resp.json()["forbidden"]["message"]
+    # One port given back: one server fits again.
+    port_id = made[0].json()["port"]["id"]
+    assert (await demo.delete(f"{NET}/ports/{port_id}")).status_code == 204
+    assert (await demo.post(SERVERS, json=server_body(image))).status_code == 202
