@@ -317,12 +317,10 @@ class API:
         with ``binding`` already: seed 001's update of the new ports would
         follow in this same transaction, so the insert carries it. ``fixed``
         gets each new port's fixed IPs."""
-        new_ports = sum(1 for port_id in ordered if not port_id)
-        limit = self.settings.quota_ports
-        if new_ports and limit >= 0 and \
-                port_db.ports_of_project(conn, instance["project_id"]) + new_ports > limit:
-            # Checked at create time already; this is the race with other
-            # creates (Neutron refuses the port, Nova raises this).
+        # Checked at create time already; this is the race with other creates
+        # (Neutron refuses the port, Nova raises this).
+        if not self._ports_fit(conn, instance["project_id"],
+                               sum(1 for port_id in ordered if not port_id), 1):
             raise exc.PortLimitExceeded()
         result: list[dict[str, Any]] = []
         taken: dict[str, int] = {}  # addresses allocated per subnet, read with the subnets
