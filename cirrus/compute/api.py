@@ -2,16 +2,16 @@
 
 Runs in the API process. It checks everything that can be checked before
 answering (policy, flavor, image, zone, key pair, networks, group, quota),
-writes the instance records in one transaction, records the ``create``
-action and casts the build to the conductor. The build runs after the 202.
+writes the instance records (built by ``compute/records.py``) in one
+transaction, records the ``create`` action and casts the build to the
+conductor. The build runs after the 202.
 """
 from __future__ import annotations
 
 import base64
 import binascii
-import re
 import uuid as uuidlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -20,12 +20,13 @@ from cirrus import policy
 from cirrus.compute import exception as exc
 from cirrus.compute.admission import BuildAdmission
 from cirrus.compute import instance as inst
-from cirrus.compute import instance_actions, keypairs, quotas, server_groups
+from cirrus.compute import instance_actions, keypairs, quotas, records, server_groups
 from cirrus.compute.flavors import get_flavor
 from cirrus.compute.models import (block_device_mappings, instance_group_members,
                                    instance_info_caches, instances)
+from cirrus.compute.records import CreateRequest
 from cirrus.compute.rpcapi import ComputeAPI
-from cirrus.compute.states import PowerState, TaskState, VmState
+from cirrus.compute.states import TaskState, VmState
 from cirrus.conductor.rpcapi import ComputeTaskAPI
 from cirrus.config import Settings
 from cirrus.context import RequestContext
@@ -38,8 +39,6 @@ from cirrus.network.exception import PortLimitExceeded
 from cirrus.rpc import Transport
 from cirrus.service_models import services
 
-IMAGE_SPEC_KEYS = ("id", "name", "status", "disk_format", "container_format", "size",
-                   "min_ram", "min_disk", "owner", "visibility")
 MAX_USERDATA_SIZE = 65535
 MAX_METADATA_ITEMS = 128
 GROUP_POLICIES = ("affinity", "anti-affinity", "soft-affinity", "soft-anti-affinity")
@@ -81,33 +80,6 @@ _COMPUTE_ZONES = PreparedRead(sa.select(services.c.host, services.c.availability
 
 
 @dataclass
-class CreateRequest:
-    """What ``POST /servers`` asked for, parsed and typed by the API layer."""
-
-    name: str
-    flavor_id: str
-    image_href: str | None
-    min_count: int = 1
-    max_count: int = 1
-    description: str | None = None
-    availability_zone: str | None = None
-    key_name: str | None = None
-    user_data: str | None = None
-    metadata: dict[str, str] = field(default_factory=dict)
-    injected_files: list[tuple[str, str]] = field(default_factory=list)
-    config_drive: bool = False
-    security_groups: list[str] = field(default_factory=list)
-    admin_password: str | None = None
-    requested_networks: list[dict[str, Any]] | None = None
-    block_device_mapping: list[dict[str, Any]] = field(default_factory=list)
-    scheduler_hints: dict[str, Any] = field(default_factory=dict)
-    access_ip_v4: str | None = None
-    access_ip_v6: str | None = None
-    tags: list[str] = field(default_factory=list)
-    hostname: str | None = None
-
-
-@dataclass
 class _Found:
     """What the create's lookups found; an error in place of what failed."""
 
@@ -116,14 +88,6 @@ class _Found:
     zone_error: Exception | None
     key_data: str | Exception | None
     group: dict[str, Any] | Exception | None
-
-
-def sanitize_hostname(name: str, default: str) -> str:
-    """A DNS label from a display name, as Nova derives it."""
-    host = re.sub(r"[ _]", "-", name.lower())
-    host = re.sub(r"[^a-z0-9.-]+", "", host)
-    host = host[:63].strip(".-")
-    return host or default
 
 
 def parse_availability_zone(ctx: RequestContext, value: str | None, default: str
@@ -198,12 +162,12 @@ class API:
         az = az or self.settings.default_availability_zone
         # The records are built before the transaction, outside the write lock
         # (all of them fit, nearly always; built again inside if not).
-        prepared = self._instance_rows(ctx, req, flavor, image, az, key_data, reservation_id,
-                                       max_count, utcnow())
+        prepared = records.instance_rows(ctx, req, flavor, image, az, key_data, reservation_id,
+                                         max_count, utcnow())
         rows = await self.db.run(self._provision_instances, ctx, req, flavor, image, az,
                                  key_data, group, reservation_id, max_count, prepared)
-        request_spec = self._request_spec(ctx, rows, flavor, image, az, forced_host, forced_node,
-                                          req.scheduler_hints, group)
+        request_spec = records.request_spec(ctx, rows, flavor, image, az, forced_host,
+                                            forced_node, req.scheduler_hints, group)
         build_params = {"admin_password": req.admin_password,
                         "injected_files": [list(f) for f in req.injected_files],
                         "requested_networks": req.requested_networks,
@@ -327,8 +291,8 @@ class API:
         quota = quotas.InstanceQuota(conn, self.settings, ctx.project_id, flavor)
         count = quota.allowed(req.min_count, max_count)
         rows = prepared if prepared is not None and len(prepared) == count else \
-            self._instance_rows(ctx, req, flavor, image, az, key_data, reservation_id, count,
-                                utcnow())
+            records.instance_rows(ctx, req, flavor, image, az, key_data, reservation_id, count,
+                                  utcnow())
         now = rows[0]["created_at"] if rows else utcnow()
         for row in rows:
             row["id"] = _INSERT_INSTANCE.execute(conn, **_params(row, INSTANCE_COLUMNS)
@@ -338,7 +302,7 @@ class API:
         for uuid in uuids:
             _INSERT_INFO_CACHE.execute(conn, v_instance_uuid=uuid, v_network_info=[],
                                        v_created_at=now)
-        bdms = self._bdm_rows(req, image, flavor, now)
+        bdms = records.bdm_rows(req, image, flavor, now)
         for uuid in uuids:
             for bdm in bdms:
                 _INSERT_BDM.execute(conn, **_params({**bdm, "instance_uuid": uuid}, BDM_COLUMNS))
@@ -346,38 +310,6 @@ class API:
             self._add_group_members(conn, group, uuids)
         for uuid in uuids:
             instance_actions.action_start(conn, ctx, uuid, "create")
-        return rows
-
-    def _instance_rows(self, ctx: RequestContext, req: CreateRequest, flavor: dict[str, Any],
-                       image: dict[str, Any] | None, az: str, key_data: str | None,
-                       reservation_id: str, count: int, now: Any) -> list[dict[str, Any]]:
-        """The instance records of a request for ``count`` servers."""
-        snapshot = {k: flavor[k] for k in ("flavorid", "name", "vcpus", "memory_mb", "root_gb",
-                                           "ephemeral_gb", "swap", "rxtx_factor", "extra_specs",
-                                           "description")}
-        rows = []
-        for index in range(count):
-            uuid = str(uuidlib.uuid4())
-            name = req.name if count == 1 else f"{req.name}-{index + 1}"
-            hostname = req.hostname if (req.hostname and count == 1) else \
-                sanitize_hostname(name, f"server-{uuid}")
-            rows.append({
-                "uuid": uuid, "project_id": ctx.project_id, "user_id": ctx.user_id,
-                "display_name": name, "display_description": req.description,
-                "hostname": hostname, "image_ref": image["id"] if image else "",
-                "flavor": snapshot, "vcpus": flavor["vcpus"], "memory_mb": flavor["memory_mb"],
-                "root_gb": flavor["root_gb"], "ephemeral_gb": flavor["ephemeral_gb"],
-                "vm_state": VmState.BUILDING.value, "task_state": TaskState.SCHEDULING.value,
-                "power_state": PowerState.NOSTATE.value, "availability_zone": az,
-                "key_name": req.key_name, "key_data": key_data, "user_data": req.user_data,
-                "config_drive": req.config_drive, "metadata": dict(req.metadata),
-                "system_metadata": self._system_metadata(image),
-                "security_groups": list(req.security_groups or ["default"]),
-                "requested_networks": req.requested_networks,
-                "access_ip_v4": req.access_ip_v4, "access_ip_v6": req.access_ip_v6,
-                "reservation_id": reservation_id, "launch_index": index, "locked": False,
-                "progress": 0, "tags": list(req.tags), "deleted": False, "created_at": now,
-            })
         return rows
 
     def _add_group_members(self, conn: sa.Connection, group: dict[str, Any],
@@ -388,47 +320,6 @@ class API:
             raise exc.ServerGroupQuotaExceeded(resource="server_group_members")
         for uuid in uuids:
             _INSERT_GROUP_MEMBER.execute(conn, v_group_uuid=group["uuid"], v_instance_uuid=uuid)
-
-    @staticmethod
-    def _system_metadata(image: dict[str, Any] | None) -> dict[str, Any]:
-        if not image:
-            return {}
-        meta = {f"image_{k}": v for k, v in (image.get("properties") or {}).items()}
-        for key in ("disk_format", "container_format", "min_ram", "min_disk"):
-            if image.get(key) is not None:
-                meta[f"image_{key}"] = image[key]
-        meta["image_base_image_ref"] = image["id"]
-        return meta
-
-    @staticmethod
-    def _bdm_rows(req: CreateRequest, image: dict[str, Any] | None, flavor: dict[str, Any],
-                  now: Any) -> list[dict[str, Any]]:
-        if image is None and not req.block_device_mapping:
-            return []
-        return [{"source_type": "image", "destination_type": "local",
-                 "image_id": image["id"] if image else None, "boot_index": 0,
-                 "device_name": "/dev/vda", "volume_size": flavor["root_gb"],
-                 "delete_on_termination": True, "created_at": now}]
-
-    def _request_spec(self, ctx: RequestContext, rows: list[dict[str, Any]],
-                      flavor: dict[str, Any], image: dict[str, Any] | None, az: str | None,
-                      forced_host: str | None, forced_node: str | None,
-                      hints: dict[str, Any], group: dict[str, Any] | None) -> dict[str, Any]:
-        return {
-            "instance_uuids": [r["uuid"] for r in rows], "num_instances": len(rows),
-            "flavor": {k: flavor[k] for k in ("flavorid", "name", "vcpus", "memory_mb", "root_gb",
-                                              "ephemeral_gb", "swap", "extra_specs")},
-            # What compute needs of the image travels with the request (no re-read).
-            "image": {**{k: image.get(k) for k in IMAGE_SPEC_KEYS},
-                      "properties": image.get("properties") or {}}
-            if image else {"id": None, "properties": {}},
-            "project_id": ctx.project_id, "user_id": ctx.user_id, "availability_zone": az,
-            "force_hosts": [forced_host] if forced_host else [],
-            "force_nodes": [forced_node] if forced_node else [],
-            "scheduler_hints": hints,
-            "instance_group": {"uuid": group["uuid"], "policy": group["policy"]} if group else None,
-            "retry": {"num_attempts": 1, "hosts": []},
-        }
 
     # -- read ----------------------------------------------------------------------
     async def get(self, ctx: RequestContext, uuid: str) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from cirrus.api.compute.server_schema import parse_create
 from cirrus.compute import exception as exc
 from cirrus.compute import instance as inst
 from cirrus.compute import quotas
-from cirrus.compute.api import sanitize_hostname
+from cirrus.compute.records import sanitize_hostname
 from cirrus.compute.events import InstanceEvents
 from cirrus.compute.models import instances
 from cirrus.compute.states import PowerState, TaskState, VmState, status_of
@@ -301,6 +301,7 @@ def _raw_row(conn: sa.Connection, table: sa.Table, where: Any, skip: tuple[str, 
 def test_provisioning_stores_what_core_inserts_store(engine: sa.Engine) -> None:
     """The prepared inserts of a create store the same column values as SQLAlchemy's
     own insert of the same records, and the ids they return are the rows' ids."""
+    from cirrus.compute import records
     from cirrus.compute.api import API, CreateRequest
     from cirrus.compute.models import block_device_mappings, instance_info_caches
     from cirrus.context import RequestContext
@@ -324,7 +325,7 @@ def test_provisioning_stores_what_core_inserts_store(engine: sa.Engine) -> None:
         conn.execute(instance_info_caches.insert(), [{"instance_uuid": "twin-of-web-1",
                                                       "network_info": [],
                                                       "created_at": rows[0]["created_at"]}])
-        bdm = {**API._bdm_rows(req, image, flavor, rows[0]["created_at"])[0],
+        bdm = {**records.bdm_rows(req, image, flavor, rows[0]["created_at"])[0],
                "instance_uuid": "twin-of-web-1"}
         conn.execute(block_device_mappings.insert(), [bdm])
         for table, key, skip in ((instances, instances.c.uuid, ("id", "uuid")),

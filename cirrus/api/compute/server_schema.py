@@ -13,7 +13,7 @@ import string
 import uuid as uuidlib
 from typing import Any
 
-from cirrus.compute.api import CreateRequest
+from cirrus.compute.records import CreateRequest
 from cirrus.exception import ValidationError
 
 Version = tuple[int, int]
