@@ -284,9 +284,9 @@ class Builder:
                 # The row _start read, with what this save wrote: no need to
                 # read all of it back.
                 instance = {**instance, **await self.m.db.run(
-                    self._save, uuid, {"vm_state": VmState.BUILDING,
-                                       "task_state": TaskState.SPAWNING},
-                    TaskState.BLOCK_DEVICE_MAPPING)}
+                    inst.save, uuid, {"vm_state": VmState.BUILDING,
+                                      "task_state": TaskState.SPAWNING},
+                    expected_task_state=TaskState.BLOCK_DEVICE_MAPPING)}
                 await self.m.driver.spawn(ctx, instance, image_meta, injected,
                                           params.get("admin_password"), claim,
                                           resources.network_info, resources.block_device_info)
@@ -349,11 +349,6 @@ class Builder:
                     key = "access_ip_v4" if ip.get("version", 4) == 4 else "access_ip_v6"
                     out.setdefault(key, ip["address"])
         return out
-
-    @staticmethod
-    def _save(conn: sa.Connection, uuid: str, values: dict[str, Any],
-              expected: Any) -> dict[str, Any]:
-        return inst.save(conn, uuid, values, expected_task_state=expected)
 
     def _validate_instance_group_policy(self, conn: sa.Connection, uuid: str) -> None:
         """The late check: another build may have raced us onto/away from this host."""
