@@ -69,6 +69,11 @@ class BodyTooLarge(CirrusException):
     msg_fmt = "Request is too large."
 
 
+class UnsupportedMediaType(CirrusException):
+    code = 415
+    msg_fmt = "Unsupported Content-Type: %(content_type)s"
+
+
 class QuotaExceeded(Forbidden):
     code = 403
     msg_fmt = "Quota exceeded for %(resource)s: Requested %(requested)s, but already used %(used)s of %(allowed)s %(resource)s"

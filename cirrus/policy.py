@@ -1,21 +1,42 @@
 """Policy in one place: which roles may do what, and whose things they see.
 
-A rule is one of:
+Two kinds of check, both decided here:
 
-* ``"admin"`` – only admins;
-* ``"member"`` – admins, or members of the target's project;
-* ``"reader"`` – admins, or members/readers of the target's project;
-* ``"any"`` – any authenticated caller.
+* **Route rules** (:class:`Rule`, tables in :mod:`cirrus.policies`): before a
+  handler runs, the caller's roles and scope against the route's
+  :class:`Level`. An unscoped token carries no project and no roles: it may
+  only reach what is :attr:`Level.AUTHENTICATED` (identity's self-service).
+* **Target rules** (:data:`RULES`, by name): in the service, with the row the
+  caller asks about — members and readers act only on their own project's
+  things; admins on everyone's.
 
-Members see and change only their own project's things; admin-only operations
-are refused for others with 403.
+Roles nest as OpenStack's secure-RBAC defaults: reader ⊂ member ⊂ admin.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+import enum
+from typing import Any, Mapping, NamedTuple
 
 from cirrus.context import RequestContext
 from cirrus.exception import Forbidden
+
+
+class Level(enum.IntEnum):
+    """The least a caller needs, in increasing order."""
+
+    PUBLIC = 0         # no token (version documents, token issue)
+    AUTHENTICATED = 1  # any valid token, scoped or not (identity self-service)
+    READER = 2         # admin, or reader/member of a project (project-scoped token)
+    MEMBER = 3         # admin, or member of a project (project-scoped token)
+    ADMIN = 4          # admin
+
+
+class Rule(NamedTuple):
+    """A route's rule: OpenStack's name for it and the level it needs."""
+
+    name: str
+    level: Level
+
 
 ADMIN, MEMBER, READER, ANY = "admin", "member", "reader", "any"
 
@@ -50,8 +71,29 @@ WRITER_ROLES = frozenset({"admin", "member"})
 READER_ROLES = frozenset({"admin", "member", "reader"})
 
 
+def allows(ctx: RequestContext, level: Level) -> bool:
+    """Whether ``ctx``'s roles and scope reach ``level`` (no target involved)."""
+    if level <= Level.AUTHENTICATED or ctx.is_admin:
+        return True
+    if level is Level.ADMIN or ctx.project_id is None:
+        return False
+    return not (WRITER_ROLES if level is Level.MEMBER else READER_ROLES).isdisjoint(ctx.roles)
+
+
+def enforce_route(ctx: RequestContext | None, rule: Rule) -> None:
+    """Raise 403 :class:`Forbidden` unless ``ctx`` reaches ``rule``'s level."""
+    if rule.level is Level.PUBLIC:
+        return
+    if ctx is None or not allows(ctx, rule.level):
+        raise Forbidden(action=rule.name)
+
+
 def check(ctx: RequestContext, action: str, target: Mapping[str, Any] | None = None) -> bool:
-    """Whether ``ctx`` may perform ``action`` on ``target`` (a dict with project_id)."""
+    """Whether ``ctx`` may perform ``action`` on ``target`` (a dict with project_id).
+
+    A caller without a project (an unscoped token) owns nothing: it passes only
+    ``any`` rules, or as an admin.
+    """
     rule = RULES[action]
     if ctx.is_admin:
         return True
@@ -59,9 +101,10 @@ def check(ctx: RequestContext, action: str, target: Mapping[str, Any] | None = N
         return False
     if rule == ANY:
         return True
-    roles = set(ctx.roles)
+    if ctx.project_id is None:
+        return False
     needed = WRITER_ROLES if rule == MEMBER else READER_ROLES
-    if not roles & needed:
+    if needed.isdisjoint(ctx.roles):
         return False
     owner = (target or {}).get("project_id")
     return owner is None or owner == ctx.project_id

@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
+from cirrus import policies, policy
 from cirrus.api import errors
 from cirrus.api.auth import AuthMiddleware
 from cirrus.exception import CirrusException
@@ -39,6 +40,43 @@ async def index(request: Request) -> Response:
         "network": f"{base}/network", "image": f"{base}/image"}})
 
 
+class MissingRule(LookupError):
+    """A route with no rule in :mod:`cirrus.policies`: the app refuses to start."""
+
+
+def _guarded(endpoint: Any, rules: dict[str, policy.Rule]) -> Any:
+    """``endpoint`` behind its route rules (by method): the caller's role and
+    scope are checked before the handler reads a byte of the body."""
+    async def guarded(request: Request) -> Response:
+        policy.enforce_route(getattr(request.state, "context", None),
+                             rules[request.method])
+        return await endpoint(request)
+    guarded.__name__ = getattr(endpoint, "__name__", "guarded")
+    guarded.__wrapped__ = endpoint  # type: ignore[attr-defined]
+    return guarded
+
+
+def guard_routes(prefix: str, table: list[BaseRoute]) -> list[BaseRoute]:
+    """A copy of ``table`` whose every route checks its rule first.
+
+    Raises :class:`MissingRule` for a route (or one of its methods) without a
+    rule, so a route cannot be added without saying who may call it.
+    """
+    out: list[BaseRoute] = []
+    for route in table:
+        if not isinstance(route, Route):
+            raise MissingRule(f"{prefix}: only plain routes can be ruled, not {route!r}")
+        rules: dict[str, policy.Rule] = {}
+        for method in route.methods or ():
+            rule = policies.rule_for(prefix, method, route.path)
+            if rule is None:
+                raise MissingRule(f"no policy rule for {method} {prefix}{route.path}")
+            rules[method] = rule
+        out.append(Route(route.path, _guarded(route.endpoint, rules),
+                         methods=list(route.methods or ()), name=route.name))
+    return out
+
+
 def build_app(state: dict[str, Any]) -> Starlette:
     """A Starlette app whose ``app.state`` holds ``state`` (settings, services)."""
     routes: list[BaseRoute] = [Route("/", index, methods=["GET"])]
@@ -46,14 +84,13 @@ def build_app(state: dict[str, Any]) -> Starlette:
 
     for prefix, table in _route_tables():
         middleware = [Middleware(MicroversionMiddleware)] if prefix == "/compute" else None
-        routes.append(Mount(prefix, routes=table, middleware=middleware))
+        routes.append(Mount(prefix, routes=guard_routes(prefix, table), middleware=middleware))
     app = Starlette(
         routes=routes,
         middleware=[Middleware(AuthMiddleware)],
         exception_handlers={
             CirrusException: errors.cirrus_exception_handler,
             HTTPException: errors.http_exception_handler,
-            Exception: errors.unexpected_exception_handler,
         },
     )
     for key, value in state.items():

@@ -1,16 +1,22 @@
 """Token middleware: turns ``X-Auth-Token`` into a RequestContext, or a 401.
 
 Version documents and token creation are public; everything else needs a
-valid token.
+valid token. It is the outermost of cirrus's middleware, so it also gives
+every response its request id and answers an unexpected error itself (see
+:meth:`AuthMiddleware.__call__`).
 """
 from __future__ import annotations
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+import logging
 
-from cirrus.api.errors import error_response, style_for_path
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from cirrus.api.errors import error_response, style_for_path, unexpected_response
 from cirrus.api.wsgi import sending_headers
 from cirrus.context import new_request_id
 from cirrus.exception import CirrusException
+
+LOG = logging.getLogger(__name__)
 
 # Exact paths (after the service prefix) that skip authentication.
 PUBLIC_PATHS = frozenset({
@@ -35,17 +41,36 @@ class AuthMiddleware:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve the request; an unexpected error before the response started
+        answers the family's 500 body with the request id and is not re-raised,
+        so the server keeps the connection open for the client's next request."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = dict(scope["headers"])
         request_id = new_request_id()
-        state = scope.setdefault("state", {})
-        state["request_id"] = request_id
-
+        scope.setdefault("state", {})["request_id"] = request_id
         send_with_id = sending_headers(send, [(b"x-openstack-request-id", request_id.encode()),
                                               (b"x-compute-request-id", request_id.encode())])
+        started = False
 
+        async def send_tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send_with_id(message)
+
+        try:
+            await self._serve(scope, receive, send_tracked, request_id)
+        except Exception:
+            if started:
+                raise  # nothing can be said any more; the server ends the response
+            LOG.exception("unexpected error serving %s %s (%s)", scope["method"],
+                          scope["path"], request_id)
+            await unexpected_response(scope["path"], request_id)(scope, receive, send_tracked)
+
+    async def _serve(self, scope: Scope, receive: Receive, send_with_id: Send,
+                     request_id: str) -> None:
+        headers = dict(scope["headers"])
+        state = scope["state"]
         path = scope["path"]
         if is_public(scope["method"], path):
             await self.app(scope, receive, send_with_id)
@@ -53,7 +78,7 @@ class AuthMiddleware:
         token = headers.get(b"x-auth-token")
         identity = scope["app"].state.identity
         try:
-            if not token:
+            if not token or not token.isascii():  # Fernet tokens are base64 text
                 raise CirrusException("The request you have made requires authentication.")
             data = await identity.validate(token.decode())
         except CirrusException as exc:

@@ -86,8 +86,9 @@ async def http_exception_handler(request: Request, exc: Exception) -> Response:
     return error_response(code, str(detail), style_for_path(request.url.path))
 
 
-async def unexpected_exception_handler(request: Request, exc: Exception) -> Response:
-    LOG.exception("unexpected error serving %s %s", request.method, request.url.path)
+def unexpected_response(path: str, request_id: str) -> Response:
+    """The 500 of an error no handler expected: the family's body, naming the
+    request id that the log's traceback carries too."""
     return error_response(500, "Unexpected API Error. Please report this at the cirrus issue "
-                          "tracker and attach the cirrus log if possible.",
-                          style_for_path(request.url.path))
+                          "tracker and attach the cirrus log if possible "
+                          f"(request {request_id}).", style_for_path(path))

@@ -91,6 +91,6 @@ async def test_unexpected_error_is_500_body_without_traceback(cloud: Cloud) -> N
     assert resp.status_code == 500
     assert resp.json() == {"computeFault": {"code": 500, "message": (
         "Unexpected API Error. Please report this at the cirrus issue tracker and attach "
-        "the cirrus log if possible.")}}
+        f"the cirrus log if possible (request {resp.headers['x-openstack-request-id']}).")}}
     assert "Traceback" not in resp.text
     assert after.status_code == 200  # the app serves on

@@ -33,6 +33,8 @@ class Tenants:
     tokens: dict[str, str] = field(default_factory=dict)
     project: dict[str, str] = field(default_factory=dict)
     user: dict[str, str] = field(default_factory=dict)
+    # persona → (user name, password, project name or None), to issue more tokens
+    creds: dict[str, tuple[str, str, str | None]] = field(default_factory=dict)
 
     def __getattr__(self, name: str) -> httpx.AsyncClient:
         try:
@@ -84,10 +86,13 @@ async def make_tenants(api: Api) -> Tenants:
                                    f"{t.user[name]}/roles/{roles[role]}")
             assert resp.status_code == 204, resp.text
     demo_pw = api.cloud.settings.demo_password
-    for persona, (user, pw, project) in {
-            "member": ("demo", demo_pw, "demo"), "reader": ("alice", "alice", "demo"),
-            "other": ("mallory", "mallory", "other"), "norole": ("nobody", "nobody", None),
-            "unscoped": ("demo", demo_pw, None)}.items():
+    t.creds = {"admin": ("admin", api.cloud.settings.admin_password, "admin"),
+               "member": ("demo", demo_pw, "demo"), "reader": ("alice", "alice", "demo"),
+               "other": ("mallory", "mallory", "other"), "norole": ("nobody", "nobody", None),
+               "unscoped": ("demo", demo_pw, None)}
+    for persona, (user, pw, project) in t.creds.items():
+        if persona == "admin":
+            continue
         t.tokens[persona] = await t.issue(user, pw, project)
         t.clients[persona] = api.client(t.tokens[persona])
     return t

@@ -16,6 +16,9 @@ from cirrus.exception import CirrusException
 MIN_VERSION = (2, 1)
 MAX_VERSION = (2, 90)
 _RE = re.compile(r"^([1-9]\d*)\.([1-9]\d*|0)$")
+# Longer numbers are well-formed but far past MAX_VERSION: 406 without
+# converting them (int() of thousands of digits is refused, and slow).
+_MAX_DIGITS = 6
 
 
 class VersionNotAcceptable(CirrusException):
@@ -61,7 +64,9 @@ def _parse(raw: str | None) -> tuple[int, int]:
         return MAX_VERSION
     match = _RE.match(raw)
     if not match:
-        raise InvalidVersion(version=raw)
+        raise InvalidVersion(version=raw[:64])
+    if max(len(match.group(1)), len(match.group(2))) > _MAX_DIGITS:
+        raise VersionNotAcceptable(version=raw[:32] + "…", min=fmt(MIN_VERSION), max=fmt(MAX_VERSION))
     version = (int(match.group(1)), int(match.group(2)))
     if not MIN_VERSION <= version <= MAX_VERSION:
         raise VersionNotAcceptable(version=raw, min=fmt(MIN_VERSION), max=fmt(MAX_VERSION))

@@ -1,0 +1,82 @@
+"""Compute v2.1 route rules, under Nova's policy names and secure-RBAC defaults
+(``nova/policies``): project readers read, project members act, admins run
+the cloud (flavors, services, hypervisors, quotas, external events)."""
+from __future__ import annotations
+
+from cirrus.policy import Level, Rule
+
+P, R, M, A = Level.PUBLIC, Level.READER, Level.MEMBER, Level.ADMIN
+S = "/v2.1/servers/{server_id}"
+F = "/v2.1/flavors/{flavor_id}"
+Q = "/v2.1/os-quota-sets/{project_id}"
+
+
+def _r(name: str, level: Level) -> Rule:
+    return Rule(f"os_compute_api:{name}", level)
+
+
+ROUTES: dict[tuple[str, str], Rule] = {
+    ("GET", "/"): _r("versions", P),
+    ("GET", "/v2.1"): _r("versions", P),
+    ("GET", "/v2.1/"): _r("versions", P),
+    # servers
+    ("POST", "/v2.1/servers"): _r("servers:create", M),
+    ("GET", "/v2.1/servers"): _r("servers:index", R),
+    ("GET", "/v2.1/servers/detail"): _r("servers:detail", R),
+    ("GET", S): _r("servers:show", R),
+    ("DELETE", S): _r("servers:delete", M),
+    ("POST", f"{S}/action"): _r("servers:action", M),
+    ("GET", f"{S}/metadata"): _r("server-metadata:index", R),
+    ("POST", f"{S}/metadata"): _r("server-metadata:create", M),
+    ("PUT", f"{S}/metadata"): _r("server-metadata:update_all", M),
+    ("GET", f"{S}/metadata/{{key}}"): _r("server-metadata:show", R),
+    ("PUT", f"{S}/metadata/{{key}}"): _r("server-metadata:update", M),
+    ("DELETE", f"{S}/metadata/{{key}}"): _r("server-metadata:delete", M),
+    ("GET", f"{S}/os-instance-actions"): _r("os-instance-actions:list", R),
+    ("GET", f"{S}/os-instance-actions/{{request_id}}"): _r("os-instance-actions:show", R),
+    ("GET", f"{S}/os-interface"): _r("os-attach-interfaces:list", R),
+    ("POST", f"{S}/os-interface"): _r("os-attach-interfaces:create", M),
+    ("GET", f"{S}/os-interface/{{port_id}}"): _r("os-attach-interfaces:show", R),
+    ("DELETE", f"{S}/os-interface/{{port_id}}"): _r("os-attach-interfaces:delete", M),
+    # flavors: everyone with a project reads them, admins manage them
+    ("GET", "/v2.1/flavors"): _r("flavors:index", R),
+    ("GET", "/v2.1/flavors/detail"): _r("flavors:detail", R),
+    ("GET", F): _r("flavors:show", R),
+    ("POST", "/v2.1/flavors"): _r("os-flavor-manage:create", A),
+    ("PUT", F): _r("os-flavor-manage:update", A),
+    ("DELETE", F): _r("os-flavor-manage:delete", A),
+    ("GET", f"{F}/os-extra_specs"): _r("os-flavor-extra-specs:index", R),
+    ("GET", f"{F}/os-extra_specs/{{key}}"): _r("os-flavor-extra-specs:show", R),
+    ("POST", f"{F}/os-extra_specs"): _r("os-flavor-extra-specs:create", A),
+    ("PUT", f"{F}/os-extra_specs/{{key}}"): _r("os-flavor-extra-specs:update", A),
+    ("DELETE", f"{F}/os-extra_specs/{{key}}"): _r("os-flavor-extra-specs:delete", A),
+    ("GET", f"{F}/os-flavor-access"): _r("os-flavor-access", A),
+    # key pairs are the caller's own (a user's, not a project's)
+    # Nova lets any user of a project keep their own (the owner is the user)
+    ("GET", "/v2.1/os-keypairs"): _r("os-keypairs:index", R),
+    ("POST", "/v2.1/os-keypairs"): _r("os-keypairs:create", R),
+    ("GET", "/v2.1/os-keypairs/{name}"): _r("os-keypairs:show", R),
+    ("DELETE", "/v2.1/os-keypairs/{name}"): _r("os-keypairs:delete", R),
+    ("GET", "/v2.1/os-availability-zone"): _r("os-availability-zone:list", R),
+    ("GET", "/v2.1/os-availability-zone/detail"): _r("os-availability-zone:detail", A),
+    ("GET", "/v2.1/os-server-groups"): _r("os-server-groups:index", R),
+    ("POST", "/v2.1/os-server-groups"): _r("os-server-groups:create", M),
+    ("GET", "/v2.1/os-server-groups/{group_id}"): _r("os-server-groups:show", R),
+    ("DELETE", "/v2.1/os-server-groups/{group_id}"): _r("os-server-groups:delete", M),
+    # the cloud's own machinery
+    ("GET", "/v2.1/os-services"): _r("os-services:list", A),
+    ("PUT", "/v2.1/os-services/{service_id}"): _r("os-services:update", A),
+    ("DELETE", "/v2.1/os-services/{service_id}"): _r("os-services:delete", A),
+    ("GET", "/v2.1/os-hypervisors"): _r("os-hypervisors:list", A),
+    ("GET", "/v2.1/os-hypervisors/detail"): _r("os-hypervisors:list-detail", A),
+    ("GET", "/v2.1/os-hypervisors/statistics"): _r("os-hypervisors:statistics", A),
+    ("GET", "/v2.1/os-hypervisors/{hypervisor_id}"): _r("os-hypervisors:show", A),
+    ("POST", "/v2.1/os-server-external-events"): _r("os-server-external-events:create", A),
+    # quotas: a project reads its own, admins set them
+    ("GET", Q): _r("os-quota-sets:show", R),
+    ("GET", f"{Q}/detail"): _r("os-quota-sets:detail", R),
+    ("GET", f"{Q}/defaults"): _r("os-quota-sets:defaults", R),
+    ("PUT", Q): _r("os-quota-sets:update", A),
+    ("DELETE", Q): _r("os-quota-sets:delete", A),
+    ("GET", "/v2.1/limits"): _r("limits", R),
+}

@@ -1,0 +1,292 @@
+"""Every route × every persona, built from the app's own route tables.
+
+For each route the rule in :mod:`cirrus.policies` says the least a caller
+needs; this test sends the request as each persona and checks what came
+back against it:
+
+* a persona below the route's level gets 403, before anything is read;
+* project B's member asking about project A's resource gets 403 or 404 and
+  learns nothing (no A id in the answer), and changes nothing;
+* everyone at or above the level is let through (not 401/403);
+* no answer is a 5xx.
+
+A route the tables do not rule stops the app from starting (see
+``test_a_route_without_a_rule_stops_the_app``), so a new route cannot skip this.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import httpx
+import pytest
+from starlette.routing import Mount, Route
+
+from cirrus import policies
+from cirrus.api.app import MissingRule, guard_routes
+from cirrus.policy import Level, Rule
+from tests.functional.servers import create_server, server_body, upload_image, wait_for_status
+from tests.security.conftest import Tenants
+
+# Who reaches each level by role and scope alone.
+REACHES: dict[Level, set[str]] = {
+    Level.PUBLIC: {"admin", "member", "reader", "other", "norole", "unscoped"},
+    Level.AUTHENTICATED: {"admin", "member", "reader", "other", "norole", "unscoped"},
+    Level.READER: {"admin", "member", "reader", "other"},
+    Level.MEMBER: {"admin", "member", "other"},
+    Level.ADMIN: {"admin"},
+}
+# Denied personas go first: what they try must leave A's things as they were.
+ORDER = ("norole", "unscoped", "reader", "other", "member", "admin")
+# Writes open to callers below member, each for a reason stated in its table.
+WRITES_BELOW_MEMBER = {
+    ("/identity", "POST", "/v3/auth/tokens"),    # logging in
+    ("/identity", "DELETE", "/v3/auth/tokens"),  # revoking one's own token
+    ("/compute", "POST", "/v2.1/os-keypairs"),   # key pairs are the user's own (Nova)
+    ("/compute", "DELETE", "/v2.1/os-keypairs/{name}"),
+}
+
+
+def app_routes(app: Any) -> list[tuple[str, str, str]]:
+    """(prefix, method, path) of every route the app serves."""
+    out = []
+    for mount in app.routes:
+        if isinstance(mount, Mount):
+            for route in mount.routes:
+                assert isinstance(route, Route)
+                for method in sorted(route.methods or ()):
+                    if method != "HEAD":
+                        out.append((mount.path, method, route.path))
+    return out
+
+
+async def _a_resources(t: Tenants) -> dict[str, str]:
+    """Project A's things, made by its member (and a flavor by the admin)."""
+    m, ids = t.member, {}
+    ids["image"] = await upload_image(m, name="a-image")
+    net = (await m.post("/network/v2.0/networks", json={"network": {"name": "a-net"}})).json()
+    ids["network"] = net["network"]["id"]
+    sub = await m.post("/network/v2.0/subnets", json={"subnet": {
+        "network_id": ids["network"], "cidr": "10.9.0.0/24", "ip_version": 4}})
+    ids["subnet"] = sub.json()["subnet"]["id"]
+    port = await m.post("/network/v2.0/ports", json={"port": {"network_id": ids["network"]}})
+    ids["port"] = port.json()["port"]["id"]
+    sg = await m.post("/network/v2.0/security-groups", json={"security_group": {"name": "a-sg"}})
+    ids["sg"] = sg.json()["security_group"]["id"]
+    rule = await m.post("/network/v2.0/security-group-rules", json={"security_group_rule": {
+        "security_group_id": ids["sg"], "direction": "ingress", "protocol": "tcp",
+        "port_range_min": 22, "port_range_max": 22}})
+    ids["sg_rule"] = rule.json()["security_group_rule"]["id"]
+    group = await m.post("/compute/v2.1/os-server-groups", json={"server_group": {
+        "name": "a-group", "policies": ["anti-affinity"]}})
+    ids["group"] = group.json()["server_group"]["id"]
+    kp = await m.post("/compute/v2.1/os-keypairs", json={"keypair": {"name": "a-key"}})
+    assert kp.status_code == 200, kp.text
+    server = await create_server(m, server_body(ids["image"], name="a-vm", networks=[
+        {"uuid": ids["network"]}], metadata={"k": "v"}))
+    ids["server"] = server["id"]
+    await wait_for_status(m, ids["server"], {"ACTIVE"})
+    ifaces = (await m.get(f"/compute/v2.1/servers/{ids['server']}/os-interface")).json()
+    ids["server_port"] = ifaces["interfaceAttachments"][0]["port_id"]
+    actions = (await m.get(f"/compute/v2.1/servers/{ids['server']}/os-instance-actions")).json()
+    ids["request"] = actions["instanceActions"][0]["request_id"]
+    a = t.admin
+    flavor = await a.post("/compute/v2.1/flavors", json={"flavor": {
+        "name": "matrix", "ram": 64, "vcpus": 1, "disk": 1, "id": "matrix"}})
+    assert flavor.status_code == 200, flavor.text
+    await a.post("/compute/v2.1/flavors/matrix/os-extra_specs", json={"extra_specs": {"k": "v"}})
+    ids["flavor"] = "matrix"
+    services = (await a.get("/compute/v2.1/os-services")).json()["services"]
+    ids["service"] = str(next(s["id"] for s in services if s["binary"] == "nova-compute"))
+    ids["hypervisor"] = str((await a.get("/compute/v2.1/os-hypervisors")).json()["hypervisors"][0]["id"])
+    roles = (await a.get("/identity/v3/roles")).json()["roles"]
+    ids["reader_role"] = next(r["id"] for r in roles if r["name"] == "reader")
+    return ids
+
+
+# Paths that name the demo user's own things (not project A's): the personas
+# holding the demo user's tokens own them.
+USER_OWNED = ("/v3/users/{id}", "/v3/users/{id}/projects", "/v2.1/os-keypairs/{name}")
+OWNERS = {"project": {"admin", "member", "reader"}, "user": {"admin", "member", "unscoped"}}
+
+
+def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str, bool]:
+    """``path`` with A's resources in its parameters; and whether it names one
+    of A's own (private) resources."""
+    by_collection = {"networks": "network", "subnets": "subnet", "ports": "port",
+                     "security-groups": "sg", "security-group-rules": "sg_rule"}
+    private = False
+
+    def value(match: re.Match[str]) -> str:
+        nonlocal private
+        name = match.group(1).split(":")[0]
+        collection = path.split("/")[2] if prefix in ("/network", "/identity") else ""
+        shared = {"flavor_id", "service_id", "hypervisor_id", "target", "rid"}
+        if name == "id" and collection in ("roles", "domains"):
+            shared.add("id")
+        if path.startswith("/v2.1/flavors/"):
+            shared.add("key")  # a public flavor's extra spec
+        if path.endswith("/defaults"):
+            shared.add("project_id")  # the cloud's defaults, whoever asks
+        private = private or name not in shared
+        if name == "id":
+            return {"projects": t.project["demo"], "users": t.user["demo"],
+                    "roles": ids["reader_role"], "domains": "default"}.get(
+                collection) or ids[by_collection[collection]]
+        return {"server_id": ids["server"], "flavor_id": ids["flavor"], "key": "k",
+                "name": "a-key", "group_id": ids["group"], "service_id": ids["service"],
+                "hypervisor_id": ids["hypervisor"], "project_id": t.project["demo"],
+                "request_id": ids["request"], "port_id": ids["server_port"],
+                "image_id": ids["image"], "tag": "t", "member": t.project["other"],
+                "target": "projects", "tid": t.project["demo"], "uid": t.user["alice"],
+                "rid": ids["reader_role"]}[name]
+    return re.sub(r"\{([^}]+)\}", value, path), private
+
+
+def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str, Any]:
+    """Request arguments a well-formed call would carry."""
+    json_bodies: dict[tuple[str, str], Any] = {
+        ("POST", "/v2.1/servers"): server_body(ids["image"], networks=[{"uuid": ids["network"]}]),
+        ("POST", "/v2.1/servers/{server_id}/action"): {"os-getConsoleOutput": {"length": 5}},
+        ("POST", "/v2.1/servers/{server_id}/metadata"): {"metadata": {"k2": "v"}},
+        ("PUT", "/v2.1/servers/{server_id}/metadata"): {"metadata": {"k": "v"}},
+        ("PUT", "/v2.1/servers/{server_id}/metadata/{key}"): {"meta": {"k": "v2"}},
+        ("POST", "/v2.1/servers/{server_id}/os-interface"): {"interfaceAttachment": {
+            "net_id": ids["network"]}},
+        ("POST", "/v2.1/flavors"): {"flavor": {"name": "f2", "ram": 64, "vcpus": 1, "disk": 1}},
+        ("PUT", "/v2.1/flavors/{flavor_id}"): {"flavor": {"description": "d"}},
+        ("POST", "/v2.1/flavors/{flavor_id}/os-extra_specs"): {"extra_specs": {"k": "v"}},
+        ("PUT", "/v2.1/flavors/{flavor_id}/os-extra_specs/{key}"): {"k": "v"},
+        ("POST", "/v2.1/os-keypairs"): {"keypair": {"name": "k2"}},
+        ("POST", "/v2.1/os-server-groups"): {"server_group": {"name": "g", "policies": ["affinity"]}},
+        ("PUT", "/v2.1/os-services/{service_id}"): {"status": "enabled"},
+        ("PUT", "/v2.1/os-quota-sets/{project_id}"): {"quota_set": {"instances": 20}},
+        ("POST", "/v2.1/os-server-external-events"): {"events": [{
+            "name": "network-changed", "server_uuid": ids["server"]}]},
+        ("POST", "/v2.0/networks"): {"network": {"name": "n2"}},
+        ("PUT", "/v2.0/networks/{id}"): {"network": {"name": "n3"}},
+        ("POST", "/v2.0/subnets"): {"subnet": {"network_id": ids["network"],
+                                               "cidr": "10.10.0.0/24", "ip_version": 4}},
+        ("PUT", "/v2.0/subnets/{id}"): {"subnet": {"name": "s3"}},
+        ("POST", "/v2.0/ports"): {"port": {"network_id": ids["network"]}},
+        ("PUT", "/v2.0/ports/{id}"): {"port": {"name": "p3"}},
+        ("POST", "/v2.0/security-groups"): {"security_group": {"name": "sg2"}},
+        ("PUT", "/v2.0/security-groups/{id}"): {"security_group": {"name": "sg3"}},
+        ("POST", "/v2.0/security-group-rules"): {"security_group_rule": {
+            "security_group_id": ids["sg"], "direction": "egress"}},
+        ("POST", "/v2/images"): {"name": "i2", "disk_format": "raw", "container_format": "bare"},
+        ("POST", "/v2/images/{image_id}/members"): {"member": "0" * 32},
+        ("PUT", "/v2/images/{image_id}/members/{member}"): {"status": "accepted"},
+        ("POST", "/v3/projects"): {"project": {"name": "p2", "domain_id": "default"}},
+        ("PATCH", "/v3/projects/{id}"): {"project": {"description": "d"}},
+        ("POST", "/v3/users"): {"user": {"name": "u2", "password": "u2"}},
+        ("PATCH", "/v3/users/{id}"): {"user": {"email": "a@b.c"}},
+        ("POST", "/v3/roles"): {"role": {"name": "r2"}},
+        ("PATCH", "/v3/roles/{id}"): {"role": {"name": "reader"}},
+    }
+    if (method, path) == ("PATCH", "/v2/images/{image_id}"):
+        return {"json": [{"op": "replace", "path": "/name", "value": "x"}],
+                "headers": {"Content-Type": "application/openstack-images-v2.1-json-patch"}}
+    if (method, path) == ("PUT", "/v2/images/{image_id}/file"):
+        return {"content": b"y" * 16, "headers": {"Content-Type": "application/octet-stream"}}
+    if (method, path) == ("POST", "/v3/auth/tokens"):
+        return {"json": {"auth": {"identity": {"methods": ["password"], "password": {"user": {
+            "name": "alice", "domain": {"id": "default"}, "password": "alice"}}}}}}
+    if (method, path) in json_bodies:
+        return {"json": json_bodies[(method, path)]}
+    assert method in ("GET", "DELETE", "PUT"), f"no body for {method} {prefix}{path}"
+    return {}
+
+
+async def _send(client: httpx.AsyncClient, method: str, url: str, token: str,
+                args: dict[str, Any]) -> httpx.Response:
+    headers = {"X-Subject-Token": token, **args.get("headers", {})}
+    kw = {k: v for k, v in args.items() if k != "headers"}
+    return await client.request(method, url, headers=headers, **kw)
+
+
+async def _snapshot(t: Tenants, ids: dict[str, str]) -> dict[str, Any]:
+    """What the admin sees of A's things (timestamps included: a change shows)."""
+    out = {}
+    for url in (f"/compute/v2.1/servers/{ids['server']}", f"/compute/v2.1/servers/{ids['server']}/metadata",
+                f"/network/v2.0/networks/{ids['network']}", f"/network/v2.0/subnets/{ids['subnet']}",
+                f"/network/v2.0/ports/{ids['port']}", f"/network/v2.0/security-groups/{ids['sg']}",
+                f"/image/v2/images/{ids['image']}", f"/compute/v2.1/os-server-groups/{ids['group']}",
+                f"/compute/v2.1/os-quota-sets/{t.project['demo']}", "/compute/v2.1/flavors/matrix",
+                f"/identity/v3/users/{t.user['demo']}", f"/identity/v3/projects/{t.project['demo']}"):
+        resp = await t.admin.get(url, headers={"OpenStack-API-Version": "compute 2.90"})
+        assert resp.status_code == 200, (url, resp.text)
+        out[url] = resp.json()
+    return out
+
+
+async def test_every_route_answers_each_persona_by_its_rule(cloud: Any, tenants: Tenants) -> None:
+    t = tenants
+    ids = await _a_resources(t)
+    private_ids = [v for k, v in ids.items() if k not in ("flavor", "service", "hypervisor",
+                                                          "reader_role")]
+    routes = app_routes(cloud.app)
+    assert len(routes) > 100
+    failures: list[str] = []
+    before = None
+    for persona in ORDER:
+        if persona == "member":  # every denied persona has tried everything by now
+            assert await _snapshot(t, ids) == before, "a refused request changed A's resources"
+        elif before is None:
+            before = await _snapshot(t, ids)
+        client = t.clients[persona]
+        for prefix, method, path in routes:
+            rule = policies.rule_for(prefix, method, path)
+            assert rule is not None
+            url, names_a = _fill(prefix, path, ids, t)
+            args = _body(prefix, method, path, ids)
+            subject = t.tokens[persona]
+            if (method, path) == ("DELETE", "/v3/auth/tokens"):  # not the one in use
+                subject = await t.issue(*t.creds[persona])
+            resp = await _send(client, method, prefix + url, subject, args)
+            where = f"{persona} {method} {prefix}{path} ({rule.name}, {rule.level.name})"
+            code = resp.status_code
+            if code >= 500:
+                failures.append(f"{where}: {code} {resp.text[:200]}")
+            elif persona not in REACHES[rule.level]:
+                if code != 403:
+                    failures.append(f"{where}: expected 403, got {code} {resp.text[:200]}")
+            elif names_a and persona not in OWNERS["user" if path in USER_OWNED else "project"]:
+                if code not in (403, 404):
+                    failures.append(f"{where}: not theirs, expected 403/404, got {code}")
+            elif code in (401, 403):
+                failures.append(f"{where}: allowed by its rule, got {code} {resp.text[:200]}")
+            if persona in ("other", "norole", "unscoped") and code < 300:
+                leaked = [i for i in private_ids if i in resp.text]
+                if leaked:
+                    failures.append(f"{where}: answer shows A's ids {leaked}")
+    assert not failures, "\n".join(failures)
+
+
+def test_writes_need_a_member_unless_listed() -> None:
+    """Reading is the most a reader may do: a write route below member must be
+    one of the few listed (and justified) in WRITES_BELOW_MEMBER."""
+    loose = {(prefix, method, path) for prefix, table in policies.TABLES.items()
+             for (method, path), rule in table.items()
+             if method != "GET" and rule.level < Level.MEMBER}
+    assert loose == WRITES_BELOW_MEMBER
+
+
+def test_a_route_without_a_rule_stops_the_app() -> None:
+    async def handler(request: Any) -> Any:
+        raise AssertionError("never served")
+    with pytest.raises(MissingRule, match="PUT /compute/v2.1/servers/{server_id}/nothing"):
+        guard_routes("/compute", [Route("/v2.1/servers/{server_id}/nothing", handler, methods=["PUT"])])
+
+
+def test_every_ruled_route_exists(cloud: Any) -> None:
+    """No stale rules: each table entry names a route the app serves."""
+    served = set(app_routes(cloud.app))
+    ruled = {(prefix, method, path) for prefix, table in policies.TABLES.items()
+             for (method, path) in table}
+    assert ruled - served == set()
+
+
+def test_rule_levels_cover_the_personas() -> None:
+    assert isinstance(Rule("x", Level.READER).level, Level)
+    assert REACHES[Level.MEMBER] < REACHES[Level.READER] < REACHES[Level.AUTHENTICATED]
