@@ -127,7 +127,8 @@ class ImageAPI:
             return [r for r in rows if self._listed(ctx, r, membership, query)]
         rows = await self.db.read(select)
         if query.tags:
-            rows = [r for r in rows if set(query.tags) <= set(r["tags"] or [])]
+            wanted = set(query.tags)
+            rows = [r for r in rows if wanted <= {t for t in r["tags"] or [] if isinstance(t, str)}]
         for key, direction in reversed(query.sort):
             rows.sort(key=lambda r: (r[key] is None, r[key] if r[key] is not None else ""),
                       reverse=direction == "desc")
