@@ -48,6 +48,7 @@ RULES: dict[str, str] = {
     "image:create": MEMBER,
     "image:modify": MEMBER,
     "image:publicize": ADMIN,
+    "image:download": MEMBER,
     # compute
     "compute:flavor:manage": ADMIN,
     "compute:server:get": READER,

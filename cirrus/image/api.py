@@ -2,12 +2,20 @@
 
 Also what compute uses: :meth:`ImageAPI.get` (the record, with ``properties``)
 and :meth:`ImageAPI.image_path` (the data file, for drivers).
+
+Policy is enforced here, whoever calls (Glance's secure-RBAC defaults): reading
+needs a reader role and an image the caller may see; every write needs a
+member role in the owner's project (or admin); downloading needs a member role;
+publishing (``visibility: public``) and giving an image to another project are
+admin-only. An image the caller cannot see is 404, one it sees but may not
+change is 403. Values are checked by :mod:`cirrus.image.schema` before they are
+stored.
 """
 from __future__ import annotations
 
 import uuid as uuidlib
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Callable, Sequence
 
 import sqlalchemy as sa
 
@@ -18,21 +26,15 @@ from cirrus.db.base import utcnow
 from cirrus.db.engine import Database, fetch_all, fetch_one
 from cirrus.db.prepared import Prepared
 from cirrus.db.rows import PreparedRead
+from cirrus.exception import Forbidden
 from cirrus.image import exception as exc
+from cirrus.image import patch, schema
 from cirrus.image.models import image_members, images
+from cirrus.image.query import ListQuery
 from cirrus.image.store import ImageStore
 
-DISK_FORMATS = ("ami", "ari", "aki", "vhd", "vhdx", "vmdk", "raw", "qcow2", "vdi", "iso", "ploop")
-CONTAINER_FORMATS = ("ami", "ari", "aki", "bare", "ovf", "ova", "docker", "compressed")
-VISIBILITIES = ("public", "private", "shared", "community")
-CORE = ("id", "name", "status", "visibility", "protected", "checksum", "os_hash_algo",
-        "os_hash_value", "size", "virtual_size", "min_disk", "min_ram", "disk_format",
-        "container_format", "owner", "created_at", "updated_at", "tags")
-READ_ONLY = ("id", "status", "checksum", "os_hash_algo", "os_hash_value", "size", "virtual_size",
-             "owner", "created_at", "updated_at", "file", "schema", "self", "direct_url",
-             "locations")
-WRITABLE_CORE = ("name", "visibility", "protected", "min_disk", "min_ram", "disk_format",
-                 "container_format", "tags")
+
+Rows = list[dict[str, Any]]  # (``ImageAPI.list`` hides the builtin inside the class)
 
 
 def _visible(ctx: RequestContext, image: dict[str, Any], is_member: Callable[[], bool]) -> bool:
@@ -40,9 +42,22 @@ def _visible(ctx: RequestContext, image: dict[str, Any], is_member: Callable[[],
     only for a shared image of another project."""
     if ctx.is_admin or image["visibility"] in ("public", "community"):
         return True
-    if image["owner"] == ctx.project_id:
+    if image["owner"] is not None and image["owner"] == ctx.project_id:
         return True
     return image["visibility"] == "shared" and is_member()
+
+
+def _may_modify(ctx: RequestContext, owner: str | None) -> bool:
+    """A member (or admin) of project ``owner``; nobody but admins for no owner."""
+    if ctx.is_admin:
+        return True
+    return owner is not None and policy.check(ctx, "image:modify", {"project_id": owner})
+
+
+def _sees_member(ctx: RequestContext, image: dict[str, Any], member_id: str) -> bool:
+    """Glance shows an image's members to its owner (and admins); a member
+    project sees only its own membership."""
+    return ctx.is_admin or image["owner"] == ctx.project_id or member_id == ctx.project_id
 
 
 # Every boot reads its image: statements built once.
@@ -53,24 +68,13 @@ _MEMBER = Prepared(sa.select(image_members.c.member_id).where(
     image_members.c.member_id == sa.bindparam("member_id")))
 
 
-def _validate_core(values: dict[str, Any]) -> None:
-    checks = {
-        "name": lambda v: v is None or (isinstance(v, str) and len(v) <= 255),
-        "visibility": lambda v: v in VISIBILITIES,
-        "protected": lambda v: isinstance(v, bool),
-        "min_disk": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
-        "min_ram": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
-        "disk_format": lambda v: v is None or v in DISK_FORMATS,
-        "container_format": lambda v: v is None or v in CONTAINER_FORMATS,
-        "tags": lambda v: isinstance(v, list) and all(isinstance(t, str) and len(t) <= 255 for t in v),
-    }
-    for key, ok in checks.items():
-        if key in values and not ok(values[key]):
-            raise exc.InvalidImage(reason=f"Invalid value {values[key]!r} for '{key}'")
+def _member_row(conn: sa.Connection, image_id: str, member: str) -> dict[str, Any] | None:
+    return fetch_one(conn, sa.select(image_members).where(
+        image_members.c.image_id == image_id, image_members.c.member_id == member))
 
 
 class ImageAPI:
-    """Image records and data, with Glance's visibility rules."""
+    """Image records and data, with Glance's visibility rules and policies."""
 
     def __init__(self, settings: Settings, db: Database) -> None:
         self.settings = settings
@@ -84,85 +88,88 @@ class ImageAPI:
     # -- read ------------------------------------------------------------------
     @staticmethod
     def lookup(conn: sa.Connection, ctx: RequestContext, image_id: str) -> dict[str, Any]:
-        """:meth:`get` in the caller's transaction."""
-        row = _IMAGE.first(conn, image_id=image_id)
+        """The record in the caller's transaction, by visibility alone (the
+        caller has passed its own policy); ImageNotFound (404) if missing or
+        not visible. Whatever is not a UUID names no image."""
+        row = _IMAGE.first(conn, image_id=image_id) if schema.is_image_id(image_id) else None
         if row is None or not _visible(ctx, row, lambda: _MEMBER.execute(
                 conn, image_id=image_id, member_id=ctx.project_id).fetchone() is not None):
-            raise exc.ImageNotFound(image_id=image_id)
+            raise exc.ImageNotFound(image_id=schema.shown(image_id))
         return row
 
     async def get(self, ctx: RequestContext, image_id: str) -> dict[str, Any]:
-        """The image record; ImageNotFound (404) if missing or not visible."""
+        """The image record; 403 without a reader role, ImageNotFound (404) if
+        missing or not visible."""
+        policy.enforce(ctx, "image:get")
         return await self.db.read(self.lookup, ctx, image_id)
 
-    async def _owned(self, ctx: RequestContext, image_id: str) -> dict[str, Any]:
+    async def _writable(self, ctx: RequestContext, image_id: str) -> dict[str, Any]:
+        """The record, if the caller may change it: 404 unseen, 403 seen only."""
         row = await self.get(ctx, image_id)
-        if not (ctx.is_admin or row["owner"] == ctx.project_id):
+        if not _may_modify(ctx, row["owner"]):
             raise exc.ImageForbidden(reason="You are not permitted to modify this image.")
         return row
 
-    async def list(self, ctx: RequestContext, filters: dict[str, Any], limit: int,
-                   marker: str | None, sort: list[tuple[str, str]]) -> list[dict[str, Any]]:
-        def query(conn: sa.Connection) -> list[dict[str, Any]]:
+    async def list(self, ctx: RequestContext, query: ListQuery) -> Rows:
+        """The images ``query`` asks for among those the caller may list."""
+        policy.enforce(ctx, "image:get")
+        filters = query.filters
+
+        def select(conn: sa.Connection) -> Rows:
             q = sa.select(images).where(images.c.deleted.is_(False))
-            for key in ("name", "status", "visibility", "owner", "disk_format", "container_format"):
-                if filters.get(key) is not None:
-                    q = q.where(images.c[key] == filters[key])
+            for key, value in filters.items():
+                if not (key == "visibility" and value == "all"):
+                    q = q.where(images.c[key] == value)
             rows = fetch_all(conn, q)
             member_rows = fetch_all(conn, sa.select(image_members).where(
                 image_members.c.member_id == ctx.project_id))
-            accepted = {r["image_id"]: r["status"] for r in member_rows}
-            return [r for r in rows if self._listed(ctx, r, accepted, filters)]
-        rows = await self.db.read(query)
-        if filters.get("tag"):
-            rows = [r for r in rows if set(filters["tag"]) <= set(r["tags"] or [])]
-        for key, direction in reversed(sort):
+            membership = {r["image_id"]: r["status"] for r in member_rows}
+            return [r for r in rows if self._listed(ctx, r, membership, query)]
+        rows = await self.db.read(select)
+        if query.tags:
+            wanted = set(query.tags)
+            rows = [r for r in rows if wanted <= {t for t in r["tags"] or [] if isinstance(t, str)}]
+        for key, direction in reversed(query.sort):
             rows.sort(key=lambda r: (r[key] is None, r[key] if r[key] is not None else ""),
                       reverse=direction == "desc")
-        if marker:
+        if query.marker is not None:
             ids = [r["id"] for r in rows]
-            if marker not in ids:
-                raise exc.InvalidImage(reason=f"marker {marker} not found")
-            rows = rows[ids.index(marker) + 1:]
-        return rows[:limit]
+            if query.marker not in ids:
+                raise exc.InvalidImage(reason="marker not found")
+            rows = rows[ids.index(query.marker) + 1:]
+        return rows[:query.limit]
 
     @staticmethod
     def _listed(ctx: RequestContext, row: dict[str, Any], membership: dict[str, str],
-                filters: dict[str, Any]) -> bool:
-        vis = row["visibility"]
-        if filters.get("visibility") is None and vis == "community" and row["owner"] != ctx.project_id:
+                query: ListQuery) -> bool:
+        vis, mine = row["visibility"], row["owner"] is not None and row["owner"] == ctx.project_id
+        if "visibility" not in query.filters and vis == "community" and not mine:
             return False  # community images are listed only when asked for
-        if vis in ("public", "community") or row["owner"] == ctx.project_id:
+        if vis in ("public", "community") or mine:
             return True
         if vis == "shared" and row["id"] in membership:
-            wanted = filters.get("member_status", "accepted")
+            wanted = query.member_status
             return wanted == "all" or membership[row["id"]] == wanted
         return ctx.is_admin
 
     # -- write -----------------------------------------------------------------
     async def create(self, ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+        """A new queued image from a create body: 400/403/409/413 as Glance."""
         policy.enforce(ctx, "image:create")
-        for key in READ_ONLY:
-            if key in body and key != "id":
-                raise exc.ImageForbidden(reason=f"Attribute '{key}' is read-only.")
-        core = {k: body[k] for k in WRITABLE_CORE if k in body}
-        _validate_core(core)
+        new = schema.new_image(body)
+        core = new.core
+        owner = core.pop("owner", ctx.project_id)
+        if owner != ctx.project_id and not ctx.is_admin:
+            raise exc.ImageForbidden(reason=f"You are not permitted to create images "
+                                            f"owned by '{owner}'.")
         if core.get("visibility") == "public":
             policy.enforce(ctx, "image:publicize")
-        image_id = body.get("id") or str(uuidlib.uuid4())
-        try:
-            image_id = str(uuidlib.UUID(str(image_id)))
-        except ValueError:
-            raise exc.InvalidImage(reason=f"Invalid id {image_id!r}") from None
-        props = {k: v for k, v in body.items() if k not in CORE}
-        for key, value in props.items():
-            if not isinstance(key, str) or len(key) > 255 or not isinstance(value, (str, int, float, bool, type(None))):
-                raise exc.InvalidImage(reason=f"Invalid property {key!r}")
+        image_id = new.image_id or str(uuidlib.uuid4())
         row = {"id": image_id, "name": core.get("name"), "status": "queued",
                "visibility": core.get("visibility", "shared"), "protected": core.get("protected", False),
                "min_disk": core.get("min_disk", 0), "min_ram": core.get("min_ram", 0),
                "disk_format": core.get("disk_format"), "container_format": core.get("container_format"),
-               "owner": ctx.project_id, "properties": props, "tags": list(dict.fromkeys(core.get("tags", []))),
+               "owner": owner, "properties": new.properties, "tags": core.get("tags", []),
                "created_at": utcnow(), "deleted": False}
 
         def insert(conn: sa.Connection) -> None:
@@ -172,32 +179,22 @@ class ImageAPI:
         await self.db.run(insert)
         return await self.get(ctx, image_id)
 
-    async def update(self, ctx: RequestContext, image_id: str, changes: dict[str, Any],
-                     removals: list[str]) -> dict[str, Any]:
-        """Apply core attribute changes, property sets and property removals."""
-        row = await self._owned(ctx, image_id)
-        core = {k: v for k, v in changes.items() if k in WRITABLE_CORE}
-        _validate_core(core)
-        if core.get("visibility") == "public" and row["visibility"] != "public":
+    async def update(self, ctx: RequestContext, image_id: str,
+                     changes: Sequence[patch.Change]) -> dict[str, Any]:
+        """Apply a PATCH's changes in order (see :func:`cirrus.image.patch.apply`)."""
+        row = await self._writable(ctx, image_id)
+        draft = patch.apply(row, changes)
+        if "owner" in draft.touched and not ctx.is_admin:
+            raise exc.ImageForbidden(reason="Owner can't be updated by non admin.")
+        if "visibility" in draft.touched and draft.core["visibility"] == "public":
             policy.enforce(ctx, "image:publicize")
-        props = dict(row["properties"] or {})
-        for key, value in changes.items():
-            if key in READ_ONLY:
-                raise exc.ImageForbidden(reason=f"Attribute '{key}' is read-only.")
-            if key not in WRITABLE_CORE:
-                props[key] = value
-        for key in removals:
-            if key in READ_ONLY or key in WRITABLE_CORE:
-                raise exc.ImageForbidden(reason=f"Attribute '{key}' can't be removed.")
-            if key not in props:
-                raise exc.ImageConflict(reason=f"Property {key} does not exist.")
-            props.pop(key)
         await self.db.run(lambda conn: conn.execute(images.update().where(
-            images.c.id == image_id).values(properties=props, updated_at=utcnow(), **core)))
+            images.c.id == image_id).values(properties=draft.properties, updated_at=utcnow(),
+                                            **draft.core)))
         return await self.get(ctx, image_id)
 
     async def delete(self, ctx: RequestContext, image_id: str) -> None:
-        row = await self._owned(ctx, image_id)
+        row = await self._writable(ctx, image_id)
         if row["protected"]:
             raise exc.ImageForbidden(reason=f"Image {image_id} is protected and cannot be deleted.")
         await self.db.run(lambda conn: conn.execute(images.update().where(
@@ -205,7 +202,7 @@ class ImageAPI:
         self.store.delete(image_id)
 
     async def upload(self, ctx: RequestContext, image_id: str, chunks: AsyncIterator[bytes]) -> None:
-        row = await self._owned(ctx, image_id)
+        row = await self._writable(ctx, image_id)
         if row["status"] != "queued":
             raise exc.ImageConflict(reason=f"Image status transition from {row['status']} to "
                                            f"saving is not allowed")
@@ -226,52 +223,84 @@ class ImageAPI:
                                            "os_hash_value": sha512})
 
     async def download(self, ctx: RequestContext, image_id: str) -> tuple[dict[str, Any], AsyncIterator[bytes] | None]:
+        """The record and its data (None when there is none); Glance lets only
+        members (not readers) download."""
         row = await self.get(ctx, image_id)
+        policy.enforce(ctx, "image:download")
         if row["status"] != "active" or not self.store.path(image_id).exists():
             return row, None
         return row, self.store.read(image_id)
 
     # -- tags and members -------------------------------------------------------
     async def set_tag(self, ctx: RequestContext, image_id: str, tag: str, add: bool) -> None:
-        row = await self._owned(ctx, image_id)
+        """Add (at most TAG_QUOTA, 413) or remove (404 if absent) one tag."""
+        if add:
+            schema.tag(tag)
+        row = await self._writable(ctx, image_id)
         tags = list(row["tags"] or [])
         if add and tag not in tags:
             tags.append(tag)
+            schema.within_quota("tags", len(tags), schema.TAG_QUOTA)
         elif not add:
             if tag not in tags:
-                raise exc.ImageNotFound(image_id=f"{image_id} tag {tag}")
+                raise exc.ImageNotFound(image_id=f"{image_id} tag {schema.shown(tag)}")
             tags.remove(tag)
-        _validate_core({"tags": tags})
         await self.db.run(lambda conn: conn.execute(images.update().where(
             images.c.id == image_id).values(tags=tags, updated_at=utcnow())))
 
-    async def members(self, ctx: RequestContext, image_id: str) -> list[dict[str, Any]]:
-        await self.get(ctx, image_id)
-        return await self.db.read(lambda conn: fetch_all(conn, sa.select(image_members).where(
-            image_members.c.image_id == image_id)))
-
-    async def add_member(self, ctx: RequestContext, image_id: str, member: str) -> dict[str, Any]:
-        row = await self._owned(ctx, image_id)
+    async def _shared(self, ctx: RequestContext, image_id: str) -> dict[str, Any]:
+        row = await self.get(ctx, image_id)
         if row["visibility"] != "shared":
             raise exc.ImageForbidden(reason="Only shared images have members.")
+        return row
+
+    async def members(self, ctx: RequestContext, image_id: str) -> Rows:
+        """The memberships of a shared image the caller may see."""
+        row = await self._shared(ctx, image_id)
+        rows = await self.db.read(lambda conn: fetch_all(conn, sa.select(image_members).where(
+            image_members.c.image_id == image_id)))
+        return [m for m in rows if _sees_member(ctx, row, m["member_id"])]
+
+    async def member(self, ctx: RequestContext, image_id: str, member: str) -> dict[str, Any]:
+        """One membership; 404 for anything the caller may not see (as Glance)."""
+        try:
+            rows = await self.members(ctx, image_id) if schema.is_project_id(member) else []
+        except Forbidden:
+            rows = []
+        for row in rows:
+            if row["member_id"] == member:
+                return row
+        raise exc.MemberNotFound(member=schema.shown(member), image_id=image_id)
+
+    async def add_member(self, ctx: RequestContext, image_id: str, member: Any) -> dict[str, Any]:
+        """Share a shared image with project ``member``: the owner's members
+        only; at most MEMBER_QUOTA members (413)."""
+        schema.project_id("member", member)
+        row = await self._shared(ctx, image_id)
+        if not _may_modify(ctx, row["owner"]):
+            raise exc.ImageForbidden(reason=f"Not allowed to create members for image {image_id}.")
 
         def add(conn: sa.Connection) -> dict[str, Any]:
-            if conn.execute(sa.select(image_members).where(
-                    image_members.c.image_id == image_id, image_members.c.member_id == member)).first():
-                raise exc.ImageConflict(reason=f"Member {member} already exists.")
+            if _member_row(conn, image_id, member):
+                raise exc.ImageConflict(reason=f"Member {member} is duplicated for image {image_id}")
+            count = conn.execute(sa.select(sa.func.count()).select_from(image_members).where(
+                image_members.c.image_id == image_id)).scalar_one()
+            schema.within_quota("members for this image", count + 1, schema.MEMBER_QUOTA)
             conn.execute(image_members.insert().values(image_id=image_id, member_id=member,
                                                        status="pending", created_at=utcnow()))
-            return fetch_one(conn, sa.select(image_members).where(
-                image_members.c.image_id == image_id, image_members.c.member_id == member)) or {}
+            return _member_row(conn, image_id, member) or {}
         return await self.db.run(add)
 
     async def set_member_status(self, ctx: RequestContext, image_id: str, member: str,
-                                status: str) -> dict[str, Any]:
-        await self.get(ctx, image_id)
-        if not (ctx.is_admin or ctx.project_id == member):
-            raise exc.ImageForbidden(reason="Only the member may change its status.")
-        if status not in ("pending", "accepted", "rejected"):
-            raise exc.InvalidImage(reason=f"Invalid status {status!r}")
+                                status: Any) -> dict[str, Any]:
+        """Accept, reject or reset a membership: only a member of that project
+        (or an admin) may, not the image's owner."""
+        schema.member_status(status)
+        image = await self._shared(ctx, image_id)
+        if not (schema.is_project_id(member) and _sees_member(ctx, image, member)):
+            raise exc.MemberNotFound(member=schema.shown(member), image_id=image_id)
+        if not (ctx.is_admin or policy.check(ctx, "image:modify", {"project_id": member})):
+            raise exc.ImageForbidden(reason=f"Not allowed to update members for image {image_id}.")
 
         def update(conn: sa.Connection) -> dict[str, Any]:
             count = conn.execute(image_members.update().where(
@@ -279,12 +308,16 @@ class ImageAPI:
                 status=status, updated_at=utcnow())).rowcount
             if not count:
                 raise exc.MemberNotFound(member=member, image_id=image_id)
-            return fetch_one(conn, sa.select(image_members).where(
-                image_members.c.image_id == image_id, image_members.c.member_id == member)) or {}
+            return _member_row(conn, image_id, member) or {}
         return await self.db.run(update)
 
     async def remove_member(self, ctx: RequestContext, image_id: str, member: str) -> None:
-        await self._owned(ctx, image_id)
+        """End a membership: the owner's members (or an admin) only."""
+        image = await self._shared(ctx, image_id)
+        if not (schema.is_project_id(member) and _sees_member(ctx, image, member)):
+            raise exc.MemberNotFound(member=schema.shown(member), image_id=image_id)
+        if not _may_modify(ctx, image["owner"]):
+            raise exc.ImageForbidden(reason=f"Not allowed to delete members for image {image_id}.")
 
         def remove(conn: sa.Connection) -> None:
             if not conn.execute(image_members.delete().where(

@@ -1,7 +1,7 @@
 """Image service errors (Glance's status codes)."""
 from __future__ import annotations
 
-from cirrus.exception import BodyTooLarge, Conflict, Forbidden, Invalid, NotFound
+from cirrus.exception import BodyTooLarge, CirrusException, Conflict, Forbidden, Invalid, NotFound
 
 
 class ImageNotFound(NotFound):
@@ -30,3 +30,16 @@ class ImageConflict(Conflict):
 
 class ImageTooLarge(BodyTooLarge):
     msg_fmt = "Image exceeds the storage quota: the limit is %(limit)d bytes."
+
+
+class ImageLimitExceeded(CirrusException):
+    """One of Glance's per-image quotas (``image_*_quota``): 413 as Glance."""
+
+    code = 413
+    msg_fmt = ("The limit has been exceeded on the number of allowed image %(what)s. "
+               "Attempted: %(attempted)d, Maximum: %(maximum)d")
+
+
+class UnsupportedMediaType(CirrusException):
+    code = 415
+    msg_fmt = "%(reason)s"

@@ -2,16 +2,18 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from cirrus.api.wsgi import context, json_body, no_content, query_int, reply
+from cirrus.api.errors import error_response
+from cirrus.api.wsgi import context, json_body, no_content, reply
 from cirrus.image import exception as exc
+from cirrus.image import patch, query
 from cirrus.image.views import IMAGE_SCHEMA, image_view, member_view
 
-PATCH_TYPE = "application/openstack-images-v2.1-json-patch"
 VERSIONS = ("2.16", "2.15", "2.14", "2.13", "2.12", "2.11", "2.10", "2.9", "2.8", "2.7", "2.6",
             "2.5", "2.4", "2.3", "2.2", "2.1", "2.0")
 
@@ -38,30 +40,13 @@ async def create(request: Request) -> Response:
 
 async def index(request: Request) -> Response:
     params = request.query_params
-    filters: dict[str, Any] = {k: params.get(k) for k in (
-        "name", "status", "visibility", "owner", "disk_format", "container_format", "member_status")}
-    filters["tag"] = params.getlist("tag")
-    limit = query_int(request, "limit", 25, minimum=0) or 25
-    sort: list[tuple[str, str]] = []
-    if params.get("sort"):
-        for part in params["sort"].split(","):
-            key, _, direction = part.strip().partition(":")
-            sort.append((key, direction or "desc"))
-    else:
-        sort = [(params.get("sort_key", "created_at"), params.get("sort_dir", "desc"))]
-    for key, direction in sort:
-        if key not in ("name", "status", "created_at", "updated_at", "size", "id", "owner",
-                       "disk_format", "container_format", "visibility", "min_disk", "min_ram"):
-            raise exc.InvalidImage(reason=f"Invalid sort key: {key}")
-        if direction not in ("asc", "desc"):
-            raise exc.InvalidImage(reason=f"Invalid sort direction: {direction}")
-    rows = await _images(request).list(context(request), {k: v for k, v in filters.items() if v},
-                                       limit, params.get("marker"), sort)
+    wanted = query.parse(params)
+    rows = await _images(request).list(context(request), wanted)
     body: dict[str, Any] = {"images": [image_view(r) for r in rows], "schema": "/v2/schemas/images",
                             "first": "/v2/images"}
-    if len(rows) == limit and rows:
-        query = "&".join(f"{k}={v}" for k, v in params.items() if k != "marker")
-        body["next"] = f"/v2/images?{query}&marker={rows[-1]['id']}".replace("?&", "?")
+    if len(rows) == wanted.limit and rows:
+        rest = urlencode([(k, v) for k, v in params.multi_items() if k != "marker"])
+        body["next"] = f"/v2/images?{rest}&marker={rows[-1]['id']}".replace("?&", "?")
     return reply(body)
 
 
@@ -69,32 +54,14 @@ async def show(request: Request) -> Response:
     return reply(image_view(await _images(request).get(context(request), request.path_params["image_id"])))
 
 
-def _parse_patch(ops: Any) -> tuple[dict[str, Any], list[str]]:
-    if not isinstance(ops, list):
-        raise exc.InvalidImage(reason="A JSON patch must be a list of operations.")
-    changes: dict[str, Any] = {}
-    removals: list[str] = []
-    for op in ops:
-        if not isinstance(op, dict) or op.get("op") not in ("add", "replace", "remove") \
-                or not isinstance(op.get("path"), str) or not op["path"].startswith("/"):
-            raise exc.InvalidImage(reason=f"Invalid JSON patch operation: {op!r}")
-        key = op["path"][1:].replace("~1", "/").replace("~0", "~")
-        if op["op"] == "remove":
-            removals.append(key)
-        else:
-            if "value" not in op:
-                raise exc.InvalidImage(reason=f"Operation {op['op']} on {key} needs a value")
-            changes[key] = op["value"]
-    return changes, removals
-
-
 async def update(request: Request) -> Response:
-    content_type = request.headers.get("content-type", "").split(";")[0].strip()
-    if content_type != PATCH_TYPE:
-        return Response(status_code=415, headers={"Accept-Patch": PATCH_TYPE})
-    changes, removals = _parse_patch(await json_body(request))
-    row = await _images(request).update(context(request), request.path_params["image_id"],
-                                        changes, removals)
+    try:
+        draft = patch.draft_of(request.headers.get("content-type"))
+    except exc.UnsupportedMediaType as e:
+        return error_response(e.code, e.format_message(), "image",
+                              headers={"Accept-Patch": patch.ACCEPT_PATCH})
+    changes = patch.parse(await json_body(request), draft)
+    row = await _images(request).update(context(request), request.path_params["image_id"], changes)
     return reply(image_view(row))
 
 
@@ -104,6 +71,11 @@ async def delete(request: Request) -> Response:
 
 
 async def upload(request: Request) -> Response:
+    # Glance takes image data only as application/octet-stream (415 otherwise).
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media != "application/octet-stream":
+        raise exc.UnsupportedMediaType(reason=f"Content type {media[:80] or None} not supported: "
+                                              "expected application/octet-stream")
     await _images(request).upload(context(request), request.path_params["image_id"],
                                   request.stream())
     return no_content()
@@ -132,25 +104,24 @@ async def members(request: Request) -> Response:
 
 async def add_member(request: Request) -> Response:
     body = await json_body(request)
-    member = body.get("member") if isinstance(body, dict) else None
-    if not isinstance(member, str) or not member:
-        raise exc.InvalidImage(reason="'member' is required")
+    if not isinstance(body, dict) or "member" not in body:
+        raise exc.InvalidImage(reason='Expected a member in the form: {"member": "project_id"}')
+    member = body["member"]
     row = await _images(request).add_member(context(request), request.path_params["image_id"], member)
     return reply(member_view(row))
 
 
 async def show_member(request: Request) -> Response:
-    rows = await _images(request).members(context(request), request.path_params["image_id"])
-    for row in rows:
-        if row["member_id"] == request.path_params["member"]:
-            return reply(member_view(row))
-    raise exc.MemberNotFound(member=request.path_params["member"],
-                             image_id=request.path_params["image_id"])
+    row = await _images(request).member(context(request), request.path_params["image_id"],
+                                        request.path_params["member"])
+    return reply(member_view(row))
 
 
 async def update_member(request: Request) -> Response:
     body = await json_body(request)
-    status = body.get("status") if isinstance(body, dict) else None
+    if not isinstance(body, dict) or "status" not in body:
+        raise exc.InvalidImage(reason='Expected a status in the form: {"status": "status"}')
+    status = body["status"]
     row = await _images(request).set_member_status(
         context(request), request.path_params["image_id"], request.path_params["member"], status)
     return reply(member_view(row))

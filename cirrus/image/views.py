@@ -1,14 +1,46 @@
 """The JSON of an image as Glance shows it."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from cirrus.db.base import isotime
 
+# Deeper than any property a client could store; cut so a view cannot recurse away.
+_MAX_DEPTH = 32
+
+
+def presentable(value: Any, depth: int = 0) -> Any:
+    """``value`` as a JSON reply can carry it. Input checks keep junk out, but a
+    row stored before them may hold lone surrogates (shown as U+FFFD), NaN or
+    ±Infinity (shown as null), integers too long to print or nesting without
+    end: a listing must still answer, so they are shown, not raised on."""
+    if isinstance(value, str):
+        if value.isascii():
+            return value
+        # Through UTF-16, each lone surrogate becomes one U+FFFD (pairs join up).
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return value if value.bit_length() < 10_000 else None
+    if depth >= _MAX_DEPTH:
+        return None
+    if isinstance(value, dict):
+        return {presentable(str(k)): presentable(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [presentable(v, depth + 1) for v in value]
+    return None
+
 
 def image_view(row: dict[str, Any]) -> dict[str, Any]:
+    """An image record as Glance's image schema shows it; never raises on what
+    a row holds (see :func:`presentable`)."""
+    props = row["properties"] if isinstance(row["properties"], dict) else {}
     out: dict[str, Any] = {
-        "id": row["id"], "name": row["name"], "status": row["status"],
+        "id": row["id"], "name": presentable(row["name"]), "status": row["status"],
         "visibility": row["visibility"], "protected": row["protected"],
         "checksum": row["checksum"], "os_hash_algo": row["os_hash_algo"],
         "os_hash_value": row["os_hash_value"], "size": row["size"],
@@ -16,11 +48,11 @@ def image_view(row: dict[str, Any]) -> dict[str, Any]:
         "disk_format": row["disk_format"], "container_format": row["container_format"],
         "owner": row["owner"], "created_at": isotime(row["created_at"]),
         "updated_at": isotime(row["updated_at"] or row["created_at"]),
-        "tags": row["tags"] or [], "os_hidden": False,
+        "tags": presentable(row["tags"] or []), "os_hidden": props.get("os_hidden") is True,
         "self": f"/v2/images/{row['id']}", "file": f"/v2/images/{row['id']}/file",
         "schema": "/v2/schemas/image",
     }
-    for key, value in (row["properties"] or {}).items():
+    for key, value in presentable(props).items():
         out.setdefault(key, value)
     return out
 
