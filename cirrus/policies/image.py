@@ -20,7 +20,7 @@ ROUTES: dict[tuple[str, str], Rule] = {
     ("PATCH", I): Rule("modify_image", M),
     ("DELETE", I): Rule("delete_image", M),
     ("PUT", f"{I}/file"): Rule("upload_image", M),
-    ("GET", f"{I}/file"): Rule("download_image", R),
+    ("GET", f"{I}/file"): Rule("download_image", M),  # Glance: members download
     ("PUT", f"{I}/tags/{{tag}}"): Rule("modify_image", M),
     ("DELETE", f"{I}/tags/{{tag}}"): Rule("modify_image", M),
     ("GET", f"{I}/members"): Rule("get_members", R),
