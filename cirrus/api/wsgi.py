@@ -51,16 +51,35 @@ def check_depth(value: Any, limit: int = MAX_DEPTH) -> None:
                 stack.append((child, depth + 1))
 
 
+def _has_nul(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
 def parse_json(raw: bytes) -> Any:
     """Strict JSON: 400 for malformed text, invalid UTF-8, lone surrogates
-    (``"\\ud800"``), ``NaN``/``Infinity`` and nesting past :data:`MAX_DEPTH` —
-    nothing a later read could fail to encode is let in."""
+    (``"\\ud800"``), ``NaN``/``Infinity``, nesting past :data:`MAX_DEPTH` and
+    NUL characters (PostgreSQL's text refuses them) — nothing a later write or
+    read could fail on is let in."""
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise exception.Invalid(f"Malformed request body: {exc}") from None
     if isinstance(value, (dict, list)):
         check_depth(value)
+    # NUL can only arrive escaped; most bodies are spared the walk.
+    if b"\\u0000" in raw and _has_nul(value):
+        raise exception.Invalid("Malformed request body: NUL characters are not allowed.")
     return value
 
 

@@ -21,7 +21,7 @@ WRITES = [
 ]
 LISTINGS = ["/compute/v2.1/os-server-groups", "/network/v2.0/networks", "/image/v2/images",
             "/identity/v3/projects"]
-JUNK_NAMES = ['"\\ud800"', '"a\\udfff"', "NaN", "Infinity", "-Infinity", '"\\ud800\\ud800"']
+JUNK_NAMES = ['"\\ud800"', '"a\\u0000b"', '"a\\udfff"', "NaN", "Infinity", "-Infinity", '"\\ud800\\ud800"']
 
 
 @pytest.mark.parametrize("junk", JUNK_NAMES)
