@@ -10,14 +10,17 @@ processes on one database): so each one reads the ``revocation_generation`` row
   DB thread would cost ~0.3 ms of CPU (``cirrus.db.rows.read_here``). WAL
   readers do not wait on writers; a busy database sends the read to the DB
   threads instead.
-* Elsewhere a round trip must not block the loop: the read runs on the DB
-  threads, and every validation that arrives while none has begun joins the
-  next one (one in flight, one gathering): under load a round trip serves many
-  requests, and still none is answered from a read that began before it came.
+* Elsewhere a round trip must not block the loop, and every validation that
+  arrives while no read has begun joins the next one (one in flight, one
+  gathering): under load a round trip serves many requests, and still none is
+  answered from a read that began before it came. With psycopg (PostgreSQL's
+  driver cirrus documents) the read goes over an asyncio connection of its
+  own, ~0.15 ms of CPU; with another driver, through the DB threads, ~0.45 ms.
 """
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 from typing import Any
 
@@ -26,6 +29,7 @@ import sqlalchemy as sa
 from cirrus.db.engine import Database
 from cirrus.identity.revocation import read_generation
 
+LOG = logging.getLogger(__name__)
 _SQL = "SELECT generation FROM revocation_generation WHERE id = 1"
 
 
@@ -35,6 +39,7 @@ class GenerationReader:
     def __init__(self, db: Database) -> None:
         self._db = db
         self._here: Any = None  # SQLite: the loop's own DBAPI connection
+        self._remote: Any = None  # psycopg: an asyncio connection of its own
         self._reading: asyncio.Future[int] | None = None  # the read in flight
         self._gathering: asyncio.Future[int] | None = None  # the next one, not begun
 
@@ -69,7 +74,28 @@ class GenerationReader:
         # From here on, callers gather for the next read, not this one: it may
         # already see the database as it was before they came.
         self._reading, self._gathering = self._gathering, None
+        if getattr(self._db, "engine", None) is not None and \
+                self._db.engine.dialect.driver == "psycopg":
+            value = await self._read_psycopg()
+            if value is not None:
+                return value
         return await self._db.read(read_generation)
+
+    async def _read_psycopg(self) -> int | None:
+        """The row over this reader's asyncio connection; None (read it on the
+        DB threads) when that connection cannot be had or broke."""
+        import psycopg
+
+        try:
+            if self._remote is None or self._remote.closed:
+                self._remote = await _psycopg_connection(self._db.engine)
+            cursor = await self._remote.execute(_SQL, prepare=True)
+            row = await cursor.fetchone()
+        except psycopg.Error as exc:
+            LOG.warning("revocation generation: reading on the DB threads (%s)", exc)
+            self._remote = None
+            return None
+        return int(row[0]) if row else 0
 
 
 def _own_connection(engine: sa.Engine) -> sqlite3.Connection:
@@ -80,3 +106,15 @@ def _own_connection(engine: sa.Engine) -> sqlite3.Connection:
     driver.execute("PRAGMA busy_timeout = 0")  # type: ignore[union-attr]
     sa.event.listen(engine, "engine_disposed", lambda _engine: conn.close(), once=True)
     return driver  # type: ignore[return-value]
+
+
+async def _psycopg_connection(engine: sa.Engine) -> Any:
+    """An autocommit asyncio psycopg connection to ``engine``'s database,
+    closed with the engine."""
+    import psycopg
+
+    url = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+    conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
+    # Disposal is synchronous: libpq's own close, without the loop.
+    sa.event.listen(engine, "engine_disposed", lambda _engine: conn.pgconn.finish(), once=True)
+    return conn
