@@ -3,14 +3,18 @@ in every API process; tokens are validated as Keystone does (owner or admin,
 404 for a subject token that is not valid)."""
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import yaml
 
 from cirrus.bootstrap import Cloud
+from tests.client.conftest import free_port, start_cloud, stop, wait_up
 from tests.conftest import Api
 from tests.security.conftest import Tenants
 
@@ -323,3 +327,38 @@ async def test_the_callers_own_bad_token_is_still_401(tenants: Tenants) -> None:
             resp = await c.get(f"{ID}/auth/tokens", headers=subject)
         assert resp.status_code == 401
         assert resp.json()["error"]["code"] == 401
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="api workers need Linux")
+def test_a_revocation_holds_across_the_api_workers_of_cirrus_up(tmp_path: Path) -> None:
+    """``cirrus up --api-workers 2``: a token revoked through whichever worker is
+    refused by every later request, on new connections that land on either."""
+    state = tmp_path / "state"
+    state.mkdir()
+    port = free_port()
+    proc = start_cloud(state, port, "--computes", "1", "--api-workers", "2")
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_up(url, proc)
+        admin = yaml.safe_load((state / "clouds.yaml").read_text())["clouds"]["cirrus-admin"]
+        password = admin["auth"]["password"]
+        accepted = []
+        for _ in range(5):
+            token = _issue_sync(url, "admin", password, "admin")
+            headers = {"X-Auth-Token": token}
+            assert {httpx.get(f"{url}{PROBES[0]}", headers=headers).status_code
+                    for _ in range(6)} == {200}
+            gone = httpx.delete(f"{url}{ID}/auth/tokens",
+                                headers={**headers, "X-Subject-Token": token})
+            assert gone.status_code == 204
+            accepted += [c for c in (httpx.get(f"{url}{PROBES[0]}", headers=headers).status_code
+                                     for _ in range(8)) if c != 401]
+        assert accepted == []
+    finally:
+        stop(proc)
+
+
+def _issue_sync(url: str, user: str, password: str, project: str) -> str:
+    resp = httpx.post(f"{url}{ID}/auth/tokens", json=password_auth(user, password, project))
+    assert resp.status_code == 201, resp.text
+    return resp.headers["X-Subject-Token"]
