@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+import time
 from typing import Any
 
 import sqlalchemy as sa
@@ -31,6 +32,9 @@ from cirrus.identity.revocation import read_generation
 
 LOG = logging.getLogger(__name__)
 _SQL = "SELECT generation FROM revocation_generation WHERE id = 1"
+# After the asyncio connection failed, reads go to the DB threads this long
+# before it is tried again (a connect per validation would cost more).
+REMOTE_RETRY = 30.0
 
 
 class GenerationReader:
@@ -40,6 +44,7 @@ class GenerationReader:
         self._db = db
         self._here: Any = None  # SQLite: the loop's own DBAPI connection
         self._remote: Any = None  # psycopg: an asyncio connection of its own
+        self._remote_retry_at = 0.0
         self._reading: asyncio.Future[int] | None = None  # the read in flight
         self._gathering: asyncio.Future[int] | None = None  # the next one, not begun
 
@@ -74,12 +79,15 @@ class GenerationReader:
         # From here on, callers gather for the next read, not this one: it may
         # already see the database as it was before they came.
         self._reading, self._gathering = self._gathering, None
-        if getattr(self._db, "engine", None) is not None and \
-                self._db.engine.dialect.driver == "psycopg":
+        if self._psycopg() and time.monotonic() >= self._remote_retry_at:
             value = await self._read_psycopg()
             if value is not None:
                 return value
         return await self._db.read(read_generation)
+
+    def _psycopg(self) -> bool:
+        engine = getattr(self._db, "engine", None)
+        return engine is not None and engine.dialect.driver == "psycopg"
 
     async def _read_psycopg(self) -> int | None:
         """The row over this reader's asyncio connection; None (read it on the
@@ -92,8 +100,12 @@ class GenerationReader:
             cursor = await self._remote.execute(_SQL, prepare=True)
             row = await cursor.fetchone()
         except psycopg.Error as exc:
-            LOG.warning("revocation generation: reading on the DB threads (%s)", exc)
+            LOG.warning("revocation generation: reading on the DB threads for %.0f s (%s)",
+                        REMOTE_RETRY, exc)
+            if self._remote is not None:
+                self._remote.pgconn.finish()
             self._remote = None
+            self._remote_retry_at = time.monotonic() + REMOTE_RETRY
             return None
         return int(row[0]) if row else 0
 
