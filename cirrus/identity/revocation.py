@@ -26,8 +26,9 @@ is still alive then.
 from __future__ import annotations
 
 import datetime as dt
+import operator
 from dataclasses import asdict, dataclass
-from typing import Iterable, Iterator
+from typing import Any, Callable, Iterable, NamedTuple
 
 import sqlalchemy as sa
 
@@ -50,15 +51,6 @@ class RevokeEvent:
     role: str | None = None       # a role's name: among the token's roles
     audit_id: str | None = None
     audit_chain_id: str | None = None
-
-    def key(self) -> tuple[str, ...]:
-        """The fields it sets and their values, flat, in :data:`FIELDS` order."""
-        out: list[str] = []
-        for name, value in zip(FIELDS, (self.user_id, self.project_id, self.domain_id,
-                                        self.role, self.audit_id, self.audit_chain_id)):
-            if value is not None:
-                out += (name, value)
-        return tuple(out)
 
 
 # -- the database -----------------------------------------------------------------
@@ -106,42 +98,57 @@ def events_since(conn: sa.Connection, generation: int
 
 # -- one process's copy -------------------------------------------------------------
 
+class Shape(NamedTuple):
+    """The fields a kind of event sets: ``names`` (read alike from an event
+    and a token, by ``get``), and whether a role (a token has several)."""
+
+    names: tuple[str, ...]
+    role: bool
+    get: Callable[[Any], Any]
+
+
+def shape_of(event: RevokeEvent) -> Shape:
+    names = tuple(n for n in FIELDS if n != "role" and getattr(event, n) is not None)
+    return Shape(names, event.role is not None,
+                 operator.attrgetter(*names) if names else lambda _x: None)
+
+
 class RevocationList:
     """The events an API process knows, indexed to match a token in a few
-    dictionary lookups: per shape (the set of fields events set), the newest
-    generation of each key."""
+    dictionary lookups: per shape, the newest generation of each key
+    ``(names, values[, role])``. A token's value that is None (no project
+    on an unscoped token) makes a key no event has."""
 
     def __init__(self) -> None:
         self.generation = 0  # every event up to this one is here
-        self._newest: dict[tuple[str, ...], tuple[int, dt.datetime]] = {}
-        self._shapes: tuple[tuple[str, ...], ...] = ()
+        self._newest: dict[tuple[Any, ...], tuple[int, dt.datetime]] = {}
+        self._shapes: dict[tuple[tuple[str, ...], bool], Shape] = {}
 
     def add(self, event: RevokeEvent, generation: int, issued_before: dt.datetime) -> None:
-        key = event.key()
+        shape = self._shapes.setdefault(*_entry(shape_of(event)))
+        key = (shape.names, shape.get(event), event.role) if shape.role else \
+            (shape.names, shape.get(event))
         known = self._newest.get(key)
         if known is None or known[0] < generation:
             self._newest[key] = (generation, issued_before)
-        shape = key[0::2]
-        if shape not in self._shapes:
-            self._shapes += (shape,)
 
     def prune(self, before: dt.datetime) -> None:
         """Forget events recorded before ``before`` (their tokens have expired)."""
         self._newest = {k: v for k, v in self._newest.items() if v[1] >= before}
-        self._shapes = tuple(dict.fromkeys(k[0::2] for k in self._newest))
+        kept = {(k[0], len(k) == 3) for k in self._newest}
+        self._shapes = {k: s for k, s in self._shapes.items() if k in kept}
 
     def revokes(self, token: TokenData) -> bool:
         """Whether an event newer than ``token`` matches it."""
         if not self._newest:
             return False
-        newest = self._newest
-        values = {"user_id": token.user_id, "project_id": token.project_id,
-                  "domain_id": token.domain_id, "audit_id": token.audit_id,
-                  "audit_chain_id": token.audit_chain_id}
-        for shape in self._shapes:
-            for key in _keys(shape, values, token.roles):
+        newest, issued = self._newest, token.generation
+        for names, role, get in self._shapes.values():
+            values = get(token)
+            for key in ([(names, values, r) for r in token.roles] if role else
+                        [(names, values)]):
                 hit = newest.get(key)
-                if hit is not None and hit[0] > token.generation:
+                if hit is not None and hit[0] > issued:
                     return True
         return False
 
@@ -149,26 +156,5 @@ class RevocationList:
         return len(self._newest)
 
 
-def _keys(shape: tuple[str, ...], values: dict[str, str | None],
-          roles: list[str]) -> Iterator[tuple[str, ...]]:
-    """The keys of ``shape`` an event matching these token values has: one, or
-    one per role of the token when the shape names a role."""
-    if "role" not in shape:
-        key = _key(shape, values)
-        if key is not None:
-            yield key
-        return
-    for role in roles:
-        key = _key(shape, {**values, "role": role})
-        if key is not None:
-            yield key
-
-
-def _key(shape: tuple[str, ...], values: dict[str, str | None]) -> tuple[str, ...] | None:
-    key: list[str] = []
-    for name in shape:
-        value = values[name]
-        if value is None:
-            return None  # the token has no such value: no event of this shape matches
-        key += (name, value)
-    return tuple(key)
+def _entry(shape: Shape) -> tuple[tuple[tuple[str, ...], bool], Shape]:
+    return (shape.names, shape.role), shape

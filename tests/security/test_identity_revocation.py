@@ -3,6 +3,7 @@ in every API process; tokens are validated as Keystone does (owner or admin,
 404 for a subject token that is not valid)."""
 from __future__ import annotations
 
+import datetime as dt
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -14,6 +15,8 @@ import pytest
 import yaml
 
 from cirrus.bootstrap import Cloud
+from cirrus.identity.revocation import RevocationList, RevokeEvent
+from cirrus.identity.tokens import TokenData
 from tests.client.conftest import free_port, start_cloud, stop, wait_up
 from tests.conftest import Api
 from tests.security.conftest import Tenants
@@ -66,6 +69,47 @@ async def make_victim(t: Tenants, name: str, roles: tuple[str, ...] = ("member",
     victim = Victim(name, user_id, project_id, await t.issue(name, name, name))
     await assert_works(t.api, victim.token)
     return victim
+
+
+# -- which tokens an event matches (the rule, as a table) ---------------------------------
+
+def _token(**values: Any) -> TokenData:
+    base: dict[str, Any] = {"user_id": "u", "project_id": "p", "roles": ["member", "reader"],
+                            "audit_id": "a", "generation": 1}
+    return TokenData(expires_at=0.0, issued_at=0.0, methods=["password"], **{**base, **values})
+
+
+MATCHES: list[tuple[RevokeEvent, TokenData, bool]] = [
+    (RevokeEvent(user_id="u"), _token(), True),
+    (RevokeEvent(user_id="u"), _token(user_id="v"), False),
+    (RevokeEvent(user_id="u"), _token(generation=2), False),  # issued after the event
+    (RevokeEvent(project_id="p"), _token(), True),
+    (RevokeEvent(project_id="p"), _token(project_id=None), False),
+    (RevokeEvent(user_id="u", project_id="p", role="member"), _token(), True),
+    (RevokeEvent(user_id="u", project_id="p", role="member"), _token(roles=["reader"]), False),
+    (RevokeEvent(user_id="u", project_id="p", role="member"), _token(project_id="q"), False),
+    (RevokeEvent(user_id="u", domain_id="d", role="admin"),
+     _token(project_id=None, domain_id="d", roles=["admin"]), True),
+    (RevokeEvent(user_id="u", domain_id="d", role="admin"), _token(roles=["admin"]), False),
+    (RevokeEvent(role="reader"), _token(), True),
+    (RevokeEvent(role="reader"), _token(roles=["member"]), False),
+    (RevokeEvent(audit_id="a"), _token(), True),
+    (RevokeEvent(audit_id="a"), _token(audit_id="b", parent_audit_id="a"), False),
+    (RevokeEvent(audit_chain_id="a"), _token(audit_id="b", parent_audit_id="a"), True),
+    (RevokeEvent(audit_chain_id="a"), _token(), True),  # the chain's first token
+    (RevokeEvent(audit_chain_id="a"), _token(audit_id="b"), False),
+]
+
+
+@pytest.mark.parametrize("event, token, revoked", MATCHES)
+def test_an_event_revokes_the_older_tokens_it_matches(event: RevokeEvent, token: TokenData,
+                                                      revoked: bool) -> None:
+    events = RevocationList()
+    events.add(RevokeEvent(user_id="someone else"), 1, dt.datetime(2026, 1, 1))
+    events.add(event, 2, dt.datetime(2026, 1, 1))
+    assert events.revokes(token) is revoked
+    events.prune(dt.datetime(2026, 1, 2))  # a token lifetime later: forgotten
+    assert len(events) == 0 and not events.revokes(token)
 
 
 # -- each trigger: the token from before is refused, one from after works ---------------
