@@ -65,8 +65,8 @@ def read_generation(conn: sa.Connection) -> int:
 def record(conn: sa.Connection, events: Iterable[RevokeEvent], lifetime: float) -> int:
     """Store ``events`` as one new generation (in the caller's transaction, beside
     the change they stand for); drop events older than ``lifetime`` seconds (the
-    longest a token lives). Returns the new generation; nothing when ``events``
-    is empty."""
+    longest a token lives). Returns the new generation (0: ``events`` was
+    empty, nothing recorded)."""
     events = list(events)
     if not events:
         return 0
