@@ -1,4 +1,12 @@
-"""Keystone v3 administration routes (admins; users may read themselves)."""
+"""Keystone v3 administration routes.
+
+Admins only, but for what Keystone lets any user do for themselves: read their
+own user and their token's project, list their own projects
+(``/v3/auth/projects``, ``/v3/users/{self}/projects``) and the domains they
+hold a role on (``/v3/auth/domains``). Bodies are checked by
+:func:`cirrus.identity.schema.admin_body`; ids in paths and filters that could
+name nothing (overlong, NUL, lone surrogates) are 404 and 400 without a query.
+"""
 from __future__ import annotations
 
 import asyncio
@@ -11,13 +19,10 @@ from starlette.routing import Route
 from cirrus import policy
 from cirrus.api.wsgi import context, json_body, no_content, reply
 from cirrus.exception import ValidationError
-from cirrus.identity import admin
-from cirrus.identity.exception import RoleNotFound
+from cirrus.identity import admin, schema
+from cirrus.identity.exception import (DomainNotFound, ProjectNotFound, RoleNotFound,
+                                       UserNotFound)
 
-FIELDS = {"project": {"name": str, "description": str, "enabled": bool, "domain_id": str},
-          "user": {"name": str, "password": str, "enabled": bool, "domain_id": str,
-                   "default_project_id": str, "email": str, "description": str},
-          "role": {"name": str, "description": str, "domain_id": str}}
 COLLECTION = {"project": "projects", "user": "users", "role": "roles", "domain": "domains"}
 
 
@@ -44,23 +49,28 @@ def view(request: Request, kind: str, row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _body(body: Any, kind: str, creating: bool) -> dict[str, Any]:
-    data = body.get(kind) if isinstance(body, dict) else None
-    if not isinstance(data, dict):
-        raise ValidationError(field=kind, reason=f"'{kind}' is a required object")
-    out = {}
-    for key, value in data.items():
-        expected = FIELDS[kind].get(key)
-        if expected is None:
-            continue  # Keystone keeps extra attributes; cirrus ignores them
-        if not isinstance(value, expected) and not (value is None and key != "name"):
-            raise ValidationError(field=f"{kind}/{key}", reason=f"must be {expected.__name__}")
-        if key == "description" and kind != "project":
-            continue
-        out[key] = value
-    if creating and not out.get("name"):
-        raise ValidationError(field=f"{kind}/name", reason="'name' is required")
-    return out
+def _lifetime(request: Request) -> float:
+    return float(request.app.state.settings.token_expiration)
+
+
+def _path_id(request: Request, key: str, missing: type[Exception], field: str) -> str:
+    """A path parameter naming a row; one that cannot is not found, unread."""
+    value = request.path_params[key]
+    if not schema.is_plain(value):
+        raise missing(**{field: "(invalid)"})
+    return value
+
+
+_MISSING = {"project": (ProjectNotFound, "project_id"), "user": (UserNotFound, "user_id"),
+            "role": (RoleNotFound, "role_id"), "domain": (DomainNotFound, "domain_id")}
+
+
+def _query(request: Request, key: str, max_length: int = schema.ID_MAX) -> str | None:
+    """A filter from the query string; 400 for one no row could match."""
+    value = request.query_params.get(key)
+    if value is not None and not schema.is_plain(value, max_length):
+        raise ValidationError(field=key, reason="is not a valid filter value")
+    return value
 
 
 def _admin(request: Request) -> Any:
@@ -71,20 +81,19 @@ def _admin(request: Request) -> Any:
 
 def collection(kind: str) -> tuple[Any, Any]:
     async def index(request: Request) -> Response:
-        ctx = context(request)
-        filters = {k: request.query_params.get(k) for k in ("name", "domain_id", "enabled")}
+        _admin(request)
+        filters: dict[str, Any] = {"name": _query(request, "name", schema.NAME_MAX),
+                                   "domain_id": _query(request, "domain_id"),
+                                   "enabled": _query(request, "enabled")}
         if filters["enabled"] is not None:
             filters["enabled"] = filters["enabled"].lower() in ("true", "1")
-        if not ctx.is_admin:
-            if kind != "role":
-                policy.enforce(ctx, "identity:admin")
         rows = await request.app.state.db.read(admin.list_rows, kind, filters)
         return reply({COLLECTION[kind]: [view(request, kind, r) for r in rows],
                       "links": {"self": str(request.url), "next": None, "previous": None}})
 
     async def create(request: Request) -> Response:
         _admin(request)
-        values = _body(await json_body(request), kind, True)
+        values = schema.admin_body(await json_body(request), kind, True)
         values = await asyncio.to_thread(admin.with_password_hashed, values, True)
         row = await request.app.state.db.run(admin.create, kind, values)
         return reply({kind: view(request, kind, row)}, status=201)
@@ -92,32 +101,38 @@ def collection(kind: str) -> tuple[Any, Any]:
 
 
 def member(kind: str) -> tuple[Any, Any, Any]:
+    def ident(request: Request) -> str:
+        return _path_id(request, "id", *_MISSING[kind])
+
     async def show(request: Request) -> Response:
         ctx = context(request)
-        ident = request.path_params["id"]
-        if not (kind == "user" and ident == ctx.user_id) and not \
-                (kind == "project" and ident == ctx.project_id):
+        row_id = ident(request)
+        if not (kind == "user" and row_id == ctx.user_id) and not \
+                (kind == "project" and row_id == ctx.project_id):
             policy.enforce(ctx, "identity:admin")
-        row = await request.app.state.db.read(admin.get, kind, ident)
+        row = await request.app.state.db.read(admin.get, kind, row_id)
         return reply({kind: view(request, kind, row)})
 
     async def update(request: Request) -> Response:
         _admin(request)
-        values = _body(await json_body(request), kind, False)
+        row_id = ident(request)
+        values = schema.admin_body(await json_body(request), kind, False)
         values = await asyncio.to_thread(admin.with_password_hashed, values, False)
-        row = await request.app.state.db.run(admin.update, kind, request.path_params["id"], values)
+        row = await request.app.state.db.run(admin.update, kind, row_id, values,
+                                             lifetime=_lifetime(request))
         return reply({kind: view(request, kind, row)})
 
     async def delete(request: Request) -> Response:
         _admin(request)
-        await request.app.state.db.run(admin.delete, kind, request.path_params["id"])
+        await request.app.state.db.run(admin.delete, kind, ident(request),
+                                       lifetime=_lifetime(request))
         return no_content()
     return show, update, delete
 
 
 async def user_projects(request: Request) -> Response:
     ctx = context(request)
-    user_id = request.path_params["id"]
+    user_id = _path_id(request, "id", UserNotFound, "user_id")
     if user_id != ctx.user_id:
         policy.enforce(ctx, "identity:admin")
     rows = await request.app.state.db.read(admin.projects_of, user_id)
@@ -133,52 +148,63 @@ async def auth_projects(request: Request) -> Response:
 
 
 async def auth_domains(request: Request) -> Response:
+    """The domains the caller holds a role on (Keystone's: not every domain)."""
     ctx = context(request)
-    rows = await request.app.state.db.read(admin.list_rows, "domain", {})
-    mine = rows if ctx.is_admin else [r for r in rows if r["id"] == "default"]
-    return reply({"domains": [view(request, "domain", r) for r in mine],
+    rows = await request.app.state.db.read(admin.domains_of, ctx.user_id)
+    return reply({"domains": [view(request, "domain", r) for r in rows],
                   "links": {"self": str(request.url), "next": None, "previous": None}})
 
 
-def _scope(request: Request) -> dict[str, str]:
+def _grant_params(request: Request) -> tuple[str, str, dict[str, str]]:
+    """(user id, role id, scope) of a grant path: ``/v3/projects/…`` or
+    ``/v3/domains/…``; anything else names no grant."""
     target = request.path_params["target"]
-    return {"project_id": request.path_params["tid"]} if target == "projects" else \
-        {"domain_id": request.path_params["tid"]}
+    if target not in ("projects", "domains"):
+        raise RoleNotFound(role_id="(invalid)")
+    user_id = _path_id(request, "uid", UserNotFound, "user_id")
+    role_id = _path_id(request, "rid", RoleNotFound, "role_id") \
+        if "rid" in request.path_params else ""
+    if target == "projects":
+        scope = {"project_id": _path_id(request, "tid", ProjectNotFound, "project_id")}
+    else:
+        scope = {"domain_id": _path_id(request, "tid", DomainNotFound, "domain_id")}
+    return user_id, role_id, scope
 
 
 async def grant(request: Request) -> Response:
     _admin(request)
-    p = request.path_params
-    await request.app.state.db.run(admin.grant, p["uid"], p["rid"], **_scope(request))
+    user_id, role_id, scope = _grant_params(request)
+    await request.app.state.db.run(admin.grant, user_id, role_id, **scope)
     return no_content()
 
 
 async def check_grant(request: Request) -> Response:
     _admin(request)
-    p = request.path_params
-    found = await request.app.state.db.read(admin.assignments, p["uid"],
-                                            _scope(request).get("project_id"), p["rid"],
-                                            _scope(request).get("domain_id"))
+    user_id, role_id, scope = _grant_params(request)
+    found = await request.app.state.db.read(admin.assignments, user_id,
+                                            scope.get("project_id"), role_id,
+                                            scope.get("domain_id"))
     if not found:
-        raise RoleNotFound(role_id=p["rid"])
+        raise RoleNotFound(role_id=role_id)
     return no_content()
 
 
 async def revoke_grant(request: Request) -> Response:
     _admin(request)
-    p = request.path_params
-    if not await request.app.state.db.run(admin.revoke, p["uid"], p["rid"], **_scope(request)):
-        raise RoleNotFound(role_id=p["rid"])
+    user_id, role_id, scope = _grant_params(request)
+    if not await request.app.state.db.run(admin.revoke, user_id, role_id, **scope,
+                                          lifetime=_lifetime(request)):
+        raise RoleNotFound(role_id=role_id)
     return no_content()
 
 
 async def list_grants(request: Request) -> Response:
     _admin(request)
-    p = request.path_params
-    scope = _scope(request)
+    user_id, _, scope = _grant_params(request)
 
     def load(conn: Any) -> list[dict[str, Any]]:
-        rows = admin.assignments(conn, p["uid"], scope.get("project_id"), None, scope.get("domain_id"))
+        rows = admin.assignments(conn, user_id, scope.get("project_id"), None,
+                                 scope.get("domain_id"))
         return [admin.get(conn, "role", r["role_id"]) for r in rows]
     roles = await request.app.state.db.read(load)
     return reply({"roles": [view(request, "role", r) for r in roles],
@@ -186,27 +212,25 @@ async def list_grants(request: Request) -> Response:
 
 
 async def role_assignments(request: Request) -> Response:
-    ctx = context(request)
-    q = request.query_params
-    user = q.get("user.id")
-    if not (user and user == ctx.user_id):
-        policy.enforce(ctx, "identity:admin")
-    names = "include_names" in q
+    """Admins only, as Keystone's ``identity:list_role_assignments``."""
+    _admin(request)
+    user, project, role, domain = (_query(request, k) for k in (
+        "user.id", "scope.project.id", "role.id", "scope.domain.id"))
+    names = "include_names" in request.query_params
 
     def load(conn: Any) -> list[dict[str, Any]]:
         out = []
-        for r in admin.assignments(conn, user, q.get("scope.project.id"), q.get("role.id"),
-                                   q.get("scope.domain.id")):
-            role = {"id": r["role_id"]}
+        for r in admin.assignments(conn, user, project, role, domain):
+            role_ref = {"id": r["role_id"]}
             usr = {"id": r["user_id"]}
             scope = {"project": {"id": r["project_id"]}} if r["project_id"] else \
                 {"domain": {"id": r["domain_id"]}}
             if names:
-                role["name"] = admin.get(conn, "role", r["role_id"])["name"]
+                role_ref["name"] = admin.get(conn, "role", r["role_id"])["name"]
                 usr["name"] = admin.get(conn, "user", r["user_id"])["name"]
                 if r["project_id"]:
                     scope["project"]["name"] = admin.get(conn, "project", r["project_id"])["name"]
-            out.append({"role": role, "user": usr, "scope": scope,
+            out.append({"role": role_ref, "user": usr, "scope": scope,
                         "links": {"assignment": f"{_base(request)}/role_assignments"}})
         return out
     return reply({"role_assignments": await request.app.state.db.read(load),
@@ -214,14 +238,14 @@ async def role_assignments(request: Request) -> Response:
 
 
 async def services(request: Request) -> Response:
-    context(request)
+    _admin(request)  # Keystone's identity:list_services (the catalog is every token's)
     catalog = request.app.state.identity.catalog()
     return reply({"services": [{"id": s["id"], "type": s["type"], "name": s["name"],
                                 "enabled": True, "description": s["name"]} for s in catalog]})
 
 
 async def endpoints(request: Request) -> Response:
-    context(request)
+    _admin(request)  # Keystone's identity:list_endpoints
     catalog = request.app.state.identity.catalog()
     return reply({"endpoints": [{**e, "service_id": s["id"], "enabled": True}
                                 for s in catalog for e in s["endpoints"]]})

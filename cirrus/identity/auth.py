@@ -1,112 +1,131 @@
-"""Parsing Keystone's ``auth`` request body into verified token data."""
+"""Keystone's ``auth`` request body into verified token data.
+
+The body is checked first (:func:`cirrus.identity.schema.auth_request`: 400 for
+its shape); then the credentials (401 when wrong); then, in one read, the user,
+the scope's roles and the revocation generation together, which the token
+carries: a revocation is newer than the token exactly when the token's read did
+not see it (:mod:`cirrus.identity.revocation`).
+"""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cirrus import exception
-from cirrus.identity import store
+from cirrus.identity import revocation, store
 from cirrus.identity.exception import Unauthorized
+from cirrus.identity.schema import AuthRequest, Ref, auth_request
 from cirrus.identity.tokens import TokenData
 
 if TYPE_CHECKING:
     from cirrus.identity.manager import IdentityService
 
-
-def _obj(parent: dict, key: str, where: str) -> dict:
-    value = parent.get(key)
-    if not isinstance(value, dict):
-        raise exception.ValidationError(field=f"{where}.{key}", reason="must be an object")
-    return value
+_DENIED = "The request you have made requires authentication."
 
 
-def _domain_ref(conn: Any, ref: dict | None) -> dict:
-    if not isinstance(ref, dict) or not (ref.get("id") or ref.get("name")):
-        raise exception.ValidationError(field="domain", reason="id or name is required")
-    dom = store.get_domain(conn, id=ref.get("id"), name=ref.get("name"))
+@dataclass(frozen=True)
+class Grant:
+    """What a token may carry, read in one snapshot with the generation."""
+
+    generation: int
+    project_id: str | None
+    domain_id: str | None
+    roles: list[str]
+
+
+def _domain(conn: Any, ref: Ref | None) -> dict[str, Any]:
+    if ref is None:
+        raise Unauthorized(_DENIED)
+    dom = store.get_domain(conn, id=ref.id) if ref.id is not None else \
+        store.get_domain(conn, name=ref.name)
     if dom is None or not dom["enabled"]:
-        raise Unauthorized("Could not find domain: %s." % (ref.get("id") or ref.get("name")))
+        raise Unauthorized("Could not find domain: %s." % (ref.id or ref.name))
     return dom
 
 
-def _find_user(conn: Any, ref: dict) -> dict:
-    if ref.get("id"):
-        user = store.get_user(conn, id=ref["id"])
-    elif ref.get("name"):
-        user = store.get_user(conn, name=ref["name"],
-                              domain_id=_domain_ref(conn, ref.get("domain"))["id"])
+def _find_user(conn: Any, ref: Ref) -> dict[str, Any]:
+    if ref.id is not None:
+        user = store.get_user(conn, id=ref.id)
     else:
-        raise exception.ValidationError(field="auth.identity.password.user",
-                                        reason="id or name is required")
+        user = store.get_user(conn, name=ref.name, domain_id=_domain(conn, ref.domain)["id"])
     if user is None:
-        raise Unauthorized("The request you have made requires authentication.")
+        raise Unauthorized(_DENIED)
     return user
 
 
-def _resolve_scope(conn: Any, user_id: str, scope: Any) -> tuple[str | None, str | None, list[str]]:
-    if scope is None or scope == "unscoped":
-        return None, None, []
-    if not isinstance(scope, dict):
-        raise exception.ValidationError(field="auth.scope", reason="must be an object")
-    if "project" in scope:
-        ref = _obj(scope, "project", "auth.scope")
-        if ref.get("id"):
-            project = store.get_project(conn, id=ref["id"])
-        elif ref.get("name"):
-            project = store.get_project(conn, name=ref["name"],
-                                        domain_id=_domain_ref(conn, ref.get("domain"))["id"])
-        else:
-            raise exception.ValidationError(field="auth.scope.project", reason="id or name is required")
-        if project is None or not project["enabled"]:
-            raise Unauthorized("Could not find project: %s." % (ref.get("id") or ref.get("name")))
-        roles = store.role_names_for(conn, user_id, project_id=project["id"])
+def _project(conn: Any, ref: Ref) -> dict[str, Any]:
+    if ref.id is not None:
+        project = store.get_project(conn, id=ref.id)
+    else:
+        project = store.get_project(conn, name=ref.name,
+                                    domain_id=_domain(conn, ref.domain)["id"])
+    if project is None or not project["enabled"]:
+        raise Unauthorized("Could not find project: %s." % (ref.id or ref.name))
+    return project
+
+
+def _grant(conn: Any, user_id: str, password_hash: str | None,
+           project: Ref | None, domain: Ref | None) -> Grant:
+    """The generation, then the user (still enabled, still with the password
+    hash that was verified) and the scope's roles, in one read transaction.
+    On a database whose statements each read the latest commit, reading the
+    generation first errs the safe way: a token may be refused that need not."""
+    generation = revocation.read_generation(conn)
+    user = store.get_user(conn, id=user_id)
+    if user is None or not user["enabled"] or (
+            password_hash is not None and user["password_hash"] != password_hash):
+        raise Unauthorized(_DENIED)
+    if project is not None:
+        project_id = _project(conn, project)["id"]
+        roles = store.role_names_for(conn, user_id, project_id=project_id)
         if not roles:
-            raise Unauthorized(f"User {user_id} has no access to project {project['id']}")
-        return project["id"], None, [r["name"] for r in roles]
-    if "domain" in scope:
-        dom = _domain_ref(conn, scope["domain"])
-        roles = store.role_names_for(conn, user_id, domain_id=dom["id"])
+            raise Unauthorized(f"User {user_id} has no access to project {project_id}")
+        return Grant(generation, project_id, None, [r["name"] for r in roles])
+    if domain is not None:
+        domain_id = _domain(conn, domain)["id"]
+        roles = store.role_names_for(conn, user_id, domain_id=domain_id)
         if not roles:
-            raise Unauthorized(f"User {user_id} has no access to domain {dom['id']}")
-        return None, dom["id"], [r["name"] for r in roles]
-    raise exception.ValidationError(field="auth.scope", reason="project or domain is required")
+            raise Unauthorized(f"User {user_id} has no access to domain {domain_id}")
+        return Grant(generation, None, domain_id, [r["name"] for r in roles])
+    return Grant(generation, None, None, [])
 
 
 async def resolve_auth(service: "IdentityService", auth: Any) -> TokenData:
     """Verify the credentials in ``auth`` and build the token to issue.
 
-    Supports the ``password`` and ``token`` methods and project, domain or no scope.
-    Raises 400 for malformed bodies and 401 for wrong credentials.
+    Supports the ``password`` and ``token`` methods (both: the same user) and
+    project, domain or no scope. Raises 400 for malformed bodies and 401 for
+    wrong credentials.
     """
-    if not isinstance(auth, dict):
-        raise exception.ValidationError(field="auth", reason="must be an object")
-    identity = _obj(auth, "identity", "auth")
-    methods = identity.get("methods")
-    if not isinstance(methods, list) or not methods:
-        raise exception.ValidationError(field="auth.identity.methods", reason="must be a non-empty list")
-    scope = auth.get("scope")
-    if "password" in methods:
-        user_ref = _obj(_obj(identity, "password", "auth.identity"), "user", "auth.identity.password")
-        password = user_ref.get("password")
-        if not isinstance(password, str):
-            raise exception.ValidationError(field="auth.identity.password.user.password",
-                                            reason="is required")
-        user = await service.db.read(_find_user, user_ref)
-        await service.check_password(user, password)
-        user_id, expires, audit = user["id"], None, None
-    elif "token" in methods:
-        tok = _obj(identity, "token", "auth.identity").get("id")
-        if not isinstance(tok, str):
-            raise exception.ValidationError(field="auth.identity.token.id", reason="is required")
-        old = await service.validate(tok)
-        user_id, expires, audit = old.user_id, old.expires_at, None
-        if scope is None and old.project_id:
-            scope = {"project": {"id": old.project_id}}
+    req = auth_request(auth)
+    old = await service.validate(req.token) if req.token is not None else None
+    password_hash = None
+    if req.user is not None and req.password is not None:
+        user = await service.db.read(_find_user, req.user)
+        await service.check_password(user, req.password)
+        if old is not None and old.user_id != user["id"]:
+            raise Unauthorized(_DENIED)
+        user_id, password_hash = user["id"], user["password_hash"]
     else:
-        raise Unauthorized(f"Unsupported authentication method: {methods[0]}")
-    user = await service.db.read(lambda c: store.get_user(c, id=user_id))
-    if user is None or not user["enabled"]:
-        raise Unauthorized("The request you have made requires authentication.")
-    project_id, domain_id, roles = await service.db.read(_resolve_scope, user_id, scope)
-    return service.new_token_data(user_id, list(methods), project_id=project_id,
-                                  domain_id=domain_id, roles=roles, expires_at=expires,
-                                  audit_id=audit)
+        assert old is not None
+        user_id = old.user_id
+    project = req.project
+    if old is not None and project is None and req.domain is None and "scope" not in auth \
+            and old.project_id:
+        project = Ref(id=old.project_id)  # a token's own scope, as Keystone keeps it
+    data = await _issue(service, AuthRequest(req.methods, project=project, domain=req.domain),
+                        user_id, password_hash, old)
+    if req.token is not None:
+        # Revoked while this one was made? Its own event would not reach the
+        # new token, whose read saw it: checked again now that the read is done.
+        await service.validate(req.token)
+    return data
+
+
+async def _issue(service: "IdentityService", req: AuthRequest, user_id: str,
+                 password_hash: str | None, old: TokenData | None) -> TokenData:
+    grant = await service.db.read(_grant, user_id, password_hash, req.project, req.domain)
+    return service.new_token_data(
+        user_id, list(req.methods), project_id=grant.project_id, domain_id=grant.domain_id,
+        roles=grant.roles, generation=grant.generation,
+        expires_at=old.expires_at if old else None,
+        parent_audit_id=old.audit_chain_id if old else None)

@@ -1,7 +1,9 @@
 """The identity service: authenticate, issue, validate and revoke tokens.
 
 Lives in the API process (identity is part of the one HTTP endpoint). Token
-validation is a decrypt plus a revocation check, no database round trip.
+validation is a decrypt (kept per token string) plus a revocation check: one
+read of the revocation generation, and the events only when it moved
+(:mod:`cirrus.identity.revocation`, :mod:`cirrus.identity.generation`).
 """
 from __future__ import annotations
 
@@ -12,14 +14,16 @@ from typing import Any
 
 from cirrus.config import Settings
 from cirrus.context import RequestContext
+from cirrus.db.base import utcnow
 from cirrus.db.engine import Database
-from cirrus.identity import store
-from cirrus.identity.exception import Unauthorized
+from cirrus.exception import CirrusException
+from cirrus.identity import revocation, store
+from cirrus.identity.exception import TokenNotFound, Unauthorized
+from cirrus.identity.generation import GenerationReader
 from cirrus.identity.passwords import verify_password
+from cirrus.identity.revocation import RevocationList, RevokeEvent
 from cirrus.identity.tokens import TokenData, TokenProvider, new_audit_id, new_key
 
-# How long a process trusts its copy of the revocation list (multi-process APIs).
-REVOCATION_TTL = 2.0
 # Opening a token (HMAC, AES, JSON) is most of what authenticating a request
 # costs (~0.1 ms). What a token string opens to never changes, so opened tokens
 # are kept this long (and at most this many); whether one still holds — expiry,
@@ -39,10 +43,9 @@ class IdentityService:
         self.settings = settings
         self.db = db
         self.provider: TokenProvider | None = None
-        self._revoked: set[str] = set()
-        self._revoked_at = 0.0
-        self._revoked_here: set[str] = set()  # by this process, since the last reload began
-        self._reloading: asyncio.Future[None] | None = None
+        self.revocations = RevocationList()
+        self._generation = GenerationReader(db)
+        self._loading: asyncio.Future[None] | None = None
         self._opened: dict[str, tuple[TokenData, float]] = {}  # token → (data, kept until)
 
     async def start(self) -> None:
@@ -50,7 +53,7 @@ class IdentityService:
         self.provider = TokenProvider(keys)
 
     # -- tokens ---------------------------------------------------------------
-    async def authenticate(self, auth: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    async def authenticate(self, auth: Any) -> tuple[str, dict[str, Any]]:
         """Check credentials in a Keystone ``auth`` body; return (token, body)."""
         from cirrus.identity.auth import resolve_auth  # keystone body parsing
 
@@ -66,33 +69,15 @@ class IdentityService:
             raise Unauthorized("The request you have made requires authentication.")
 
     def new_token_data(self, user_id: str, methods: list[str], *, project_id: str | None,
-                       domain_id: str | None, roles: list[str],
-                       expires_at: float | None = None, audit_id: str | None = None) -> TokenData:
+                       domain_id: str | None, roles: list[str], generation: int,
+                       expires_at: float | None = None,
+                       parent_audit_id: str | None = None) -> TokenData:
         now = time.time()
         return TokenData(user_id=user_id, issued_at=now,
                          expires_at=expires_at or now + self.settings.token_expiration,
-                         audit_id=audit_id or new_audit_id(), methods=methods,
-                         project_id=project_id, domain_id=domain_id, roles=roles)
-
-    async def _refresh_revocations(self) -> None:
-        if time.monotonic() - self._revoked_at <= REVOCATION_TTL:
-            return
-        # One reload for all the requests that find the copy stale at once
-        # (each would otherwise queue its own write: the reload purges).
-        if self._reloading is None:
-            self._reloading = asyncio.ensure_future(self._reload_revocations())
-        await asyncio.shield(self._reloading)
-
-    async def _reload_revocations(self) -> None:
-        try:
-            self._revoked_here = set()
-            revoked = await self.db.run(store.revoked_audit_ids)
-            # A revocation of this process committed while the list was read
-            # may be missing from it: keep it.
-            self._revoked = revoked | self._revoked_here
-            self._revoked_at = time.monotonic()
-        finally:
-            self._reloading = None
+                         audit_id=new_audit_id(), methods=methods,
+                         project_id=project_id, domain_id=domain_id, roles=roles,
+                         generation=generation, parent_audit_id=parent_audit_id)
 
     def _open(self, token: str) -> TokenData:
         """The token's data; :class:`Unauthorized` if forged, malformed or expired."""
@@ -113,19 +98,55 @@ class IdentityService:
         return data
 
     async def validate(self, token: str) -> TokenData:
-        """Open ``token``; :class:`Unauthorized` if bad, expired or revoked."""
+        """Open ``token``; :class:`Unauthorized` if bad, expired or revoked
+        (by a revocation committed before this call, through any process)."""
         data = self._open(token)
-        await self._refresh_revocations()
-        if data.audit_id in self._revoked:
+        generation = await self._generation.current()
+        if generation > self.revocations.generation:
+            await self._catch_up(generation)
+        if self.revocations.revokes(data):
             raise Unauthorized("The token has been revoked.")
         return data
 
-    async def revoke(self, token: str) -> None:
-        data = await self.validate(token)
-        expires = dt.datetime.fromtimestamp(data.expires_at, dt.timezone.utc).replace(tzinfo=None)
-        await self.db.run(store.revoke, data.audit_id, expires)
-        self._revoked.add(data.audit_id)
-        self._revoked_here.add(data.audit_id)
+    async def validate_subject(self, token: str | None) -> TokenData:
+        """``X-Subject-Token`` of ``GET/HEAD/DELETE /v3/auth/tokens``: as
+        :meth:`validate`, but a missing, bad, expired or revoked one is Keystone's
+        404 :class:`TokenNotFound` (401 is for the caller's own token)."""
+        if not token:
+            raise TokenNotFound("No token in the request.")
+        try:
+            return await self.validate(token)
+        except CirrusException as exc:
+            if exc.code != 401:
+                raise
+            raise TokenNotFound("Failed to validate token.") from None
+
+    async def _catch_up(self, generation: int) -> None:
+        """Load events until the copy holds ``generation``: one load at a time,
+        shared by the requests that found the copy behind."""
+        while self.revocations.generation < generation:
+            if self._loading is None:
+                self._loading = asyncio.ensure_future(self._load_events())
+            await asyncio.shield(self._loading)
+
+    async def _load_events(self) -> None:
+        try:
+            known = self.revocations.generation
+            current, events = await self.db.read(revocation.events_since, known)
+            for event, generation, issued_before in events:
+                self.revocations.add(event, generation, issued_before)
+            self.revocations.generation = max(current, known)
+            self.revocations.prune(utcnow() - dt.timedelta(seconds=self.settings.token_expiration))
+        finally:
+            self._loading = None
+
+    async def revoke(self, data: TokenData, cascade: bool = True) -> None:
+        """Revoke the token ``data`` came from and, with ``cascade`` (Keystone's
+        default), the tokens rescoped from it."""
+        events = [RevokeEvent(audit_id=data.audit_id)]
+        if cascade:
+            events.append(RevokeEvent(audit_chain_id=data.audit_id))
+        await self.db.run(revocation.record, events, self.settings.token_expiration)
 
     def context_for(self, data: TokenData, token: str) -> RequestContext:
         return RequestContext(user_id=data.user_id, project_id=data.project_id,
@@ -139,14 +160,15 @@ class IdentityService:
 
     def _token_body(self, conn: Any, data: TokenData) -> dict[str, Any]:
         user = store.get_user(conn, id=data.user_id)
-        if user is None:
-            raise Unauthorized("The user of this token no longer exists.")
+        if user is None:  # deleted since the validation: that revoked it
+            raise TokenNotFound("Failed to validate token.")
         udom = store.get_domain(conn, id=user["domain_id"]) or {"id": user["domain_id"], "name": ""}
         body: dict[str, Any] = {
             "methods": data.methods,
             "user": {"id": user["id"], "name": user["name"], "password_expires_at": None,
                      "domain": {"id": udom["id"], "name": udom["name"]}},
-            "audit_ids": [data.audit_id],
+            "audit_ids": [data.audit_id] + ([data.parent_audit_id] if data.parent_audit_id
+                                            else []),
             "expires_at": _iso(data.expires_at),
             "issued_at": _iso(data.issued_at),
         }

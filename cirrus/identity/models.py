@@ -1,4 +1,4 @@
-"""Identity tables: domains, projects, users, roles, assignments, revocations."""
+"""Identity tables: domains, projects, users, roles, assignments, revocation events."""
 from __future__ import annotations
 
 import sqlalchemy as sa
@@ -56,10 +56,31 @@ role_assignments = sa.Table(
     sa.UniqueConstraint("user_id", "role_id", "project_id", "domain_id"),
 )
 
-revoked_tokens = sa.Table(
-    "revoked_tokens", metadata,
-    sa.Column("audit_id", sa.String(64), primary_key=True),
-    sa.Column("expires_at", sa.DateTime, nullable=False),
+# Keystone's revocation events: a token issued before an event that matches it
+# (every field the event sets equals the token's) is refused. See
+# cirrus/identity/revocation.py. ``role`` is a role's name: tokens carry names.
+revocation_events = sa.Table(
+    "revocation_events", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    # The revocation generation this event made (revocation_generation below).
+    sa.Column("generation", sa.BigInteger, nullable=False, index=True),
+    sa.Column("user_id", sa.String(64), nullable=True),
+    sa.Column("project_id", sa.String(64), nullable=True),
+    sa.Column("domain_id", sa.String(64), nullable=True),
+    sa.Column("role", sa.String(255), nullable=True),
+    sa.Column("audit_id", sa.String(64), nullable=True),
+    sa.Column("audit_chain_id", sa.String(64), nullable=True),
+    # When it was recorded (tokens carry a generation, not a time, to match:
+    # see revocation.py); pruned once every token issued before it expired.
+    sa.Column("issued_before", sa.DateTime, nullable=False, index=True),
+)
+
+# One row: the number of revocations ever recorded. Every API process reads it
+# on each token validation and reloads the events when it has moved.
+revocation_generation = sa.Table(
+    "revocation_generation", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("generation", sa.BigInteger, nullable=False),
 )
 
 # Key material for Fernet tokens, so tokens survive a restart.

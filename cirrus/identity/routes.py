@@ -8,9 +8,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from cirrus.api.wsgi import json_body, no_content, reply
+from cirrus.api.wsgi import context, json_body, no_content, reply
+from cirrus.exception import Forbidden
 from cirrus.identity import admin_routes
-from cirrus.identity.exception import Unauthorized
+from cirrus.identity.tokens import TokenData
 
 UPDATED = "2024-04-01T00:00:00Z"
 VERSION_ID = "v3.14"
@@ -32,13 +33,6 @@ async def version_v3(request: Request) -> Response:
     return reply({"version": _version(request)})
 
 
-def _subject(request: Request) -> str:
-    token = request.headers.get("x-subject-token")
-    if not token:
-        raise Unauthorized("X-Subject-Token header is required.")
-    return token
-
-
 async def issue_token(request: Request) -> Response:
     body = await json_body(request)
     identity = request.app.state.identity
@@ -46,18 +40,35 @@ async def issue_token(request: Request) -> Response:
     return reply(token_body, status=201, headers={"X-Subject-Token": token})
 
 
+async def _subject(request: Request, action: str) -> tuple[str, TokenData]:
+    """The ``X-Subject-Token`` and its data, if the caller may ``action`` it.
+
+    As Keystone: the subject token is validated first (404 when missing, bad,
+    expired or revoked), then the policy: its owner or an admin (else 403)."""
+    ctx = context(request)
+    token = request.headers.get("x-subject-token") or ""
+    data = await request.app.state.identity.validate_subject(token)
+    if not (ctx.is_admin or ctx.user_id == data.user_id):
+        raise Forbidden(action=action)
+    return token, data
+
+
 async def show_token(request: Request) -> Response:
-    identity = request.app.state.identity
-    token = _subject(request)
-    data = await identity.validate(token)
-    body = await identity.token_body(data)
-    if request.method == "HEAD":
+    """``GET`` (validate) and ``HEAD`` (check) of a token: its owner or an admin."""
+    head = request.method == "HEAD"
+    token, data = await _subject(request, "identity:check_token" if head
+                                 else "identity:validate_token")
+    if head:
         return Response(status_code=200, headers={"X-Subject-Token": token})
+    body = await request.app.state.identity.token_body(data)
     return reply(body, headers={"X-Subject-Token": token})
 
 
 async def revoke_token(request: Request) -> Response:
-    await request.app.state.identity.revoke(_subject(request))
+    """Revoke a token and (unless ``?cascade=false``) those rescoped from it."""
+    _, data = await _subject(request, "identity:revoke_token")
+    cascade = request.query_params.get("cascade", "true").lower() not in ("false", "0", "no")
+    await request.app.state.identity.revoke(data, cascade=cascade)
     return no_content()
 
 

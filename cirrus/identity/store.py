@@ -49,16 +49,3 @@ def load_token_keys(conn: sa.Connection, create: bool, new_key: str) -> list[str
         conn.execute(m.token_keys.insert().values(key=new_key, created_at=utcnow()))
         return [new_key]
     return [r.key for r in rows]
-
-
-def revoke(conn: sa.Connection, audit_id: str, expires_at: Any) -> None:
-    exists = conn.execute(sa.select(m.revoked_tokens.c.audit_id).where(
-        m.revoked_tokens.c.audit_id == audit_id)).first()
-    if not exists:
-        conn.execute(m.revoked_tokens.insert().values(audit_id=audit_id, expires_at=expires_at))
-
-
-def revoked_audit_ids(conn: sa.Connection) -> set[str]:
-    now = utcnow()
-    conn.execute(m.revoked_tokens.delete().where(m.revoked_tokens.c.expires_at < now))
-    return {r.audit_id for r in conn.execute(sa.select(m.revoked_tokens.c.audit_id))}

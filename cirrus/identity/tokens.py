@@ -1,7 +1,9 @@
 """Fernet tokens: authenticated, encrypted, self-contained, expiring.
 
 The payload carries the scope and role names so validation needs no database
-round trip; revocation is checked against the revoked audit ids.
+round trip but for the revocation generation (see :mod:`cirrus.identity.revocation`);
+it also carries the generation its user, scope and roles were read at, which is
+what decides whether a revocation event is newer than the token.
 """
 from __future__ import annotations
 
@@ -26,17 +28,31 @@ class TokenData:
     project_id: str | None = None
     domain_id: str | None = None  # set for domain-scoped tokens
     roles: list[str] = field(default_factory=list)
+    # The revocation generation its user, scope and roles were read at: events
+    # of a later generation may revoke it (tokens from before 0009: 0).
+    generation: int = 0
+    # The audit id of the token it was rescoped from (the chain's first).
+    parent_audit_id: str | None = None
+
+    @property
+    def audit_chain_id(self) -> str:
+        """The audit id of the first token of its chain (Keystone's audit_ids[-1])."""
+        return self.parent_audit_id or self.audit_id
 
     def to_payload(self) -> dict:
-        return {"u": self.user_id, "e": self.expires_at, "i": self.issued_at,
-                "a": self.audit_id, "m": self.methods, "p": self.project_id,
-                "d": self.domain_id, "r": self.roles}
+        payload = {"u": self.user_id, "e": self.expires_at, "i": self.issued_at,
+                   "a": self.audit_id, "m": self.methods, "p": self.project_id,
+                   "d": self.domain_id, "r": self.roles, "g": self.generation}
+        if self.parent_audit_id:
+            payload["pa"] = self.parent_audit_id
+        return payload
 
     @classmethod
     def from_payload(cls, d: dict) -> "TokenData":
         return cls(user_id=d["u"], expires_at=d["e"], issued_at=d["i"], audit_id=d["a"],
                    methods=d["m"], project_id=d.get("p"), domain_id=d.get("d"),
-                   roles=list(d.get("r") or []))
+                   roles=list(d.get("r") or []), generation=d.get("g") or 0,
+                   parent_audit_id=d.get("pa"))
 
 
 def new_key() -> str:

@@ -9,6 +9,7 @@ import json
 import math
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +25,10 @@ from cirrus.db import migrate
 from cirrus.db.engine import Database, fetch_all
 from cirrus.db.rows import (PreparedRead, RowReader, fetch_dicts, json_dumps, json_loads,
                              read_here)
+from cirrus.identity import revocation
 from cirrus.identity.exception import Unauthorized
 from cirrus.identity.manager import IdentityService
+from cirrus.identity.revocation import RevokeEvent
 from cirrus.identity.tokens import TokenData, TokenProvider, new_audit_id, new_key
 
 
@@ -185,16 +188,28 @@ async def test_read_here_falls_back_to_the_db_threads_when_busy(db: Database) ->
 
 
 class _RevocationStore:
-    """Stands in for the database: the revoked audit ids, and how often read."""
+    """Stands in for a database that is not SQLite (so every read goes through
+    ``read``): the revocation generation and events, and how often each is read."""
+
+    is_sqlite = False
 
     def __init__(self) -> None:
-        self.revoked: set[str] = set()
-        self.reads = 0
+        self.generation = 0
+        self.events: list[tuple[RevokeEvent, int, dt.datetime]] = []
+        self.reads: Counter[str] = Counter()
 
-    async def run(self, fn: Any, *args: Any) -> Any:
-        self.reads += 1
+    async def read(self, fn: Any, *args: Any) -> Any:
+        self.reads[fn.__name__] += 1
         await asyncio.sleep(0.01)
-        return set(self.revoked) if fn.__name__ == "revoked_audit_ids" else None
+        if fn is revocation.read_generation:
+            return self.generation
+        assert fn is revocation.events_since
+        return self.generation, [e for e in self.events if e[1] > args[0]]
+
+    def revoke(self, event: RevokeEvent) -> None:
+        """A revocation committed by another API process."""
+        self.generation += 1
+        self.events.append((event, self.generation, dt.datetime.utcnow()))
 
 
 def _identity(store: _RevocationStore) -> tuple[IdentityService, TokenProvider]:
@@ -218,9 +233,8 @@ async def test_a_kept_token_still_expires_and_can_be_revoked(monkeypatch: Any) -
     assert (await identity.validate(token)).user_id == "u"
     monkeypatch.setattr(provider, "open", lambda *a: pytest.fail("kept tokens are not reopened"))
     assert (await identity.validate(token)).audit_id == audit
-    # revoked elsewhere (another API process): seen once the copy is reloaded
-    store.revoked.add(audit)
-    monkeypatch.setattr(identity, "_revoked_at", 0.0)
+    # revoked elsewhere (another API process): refused by the next validation
+    store.revoke(RevokeEvent(audit_id=audit))
     with pytest.raises(Unauthorized, match="revoked"):
         await identity.validate(token)
     # expiry is checked on every use, kept or not
@@ -234,9 +248,12 @@ async def test_a_kept_token_still_expires_and_can_be_revoked(monkeypatch: Any) -
         await identity.validate(expiring[:-4] + "AAAA")  # forged: never kept
 
 
-async def test_stale_revocations_reload_once_for_concurrent_requests() -> None:
+async def test_concurrent_validations_share_the_generation_read_and_the_reload() -> None:
     store = _RevocationStore()
     identity, provider = _identity(store)
     token, _ = _token(provider, ttl=60)
     await asyncio.gather(*(identity.validate(token) for _ in range(20)))
-    assert store.reads == 1
+    assert store.reads == {"read_generation": 1}
+    store.revoke(RevokeEvent(user_id="someone else"))
+    await asyncio.gather(*(identity.validate(token) for _ in range(20)))
+    assert store.reads == {"read_generation": 2, "events_since": 1}

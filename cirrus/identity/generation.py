@@ -1,0 +1,132 @@
+"""The revocation generation, read fresh for every token validation.
+
+A validation must see every revocation committed before its request arrived,
+through whichever API process (``cirrus up --api-workers N``, or ``cirrus api``
+processes on one database): so each one reads the ``revocation_generation`` row
+(:mod:`cirrus.identity.revocation`), and only when it moved are events loaded.
+
+* On SQLite the row is read right on the event loop's thread, on a connection
+  of this reader's own in autocommit: one statement, ~8 µs. Handing it to a
+  DB thread would cost ~0.3 ms of CPU (``cirrus.db.rows.read_here``). WAL
+  readers do not wait on writers; a busy database sends the read to the DB
+  threads instead.
+* Elsewhere a round trip must not block the loop, and every validation that
+  arrives while no read has begun joins the next one (one in flight, one
+  gathering): under load a round trip serves many requests, and still none is
+  answered from a read that began before it came. With psycopg (PostgreSQL's
+  driver cirrus documents) the read goes over an asyncio connection of its
+  own, ~0.15 ms of CPU; with another driver, through the DB threads, ~0.45 ms.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+import time
+from typing import Any
+
+import sqlalchemy as sa
+
+from cirrus.db.engine import Database
+from cirrus.identity.revocation import read_generation
+
+LOG = logging.getLogger(__name__)
+_SQL = "SELECT generation FROM revocation_generation WHERE id = 1"
+# After the asyncio connection failed, reads go to the DB threads this long
+# before it is tried again (a connect per validation would cost more).
+REMOTE_RETRY = 30.0
+
+
+class GenerationReader:
+    """``await current()``: the generation as committed when it was called, or later."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._here: Any = None  # SQLite: the loop's own DBAPI connection
+        self._remote: Any = None  # psycopg: an asyncio connection of its own
+        self._remote_retry_at = 0.0
+        self._reading: asyncio.Future[int] | None = None  # the read in flight
+        self._gathering: asyncio.Future[int] | None = None  # the next one, not begun
+
+    async def current(self) -> int:
+        if getattr(self._db, "is_sqlite", False):
+            value = self._read_here()
+            if value is not None:
+                return value
+        return await self._shared_read()
+
+    def _read_here(self) -> int | None:
+        """The row, read on this thread; None when the database is busy."""
+        if self._here is None:
+            self._here = _own_connection(self._db.engine)
+        try:
+            rows = self._here.execute(_SQL).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            return None
+        return int(rows[0][0]) if rows else 0
+
+    async def _shared_read(self) -> int:
+        gathering = self._gathering
+        if gathering is None:
+            gathering = self._gathering = asyncio.ensure_future(self._read_next(self._reading))
+        return await asyncio.shield(gathering)
+
+    async def _read_next(self, previous: asyncio.Future[int] | None) -> int:
+        if previous is not None and not previous.done():
+            await asyncio.wait([previous])  # one read at a time
+        # From here on, callers gather for the next read, not this one: it may
+        # already see the database as it was before they came.
+        self._reading, self._gathering = self._gathering, None
+        if self._psycopg() and time.monotonic() >= self._remote_retry_at:
+            value = await self._read_psycopg()
+            if value is not None:
+                return value
+        return await self._db.read(read_generation)
+
+    def _psycopg(self) -> bool:
+        engine = getattr(self._db, "engine", None)
+        return engine is not None and engine.dialect.driver == "psycopg"
+
+    async def _read_psycopg(self) -> int | None:
+        """The row over this reader's asyncio connection; None (read it on the
+        DB threads) when that connection cannot be had or broke."""
+        import psycopg
+
+        try:
+            if self._remote is None or self._remote.closed:
+                self._remote = await _psycopg_connection(self._db.engine)
+            cursor = await self._remote.execute(_SQL, prepare=True)
+            row = await cursor.fetchone()
+        except psycopg.Error as exc:
+            LOG.warning("revocation generation: reading on the DB threads for %.0f s (%s)",
+                        REMOTE_RETRY, exc)
+            if self._remote is not None:
+                self._remote.pgconn.finish()
+            self._remote = None
+            self._remote_retry_at = time.monotonic() + REMOTE_RETRY
+            return None
+        return int(row[0]) if row else 0
+
+
+def _own_connection(engine: sa.Engine) -> sqlite3.Connection:
+    """A DBAPI connection for reads on the loop's thread, closed with ``engine``.
+    It never waits for a lock (busy: the caller reads on a DB thread)."""
+    conn = engine.connect()
+    driver = conn.connection.driver_connection
+    driver.execute("PRAGMA busy_timeout = 0")  # type: ignore[union-attr]
+    sa.event.listen(engine, "engine_disposed", lambda _engine: conn.close(), once=True)
+    return driver  # type: ignore[return-value]
+
+
+async def _psycopg_connection(engine: sa.Engine) -> Any:
+    """An autocommit asyncio psycopg connection to ``engine``'s database,
+    closed with the engine."""
+    import psycopg
+
+    url = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+    conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
+    # Disposal is synchronous: libpq's own close, without the loop.
+    sa.event.listen(engine, "engine_disposed", lambda _engine: conn.pgconn.finish(), once=True)
+    return conn
