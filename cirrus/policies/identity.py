@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from cirrus.policy import Level, Rule
 
-P, U, R, A = Level.PUBLIC, Level.AUTHENTICATED, Level.READER, Level.ADMIN
+P, U, A = Level.PUBLIC, Level.AUTHENTICATED, Level.ADMIN
 G = "/v3/{target:str}/{tid}/users/{uid}/roles"
 
 ROUTES: dict[tuple[str, str], Rule] = {
@@ -25,8 +25,8 @@ ROUTES: dict[tuple[str, str], Rule] = {
     ("GET", "/v3/projects/{id}"): Rule("identity:get_project", U),
     ("GET", "/v3/domains"): Rule("identity:list_domains", A),
     ("GET", "/v3/domains/{id}"): Rule("identity:get_domain", A),
-    ("GET", "/v3/services"): Rule("identity:list_services", R),
-    ("GET", "/v3/endpoints"): Rule("identity:list_endpoints", R),
+    ("GET", "/v3/services"): Rule("identity:list_services", A),
+    ("GET", "/v3/endpoints"): Rule("identity:list_endpoints", A),
     ("GET", "/v3/role_assignments"): Rule("identity:list_role_assignments", A),
     ("GET", G): Rule("identity:list_grants", A),
     ("PUT", f"{G}/{{rid}}"): Rule("identity:create_grant", A),
