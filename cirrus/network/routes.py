@@ -35,16 +35,23 @@ def _filters(request: Request) -> dict[str, list[str]]:
             if k not in ("fields", "limit", "marker", "page_reverse", "sort_key", "sort_dir")}
 
 
+def _limit(raw: str | None) -> int:
+    """``?limit=``: a positive number, else none (0)."""
+    if raw and raw.isascii() and raw.isdigit() and len(raw) <= 9:
+        return int(raw)
+    return 0
+
+
 def _page(request: Request, items: list[dict[str, Any]], collection: str) -> Response:
     marker = request.query_params.get("marker")
     if marker:
         ids = [i["id"] for i in items]
         items = items[ids.index(marker) + 1:] if marker in ids else []
     body: dict[str, Any] = {}
-    limit = request.query_params.get("limit")
-    if limit and limit.isdigit() and int(limit) > 0:
-        more = len(items) > int(limit)
-        items = items[:int(limit)]
+    limit = _limit(request.query_params.get("limit"))
+    if limit:
+        more = len(items) > limit
+        items = items[:limit]
         if more:
             body[f"{collection}_links"] = [{"rel": "next", "href": str(request.url.include_query_params(
                 marker=items[-1]["id"]))}]
@@ -87,7 +94,7 @@ async def list_networks(request: Request) -> Response:
 
     def load(conn: sa.Connection) -> list[dict[str, Any]]:
         rows = svc.list_rows(conn, ctx, networks, _filters(request), net_db.NETWORK_COLUMNS,
-                             net_db.visible_network)
+                             net_db.visible_networks_clause(ctx))
         return _network_views(conn, rows)
     return _page(request, await request.app.state.db.read(load), "networks")
 
@@ -110,22 +117,13 @@ async def show_network(request: Request) -> Response:
 async def update_network(request: Request) -> Response:
     ctx = context(request)
     values = parse("network", await json_body(request), False)
-    if "shared" in values or "router_external" in values:
-        policy.enforce(ctx, "network:admin")
-
-    def update(conn: sa.Connection) -> dict[str, Any]:
-        row = net_db.get_network(conn, ctx, request.path_params["id"])
-        if not owned(ctx, row):
-            raise exc.NetworkNotFound(net_id=row["id"])
-        if values:
-            conn.execute(networks.update().where(networks.c.id == row["id"]).values(**values))
-        return _network_views(conn, [net_db.get_network(conn, ctx, row["id"])])[0]
-    return reply({"network": await request.app.state.db.run(update)})
+    row = await _svc(request).update_network(ctx, request.path_params["id"], values)
+    return reply({"network": await request.app.state.db.read(lambda conn: _network_views(
+        conn, [net_db.get_network(conn, ctx, row["id"])])[0])})
 
 
 async def delete_network(request: Request) -> Response:
-    ctx = context(request)
-    await request.app.state.db.run(net_db.delete_network, ctx, request.path_params["id"])
+    await _svc(request).delete_network(context(request), request.path_params["id"])
     return no_content()
 
 
@@ -135,10 +133,8 @@ async def list_subnets(request: Request) -> Response:
     svc = _svc(request)
 
     def load(conn: sa.Connection) -> list[dict[str, Any]]:
-        visible_nets = {n["id"] for n in svc.list_rows(conn, ctx, networks, {}, {},
-                                                       net_db.visible_network)}
         rows = svc.list_rows(conn, ctx, subnets, _filters(request), net_db.SUBNET_COLUMNS,
-                             lambda c, r: owned(c, r) or r["network_id"] in visible_nets)
+                             net_db.visible_subnets_clause(ctx))
         return [net_db.subnet_view(r) for r in rows]
     return _page(request, await request.app.state.db.read(load), "subnets")
 
@@ -158,19 +154,14 @@ async def show_subnet(request: Request) -> Response:
 async def update_subnet(request: Request) -> Response:
     ctx = context(request)
     values = parse("subnet", await json_body(request), False)
-
-    def update(conn: sa.Connection) -> dict[str, Any]:
-        row = net_db.get_subnet(conn, ctx, request.path_params["id"])
-        if not owned(ctx, row):
-            raise exc.SubnetNotFound(subnet_id=row["id"])
-        if values:
-            conn.execute(subnets.update().where(subnets.c.id == row["id"]).values(**values))
-        return net_db.subnet_view(net_db.get_subnet(conn, ctx, row["id"]))
-    return reply({"subnet": await request.app.state.db.run(update)})
+    subnet_id = request.path_params["id"]
+    await _svc(request).update_subnet(ctx, subnet_id, values)
+    row = await request.app.state.db.read(net_db.get_subnet, ctx, subnet_id)
+    return reply({"subnet": net_db.subnet_view(row)})
 
 
 async def delete_subnet(request: Request) -> Response:
-    await request.app.state.db.run(net_db.delete_subnet, context(request), request.path_params["id"])
+    await _svc(request).delete_subnet(context(request), request.path_params["id"])
     return no_content()
 
 
@@ -258,20 +249,13 @@ async def show_group(request: Request) -> Response:
 async def update_group(request: Request) -> Response:
     ctx = context(request)
     values = parse("security_group", await json_body(request), False)
-
-    def update(conn: sa.Connection) -> dict[str, Any]:
-        row = sg_db.get_group(conn, ctx, request.path_params["id"])
-        if row["name"] == "default" and values.get("name", "default") != "default":
-            raise exc.InvalidInput(reason="Updating default security group name not allowed.")
-        if values:
-            conn.execute(security_groups.update().where(security_groups.c.id == row["id"]).values(**values))
-        row = sg_db.get_group(conn, ctx, row["id"])
-        return sg_db.group_view(row, sg_db.rules_of(conn, [row["id"]])[row["id"]])
-    return reply({"security_group": await request.app.state.db.run(update)})
+    row = await _svc(request).update_security_group(ctx, request.path_params["id"], values)
+    rules = await request.app.state.db.read(sg_db.rules_of, [row["id"]])
+    return reply({"security_group": sg_db.group_view(row, rules[row["id"]])})
 
 
 async def delete_group(request: Request) -> Response:
-    await request.app.state.db.run(sg_db.delete_group, context(request), request.path_params["id"])
+    await _svc(request).delete_security_group(context(request), request.path_params["id"])
     return no_content()
 
 
@@ -301,12 +285,7 @@ async def show_rule(request: Request) -> Response:
 
 
 async def delete_rule(request: Request) -> Response:
-    ctx = context(request)
-
-    def delete(conn: sa.Connection) -> None:
-        row = sg_db.get_rule(conn, ctx, request.path_params["id"])
-        conn.execute(security_group_rules.delete().where(security_group_rules.c.id == row["id"]))
-    await request.app.state.db.run(delete)
+    await _svc(request).delete_rule(context(request), request.path_params["id"])
     return no_content()
 
 
