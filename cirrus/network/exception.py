@@ -4,6 +4,10 @@ from __future__ import annotations
 from cirrus.exception import CirrusException, Conflict, Forbidden, Invalid, NotFound
 
 
+class ResourceNotFound(NotFound):
+    msg_fmt = "The resource could not be found."
+
+
 class NetworkNotFound(NotFound):
     msg_fmt = "Network %(net_id)s could not be found."
 

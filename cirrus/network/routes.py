@@ -14,9 +14,10 @@ from cirrus.network import exception as exc
 from cirrus.network import networks as net_db
 from cirrus.network import ports as port_db
 from cirrus.network import security_groups as sg_db
-from cirrus.network.common import owned, select_fields
+from cirrus.network.common import select_fields
 from cirrus.network.models import networks, ports, security_group_rules, security_groups, subnets
 from cirrus.network.schema import parse
+from cirrus.network.validators import storable
 
 EXTENSIONS = ("security-group", "port-security", "auto-allocated-topology", "binding",
               "binding-extended", "quotas", "quota_details", "dns-integration", "extra_dhcp_opt",
@@ -28,6 +29,15 @@ EXTENSIONS = ("security-group", "port-security", "auto-allocated-topology", "bin
 
 def _svc(request: Request) -> Any:
     return request.app.state.network
+
+
+def _param(request: Request, name: str = "id") -> str:
+    """A path parameter the database can be asked about: an id or project id
+    it cannot hold (a NUL, a lone surrogate, far too long) names nothing."""
+    value = request.path_params[name]
+    if len(value) > 255 or storable(value):
+        raise exc.ResourceNotFound()
+    return value
 
 
 def _filters(request: Request) -> dict[str, list[str]]:
@@ -109,7 +119,7 @@ async def show_network(request: Request) -> Response:
     ctx = context(request)
 
     def load(conn: sa.Connection) -> dict[str, Any]:
-        return _network_views(conn, [net_db.get_network(conn, ctx, request.path_params["id"])])[0]
+        return _network_views(conn, [net_db.get_network(conn, ctx, _param(request))])[0]
     view = await request.app.state.db.read(load)
     return reply({"network": select_fields(view, request.query_params.getlist("fields"))})
 
@@ -117,13 +127,13 @@ async def show_network(request: Request) -> Response:
 async def update_network(request: Request) -> Response:
     ctx = context(request)
     values = parse("network", await json_body(request), False)
-    row = await _svc(request).update_network(ctx, request.path_params["id"], values)
+    row = await _svc(request).update_network(ctx, _param(request), values)
     return reply({"network": await request.app.state.db.read(lambda conn: _network_views(
         conn, [net_db.get_network(conn, ctx, row["id"])])[0])})
 
 
 async def delete_network(request: Request) -> Response:
-    await _svc(request).delete_network(context(request), request.path_params["id"])
+    await _svc(request).delete_network(context(request), _param(request))
     return no_content()
 
 
@@ -147,21 +157,21 @@ async def create_subnet(request: Request) -> Response:
 
 async def show_subnet(request: Request) -> Response:
     ctx = context(request)
-    row = await request.app.state.db.read(net_db.get_subnet, ctx, request.path_params["id"])
+    row = await request.app.state.db.read(net_db.get_subnet, ctx, _param(request))
     return reply({"subnet": select_fields(net_db.subnet_view(row), request.query_params.getlist("fields"))})
 
 
 async def update_subnet(request: Request) -> Response:
     ctx = context(request)
     values = parse("subnet", await json_body(request), False)
-    subnet_id = request.path_params["id"]
+    subnet_id = _param(request)
     await _svc(request).update_subnet(ctx, subnet_id, values)
     row = await request.app.state.db.read(net_db.get_subnet, ctx, subnet_id)
     return reply({"subnet": net_db.subnet_view(row)})
 
 
 async def delete_subnet(request: Request) -> Response:
-    await _svc(request).delete_subnet(context(request), request.path_params["id"])
+    await _svc(request).delete_subnet(context(request), _param(request))
     return no_content()
 
 
@@ -196,20 +206,20 @@ async def create_port(request: Request) -> Response:
 async def show_port(request: Request) -> Response:
     ctx = context(request)
     view = await request.app.state.db.read(lambda conn: _port_views(
-        conn, [port_db.get_port(conn, ctx, request.path_params["id"])])[0])
+        conn, [port_db.get_port(conn, ctx, _param(request))])[0])
     return reply({"port": select_fields(view, request.query_params.getlist("fields"))})
 
 
 async def update_port(request: Request) -> Response:
     ctx = context(request)
-    row = await _svc(request).update_port(ctx, request.path_params["id"],
+    row = await _svc(request).update_port(ctx, _param(request),
                                           parse("port", await json_body(request), False))
     view = await request.app.state.db.read(lambda conn: _port_views(conn, [row])[0])
     return reply({"port": view})
 
 
 async def delete_port(request: Request) -> Response:
-    await _svc(request).delete_port(context(request), request.path_params["id"])
+    await _svc(request).delete_port(context(request), _param(request))
     return no_content()
 
 
@@ -241,7 +251,7 @@ async def show_group(request: Request) -> Response:
     ctx = context(request)
 
     def load(conn: sa.Connection) -> dict[str, Any]:
-        row = sg_db.get_group(conn, ctx, request.path_params["id"])
+        row = sg_db.get_group(conn, ctx, _param(request))
         return sg_db.group_view(row, sg_db.rules_of(conn, [row["id"]])[row["id"]])
     return reply({"security_group": await request.app.state.db.read(load)})
 
@@ -249,13 +259,13 @@ async def show_group(request: Request) -> Response:
 async def update_group(request: Request) -> Response:
     ctx = context(request)
     values = parse("security_group", await json_body(request), False)
-    row = await _svc(request).update_security_group(ctx, request.path_params["id"], values)
+    row = await _svc(request).update_security_group(ctx, _param(request), values)
     rules = await request.app.state.db.read(sg_db.rules_of, [row["id"]])
     return reply({"security_group": sg_db.group_view(row, rules[row["id"]])})
 
 
 async def delete_group(request: Request) -> Response:
-    await _svc(request).delete_security_group(context(request), request.path_params["id"])
+    await _svc(request).delete_security_group(context(request), _param(request))
     return no_content()
 
 
@@ -280,19 +290,19 @@ async def create_rule(request: Request) -> Response:
 
 
 async def show_rule(request: Request) -> Response:
-    row = await request.app.state.db.read(sg_db.get_rule, context(request), request.path_params["id"])
+    row = await request.app.state.db.read(sg_db.get_rule, context(request), _param(request))
     return reply({"security_group_rule": sg_db.rule_view(row)})
 
 
 async def delete_rule(request: Request) -> Response:
-    await _svc(request).delete_rule(context(request), request.path_params["id"])
+    await _svc(request).delete_rule(context(request), _param(request))
     return no_content()
 
 
 # -- quotas and get-me-a-network --------------------------------------------------
 async def show_quota(request: Request) -> Response:
     ctx = context(request)
-    project = request.path_params["project_id"]
+    project = _param(request, "project_id")
     policy.enforce(ctx, "network:get", {"project_id": project})
     detail = request.url.path.endswith("/details")
     quota = await request.app.state.db.read(_svc(request).quota_view, project, detail)
@@ -303,7 +313,7 @@ async def auto_allocated_topology(request: Request) -> Response:
     from cirrus.network.auto_allocate import get_or_create_auto_network
 
     ctx = context(request)
-    project = request.path_params["project_id"]
+    project = _param(request, "project_id")
     policy.enforce(ctx, "network:create", {"project_id": project})
     net = await request.app.state.db.run(get_or_create_auto_network,
                                          request.app.state.settings, project)

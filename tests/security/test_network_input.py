@@ -61,6 +61,8 @@ BAD_PORTS: list[tuple[str, Any, int]] = [
     ("fixed_ips", [{"ip_address": "10.0.0.5"}, {"ip_address": "10.0.0.5"}], 400),
     ("fixed_ips", [{"ip_address": "fd00::5"}], 400),          # no IPv6 subnet here
     ("fixed_ips", [{"ip_address": "10.99.0.5"}], 400),        # outside every subnet
+    ("fixed_ips", [{"ip_address": "10.0.0.0"}], 400),         # the network address
+    ("fixed_ips", [{"ip_address": "10.0.0.255"}], 400),       # the broadcast address
     ("mac_address", "zz:zz:zz:zz:zz:zz", 400),
     ("mac_address", "fa:16:3e:00:00", 400),
     ("mac_address", "00:00:00:00:00:00", 400),
@@ -375,4 +377,23 @@ async def test_junk_filters_never_break_a_listing(tenants: Tenants, net: dict[st
                 resp = await client.get(f"{NET}/{collection}?{query}")
                 if resp.status_code not in (200, 400):
                     wrong.append((collection, query[:40], resp.status_code))
+    assert wrong == []
+
+
+JUNK_IDS = ["%00", "%ED%A0%80", "x" * 300, "%20"]
+
+
+async def test_junk_ids_in_paths_name_nothing(tenants: Tenants, net: dict[str, Any]) -> None:
+    wrong = []
+    for junk in JUNK_IDS:
+        for collection in LISTINGS:
+            url = f"{NET}/{collection}/{junk}"
+            for resp in (await tenants.member.get(url), await tenants.member.delete(url),
+                         await tenants.admin.get(url)):
+                if not 400 <= resp.status_code < 500:
+                    wrong.append((collection, junk[:10], resp.request.method, resp.status_code))
+        for path in (f"quotas/{junk}", f"quotas/{junk}/details", f"auto-allocated-topology/{junk}"):
+            resp = await tenants.admin.get(f"{NET}/{path}")  # any project id is the admin's to ask
+            if resp.status_code >= 500:
+                wrong.append((path[:20], resp.status_code))
     assert wrong == []
