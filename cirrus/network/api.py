@@ -314,7 +314,9 @@ class API:
             port = port_db.get_port(conn, ctx.elevated() if ctx.is_admin else ctx, port_id)
             if port["device_id"] and port["device_id"] != instance["uuid"]:
                 raise exc.PortInUse(port_id=port_id)
-            if port["project_id"] != instance["project_id"] and not ctx.is_admin:
+            # Nova's rule, for admins too: a server's ports are its project's
+            # (the only ones its info cache, detach and delete consider).
+            if port["project_id"] != instance["project_id"]:
                 raise exc.PortNotUsable(port_id=port_id, instance=instance["uuid"])
             req["network_id"] = port["network_id"]
             ordered.append(port_id)

@@ -268,3 +268,26 @@ async def test_a_member_binds_its_own_port_to_its_own_server(tenants: Tenants) -
     port = await _post(tenants.member, "ports", {"network_id": net["id"], "device_id": server["id"],
                                                  "device_owner": "compute:nova"})
     assert port.status_code == 201, port.text
+
+
+async def test_not_even_an_admin_gives_a_server_another_projects_port(tenants: Tenants) -> None:
+    """Nova's rule: a server's ports are its project's (the only ones its
+    network info, detach and delete consider), whoever asks."""
+    from cirrus.network import exception as nexc
+    from cirrus.network.api import make_network_api
+
+    cloud = tenants.api.cloud
+    b_net, _ = await _network(tenants.other, "10.73.0.0/24")
+    b_port = await _created(tenants.other, "ports", {"network_id": b_net["id"]})
+    api = make_network_api(cloud.settings, cloud.db, "compute1", None)
+    instance = {"uuid": "11111111-2222-4333-8444-555555555555",
+                "project_id": tenants.project["demo"], "availability_zone": "nova",
+                "hostname": "x"}
+    admin = RequestContext(user_id=tenants.user["admin"], project_id=tenants.project["admin"],
+                           roles=["admin", "member", "reader"])
+    with pytest.raises(nexc.PortNotUsable):
+        await api.allocate_for_instance(admin, instance, requested_networks=[
+            {"port_id": b_port["id"], "network_id": None, "fixed_ip": None}],
+            bind_host_id="compute1")
+    shown = (await tenants.other.get(f"{NET}/ports/{b_port['id']}")).json()["port"]
+    assert shown["device_id"] == "" and shown["binding:host_id"] == ""
