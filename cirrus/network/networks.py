@@ -10,6 +10,7 @@ from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
 from cirrus.db.engine import fetch_all, fetch_one
 from cirrus.db.rows import PreparedRead
+from cirrus.network import authz
 from cirrus.network import exception as exc
 from cirrus.network import subnet_rules
 from cirrus.network.common import new_id, owned, timestamps_view
@@ -125,16 +126,23 @@ def create_network(conn: sa.Connection, ctx: RequestContext, values: dict[str, A
     return row
 
 
-def update_network(conn: sa.Connection, row: dict[str, Any], values: dict[str, Any]) -> None:
-    """Apply ``values`` (checked columns) to the network ``row``."""
+def update_network(conn: sa.Connection, ctx: RequestContext, net_id: str,
+                   values: dict[str, Any]) -> dict[str, Any]:
+    """Apply ``values`` (checked columns) to network ``net_id``: 404 unless the
+    caller sees it, 403 unless it may change it."""
+    row = get_network(conn, ctx, net_id)
+    authz.enforce(ctx, "network:update", "network", row)
     if values:
         conn.execute(networks.update().where(networks.c.id == row["id"]).values(
             updated_at=utcnow(), **values))
+    return row
 
 
-def delete_network(conn: sa.Connection, row: dict[str, Any]) -> dict[str, Any]:
-    """Delete the network ``row`` with its subnets (409 while ports use it)."""
-    net_id = row["id"]
+def delete_network(conn: sa.Connection, ctx: RequestContext, net_id: str) -> dict[str, Any]:
+    """Delete network ``net_id`` with its subnets: 404 unless the caller sees
+    it, 403 unless it may delete it, 409 while ports use it."""
+    row = get_network(conn, ctx, net_id)
+    authz.enforce(ctx, "network:delete", "network", row)
     in_use = conn.execute(sa.select(ports.c.id).where(
         ports.c.network_id == net_id, ~ports.c.device_owner.like("network:%"))).first()
     if in_use:
@@ -178,8 +186,12 @@ def create_subnet(conn: sa.Connection, ctx: RequestContext, values: dict[str, An
     return row
 
 
-def update_subnet(conn: sa.Connection, row: dict[str, Any], values: dict[str, Any]) -> None:
-    """Apply ``values`` to the subnet ``row``, checked against it by subnet_rules."""
+def update_subnet(conn: sa.Connection, ctx: RequestContext, subnet_id: str,
+                  values: dict[str, Any]) -> None:
+    """Apply ``values`` to subnet ``subnet_id``, checked against it by
+    subnet_rules: 404 unless the caller sees it, 403 unless it may change it."""
+    row = get_subnet(conn, ctx, subnet_id)
+    authz.enforce(ctx, "network:update", "subnet", row)
     values = subnet_rules.for_update(row, values)
     if values:
         conn.execute(subnets.update().where(subnets.c.id == row["id"]).values(
@@ -197,9 +209,11 @@ def get_subnet(conn: sa.Connection, ctx: RequestContext, subnet_id: str) -> dict
     return row
 
 
-def delete_subnet(conn: sa.Connection, row: dict[str, Any]) -> dict[str, Any]:
-    """Delete the subnet ``row`` (409 while a port has an address on it)."""
-    subnet_id = row["id"]
+def delete_subnet(conn: sa.Connection, ctx: RequestContext, subnet_id: str) -> dict[str, Any]:
+    """Delete subnet ``subnet_id``: 404 unless the caller sees it, 403 unless
+    it may delete it, 409 while a port has an address on it."""
+    row = get_subnet(conn, ctx, subnet_id)
+    authz.enforce(ctx, "network:delete", "subnet", row)
     used = conn.execute(sa.select(ip_allocations.c.port_id).join(
         ports, ports.c.id == ip_allocations.c.port_id).where(
         ip_allocations.c.subnet_id == subnet_id, ~ports.c.device_owner.like("network:%"))).first()

@@ -1,4 +1,7 @@
-"""The network service behind the v2.0 HTTP API: quotas, visibility, binding."""
+"""The network service behind the v2.0 HTTP API: quotas, visibility, binding.
+
+Every write is checked here, whoever calls: roles and ownership by
+``authz``, values by ``schema`` (the handlers parse) and ``subnet_rules``."""
 from __future__ import annotations
 
 from typing import Any
@@ -100,20 +103,10 @@ class NetworkService:
         for column in ("shared", "router_external"):
             if column in values:
                 authz.admin_only(ctx, f"update_network:{column}")
-
-        def update(conn: sa.Connection) -> dict[str, Any]:
-            row = net_db.get_network(conn, ctx, net_id)
-            authz.enforce(ctx, "network:update", "network", row)
-            net_db.update_network(conn, row, values)
-            return row
-        return await self.db.run(update)
+        return await self.db.run(net_db.update_network, ctx, net_id, values)
 
     async def delete_network(self, ctx: RequestContext, net_id: str) -> None:
-        def delete(conn: sa.Connection) -> None:
-            row = net_db.get_network(conn, ctx, net_id)
-            authz.enforce(ctx, "network:delete", "network", row)
-            net_db.delete_network(conn, row)
-        await self.db.run(delete)
+        await self.db.run(net_db.delete_network, ctx, net_id)
 
     # -- subnets -----------------------------------------------------------------------
     async def create_subnet(self, ctx: RequestContext, values: dict[str, Any]) -> dict[str, Any]:
@@ -128,18 +121,10 @@ class NetworkService:
 
     async def update_subnet(self, ctx: RequestContext, subnet_id: str,
                             values: dict[str, Any]) -> None:
-        def update(conn: sa.Connection) -> None:
-            row = net_db.get_subnet(conn, ctx, subnet_id)
-            authz.enforce(ctx, "network:update", "subnet", row)
-            net_db.update_subnet(conn, row, values)
-        await self.db.run(update)
+        await self.db.run(net_db.update_subnet, ctx, subnet_id, values)
 
     async def delete_subnet(self, ctx: RequestContext, subnet_id: str) -> None:
-        def delete(conn: sa.Connection) -> None:
-            row = net_db.get_subnet(conn, ctx, subnet_id)
-            authz.enforce(ctx, "network:delete", "subnet", row)
-            net_db.delete_subnet(conn, row)
-        await self.db.run(delete)
+        await self.db.run(net_db.delete_subnet, ctx, subnet_id)
 
     # -- ports -------------------------------------------------------------------------
     async def create_port(self, ctx: RequestContext, values: dict[str, Any]) -> dict[str, Any]:
@@ -177,7 +162,8 @@ class NetworkService:
             authz.enforce(ctx, "network:update", "port", port)
             network = net_db.network_by_id(conn, port["network_id"]) or {}
             authz.check_port_fields(ctx, network, values, creating=False)
-            authz.check_device(conn, ctx, {**port, **values}, creating=False)
+            if "device_id" in values or "device_owner" in values:
+                authz.check_device(conn, ctx, {**port, **values}, creating=False)
             checked = dict(values)
             if values.get("security_groups"):
                 checked["security_groups"] = sg_db.resolve(conn, port["project_id"],

@@ -97,7 +97,7 @@ def integer(low: int, high: int) -> Validator:
 
 def one_of(*values: Any) -> Validator:
     def check(value: Any) -> Reason:
-        if isinstance(value, bool) or value not in values:
+        if not any(value == allowed and type(value) is type(allowed) for allowed in values):
             return f"'{shown(value)}' is not in {list(values)}"
         return None
     return check
