@@ -77,7 +77,7 @@ def check_port_fields(ctx: RequestContext, network: dict[str, Any], values: dict
                       creating: bool) -> None:
     """Neutron's field rules for a port on a network the caller does not own
     (a shared one): no MAC, IP address, address pairs or ``network:*`` owner."""
-    if ctx.is_admin or network["project_id"] == ctx.project_id:
+    if ctx.is_admin or network.get("project_id") == ctx.project_id:
         return
     verb = "create" if creating else "update"
     if "mac_address" in values:
