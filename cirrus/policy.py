@@ -65,6 +65,8 @@ RULES: dict[str, str] = {
     # network
     "network:get": READER,
     "network:create": MEMBER,
+    "network:update": MEMBER,
+    "network:delete": MEMBER,
     "network:admin": ADMIN,
 }
 

@@ -7,12 +7,13 @@ backend of the compute host it runs on.
 """
 from __future__ import annotations
 
+import ipaddress
 import logging
 from typing import Any
 
 import sqlalchemy as sa
 
-from cirrus.compute.models import instance_info_caches
+from cirrus.compute.models import instance_info_caches, instances
 from cirrus.config import Settings
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
@@ -20,15 +21,17 @@ from cirrus.db.engine import Database, fetch_all
 from cirrus.db.prepared import Prepared
 from cirrus.db.rows import PreparedRead, read_here
 from cirrus.network import exception as exc
+from cirrus.network import ipam
 from cirrus.network import ports as port_db
 from cirrus.network import security_groups as sg_db
 from cirrus.network.auto_allocate import find_auto_network, get_or_create_auto_network
 from cirrus.network.backends import get_backend
 from cirrus.network.binding import Binder, EventSink
 from cirrus.network.model import NetworkInfo, build_vif
-from cirrus.network.models import networks
+from cirrus.network.models import ip_allocations, networks
 from cirrus.network.models import ports as port_table
 from cirrus.network.networks import network_by_id, subnets_of, subnets_to_allocate
+from cirrus.network.validators import shown
 from cirrus.utils import KeyedLocks
 
 LOG = logging.getLogger(__name__)
@@ -85,10 +88,19 @@ class API:
 
     # -- checks at create time --------------------------------------------------
     async def validate_networks(self, ctx: RequestContext, requested_networks: Any,
-                                num_instances: int) -> int:
+                                num_instances: int,
+                                security_groups: list[str] | None = None) -> int:
         """Fail early (before the 202) for requests that can never work; the
         number of instances the requested ports and the project's port quota
-        allow (seed 000: 0 is PortLimitExceeded for the caller)."""
+        allow (seed 000: 0 is PortLimitExceeded for the caller).
+
+        Refused here as Nova refuses them at the API: a port in use
+        (PortInUse), a fixed IP no subnet of its network can give, the
+        gateway, in use or asked twice (InvalidFixedIp, FixedIpAlreadyInUse),
+        and ``security_groups`` the project has no group of that name or id
+        for (SecurityGroupNotFound, NoUniqueMatch)."""
+        if security_groups and any(name != "default" for name in security_groups):
+            await self.db.read(sg_db.check_groups, ctx.project_id or "", security_groups)
         first = requested_networks[0].get("network_id") if requested_networks else None
         if first == "none":
             return num_instances
@@ -114,6 +126,8 @@ class API:
             for net in nets:
                 if net["router_external"] and not net["shared"] and not ctx.is_admin:
                     raise exc.ExternalNetworkAttachForbidden(network_uuid=net["id"])
+            _check_fixed_ips(conn, [(r["network_id"], r["fixed_ip"]) for r in requested_networks
+                                    if r.get("fixed_ip") and not r.get("port_id")])
             count = 1 if port_count else num_instances
             return self._ports_fit(conn, ctx.project_id or "", len(net_ids), count)
         return await self.db.read(check)
@@ -170,7 +184,7 @@ class API:
                 await self.binder.bound(port, (network, subnets))
         except BaseException:
             if "preexisting" in checked:
-                await self._rollback(ctx, instance["uuid"], created, checked["preexisting"])
+                await self._rollback(ctx, instance, created, checked["preexisting"])
             raise
         return info
 
@@ -268,9 +282,10 @@ class API:
                  for p in ports]
         info = None
         if not preserve and len(fixed) == len(ports):
-            info = _store_fresh_network_info(conn, instance["uuid"], ports, fixed, nets, subnets)
+            info = _store_fresh_network_info(conn, instance, ports, fixed, nets, subnets)
         if info is None:
-            info = self._build_network_info_model(conn, instance["uuid"], preserve, nets, subnets)
+            info = self._build_network_info_model(conn, instance["uuid"], instance["project_id"],
+                                                  preserve, nets, subnets)
         created.extend(mine)  # only once the transaction can commit
         return bound, info
 
@@ -299,7 +314,9 @@ class API:
             port = port_db.get_port(conn, ctx.elevated() if ctx.is_admin else ctx, port_id)
             if port["device_id"] and port["device_id"] != instance["uuid"]:
                 raise exc.PortInUse(port_id=port_id)
-            if port["project_id"] != instance["project_id"] and not ctx.is_admin:
+            # Nova's rule, for admins too: a server's ports are its project's
+            # (the only ones its info cache, detach and delete consider).
+            if port["project_id"] != instance["project_id"]:
                 raise exc.PortNotUsable(port_id=port_id, instance=instance["uuid"])
             req["network_id"] = port["network_id"]
             ordered.append(port_id)
@@ -357,7 +374,7 @@ class API:
         backend."""
         return [port_db.update_port(conn, ctx.elevated(), pid, binding)[1] for pid in port_ids]
 
-    async def _rollback(self, ctx: RequestContext, uuid: str, created: list[str],
+    async def _rollback(self, ctx: RequestContext, instance: dict[str, Any], created: list[str],
                         preexisting: list[str]) -> None:
         """Delete the ports we created, unbind the ones we were given; the info
         cache (written with the binding) then lists what is left."""
@@ -374,7 +391,7 @@ class API:
                         "device_id": "", "device_owner": "", "binding_host_id": ""})[0])
                 except exc.PortNotFound:
                     pass
-            self._build_network_info_model(conn, uuid, set())
+            self._build_network_info_model(conn, instance["uuid"], instance["project_id"], set())
             return rows
         try:
             for port in await self.db.run(undo):
@@ -397,7 +414,7 @@ class API:
             cache = _cache_of(conn, instance["uuid"])
             preserved = requested | {v["id"] for v in cache if v.get("preserve_on_delete")}
             rows = []
-            for port in port_db.ports_of_device(conn, instance["uuid"]):
+            for port in port_db.ports_of_device(conn, instance["uuid"], instance["project_id"]):
                 if port["id"] in preserved:
                     rows.append(port_db.update_port(conn, ctx.elevated(), port["id"], {
                         "device_id": "", "device_owner": "", "binding_host_id": ""})[0])
@@ -424,17 +441,20 @@ class API:
         """Rebuild the VIF model from the ports and store it in the info cache."""
         async with self._locks(instance["uuid"]):
             return await self.db.run(self._build_network_info_model, instance["uuid"],
-                                     preserve or set())
+                                     instance["project_id"], preserve or set())
 
     @staticmethod
-    def _build_network_info_model(conn: sa.Connection, uuid: str, preserve: set[str],
+    def _build_network_info_model(conn: sa.Connection, uuid: str, project_id: str,
+                                  preserve: set[str],
                                   known_networks: dict[str, dict[str, Any]] | None = None,
                                   known_subnets: dict[str, list[dict[str, Any]]] | None = None
                                   ) -> NetworkInfo:
-        """``known_*``: network rows by id and subnet rows by network id that the
-        caller read in this transaction already; the rest is read here."""
+        """The instance ``uuid`` of ``project_id`` (only that project's ports are
+        its ports). ``known_*``: network rows by id and subnet rows by network
+        id that the caller read in this transaction already; the rest is read
+        here."""
         old = {vif["id"]: vif for vif in _cache_of(conn, uuid)}
-        device_ports = port_db.ports_of_device(conn, uuid)
+        device_ports = port_db.ports_of_device(conn, uuid, project_id)
         fixed = port_db.fixed_ips_of(conn, [p["id"] for p in device_ports])
         net_rows = dict(known_networks or {})
         missing = {p["network_id"] for p in device_ports} - set(net_rows)
@@ -462,6 +482,10 @@ class API:
         preserve = cache[port_id].get("preserve_on_delete", False)
 
         def release(conn: sa.Connection) -> dict[str, Any]:
+            port = port_db.port_by_id(conn, port_id)
+            if port is None or port["device_id"] != instance["uuid"] \
+                    or port["project_id"] != instance["project_id"]:
+                raise exc.PortNotFound(port_id=port_id)  # not this server's (a stale cache)
             if preserve:
                 return port_db.update_port(conn, ctx.elevated(), port_id, {
                     "device_id": "", "device_owner": "", "binding_host_id": ""})[0]
@@ -471,11 +495,40 @@ class API:
 
     # -- os-interface helpers -----------------------------------------------------
     async def list_ports(self, ctx: RequestContext, device_id: str) -> list[dict[str, Any]]:
+        """The ports of server ``device_id``: those naming it of its own project."""
         def load(conn: sa.Connection) -> list[dict[str, Any]]:
-            rows = port_db.ports_of_device(conn, device_id)
+            rows = fetch_all(conn, sa.select(port_table).where(
+                port_table.c.device_id == device_id,
+                port_table.c.project_id == sa.select(instances.c.project_id).where(
+                    instances.c.uuid == device_id).scalar_subquery()).order_by(port_table.c.seq))
             fixed = port_db.fixed_ips_of(conn, [r["id"] for r in rows])
             return [port_db.port_view(r, fixed[r["id"]]) for r in rows]
         return await self.db.read(load)
+
+
+def _check_fixed_ips(conn: sa.Connection, requested: list[tuple[str, Any]]) -> None:
+    """Each (network id, fixed IP) of a server create is an address a subnet
+    of the network can give and no port holds, asked once (Nova refuses
+    these at the API, with 400)."""
+    for i, (net_id, address) in enumerate(requested):
+        if (net_id, address) in requested[:i]:
+            raise exc.InvalidFixedIp(reason=f"Fixed IP {shown(address)} is requested more than "
+                                            f"once on network {net_id}.")
+        subnets = subnets_of(conn, [net_id])
+        subnet_id = port_db.subnet_for_address(subnets, address)
+        if subnet_id is None:
+            raise exc.InvalidFixedIp(reason=f"IP address {shown(address)} is not a valid IP for "
+                                            f"any subnet on network {net_id}.")
+        subnet = next(s for s in subnets if s["id"] == subnet_id)
+        reason = ipam.unusable_reason(subnet, address)
+        if reason:
+            raise exc.InvalidFixedIp(reason=reason)
+        holder = conn.execute(sa.select(port_table.c.device_id).select_from(ip_allocations.join(
+            port_table, port_table.c.id == ip_allocations.c.port_id)).where(
+            ip_allocations.c.network_id == net_id,
+            ip_allocations.c.ip_address == str(ipaddress.ip_address(address)))).first()
+        if holder is not None:
+            raise exc.FixedIpAlreadyInUse(address=address, instance_uuid=holder.device_id)
 
 
 def _network_of(conn: sa.Connection, network_id: str,
@@ -491,12 +544,14 @@ _STORE_CACHE = Prepared(instance_info_caches.update().where(
     instance_info_caches.c.instance_uuid == sa.bindparam("w_uuid")).values(
     network_info=sa.bindparam("v_info"), updated_at=sa.bindparam("v_now")))
 # The info cache of an instance whose ports are exactly the ``w_count`` ports
-# the caller wrote in this transaction (device_id = the instance): otherwise
-# no row changes and the caller builds the model from what is stored.
+# the caller wrote in this transaction (device_id = the instance, of its
+# project): otherwise no row changes and the caller builds the model from
+# what is stored.
 _STORE_FRESH_CACHE = Prepared(instance_info_caches.update().where(
     instance_info_caches.c.instance_uuid == sa.bindparam("w_uuid"),
     sa.select(sa.func.count()).select_from(port_table).where(
-        port_table.c.device_id == sa.bindparam("w_uuid")).scalar_subquery()
+        port_table.c.device_id == sa.bindparam("w_uuid"),
+        port_table.c.project_id == sa.bindparam("w_project")).scalar_subquery()
     == sa.bindparam("w_count")).values(
     network_info=sa.bindparam("v_info"), updated_at=sa.bindparam("v_now")))
 
@@ -506,7 +561,8 @@ def _cache_of(conn: sa.Connection, uuid: str) -> list[dict[str, Any]]:
     return list((row or {}).get("network_info") or [])
 
 
-def _store_fresh_network_info(conn: sa.Connection, uuid: str, device_ports: list[dict[str, Any]],
+def _store_fresh_network_info(conn: sa.Connection, instance: dict[str, Any],
+                              device_ports: list[dict[str, Any]],
                               fixed: dict[str, list[dict[str, str]]],
                               nets: dict[str, dict[str, Any]],
                               subnets: dict[str, list[dict[str, Any]]]) -> NetworkInfo | None:
@@ -520,8 +576,10 @@ def _store_fresh_network_info(conn: sa.Connection, uuid: str, device_ports: list
     subnet_rows = {s["id"]: s for rows in subnets.values() for s in rows}
     info = NetworkInfo(build_vif(port, fixed[port["id"]], nets[port["network_id"]], subnet_rows,
                                  False) for port in device_ports)
-    stored = _STORE_FRESH_CACHE.execute(conn, w_uuid=uuid, w_count=len(device_ports),
-                                        v_info=list(info), v_now=utcnow())
+    stored = _STORE_FRESH_CACHE.execute(conn, w_uuid=instance["uuid"],
+                                        w_project=instance["project_id"],
+                                        w_count=len(device_ports), v_info=list(info),
+                                        v_now=utcnow())
     return info if stored.rowcount == 1 else None
 
 

@@ -4,6 +4,10 @@ from __future__ import annotations
 from cirrus.exception import CirrusException, Conflict, Forbidden, Invalid, NotFound
 
 
+class ResourceNotFound(NotFound):
+    msg_fmt = "The resource could not be found."
+
+
 class NetworkNotFound(NotFound):
     msg_fmt = "Network %(net_id)s could not be found."
 
@@ -96,4 +100,38 @@ class PortLimitExceeded(Forbidden):
 
 
 class NetworkError(CirrusException):
+    msg_fmt = "%(reason)s"
+
+
+class PolicyNotAuthorized(Forbidden):
+    """Neutron's answer to a caller who may see a thing but not do this to it."""
+
+    msg_fmt = "(rule:%(action)s) is disallowed by policy"
+
+
+class InvalidAllocationPool(Invalid):
+    msg_fmt = "The allocation pool %(pool)s is not valid."
+
+
+class OutOfBoundsAllocationPool(Invalid):
+    msg_fmt = "The allocation pool %(pool)s spans beyond the subnet cidr %(subnet_cidr)s."
+
+
+class OverlappingAllocationPools(Conflict):
+    msg_fmt = "Found overlapping allocation pools: %(pool_1)s %(pool_2)s for subnet %(subnet_cidr)s."
+
+
+class GatewayConflictWithAllocationPools(Conflict):
+    msg_fmt = "Gateway ip %(ip_address)s conflicts with allocation pool %(pool)s."
+
+
+class FixedIpAlreadyInUse(Invalid):
+    """Nova's error for a requested fixed IP some port holds (400 at ``POST /servers``)."""
+
+    msg_fmt = "Fixed IP address %(address)s is already in use on instance %(instance_uuid)s."
+
+
+class InvalidFixedIp(Invalid):
+    """A requested fixed IP no subnet of the network can give (400 at the API)."""
+
     msg_fmt = "%(reason)s"

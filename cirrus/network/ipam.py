@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from cirrus.db.prepared import Prepared, statement_savepoint
 from cirrus.network import exception as exc
 from cirrus.network.models import ip_allocations, ports, subnets
+from cirrus.network.validators import shown
 
 MAC_ATTEMPTS = 16
 # Built once: every port creation runs these. The subnet's count of
@@ -111,13 +112,30 @@ def allocate_ip(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
 
 def _allocate_given(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
                     address: str) -> str:
-    ip = ipaddress.ip_address(address)
-    if ip not in ipaddress.ip_network(subnet["cidr"]):
-        raise exc.InvalidInput(reason=f"IP address {address} is not a valid IP for the "
-                                      f"specified subnet.")
-    if subnet["gateway_ip"] == str(ip) or not _insert(conn, subnet, port_id, str(ip)):
+    reason = unusable_reason(subnet, address, gateway=False)
+    if reason:
+        raise exc.InvalidInput(reason=reason)
+    ip = str(ipaddress.ip_address(address))
+    if subnet["gateway_ip"] == ip or not _insert(conn, subnet, port_id, ip):
         raise exc.IpAddressAlreadyAllocated(ip=address, subnet_id=subnet["id"])
-    return str(ip)
+    return ip
+
+
+def unusable_reason(subnet: dict[str, Any], address: Any, gateway: bool = True) -> str | None:
+    """Why ``address`` can never be a port's on ``subnet`` (not an address of
+    the subnet, its network address, its IPv4 broadcast; with ``gateway``, its
+    gateway), or None. Neutron's ``check_subnet_ip``."""
+    try:
+        ip = ipaddress.ip_address(address) if isinstance(address, str) else None
+    except ValueError:
+        ip = None
+    net = ipaddress.ip_network(subnet["cidr"])
+    if ip is None or ip.version != net.version or ip not in net \
+            or ip == net.network_address or (net.version == 4 and ip == net.broadcast_address):
+        return f"IP address {shown(address)} is not a valid IP for the specified subnet."
+    if gateway and subnet["gateway_ip"] == str(ip):
+        return f"IP address {ip} is the gateway of subnet {subnet['id']}."
+    return None
 
 
 def _allocate_next(conn: sa.Connection, subnet: dict[str, Any], port_id: str,

@@ -10,9 +10,10 @@ from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
 from cirrus.db.engine import fetch_all, fetch_one
 from cirrus.db.rows import PreparedRead
+from cirrus.network import authz
 from cirrus.network import exception as exc
+from cirrus.network import subnet_rules
 from cirrus.network.common import new_id, owned, timestamps_view
-from cirrus.network.ipam import default_pools
 from cirrus.network.models import ip_allocations, networks, ports, subnets
 
 NETWORK_COLUMNS = {"id": "id", "name": "name", "project_id": "project_id",
@@ -24,7 +25,28 @@ SUBNET_COLUMNS = {"id": "id", "name": "name", "network_id": "network_id", "proje
 
 
 def visible_network(ctx: RequestContext, row: dict[str, Any]) -> bool:
-    return owned(ctx, row) or row["shared"] or row["router_external"]
+    """The caller's own networks, and shared or external ones (to any project)."""
+    return owned(ctx, row) or (bool(ctx.project_id) and (row["shared"] or row["router_external"]))
+
+
+def visible_networks_clause(ctx: RequestContext) -> Any:
+    """:func:`visible_network` as a WHERE clause (None: every row, for admins)."""
+    if ctx.is_admin:
+        return None
+    if not ctx.project_id:
+        return sa.false()
+    return sa.or_(networks.c.project_id == ctx.project_id, networks.c.shared.is_(True),
+                  networks.c.router_external.is_(True))
+
+
+def visible_subnets_clause(ctx: RequestContext) -> Any:
+    """The caller's own subnets and those of the networks it can see."""
+    if ctx.is_admin:
+        return None
+    if not ctx.project_id:
+        return sa.false()
+    return sa.or_(subnets.c.project_id == ctx.project_id, subnets.c.network_id.in_(
+        sa.select(networks.c.id).where(visible_networks_clause(ctx))))
 
 
 # Built once: boots, port creations and deletions read networks by id.
@@ -104,10 +126,23 @@ def create_network(conn: sa.Connection, ctx: RequestContext, values: dict[str, A
     return row
 
 
-def delete_network(conn: sa.Connection, ctx: RequestContext, net_id: str) -> dict[str, Any]:
+def update_network(conn: sa.Connection, ctx: RequestContext, net_id: str,
+                   values: dict[str, Any]) -> dict[str, Any]:
+    """Apply ``values`` (checked columns) to network ``net_id``: 404 unless the
+    caller sees it, 403 unless it may change it."""
     row = get_network(conn, ctx, net_id)
-    if not owned(ctx, row):
-        raise exc.NetworkNotFound(net_id=net_id)
+    authz.enforce(ctx, "network:update", "network", row)
+    if values:
+        conn.execute(networks.update().where(networks.c.id == row["id"]).values(
+            updated_at=utcnow(), **values))
+    return row
+
+
+def delete_network(conn: sa.Connection, ctx: RequestContext, net_id: str) -> dict[str, Any]:
+    """Delete network ``net_id`` with its subnets: 404 unless the caller sees
+    it, 403 unless it may delete it, 409 while ports use it."""
+    row = get_network(conn, ctx, net_id)
+    authz.enforce(ctx, "network:delete", "network", row)
     in_use = conn.execute(sa.select(ports.c.id).where(
         ports.c.network_id == net_id, ~ports.c.device_owner.like("network:%"))).first()
     if in_use:
@@ -125,8 +160,6 @@ def _check_cidr(conn: sa.Connection, network_id: str, cidr: str, version: int | 
         raise exc.InvalidInput(reason=f"'{cidr}' is not a valid IP subnet: {err}") from None
     if version is not None and net.version != version:
         raise exc.InvalidInput(reason=f"Cidr {cidr} does not match ip_version {version}")
-    if net.prefixlen >= net.max_prefixlen - (0 if net.version == 6 else 1):
-        raise exc.InvalidInput(reason=f"Cidr {cidr} is too small for any address")
     for other in subnets_of(conn, [network_id]):
         other_net = ipaddress.ip_network(other["cidr"])
         if other_net.version == net.version and other_net.overlaps(net):
@@ -135,38 +168,34 @@ def _check_cidr(conn: sa.Connection, network_id: str, cidr: str, version: int | 
     return net
 
 
-def create_subnet(conn: sa.Connection, ctx: RequestContext, values: dict[str, Any]) -> dict[str, Any]:
-    network = get_network(conn, ctx, values["network_id"])
-    if not owned(ctx, network):
-        raise exc.NetworkNotFound(net_id=values["network_id"])
+def create_subnet(conn: sa.Connection, ctx: RequestContext, values: dict[str, Any],
+                  network: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A subnet from ``values`` (its project, if absent, the caller's) on its
+    network (``network``, when the caller read it), checked by subnet_rules."""
+    if network is None:
+        network = get_network(conn, ctx, values["network_id"])
     net = _check_cidr(conn, network["id"], values["cidr"], values.get("ip_version"))
-    gateway = values.get("gateway_ip", str(net.network_address + 1))
-    if gateway is not None:
-        try:
-            if ipaddress.ip_address(gateway) not in net:
-                raise ValueError
-        except ValueError:
-            raise exc.InvalidInput(reason=f"Gateway IP {gateway} is not in subnet {net}") from None
-    pools = values.get("allocation_pools") or default_pools(str(net), gateway)
-    for pool in pools:
-        try:
-            start, end = ipaddress.ip_address(pool["start"]), ipaddress.ip_address(pool["end"])
-        except (KeyError, TypeError, ValueError):
-            raise exc.InvalidInput(reason=f"Invalid allocation pool {pool!r}") from None
-        if start not in net or end not in net or start > end:
-            raise exc.InvalidInput(reason=f"Allocation pool {pool['start']}-{pool['end']} is not "
-                                          f"within {net}")
     row = {"id": new_id(), "network_id": network["id"],
            "project_id": values.get("project_id") or ctx.project_id, "name": values.get("name", ""),
-           "ip_version": net.version, "cidr": str(net), "gateway_ip": gateway,
-           "enable_dhcp": values.get("enable_dhcp", True),
-           "dns_nameservers": values.get("dns_nameservers", []),
-           "host_routes": values.get("host_routes", []), "allocation_pools": pools,
+           "ip_version": net.version, "cidr": str(net),
+           **subnet_rules.for_create(net, values),
            "ipv6_address_mode": values.get("ipv6_address_mode"),
            "ipv6_ra_mode": values.get("ipv6_ra_mode"), "description": values.get("description", ""),
            "created_at": utcnow()}
     conn.execute(subnets.insert().values(**row))
     return row
+
+
+def update_subnet(conn: sa.Connection, ctx: RequestContext, subnet_id: str,
+                  values: dict[str, Any]) -> None:
+    """Apply ``values`` to subnet ``subnet_id``, checked against it by
+    subnet_rules: 404 unless the caller sees it, 403 unless it may change it."""
+    row = get_subnet(conn, ctx, subnet_id)
+    authz.enforce(ctx, "network:update", "subnet", row)
+    values = subnet_rules.for_update(row, values)
+    if values:
+        conn.execute(subnets.update().where(subnets.c.id == row["id"]).values(
+            updated_at=utcnow(), **values))
 
 
 def get_subnet(conn: sa.Connection, ctx: RequestContext, subnet_id: str) -> dict[str, Any]:
@@ -181,9 +210,10 @@ def get_subnet(conn: sa.Connection, ctx: RequestContext, subnet_id: str) -> dict
 
 
 def delete_subnet(conn: sa.Connection, ctx: RequestContext, subnet_id: str) -> dict[str, Any]:
+    """Delete subnet ``subnet_id``: 404 unless the caller sees it, 403 unless
+    it may delete it, 409 while a port has an address on it."""
     row = get_subnet(conn, ctx, subnet_id)
-    if not owned(ctx, row):
-        raise exc.SubnetNotFound(subnet_id=subnet_id)
+    authz.enforce(ctx, "network:delete", "subnet", row)
     used = conn.execute(sa.select(ip_allocations.c.port_id).join(
         ports, ports.c.id == ip_allocations.c.port_id).where(
         ip_allocations.c.subnet_id == subnet_id, ~ports.c.device_owner.like("network:%"))).first()

@@ -16,6 +16,7 @@ from cirrus.network import ipam
 from cirrus.network.common import new_id, owned, timestamps_view
 from cirrus.network.models import ip_allocations, port_usages, ports, subnets
 from cirrus.network.networks import get_network, subnets_of
+from cirrus.network.validators import parse_ip, shown
 
 PORT_COLUMNS = {"id": "id", "name": "name", "network_id": "network_id", "project_id": "project_id",
                 "tenant_id": "project_id", "device_id": "device_id", "device_owner": "device_owner",
@@ -81,6 +82,11 @@ def port_view(row: dict[str, Any], fixed_ips: list[dict[str, str]]) -> dict[str,
             **timestamps_view(row)}
 
 
+def port_by_id(conn: sa.Connection, port_id: str) -> dict[str, Any] | None:
+    """The port row ``port_id``, or None (no visibility check)."""
+    return _GET.first(conn, w_id=port_id)
+
+
 def get_port(conn: sa.Connection, ctx: RequestContext, port_id: str) -> dict[str, Any]:
     row = _GET.first(conn, w_id=port_id)
     if row is None or not owned(ctx, row):
@@ -133,17 +139,27 @@ def _allocate_fixed_ips(conn: sa.Connection, network: dict[str, Any], port_id: s
     for item in requested:
         subnet_id, address = item.get("subnet_id"), item.get("ip_address")
         if subnet_id is None and address is not None:
-            ip = ipaddress.ip_address(address)
-            subnet_id = next((s["id"] for s in nets if ip in ipaddress.ip_network(s["cidr"])), None)
+            subnet_id = subnet_for_address(nets, address)
             if subnet_id is None:
-                raise exc.InvalidInput(reason=f"IP address {address} is not a valid IP for any "
-                                              f"subnet on network {network['id']}.")
-        if subnet_id not in by_id:
-            raise exc.InvalidInput(reason=f"Subnet {subnet_id} is not on network {network['id']}")
+                raise exc.InvalidInput(reason=f"IP address {shown(address)} is not a valid IP "
+                                              f"for any subnet on network {network['id']}.")
+        if not isinstance(subnet_id, str) or subnet_id not in by_id:
+            raise exc.InvalidInput(reason=f"Subnet {shown(subnet_id)} is not on network "
+                                          f"{network['id']}")
         fixed.append({"subnet_id": subnet_id,
                       "ip_address": ipam.allocate_ip(conn, by_id[subnet_id], port_id, address,
                                                      taken)})
     return fixed
+
+
+def subnet_for_address(nets: list[dict[str, Any]], address: Any) -> str | None:
+    """The id of the subnet among ``nets`` whose CIDR holds ``address`` (None if
+    none does, or if ``address`` is no IP address)."""
+    ip = parse_ip(address)
+    if ip is None:
+        return None
+    return next((s["id"] for s in nets
+                 if ip.version == s["ip_version"] and ip in ipaddress.ip_network(s["cidr"])), None)
 
 
 def create_port(conn: sa.Connection, ctx: RequestContext, values: dict[str, Any],
@@ -220,7 +236,14 @@ def update_port(conn: sa.Connection, ctx: RequestContext, port_id: str,
         _allocate_fixed_ips(conn, get_network(conn, ctx.elevated(), before["network_id"]),
                             port_id, requested)
     if values:
-        conn.execute(ports.update().where(ports.c.id == port_id).values(updated_at=utcnow(), **values))
+        try:
+            with statement_savepoint(conn):
+                conn.execute(ports.update().where(ports.c.id == port_id).values(
+                    updated_at=utcnow(), **values))
+        except sa.exc.IntegrityError:
+            # the one unique key a port update can break: (network, MAC)
+            raise exc.MacAddressInUse(net_id=before["network_id"],
+                                      mac=values.get("mac_address")) from None
     return before, _GET.first(conn, w_id=port_id) or {}
 
 
@@ -247,12 +270,16 @@ def ports_of_project(conn: sa.Connection, project_id: str) -> int:
     return int(_PORTS_OF_PROJECT.execute(conn, w_project=project_id).fetchone()[0])
 
 
+# A server's ports are those naming it that belong to its project: a port of
+# another project naming it (only an admin can make one) is not the server's.
 _PORTS_OF_DEVICE = PreparedRead(sa.select(ports).where(
-    ports.c.device_id == sa.bindparam("w_device")).order_by(ports.c.seq))
+    ports.c.device_id == sa.bindparam("w_device"),
+    ports.c.project_id == sa.bindparam("w_project")).order_by(ports.c.seq))
 
 
-def ports_of_device(conn: sa.Connection, device_id: str) -> list[dict[str, Any]]:
-    return _PORTS_OF_DEVICE.all(conn, w_device=device_id)
+def ports_of_device(conn: sa.Connection, device_id: str, project_id: str) -> list[dict[str, Any]]:
+    """The ports of ``project_id`` whose device is ``device_id``, in creation order."""
+    return _PORTS_OF_DEVICE.all(conn, w_device=device_id, w_project=project_id)
 
 
 def subnets_by_id(conn: sa.Connection, ids: list[str]) -> dict[str, dict[str, Any]]:

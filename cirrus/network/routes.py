@@ -14,9 +14,10 @@ from cirrus.network import exception as exc
 from cirrus.network import networks as net_db
 from cirrus.network import ports as port_db
 from cirrus.network import security_groups as sg_db
-from cirrus.network.common import owned, select_fields
+from cirrus.network.common import select_fields
 from cirrus.network.models import networks, ports, security_group_rules, security_groups, subnets
 from cirrus.network.schema import parse
+from cirrus.network.validators import storable
 
 EXTENSIONS = ("security-group", "port-security", "auto-allocated-topology", "binding",
               "binding-extended", "quotas", "quota_details", "dns-integration", "extra_dhcp_opt",
@@ -30,9 +31,25 @@ def _svc(request: Request) -> Any:
     return request.app.state.network
 
 
+def _param(request: Request, name: str = "id") -> str:
+    """A path parameter the database can be asked about: an id or project id
+    it cannot hold (a NUL, a lone surrogate, far too long) names nothing."""
+    value = request.path_params[name]
+    if len(value) > 255 or storable(value):
+        raise exc.ResourceNotFound()
+    return value
+
+
 def _filters(request: Request) -> dict[str, list[str]]:
     return {k: request.query_params.getlist(k) for k in request.query_params
             if k not in ("fields", "limit", "marker", "page_reverse", "sort_key", "sort_dir")}
+
+
+def _limit(raw: str | None) -> int:
+    """``?limit=``: a positive number, else none (0)."""
+    if raw and raw.isascii() and raw.isdigit() and len(raw) <= 9:
+        return int(raw)
+    return 0
 
 
 def _page(request: Request, items: list[dict[str, Any]], collection: str) -> Response:
@@ -41,10 +58,10 @@ def _page(request: Request, items: list[dict[str, Any]], collection: str) -> Res
         ids = [i["id"] for i in items]
         items = items[ids.index(marker) + 1:] if marker in ids else []
     body: dict[str, Any] = {}
-    limit = request.query_params.get("limit")
-    if limit and limit.isdigit() and int(limit) > 0:
-        more = len(items) > int(limit)
-        items = items[:int(limit)]
+    limit = _limit(request.query_params.get("limit"))
+    if limit:
+        more = len(items) > limit
+        items = items[:limit]
         if more:
             body[f"{collection}_links"] = [{"rel": "next", "href": str(request.url.include_query_params(
                 marker=items[-1]["id"]))}]
@@ -87,7 +104,7 @@ async def list_networks(request: Request) -> Response:
 
     def load(conn: sa.Connection) -> list[dict[str, Any]]:
         rows = svc.list_rows(conn, ctx, networks, _filters(request), net_db.NETWORK_COLUMNS,
-                             net_db.visible_network)
+                             net_db.visible_networks_clause(ctx))
         return _network_views(conn, rows)
     return _page(request, await request.app.state.db.read(load), "networks")
 
@@ -102,7 +119,7 @@ async def show_network(request: Request) -> Response:
     ctx = context(request)
 
     def load(conn: sa.Connection) -> dict[str, Any]:
-        return _network_views(conn, [net_db.get_network(conn, ctx, request.path_params["id"])])[0]
+        return _network_views(conn, [net_db.get_network(conn, ctx, _param(request))])[0]
     view = await request.app.state.db.read(load)
     return reply({"network": select_fields(view, request.query_params.getlist("fields"))})
 
@@ -110,22 +127,13 @@ async def show_network(request: Request) -> Response:
 async def update_network(request: Request) -> Response:
     ctx = context(request)
     values = parse("network", await json_body(request), False)
-    if "shared" in values or "router_external" in values:
-        policy.enforce(ctx, "network:admin")
-
-    def update(conn: sa.Connection) -> dict[str, Any]:
-        row = net_db.get_network(conn, ctx, request.path_params["id"])
-        if not owned(ctx, row):
-            raise exc.NetworkNotFound(net_id=row["id"])
-        if values:
-            conn.execute(networks.update().where(networks.c.id == row["id"]).values(**values))
-        return _network_views(conn, [net_db.get_network(conn, ctx, row["id"])])[0]
-    return reply({"network": await request.app.state.db.run(update)})
+    row = await _svc(request).update_network(ctx, _param(request), values)
+    return reply({"network": await request.app.state.db.read(lambda conn: _network_views(
+        conn, [net_db.get_network(conn, ctx, row["id"])])[0])})
 
 
 async def delete_network(request: Request) -> Response:
-    ctx = context(request)
-    await request.app.state.db.run(net_db.delete_network, ctx, request.path_params["id"])
+    await _svc(request).delete_network(context(request), _param(request))
     return no_content()
 
 
@@ -135,10 +143,8 @@ async def list_subnets(request: Request) -> Response:
     svc = _svc(request)
 
     def load(conn: sa.Connection) -> list[dict[str, Any]]:
-        visible_nets = {n["id"] for n in svc.list_rows(conn, ctx, networks, {}, {},
-                                                       net_db.visible_network)}
         rows = svc.list_rows(conn, ctx, subnets, _filters(request), net_db.SUBNET_COLUMNS,
-                             lambda c, r: owned(c, r) or r["network_id"] in visible_nets)
+                             net_db.visible_subnets_clause(ctx))
         return [net_db.subnet_view(r) for r in rows]
     return _page(request, await request.app.state.db.read(load), "subnets")
 
@@ -151,26 +157,21 @@ async def create_subnet(request: Request) -> Response:
 
 async def show_subnet(request: Request) -> Response:
     ctx = context(request)
-    row = await request.app.state.db.read(net_db.get_subnet, ctx, request.path_params["id"])
+    row = await request.app.state.db.read(net_db.get_subnet, ctx, _param(request))
     return reply({"subnet": select_fields(net_db.subnet_view(row), request.query_params.getlist("fields"))})
 
 
 async def update_subnet(request: Request) -> Response:
     ctx = context(request)
     values = parse("subnet", await json_body(request), False)
-
-    def update(conn: sa.Connection) -> dict[str, Any]:
-        row = net_db.get_subnet(conn, ctx, request.path_params["id"])
-        if not owned(ctx, row):
-            raise exc.SubnetNotFound(subnet_id=row["id"])
-        if values:
-            conn.execute(subnets.update().where(subnets.c.id == row["id"]).values(**values))
-        return net_db.subnet_view(net_db.get_subnet(conn, ctx, row["id"]))
-    return reply({"subnet": await request.app.state.db.run(update)})
+    subnet_id = _param(request)
+    await _svc(request).update_subnet(ctx, subnet_id, values)
+    row = await request.app.state.db.read(net_db.get_subnet, ctx, subnet_id)
+    return reply({"subnet": net_db.subnet_view(row)})
 
 
 async def delete_subnet(request: Request) -> Response:
-    await request.app.state.db.run(net_db.delete_subnet, context(request), request.path_params["id"])
+    await _svc(request).delete_subnet(context(request), _param(request))
     return no_content()
 
 
@@ -205,20 +206,20 @@ async def create_port(request: Request) -> Response:
 async def show_port(request: Request) -> Response:
     ctx = context(request)
     view = await request.app.state.db.read(lambda conn: _port_views(
-        conn, [port_db.get_port(conn, ctx, request.path_params["id"])])[0])
+        conn, [port_db.get_port(conn, ctx, _param(request))])[0])
     return reply({"port": select_fields(view, request.query_params.getlist("fields"))})
 
 
 async def update_port(request: Request) -> Response:
     ctx = context(request)
-    row = await _svc(request).update_port(ctx, request.path_params["id"],
+    row = await _svc(request).update_port(ctx, _param(request),
                                           parse("port", await json_body(request), False))
     view = await request.app.state.db.read(lambda conn: _port_views(conn, [row])[0])
     return reply({"port": view})
 
 
 async def delete_port(request: Request) -> Response:
-    await _svc(request).delete_port(context(request), request.path_params["id"])
+    await _svc(request).delete_port(context(request), _param(request))
     return no_content()
 
 
@@ -250,7 +251,7 @@ async def show_group(request: Request) -> Response:
     ctx = context(request)
 
     def load(conn: sa.Connection) -> dict[str, Any]:
-        row = sg_db.get_group(conn, ctx, request.path_params["id"])
+        row = sg_db.get_group(conn, ctx, _param(request))
         return sg_db.group_view(row, sg_db.rules_of(conn, [row["id"]])[row["id"]])
     return reply({"security_group": await request.app.state.db.read(load)})
 
@@ -258,20 +259,13 @@ async def show_group(request: Request) -> Response:
 async def update_group(request: Request) -> Response:
     ctx = context(request)
     values = parse("security_group", await json_body(request), False)
-
-    def update(conn: sa.Connection) -> dict[str, Any]:
-        row = sg_db.get_group(conn, ctx, request.path_params["id"])
-        if row["name"] == "default" and values.get("name", "default") != "default":
-            raise exc.InvalidInput(reason="Updating default security group name not allowed.")
-        if values:
-            conn.execute(security_groups.update().where(security_groups.c.id == row["id"]).values(**values))
-        row = sg_db.get_group(conn, ctx, row["id"])
-        return sg_db.group_view(row, sg_db.rules_of(conn, [row["id"]])[row["id"]])
-    return reply({"security_group": await request.app.state.db.run(update)})
+    row = await _svc(request).update_security_group(ctx, _param(request), values)
+    rules = await request.app.state.db.read(sg_db.rules_of, [row["id"]])
+    return reply({"security_group": sg_db.group_view(row, rules[row["id"]])})
 
 
 async def delete_group(request: Request) -> Response:
-    await request.app.state.db.run(sg_db.delete_group, context(request), request.path_params["id"])
+    await _svc(request).delete_security_group(context(request), _param(request))
     return no_content()
 
 
@@ -296,24 +290,19 @@ async def create_rule(request: Request) -> Response:
 
 
 async def show_rule(request: Request) -> Response:
-    row = await request.app.state.db.read(sg_db.get_rule, context(request), request.path_params["id"])
+    row = await request.app.state.db.read(sg_db.get_rule, context(request), _param(request))
     return reply({"security_group_rule": sg_db.rule_view(row)})
 
 
 async def delete_rule(request: Request) -> Response:
-    ctx = context(request)
-
-    def delete(conn: sa.Connection) -> None:
-        row = sg_db.get_rule(conn, ctx, request.path_params["id"])
-        conn.execute(security_group_rules.delete().where(security_group_rules.c.id == row["id"]))
-    await request.app.state.db.run(delete)
+    await _svc(request).delete_rule(context(request), _param(request))
     return no_content()
 
 
 # -- quotas and get-me-a-network --------------------------------------------------
 async def show_quota(request: Request) -> Response:
     ctx = context(request)
-    project = request.path_params["project_id"]
+    project = _param(request, "project_id")
     policy.enforce(ctx, "network:get", {"project_id": project})
     detail = request.url.path.endswith("/details")
     quota = await request.app.state.db.read(_svc(request).quota_view, project, detail)
@@ -324,7 +313,7 @@ async def auto_allocated_topology(request: Request) -> Response:
     from cirrus.network.auto_allocate import get_or_create_auto_network
 
     ctx = context(request)
-    project = request.path_params["project_id"]
+    project = _param(request, "project_id")
     policy.enforce(ctx, "network:create", {"project_id": project})
     net = await request.app.state.db.run(get_or_create_auto_network,
                                          request.app.state.settings, project)

@@ -1,124 +1,100 @@
-"""Request bodies of the v2.0 API: allowed attributes, their types and columns.
+"""Request bodies of the v2.0 API: allowed attributes, their validators and columns.
 
-Unknown attributes and wrong types are 400 (Neutron's "Unrecognized attribute"
-and "Invalid input for …" errors).
+Unknown attributes, read-only ones on update and invalid values are 400
+(Neutron's "Unrecognized attribute(s)", "Cannot update read-only attribute"
+and "Invalid input for <attribute>. Reason: …" errors), on create and on
+update alike. Whether values agree with each other and with what is stored
+(an address inside its subnet, pools clear of the gateway) is checked where
+the resource is written (``subnet_rules``, ``ports``).
 """
 from __future__ import annotations
 
-import uuid
-from typing import Any, Callable
+from typing import Any
 
 from cirrus.network import exception as exc
+from cirrus.network import validators as v
 
-Check = Callable[[Any], bool]
-
-
-def _is_str(v: Any) -> bool:
-    return isinstance(v, str) and len(v) <= 255
+_NAME = v.string()
+_PROJECT = v.string(64)  # the width of every project_id column
 
 
-def _is_bool(v: Any) -> bool:
-    return isinstance(v, bool)
+def _protocol(value: Any) -> v.Reason:
+    """A rule's protocol: a name or number, checked against the known ones later."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return v.integer(0, 255)(value)
+    return v.string(32)(value)
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_uuid(v: Any) -> bool:
-    try:
-        uuid.UUID(str(v))
-        return isinstance(v, str)
-    except ValueError:
-        return False
-
-
-def _list_of(check: Check) -> Check:
-    return lambda v: isinstance(v, list) and all(check(i) for i in v)
-
-
-def _is_dict(v: Any) -> bool:
-    return isinstance(v, dict)
-
-
-def _opt(check: Check) -> Check:
-    return lambda v: v is None or check(v)
-
-
-def _port_range(v: Any) -> bool:
-    return v is None or (_is_int(v) and 0 <= v <= 65535)
-
-
-def _fixed_ip(v: Any) -> bool:
-    return isinstance(v, dict) and set(v) <= {"subnet_id", "ip_address"} and bool(v)
-
-
-# resource → {attribute: (column, check, create_only)}
-ATTRS: dict[str, dict[str, tuple[str, Check, bool]]] = {
+# resource → {attribute: (column, validator, create_only)}; column "" is accepted and ignored.
+ATTRS: dict[str, dict[str, tuple[str, v.Validator, bool]]] = {
     "network": {
-        "name": ("name", _is_str, False), "description": ("description", _is_str, False),
-        "shared": ("shared", _is_bool, False), "router:external": ("router_external", _is_bool, False),
-        "port_security_enabled": ("port_security_enabled", _is_bool, False),
-        "mtu": ("mtu", lambda v: _is_int(v) and 68 <= v <= 9216, False),
-        "admin_state_up": ("admin_state_up", _is_bool, False),
-        "tenant_id": ("project_id", _is_str, True), "project_id": ("project_id", _is_str, True),
-        "availability_zone_hints": ("", _list_of(_is_str), True),
-        "provider:network_type": ("", _opt(_is_str), True),
-        "provider:physical_network": ("", _opt(_is_str), True),
-        "provider:segmentation_id": ("", _opt(_is_int), True),
-        "dns_domain": ("", _is_str, False), "is_default": ("", _is_bool, False),
+        "name": ("name", _NAME, False), "description": ("description", _NAME, False),
+        "shared": ("shared", v.boolean, False),
+        "router:external": ("router_external", v.boolean, False),
+        "port_security_enabled": ("port_security_enabled", v.boolean, False),
+        "mtu": ("mtu", v.integer(68, 9216), False),
+        "admin_state_up": ("admin_state_up", v.boolean, False),
+        "tenant_id": ("project_id", _PROJECT, True), "project_id": ("project_id", _PROJECT, True),
+        "availability_zone_hints": ("", v.list_of(_NAME), True),
+        "provider:network_type": ("", v.optional(_NAME), True),
+        "provider:physical_network": ("", v.optional(_NAME), True),
+        "provider:segmentation_id": ("", v.optional(v.integer(0, 2 ** 32 - 1)), True),
+        "dns_domain": ("", _NAME, False), "is_default": ("", v.boolean, False),
     },
     "subnet": {
-        "network_id": ("network_id", _is_uuid, True), "cidr": ("cidr", _is_str, True),
-        "ip_version": ("ip_version", lambda v: v in (4, 6), True), "name": ("name", _is_str, False),
-        "description": ("description", _is_str, False),
-        "gateway_ip": ("gateway_ip", _opt(_is_str), False),
-        "enable_dhcp": ("enable_dhcp", _is_bool, False),
-        "dns_nameservers": ("dns_nameservers", _list_of(_is_str), False),
-        "host_routes": ("host_routes", _list_of(_is_dict), False),
-        "allocation_pools": ("allocation_pools", _list_of(_is_dict), False),
-        "ipv6_address_mode": ("ipv6_address_mode", _opt(_is_str), True),
-        "ipv6_ra_mode": ("ipv6_ra_mode", _opt(_is_str), True),
-        "tenant_id": ("project_id", _is_str, True), "project_id": ("project_id", _is_str, True),
-        "subnetpool_id": ("", _opt(_is_str), True), "prefixlen": ("", _is_int, True),
-        "service_types": ("", _list_of(_is_str), False),
-        "use_default_subnetpool": ("", _is_bool, True), "dns_publish_fixed_ip": ("", _is_bool, False),
+        "network_id": ("network_id", v.uuid_like, True), "cidr": ("cidr", v.cidr, True),
+        "ip_version": ("ip_version", v.one_of(4, 6), True), "name": ("name", _NAME, False),
+        "description": ("description", _NAME, False),
+        "gateway_ip": ("gateway_ip", v.optional(v.ip_address), False),
+        "enable_dhcp": ("enable_dhcp", v.boolean, False),
+        "dns_nameservers": ("dns_nameservers", v.nameservers, False),
+        "host_routes": ("host_routes", v.host_routes, False),
+        "allocation_pools": ("allocation_pools", v.ip_pools, False),
+        "ipv6_address_mode": ("ipv6_address_mode", v.optional(v.one_of(*v.IPV6_MODES)), True),
+        "ipv6_ra_mode": ("ipv6_ra_mode", v.optional(v.one_of(*v.IPV6_MODES)), True),
+        "tenant_id": ("project_id", _PROJECT, True), "project_id": ("project_id", _PROJECT, True),
+        "subnetpool_id": ("", v.optional(v.uuid_like), True),
+        "prefixlen": ("", v.integer(0, 128), True),
+        "service_types": ("", v.list_of(_NAME), False),
+        "use_default_subnetpool": ("", v.boolean, True),
+        "dns_publish_fixed_ip": ("", v.boolean, False),
     },
     "port": {
-        "network_id": ("network_id", _is_uuid, True), "name": ("name", _is_str, False),
-        "description": ("description", _is_str, False),
-        "mac_address": ("mac_address", _is_str, False),
-        "fixed_ips": ("fixed_ips", _list_of(_fixed_ip), False),
-        "device_id": ("device_id", _is_str, False), "device_owner": ("device_owner", _is_str, False),
-        "admin_state_up": ("admin_state_up", _is_bool, False),
-        "binding:host_id": ("binding_host_id", _is_str, False),
-        "binding:vnic_type": ("binding_vnic_type", _is_str, False),
-        "binding:profile": ("binding_profile", _is_dict, False),
-        "security_groups": ("security_groups", _list_of(_is_str), False),
-        "extra_dhcp_opts": ("extra_dhcp_opts", _list_of(_is_dict), False),
-        "allowed_address_pairs": ("allowed_address_pairs", _list_of(_is_dict), False),
-        "dns_name": ("dns_name", _is_str, False),
-        "port_security_enabled": ("port_security_enabled", _is_bool, False),
-        "tenant_id": ("project_id", _is_str, True), "project_id": ("project_id", _is_str, True),
-        "propagate_uplink_status": ("", _is_bool, False), "qos_policy_id": ("", _opt(_is_str), False),
+        "network_id": ("network_id", v.uuid_like, True), "name": ("name", _NAME, False),
+        "description": ("description", _NAME, False),
+        "mac_address": ("mac_address", v.mac_address, False),
+        "fixed_ips": ("fixed_ips", v.fixed_ips, False),
+        "device_id": ("device_id", _NAME, False), "device_owner": ("device_owner", _NAME, False),
+        "admin_state_up": ("admin_state_up", v.boolean, False),
+        "binding:host_id": ("binding_host_id", _NAME, False),
+        "binding:vnic_type": ("binding_vnic_type", v.one_of(*v.VNIC_TYPES), False),
+        "binding:profile": ("binding_profile", v.free_dict, False),
+        "security_groups": ("security_groups", v.list_of(_NAME), False),
+        "extra_dhcp_opts": ("extra_dhcp_opts", v.dhcp_options, False),
+        "allowed_address_pairs": ("allowed_address_pairs", v.address_pairs, False),
+        "dns_name": ("dns_name", v.dns_name, False),
+        "port_security_enabled": ("port_security_enabled", v.boolean, False),
+        "tenant_id": ("project_id", _PROJECT, True), "project_id": ("project_id", _PROJECT, True),
+        "propagate_uplink_status": ("", v.boolean, False),
+        "qos_policy_id": ("", v.optional(v.uuid_like), False),
     },
     "security_group": {
-        "name": ("name", _is_str, False), "description": ("description", _is_str, False),
-        "tenant_id": ("project_id", _is_str, True), "project_id": ("project_id", _is_str, True),
-        "stateful": ("", _is_bool, True),
+        "name": ("name", _NAME, False), "description": ("description", _NAME, False),
+        "tenant_id": ("project_id", _PROJECT, True), "project_id": ("project_id", _PROJECT, True),
+        "stateful": ("", v.boolean, True),
     },
     "security_group_rule": {
-        "security_group_id": ("security_group_id", _is_uuid, True),
-        "direction": ("direction", lambda v: v in ("ingress", "egress"), True),
-        "ethertype": ("ethertype", lambda v: v in ("IPv4", "IPv6"), True),
-        "protocol": ("protocol", lambda v: v is None or isinstance(v, (str, int)), True),
-        "port_range_min": ("port_range_min", _port_range, True),
-        "port_range_max": ("port_range_max", _port_range, True),
-        "remote_ip_prefix": ("remote_ip_prefix", _opt(_is_str), True),
-        "remote_group_id": ("remote_group_id", _opt(_is_uuid), True),
-        "description": ("description", _is_str, True),
-        "tenant_id": ("project_id", _is_str, True), "project_id": ("project_id", _is_str, True),
-        "remote_address_group_id": ("", _opt(_is_str), True),
+        "security_group_id": ("security_group_id", v.uuid_like, True),
+        "direction": ("direction", v.one_of("ingress", "egress"), True),
+        "ethertype": ("ethertype", v.one_of("IPv4", "IPv6"), True),
+        "protocol": ("protocol", v.optional(_protocol), True),
+        "port_range_min": ("port_range_min", v.optional(v.integer(0, 65535)), True),
+        "port_range_max": ("port_range_max", v.optional(v.integer(0, 65535)), True),
+        "remote_ip_prefix": ("remote_ip_prefix", v.optional(v.ip_or_cidr), True),
+        "remote_group_id": ("remote_group_id", v.optional(v.uuid_like), True),
+        "description": ("description", _NAME, True),
+        "tenant_id": ("project_id", _PROJECT, True), "project_id": ("project_id", _PROJECT, True),
+        "remote_address_group_id": ("", v.optional(v.uuid_like), True),
     },
 }
 
@@ -135,17 +111,22 @@ def parse(resource: str, body: Any, creating: bool) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in data.items():
         if key not in spec:
-            raise exc.BadRequest(reason=f"Unrecognized attribute(s) '{key}'")
-        column, check, create_only = spec[key]
+            raise exc.BadRequest(reason=f"Unrecognized attribute(s) '{v.shown(key)}'")
+        column, validator, create_only = spec[key]
         if create_only and not creating:
             raise exc.BadRequest(reason=f"Cannot update read-only attribute {key}")
-        if not check(value):
-            raise exc.InvalidInput(reason=f"'{value}' is not a valid value for {key}")
+        reason = validator(value)
+        if reason:
+            raise exc.BadRequest(reason=f"Invalid input for {key}. Reason: {reason}.")
         if column:
             out[column] = value
+    if "project_id" in data and "tenant_id" in data and data["project_id"] != data["tenant_id"]:
+        raise exc.BadRequest(reason="'project_id' and 'tenant_id' do not match")
     if creating:
         for key in REQUIRED.get(resource, ()):
             if key not in data:
                 raise exc.BadRequest(reason=f"Failed to parse request. Required attribute '{key}' "
                                             f"not specified")
+    if "mac_address" in out:
+        out["mac_address"] = v.normal_mac(out["mac_address"])
     return out

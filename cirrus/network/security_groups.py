@@ -15,6 +15,7 @@ from cirrus.network import exception as exc
 from cirrus.network.common import new_id, owned, timestamps_view
 from cirrus.network.models import (default_security_groups, ports, security_group_rules,
                                    security_groups)
+from cirrus.network.validators import ip_or_cidr, shown
 
 PROTOCOLS = {"tcp": 6, "udp": 17, "icmp": 1, "icmpv6": 58, "ipv6-icmp": 58, "sctp": 132}
 
@@ -147,8 +148,12 @@ def create_rule(conn: sa.Connection, ctx: RequestContext, values: dict[str, Any]
     protocol = values.get("protocol")
     if protocol is not None:
         protocol = str(protocol).lower()
-        if protocol not in PROTOCOLS and not (protocol.isdigit() and 0 <= int(protocol) <= 255):
-            raise exc.InvalidInput(reason=f"Security group rule protocol {protocol} not supported.")
+        number = protocol.isascii() and protocol.isdigit() and len(protocol) <= 3
+        if protocol not in PROTOCOLS and not (number and int(protocol) <= 255):
+            raise exc.InvalidInput(reason=f"Security group rule protocol {shown(protocol)} "
+                                          f"not supported.")
+    if values.get("remote_ip_prefix") is not None and values.get("remote_group_id") is not None:
+        raise exc.InvalidInput(reason="Only remote_ip_prefix or remote_group_id may be provided.")
     pmin, pmax = values.get("port_range_min"), values.get("port_range_max")
     for value in (pmin, pmax):
         if value is not None and (not isinstance(value, int) or not 0 <= value <= 65535):
@@ -159,10 +164,9 @@ def create_rule(conn: sa.Connection, ctx: RequestContext, values: dict[str, Any]
         raise exc.InvalidInput(reason="Must also specify protocol if port range is given.")
     prefix = values.get("remote_ip_prefix")
     if prefix is not None:
-        try:
-            net = ipaddress.ip_network(prefix, strict=False)
-        except ValueError:
-            raise exc.InvalidInput(reason=f"'{prefix}' is not a valid IP prefix") from None
+        if ip_or_cidr(prefix):
+            raise exc.InvalidInput(reason=f"'{shown(prefix)}' is not a valid IP prefix")
+        net = ipaddress.ip_network(prefix, strict=False)
         if (net.version == 4) != (ethertype == "IPv4"):
             raise exc.InvalidInput(reason=f"Conflicting value ethertype {ethertype} for CIDR {prefix}")
         prefix = str(net)
@@ -192,20 +196,37 @@ def resolve(conn: sa.Connection, project_id: str, requested: list[str]) -> list[
     """Group names or ids → ids (seed 001: NoUniqueMatch, SecurityGroupNotFound).
 
     The project's ``default`` group is created first if it has none yet."""
-    groups = _project_groups(conn, project_id)
+    return _match(_project_groups(conn, project_id), requested)
+
+
+def _match(groups: list[dict[str, Any]], requested: list[str]) -> list[str]:
+    """The ids of ``requested`` (names or ids) among ``groups``, each once; a
+    name matching two groups is NoUniqueMatch, one matching none SecurityGroupNotFound."""
     ids = []
     for ref in requested:
-        by_id = [g for g in groups if g["id"] == ref]
-        if by_id:
+        if any(g["id"] == ref for g in groups):
             ids.append(ref)
             continue
         by_name = [g for g in groups if g["name"] == ref]
         if len(by_name) > 1:
-            raise exc.NoUniqueMatch(name=ref)
+            raise exc.NoUniqueMatch(name=shown(ref))
         if not by_name:
-            raise exc.SecurityGroupNotFound(id=ref)
+            raise exc.SecurityGroupNotFound(id=shown(ref))
         ids.append(by_name[0]["id"])
     return list(dict.fromkeys(ids))
+
+
+_GROUPS_OF_PROJECT = PreparedRead(sa.select(security_groups.c.id, security_groups.c.name).where(
+    security_groups.c.project_id == sa.bindparam("w_project")))
+
+
+def check_groups(conn: sa.Connection, project_id: str, requested: list[str]) -> None:
+    """:func:`resolve` without creating anything: whether ``project_id`` has a
+    group for each of ``requested`` (``default`` always, it is made on first
+    use). For a server create's check before its 202."""
+    others = [ref for ref in requested if ref != "default"]
+    if others:
+        _match(_GROUPS_OF_PROJECT.all(conn, w_project=project_id), others)
 
 
 def _project_groups(conn: sa.Connection, project_id: str) -> list[dict[str, Any]]:

@@ -1,21 +1,24 @@
-"""The network service behind the v2.0 HTTP API: quotas, visibility, binding."""
+"""The network service behind the v2.0 HTTP API: quotas, visibility, binding.
+
+Every write is checked here, whoever calls: roles and ownership by
+``authz``, values by ``schema`` (the handlers parse) and ``subnet_rules``."""
 from __future__ import annotations
 
 from typing import Any
 
 import sqlalchemy as sa
 
-from cirrus import policy
 from cirrus.config import Settings
 from cirrus.context import RequestContext
 from cirrus.db.engine import Database, fetch_all
+from cirrus.network import authz
 from cirrus.network import exception as exc
 from cirrus.network import networks as net_db
 from cirrus.network import ports as port_db
 from cirrus.network import security_groups as sg_db
 from cirrus.network.backends import get_backend
 from cirrus.network.binding import Binder, EventSink
-from cirrus.network.common import apply_filters, owned
+from cirrus.network.common import apply_filters, own_rows_clause
 from cirrus.network.models import (networks, ports, security_group_rules, security_groups,
                                    subnets)
 
@@ -74,55 +77,98 @@ class NetworkService:
     def list_rows(self, conn: sa.Connection, ctx: RequestContext, table: sa.Table,
                   filters: dict[str, list[str]], columns: dict[str, str],
                   visible: Any = None) -> list[dict[str, Any]]:
+        """The rows of ``table`` the caller may see (``visible``: the WHERE clause
+        saying which, default its project's), filtered: scoped in the query, so
+        another project's rows are never read."""
         q = apply_filters(sa.select(table), table, filters, columns)
-        rows = fetch_all(conn, q.order_by(table.c.created_at, table.c.id))
-        check = visible or owned
-        return [r for r in rows if check(ctx, r)]
+        clause = visible if visible is not None else own_rows_clause(ctx, table)
+        if clause is not None:
+            q = q.where(clause)
+        return fetch_all(conn, q.order_by(table.c.created_at, table.c.id))
 
     # -- networks ----------------------------------------------------------------------
     async def create_network(self, ctx: RequestContext, values: dict[str, Any]) -> dict[str, Any]:
-        if values.get("shared") or values.get("router_external") or \
-                (values.get("project_id") not in (None, ctx.project_id)):
-            policy.enforce(ctx, "network:admin")
+        for column in ("shared", "router_external"):
+            if values.get(column):
+                authz.admin_only(ctx, f"create_network:{column}")
+        project = authz.owner_of_new(ctx, values, "network")
 
         def create(conn: sa.Connection) -> dict[str, Any]:
-            self.check_quota(conn, "network", values.get("project_id") or ctx.project_id)
-            return net_db.create_network(conn, ctx, values)
+            self.check_quota(conn, "network", project)
+            return net_db.create_network(conn, ctx, {**values, "project_id": project})
         return await self.db.run(create)
 
+    async def update_network(self, ctx: RequestContext, net_id: str,
+                             values: dict[str, Any]) -> dict[str, Any]:
+        for column in ("shared", "router_external"):
+            if column in values:
+                authz.admin_only(ctx, f"update_network:{column}")
+        return await self.db.run(net_db.update_network, ctx, net_id, values)
+
+    async def delete_network(self, ctx: RequestContext, net_id: str) -> None:
+        await self.db.run(net_db.delete_network, ctx, net_id)
+
+    # -- subnets -----------------------------------------------------------------------
     async def create_subnet(self, ctx: RequestContext, values: dict[str, Any]) -> dict[str, Any]:
+        project = authz.owner_of_new(ctx, values, "subnet")
+
         def create(conn: sa.Connection) -> dict[str, Any]:
-            self.check_quota(conn, "subnet", values.get("project_id") or ctx.project_id)
-            return net_db.create_subnet(conn, ctx, values)
+            network = net_db.get_network(conn, ctx, values["network_id"])
+            authz.check_network_use(ctx, network, project, "subnet")
+            self.check_quota(conn, "subnet", project)
+            return net_db.create_subnet(conn, ctx, {**values, "project_id": project}, network)
         return await self.db.run(create)
+
+    async def update_subnet(self, ctx: RequestContext, subnet_id: str,
+                            values: dict[str, Any]) -> None:
+        await self.db.run(net_db.update_subnet, ctx, subnet_id, values)
+
+    async def delete_subnet(self, ctx: RequestContext, subnet_id: str) -> None:
+        await self.db.run(net_db.delete_subnet, ctx, subnet_id)
 
     # -- ports -------------------------------------------------------------------------
     async def create_port(self, ctx: RequestContext, values: dict[str, Any]) -> dict[str, Any]:
-        if values.get("binding_host_id"):
-            policy.enforce(ctx, "network:admin")
+        for column, name in (("binding_host_id", "binding:host_id"),
+                             ("binding_profile", "binding:profile")):
+            if values.get(column):
+                authz.admin_only(ctx, f"create_port:{name}")
+        project = authz.owner_of_new(ctx, values, "port")
 
         def create(conn: sa.Connection) -> dict[str, Any]:
-            project = values.get("project_id") or ctx.project_id
+            network = net_db.get_network(conn, ctx, values["network_id"])
+            authz.check_network_use(ctx, network, project, "port")
+            authz.check_port_fields(ctx, network, values, creating=True)
+            authz.check_device(conn, ctx, {**values, "project_id": project}, creating=True)
             self.check_quota(conn, "port", project)
             groups = values.get("security_groups")
+            checked = {**values, "project_id": project}
             if groups:
-                values["security_groups"] = sg_db.resolve(conn, project, groups)
+                checked["security_groups"] = sg_db.resolve(conn, project, groups)
             default = None if groups is not None else sg_db.ensure_default(conn, project)["id"]
-            return port_db.create_port(conn, ctx, values, self.settings.base_mac, default)
+            return port_db.create_port(conn, ctx, checked, self.settings.base_mac, default,
+                                       network=network)
         port = await self.db.run(create)
         await self.binder.bound(port)
         return port
 
     async def update_port(self, ctx: RequestContext, port_id: str, values: dict[str, Any]) -> dict[str, Any]:
-        if "binding_host_id" in values or "binding_profile" in values:
-            policy.enforce(ctx, "network:admin")
+        for column, name in (("binding_host_id", "binding:host_id"),
+                             ("binding_profile", "binding:profile")):
+            if column in values:
+                authz.admin_only(ctx, f"update_port:{name}")
 
         def update(conn: sa.Connection) -> tuple[dict[str, Any], dict[str, Any]]:
+            port = port_db.get_port(conn, ctx, port_id)
+            authz.enforce(ctx, "network:update", "port", port)
+            network = net_db.network_by_id(conn, port["network_id"]) or {}
+            authz.check_port_fields(ctx, network, values, creating=False)
+            if "device_id" in values or "device_owner" in values:
+                authz.check_device(conn, ctx, {**port, **values}, creating=False)
+            checked = dict(values)
             if values.get("security_groups"):
-                port = port_db.get_port(conn, ctx, port_id)
-                values["security_groups"] = sg_db.resolve(conn, port["project_id"],
-                                                          values["security_groups"])
-            return port_db.update_port(conn, ctx, port_id, values)
+                checked["security_groups"] = sg_db.resolve(conn, port["project_id"],
+                                                           values["security_groups"])
+            return port_db.update_port(conn, ctx, port_id, checked)
         before, after = await self.db.run(update)
         if before["binding_host_id"] and not after["binding_host_id"]:
             await self.binder.unbound(before)
@@ -131,14 +177,19 @@ class NetworkService:
         return after
 
     async def delete_port(self, ctx: RequestContext, port_id: str) -> None:
-        port = await self.db.run(port_db.delete_port, ctx, port_id)
+        def delete(conn: sa.Connection) -> dict[str, Any]:
+            row = port_db.get_port(conn, ctx, port_id)
+            authz.enforce(ctx, "network:delete", "port", row)
+            return port_db.delete_port_row(conn, row)
+        port = await self.db.run(delete)
         if port["binding_host_id"]:
             await self.binder.unbound(port)
 
     # -- security groups -----------------------------------------------------------
     async def create_security_group(self, ctx: RequestContext, values: dict[str, Any]) -> dict[str, Any]:
+        project = authz.owner_of_new(ctx, values, "security_group")
+
         def create(conn: sa.Connection) -> dict[str, Any]:
-            project = values.get("project_id") or ctx.project_id
             sg_db.ensure_default(conn, project)
             self.check_quota(conn, "security_group", project)
             if values.get("name") == "default":
@@ -147,12 +198,42 @@ class NetworkService:
                                       values.get("description", ""), project)
         return await self.db.run(create)
 
+    async def update_security_group(self, ctx: RequestContext, group_id: str,
+                                    values: dict[str, Any]) -> dict[str, Any]:
+        def update(conn: sa.Connection) -> dict[str, Any]:
+            row = sg_db.get_group(conn, ctx, group_id)
+            authz.enforce(ctx, "network:update", "security_group", row)
+            if row["name"] == "default" and values.get("name", "default") != "default":
+                raise exc.InvalidInput(reason="Updating default security group name not allowed.")
+            if values:
+                conn.execute(security_groups.update().where(
+                    security_groups.c.id == row["id"]).values(**values))
+            return sg_db.get_group(conn, ctx, row["id"])
+        return await self.db.run(update)
+
+    async def delete_security_group(self, ctx: RequestContext, group_id: str) -> None:
+        def delete(conn: sa.Connection) -> None:
+            row = sg_db.get_group(conn, ctx, group_id)
+            authz.enforce(ctx, "network:delete", "security_group", row)
+            sg_db.delete_group(conn, ctx, row["id"])
+        await self.db.run(delete)
+
     async def create_rule(self, ctx: RequestContext, values: dict[str, Any]) -> dict[str, Any]:
+        authz.owner_of_new(ctx, values, "security_group_rule")
+
         def create(conn: sa.Connection) -> dict[str, Any]:
             group = sg_db.get_group(conn, ctx, values["security_group_id"])
+            authz.enforce(ctx, "network:create", "security_group_rule", group)
             self.check_quota(conn, "security_group_rule", group["project_id"])
             return sg_db.create_rule(conn, ctx, values)
         return await self.db.run(create)
+
+    async def delete_rule(self, ctx: RequestContext, rule_id: str) -> None:
+        def delete(conn: sa.Connection) -> None:
+            row = sg_db.get_rule(conn, ctx, rule_id)
+            authz.enforce(ctx, "network:delete", "security_group_rule", row)
+            conn.execute(security_group_rules.delete().where(security_group_rules.c.id == row["id"]))
+        await self.db.run(delete)
 
 
 def make_network_service(settings: Settings, db: Database, transport: Any = None) -> NetworkService:
