@@ -22,9 +22,10 @@ from cirrus.compute.admission import BuildAdmission
 from cirrus.compute import instance as inst
 from cirrus.compute import instance_actions, keypairs, quotas, records, server_groups
 from cirrus.compute.flavors import get_flavor
-from cirrus.compute.models import (block_device_mappings, instance_group_members,
+from cirrus.compute.models import (block_device_mappings, compute_nodes, instance_group_members,
                                    instance_info_caches, instances)
 from cirrus.compute.records import CreateRequest
+from cirrus.compute.scope import require_project
 from cirrus.compute.rpcapi import ComputeAPI
 from cirrus.compute.states import TaskState, VmState
 from cirrus.conductor.rpcapi import ComputeTaskAPI
@@ -36,6 +37,7 @@ from cirrus.db.prepared import Prepared
 from cirrus.db.rows import PreparedRead, read_here
 from cirrus.exception import NotFound
 from cirrus.network.exception import PortLimitExceeded
+from cirrus.network.models import security_groups
 from cirrus.rpc import Transport
 from cirrus.service_models import services
 
@@ -77,6 +79,12 @@ _GROUP_MEMBERS_LIVE = Prepared(sa.select(sa.func.count()).select_from(instance_g
     instances.c.deleted.is_(False)))
 _COMPUTE_ZONES = PreparedRead(sa.select(services.c.host, services.c.availability_zone).where(
     services.c.binary == "cirrus-compute"))
+_COMPUTE_NODES = PreparedRead(sa.select(compute_nodes.c.host, compute_nodes.c.hypervisor_hostname))
+# A boot naming security groups other than "default" (which is made on first
+# need) checks them here, as Nova's _check_requested_secgroups: an unknown one
+# is a 400 now, not a build rescheduled on every host.
+_PROJECT_GROUPS = PreparedRead(sa.select(security_groups.c.id, security_groups.c.name).where(
+    security_groups.c.project_id == sa.bindparam("project")))
 
 
 @dataclass
@@ -86,8 +94,11 @@ class _Found:
     flavor: dict[str, Any] | None
     image: dict[str, Any] | Exception | None
     zone_error: Exception | None
+    destination: dict[str, str | None] | Exception | None
     key_data: str | Exception | None
     group: dict[str, Any] | Exception | None
+    security_groups_error: Exception | None
+    quota_fit: int | Exception | None  # how many of max_count the quota allows
 
 
 def parse_availability_zone(ctx: RequestContext, value: str | None, default: str
@@ -119,16 +130,41 @@ class API:
 
     # -- create ------------------------------------------------------------------
     async def create(self, ctx: RequestContext, req: CreateRequest) -> tuple[list[dict[str, Any]], str]:
-        """Create instance records and start their build; (instances, reservation_id)."""
-        policy.enforce(ctx, "compute:server:create", {"project_id": ctx.project_id})
+        """Create instance records and start their build; (instances, reservation_id).
+
+        What needs no lookup is refused first; nothing is built before the
+        count is known to fit ``max_instances_per_request`` and the quota."""
+        policy.enforce(ctx, "compute:server:create", {"project_id": require_project(ctx)})
         if req.min_count > req.max_count:
             raise exc.InvalidRequest(reason="min_count must be <= max_count")
+        req.max_count = self._within_request_cap(req.min_count, req.max_count)
+        if len(req.metadata) > MAX_METADATA_ITEMS:
+            raise exc.MetadataLimitExceeded(allowed=MAX_METADATA_ITEMS)
+        if req.hostname and req.max_count > 1:
+            raise exc.AmbiguousHostnameForMultipleInstances()
+        if req.requested_host or req.requested_node:
+            policy.enforce(ctx, "compute:server:requested_destination")
         return await self._create_instance(ctx, req)
+
+    def _within_request_cap(self, min_count: int, max_count: int) -> int:
+        """``max_count`` cut to ``max_instances_per_request``; 400 if even
+        ``min_count`` is over it."""
+        cap = self.settings.max_instances_per_request
+        if cap <= 0:
+            return max_count
+        if min_count > cap:
+            raise exc.InvalidRequest(reason=f"min_count {min_count} is more than the "
+                                            f"{cap} servers one request may create")
+        return min(max_count, cap)
 
     async def _create_instance(self, ctx: RequestContext, req: CreateRequest
                                ) -> tuple[list[dict[str, Any]], str]:
         az, forced_host, forced_node = parse_availability_zone(
             ctx, req.availability_zone, self.settings.default_availability_zone)
+        if (forced_host or forced_node) and (req.requested_host or req.requested_node):
+            raise exc.InvalidRequest(reason="One mechanism with host and/or hypervisor_hostname "
+                                            "and another mechanism with zone:host:node are "
+                                            "mutually exclusive.")
         # One read for every lookup, image included (on SQLite in the loop's own
         # thread: a few point reads cost less than the hop to a DB thread);
         # errors are raised in the order Nova checks.
@@ -142,19 +178,25 @@ class API:
         image = self._checked_image(found.image, flavor)
         if found.zone_error is not None:
             raise found.zone_error
-        key_data, group = found.key_data, found.group
+        destination, key_data, group = found.destination, found.key_data, found.group
+        if isinstance(destination, Exception):
+            raise destination
         if isinstance(key_data, Exception):
             raise key_data
         self._check_user_data(req.user_data)
         if isinstance(group, Exception):
             raise group
+        if found.security_groups_error is not None:
+            raise found.security_groups_error
         try:
             max_net = await self.network.validate_networks(ctx, req.requested_networks, req.max_count)
         except NotFound as error:  # a missing network or port is a bad request here
             raise exc.InvalidRequest(reason=error.format_message()) from None
         if max_net == 0:  # seed 000: no port left for even one server
             raise PortLimitExceeded()
-        max_count = min(req.max_count, max_net)
+        if isinstance(found.quota_fit, Exception):
+            raise found.quota_fit  # before a single record is built
+        max_count = min(req.max_count, max_net, found.quota_fit or req.max_count)
         if max_count < req.min_count:
             max_count = req.min_count  # the network API raises if truly impossible
         await self.admission.admit(max_count)
@@ -167,7 +209,7 @@ class API:
         rows = await self.db.run(self._provision_instances, ctx, req, flavor, image, az,
                                  key_data, group, reservation_id, max_count, prepared)
         request_spec = records.request_spec(ctx, rows, flavor, image, az, forced_host,
-                                            forced_node, req.scheduler_hints, group)
+                                            forced_node, req.scheduler_hints, group, destination)
         build_params = {"admin_password": req.admin_password,
                         "injected_files": [list(f) for f in req.injected_files],
                         "requested_networks": req.requested_networks,
@@ -225,11 +267,58 @@ class API:
                 return fn(conn, *args)
             except exc.CirrusException as error:
                 return error
-        return _Found(flavor=get_flavor(conn, req.flavor_id),
+        flavor = get_flavor(conn, req.flavor_id)
+        return _Found(flavor=flavor,
                       image=caught(self._image, ctx, image_id) if image_id else None,
                       zone_error=caught(self._check_zone_and_host, az, forced_host),
+                      destination=caught(self._destination, req.requested_host,
+                                         req.requested_node),
                       key_data=caught(self._key_data, ctx.user_id, req.key_name),
-                      group=caught(self._group, ctx, req.scheduler_hints.get("group")))
+                      group=caught(self._group, ctx, req.scheduler_hints.get("group")),
+                      security_groups_error=caught(self._check_security_groups, ctx,
+                                                   req.security_groups),
+                      quota_fit=caught(self._quota_fit, ctx, req, flavor) if flavor else None)
+
+    def _quota_fit(self, conn: sa.Connection, ctx: RequestContext, req: CreateRequest,
+                   flavor: dict[str, Any]) -> int:
+        """How many of ``max_count`` the project's quota allows now (403 if not
+        ``min_count``): a first look, so that a request far over it costs one
+        read, not a million records. The create's transaction checks again."""
+        quota = quotas.InstanceQuota(conn, self.settings, require_project(ctx), flavor,
+                                     lock=False)
+        return quota.allowed(req.min_count, req.max_count)
+
+    @staticmethod
+    def _destination(conn: sa.Connection, host: str | None,
+                     node: str | None) -> dict[str, str | None] | None:
+        """The compute node an admin named (2.74): its host and node; 400
+        ComputeHostNotFound if no node matches (Nova's _validate_host_or_node)."""
+        if not host and not node:
+            return None
+        for row in _COMPUTE_NODES.all(conn):
+            if (not host or row["host"] == host) and \
+                    (not node or row["hypervisor_hostname"] == node):
+                return {"host": row["host"], "node": node}
+        raise exc.ComputeHostNotFound(host=host or node)
+
+    @staticmethod
+    def _check_security_groups(conn: sa.Connection, ctx: RequestContext,
+                               names: list[str]) -> None:
+        """Every requested group (by name or id) is one of the project's."""
+        wanted = [n for n in names if n != "default"]
+        if not wanted:
+            return  # the default group is made on first need: nothing to look up
+        project_id = require_project(ctx)
+        groups = _PROJECT_GROUPS.all(conn, project=project_id)
+        for ref in wanted:
+            if any(g["id"] == ref for g in groups):
+                continue
+            named = sum(1 for g in groups if g["name"] == ref)
+            if named > 1:
+                raise exc.SecurityGroupNotUnique(name=ref)
+            if not named:
+                raise exc.SecurityGroupNotFoundForProject(security_group_id=ref,
+                                                          project_id=project_id)
 
     def _image(self, conn: sa.Connection, ctx: RequestContext, image_id: str) -> dict[str, Any]:
         try:
