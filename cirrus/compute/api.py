@@ -20,9 +20,9 @@ from cirrus import policy
 from cirrus.compute import exception as exc
 from cirrus.compute.admission import BuildAdmission
 from cirrus.compute import instance as inst
-from cirrus.compute import instance_actions, keypairs, quotas, records, server_groups
+from cirrus.compute import destinations, instance_actions, keypairs, quotas, records, server_groups
 from cirrus.compute.flavors import get_flavor
-from cirrus.compute.models import (block_device_mappings, compute_nodes, instance_group_members,
+from cirrus.compute.models import (block_device_mappings, instance_group_members,
                                    instance_info_caches, instances)
 from cirrus.compute.records import CreateRequest
 from cirrus.compute.scope import require_project
@@ -37,7 +37,6 @@ from cirrus.db.prepared import Prepared
 from cirrus.db.rows import PreparedRead, read_here
 from cirrus.exception import NotFound
 from cirrus.network.exception import PortLimitExceeded
-from cirrus.network.models import security_groups
 from cirrus.rpc import Transport
 from cirrus.service_models import services
 
@@ -79,12 +78,6 @@ _GROUP_MEMBERS_LIVE = Prepared(sa.select(sa.func.count()).select_from(instance_g
     instances.c.deleted.is_(False)))
 _COMPUTE_ZONES = PreparedRead(sa.select(services.c.host, services.c.availability_zone).where(
     services.c.binary == "cirrus-compute"))
-_COMPUTE_NODES = PreparedRead(sa.select(compute_nodes.c.host, compute_nodes.c.hypervisor_hostname))
-# A boot naming security groups other than "default" (which is made on first
-# need) checks them here, as Nova's _check_requested_secgroups: an unknown one
-# is a 400 now, not a build rescheduled on every host.
-_PROJECT_GROUPS = PreparedRead(sa.select(security_groups.c.id, security_groups.c.name).where(
-    security_groups.c.project_id == sa.bindparam("project")))
 
 
 @dataclass
@@ -271,12 +264,13 @@ class API:
         return _Found(flavor=flavor,
                       image=caught(self._image, ctx, image_id) if image_id else None,
                       zone_error=caught(self._check_zone_and_host, az, forced_host),
-                      destination=caught(self._destination, req.requested_host,
-                                         req.requested_node),
+                      destination=caught(destinations.requested_destination,
+                                         req.requested_host, req.requested_node),
                       key_data=caught(self._key_data, ctx.user_id, req.key_name),
                       group=caught(self._group, ctx, req.scheduler_hints.get("group")),
-                      security_groups_error=caught(self._check_security_groups, ctx,
-                                                   req.security_groups),
+                      # An unknown group is a 400 now, not a build rescheduled on every host.
+                      security_groups_error=caught(destinations.check_security_groups,
+                                                   require_project(ctx), req.security_groups),
                       quota_fit=caught(self._quota_fit, ctx, req, flavor) if flavor else None)
 
     def _quota_fit(self, conn: sa.Connection, ctx: RequestContext, req: CreateRequest,
@@ -287,38 +281,6 @@ class API:
         quota = quotas.InstanceQuota(conn, self.settings, require_project(ctx), flavor,
                                      lock=False)
         return quota.allowed(req.min_count, req.max_count)
-
-    @staticmethod
-    def _destination(conn: sa.Connection, host: str | None,
-                     node: str | None) -> dict[str, str | None] | None:
-        """The compute node an admin named (2.74): its host and node; 400
-        ComputeHostNotFound if no node matches (Nova's _validate_host_or_node)."""
-        if not host and not node:
-            return None
-        for row in _COMPUTE_NODES.all(conn):
-            if (not host or row["host"] == host) and \
-                    (not node or row["hypervisor_hostname"] == node):
-                return {"host": row["host"], "node": node}
-        raise exc.ComputeHostNotFound(host=host or node)
-
-    @staticmethod
-    def _check_security_groups(conn: sa.Connection, ctx: RequestContext,
-                               names: list[str]) -> None:
-        """Every requested group (by name or id) is one of the project's."""
-        wanted = [n for n in names if n != "default"]
-        if not wanted:
-            return  # the default group is made on first need: nothing to look up
-        project_id = require_project(ctx)
-        groups = _PROJECT_GROUPS.all(conn, project=project_id)
-        for ref in wanted:
-            if any(g["id"] == ref for g in groups):
-                continue
-            named = sum(1 for g in groups if g["name"] == ref)
-            if named > 1:
-                raise exc.SecurityGroupNotUnique(name=ref)
-            if not named:
-                raise exc.SecurityGroupNotFoundForProject(security_group_id=ref,
-                                                          project_id=project_id)
 
     def _image(self, conn: sa.Connection, ctx: RequestContext, image_id: str) -> dict[str, Any]:
         try:
