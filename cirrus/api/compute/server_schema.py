@@ -223,7 +223,7 @@ def parse_create(body: Any, version: Version) -> tuple[CreateRequest, bool]:
         except ValueError:
             raise bad("imageRef", f"{image!r} is not a valid image reference") from None
     az = server.get("availability_zone")
-    _check_later_keys(server)
+    _check_unused_keys(server)
     req = CreateRequest(
         name=_name(server["name"]),
         flavor_id=_ref(server["flavorRef"], "flavorRef"),
@@ -255,7 +255,7 @@ def parse_create(body: Any, version: Version) -> tuple[CreateRequest, bool]:
     return req, _bool(server.get("return_reservation_id", False), "return_reservation_id")
 
 
-def _check_later_keys(server: dict[str, Any]) -> None:
+def _check_unused_keys(server: dict[str, Any]) -> None:
     """Keys checked but not kept: the disk config, legacy block devices,
     trusted certificates (cirrus has no use for them)."""
     if "OS-DCF:diskConfig" in server and server["OS-DCF:diskConfig"] not in DISK_CONFIGS:
