@@ -70,5 +70,8 @@ def metadata(value: Any, field: str = "metadata", *, max_items: int | None = Non
 
 def _short(value: Any) -> str:
     """A value for an error message, cut short (a client may send megabytes)."""
-    shown = repr(value)
+    try:
+        shown = repr(value)
+    except ValueError:  # an integer of more digits than Python will print
+        return "a very large integer"
     return shown if len(shown) <= 60 else shown[:57] + "..."
