@@ -6,6 +6,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from cirrus import policy
 from cirrus.compute import quotas
 from cirrus.compute.exception import InstanceGroupMissing
 from cirrus.compute.models import instance_group_members, instance_groups, instances
@@ -49,24 +50,26 @@ def list_groups(conn: sa.Connection, project_id: str | None, *,
     return fetch_all(conn, q)
 
 
-def create_group(conn: sa.Connection, settings: Any, ctx: RequestContext, name: str, policy: str,
-                 rules: dict[str, Any]) -> dict[str, Any]:
-    """A new group of the caller's project (403 if the token has none, or the
-    project's ``server_groups`` quota is used up)."""
+def create_group(conn: sa.Connection, settings: Any, ctx: RequestContext, name: str,
+                 group_policy: str, rules: dict[str, Any]) -> dict[str, Any]:
+    """A new group of the caller's project (403 for a reader, for a token
+    without a project, or when the project's ``server_groups`` quota is used up)."""
     project_id = require_project(ctx)
+    policy.enforce(ctx, "compute:server_groups:create", {"project_id": project_id})
     limit = quotas.limits(conn, settings, project_id)["server_groups"]
     used = conn.execute(sa.select(sa.func.count()).select_from(instance_groups).where(
         instance_groups.c.project_id == project_id)).scalar_one()
     if limit >= 0 and used >= limit:
         raise QuotaExceeded(resource="server_groups", requested=1, used=used, allowed=limit)
-    row = {"uuid": str(uuidlib.uuid4()), "name": name, "policy": policy, "rules": rules,
+    row = {"uuid": str(uuidlib.uuid4()), "name": name, "policy": group_policy, "rules": rules,
            "project_id": ctx.project_id, "user_id": ctx.user_id or "", "created_at": utcnow()}
     conn.execute(instance_groups.insert().values(**row))
     return row
 
 
 def delete_group(conn: sa.Connection, ctx: RequestContext, group_uuid: str) -> None:
-    get_group(conn, ctx, group_uuid)
+    """Delete one of the caller's project's groups (404 for another's, 403 for a reader)."""
+    policy.enforce(ctx, "compute:server_groups:delete", get_group(conn, ctx, group_uuid))
     conn.execute(instance_group_members.delete().where(
         instance_group_members.c.group_uuid == group_uuid))
     conn.execute(instance_groups.delete().where(instance_groups.c.uuid == group_uuid))

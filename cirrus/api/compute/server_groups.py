@@ -7,7 +7,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from cirrus import policy
 from cirrus.api.compute.microversion import api_version
 from cirrus.api.compute.parameters import integer, text
 from cirrus.api.compute.views import reply_stored
@@ -75,7 +74,7 @@ def _policy_and_rules(data: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
 
 async def create(request: Request) -> Response:
     ctx = context(request)
-    policy.enforce(ctx, "compute:server_groups:create", {"project_id": require_project(ctx)})
+    require_project(ctx)
     version = api_version(request)
     name, group_policy, rules = _parse(await json_body(request), version)
     row = await request.app.state.db.run(groups.create_group, request.app.state.settings, ctx,
@@ -112,9 +111,8 @@ async def show(request: Request) -> Response:
 
 
 async def delete(request: Request) -> Response:
-    ctx = context(request)
-    policy.enforce(ctx, "compute:server_groups:delete", {"project_id": require_project(ctx)})
-    await request.app.state.db.run(groups.delete_group, ctx, request.path_params["group_id"])
+    await request.app.state.db.run(groups.delete_group, context(request),
+                                   request.path_params["group_id"])
     return no_content()
 
 
