@@ -63,6 +63,8 @@ class Settings:
     # creates wait while this many instances wait to build (0: no limit), at most this long
     build_backlog_limit: int = 50
     build_backlog_wait: float = 10.0
+    # servers one POST /servers may create (min_count above: 400; max_count cut to it)
+    max_instances_per_request: int = 1000
     network_allocate_retries: int = 0
     vif_plugging_timeout: float = 300.0
     vif_plugging_is_fatal: bool = True

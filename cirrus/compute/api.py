@@ -20,11 +20,12 @@ from cirrus import policy
 from cirrus.compute import exception as exc
 from cirrus.compute.admission import BuildAdmission
 from cirrus.compute import instance as inst
-from cirrus.compute import instance_actions, keypairs, quotas, records, server_groups
+from cirrus.compute import destinations, instance_actions, keypairs, quotas, records, server_groups
 from cirrus.compute.flavors import get_flavor
 from cirrus.compute.models import (block_device_mappings, instance_group_members,
                                    instance_info_caches, instances)
 from cirrus.compute.records import CreateRequest
+from cirrus.compute.scope import require_project
 from cirrus.compute.rpcapi import ComputeAPI
 from cirrus.compute.states import TaskState, VmState
 from cirrus.conductor.rpcapi import ComputeTaskAPI
@@ -41,6 +42,11 @@ from cirrus.service_models import services
 
 MAX_USERDATA_SIZE = 65535
 MAX_METADATA_ITEMS = 128
+# Above this many servers a create reads the quota before it builds anything
+# (a million asked for costs one read, not a million records); for fewer,
+# building their records costs less than that read, and the create's
+# transaction checks the quota before it writes them either way.
+QUOTA_FIRST_ABOVE = 16
 GROUP_POLICIES = ("affinity", "anti-affinity", "soft-affinity", "soft-anti-affinity")
 
 # Every create writes these records: statements built once (cirrus/db/prepared.py).
@@ -86,8 +92,11 @@ class _Found:
     flavor: dict[str, Any] | None
     image: dict[str, Any] | Exception | None
     zone_error: Exception | None
+    destination: dict[str, str | None] | Exception | None
     key_data: str | Exception | None
     group: dict[str, Any] | Exception | None
+    security_groups_error: Exception | None
+    quota_fit: int | Exception | None  # how many of max_count the quota allows
 
 
 def parse_availability_zone(ctx: RequestContext, value: str | None, default: str
@@ -119,16 +128,41 @@ class API:
 
     # -- create ------------------------------------------------------------------
     async def create(self, ctx: RequestContext, req: CreateRequest) -> tuple[list[dict[str, Any]], str]:
-        """Create instance records and start their build; (instances, reservation_id)."""
-        policy.enforce(ctx, "compute:server:create", {"project_id": ctx.project_id})
+        """Create instance records and start their build; (instances, reservation_id).
+
+        What needs no lookup is refused first; nothing is built before the
+        count is known to fit ``max_instances_per_request`` and the quota."""
+        policy.enforce(ctx, "compute:server:create", {"project_id": require_project(ctx)})
         if req.min_count > req.max_count:
             raise exc.InvalidRequest(reason="min_count must be <= max_count")
+        req.max_count = self._within_request_cap(req.min_count, req.max_count)
+        if len(req.metadata) > MAX_METADATA_ITEMS:
+            raise exc.MetadataLimitExceeded(allowed=MAX_METADATA_ITEMS)
+        if req.hostname and req.max_count > 1:
+            raise exc.AmbiguousHostnameForMultipleInstances()
+        if req.requested_host or req.requested_node:
+            policy.enforce(ctx, "compute:server:requested_destination")
         return await self._create_instance(ctx, req)
+
+    def _within_request_cap(self, min_count: int, max_count: int) -> int:
+        """``max_count`` cut to ``max_instances_per_request``; 400 if even
+        ``min_count`` is over it."""
+        cap = self.settings.max_instances_per_request
+        if cap <= 0:
+            return max_count
+        if min_count > cap:
+            raise exc.InvalidRequest(reason=f"min_count {min_count} is more than the "
+                                            f"{cap} servers one request may create")
+        return min(max_count, cap)
 
     async def _create_instance(self, ctx: RequestContext, req: CreateRequest
                                ) -> tuple[list[dict[str, Any]], str]:
         az, forced_host, forced_node = parse_availability_zone(
             ctx, req.availability_zone, self.settings.default_availability_zone)
+        if (forced_host or forced_node) and (req.requested_host or req.requested_node):
+            raise exc.InvalidRequest(reason="One mechanism with host and/or hypervisor_hostname "
+                                            "and another mechanism with zone:host:node are "
+                                            "mutually exclusive.")
         # One read for every lookup, image included (on SQLite in the loop's own
         # thread: a few point reads cost less than the hop to a DB thread);
         # errors are raised in the order Nova checks.
@@ -142,19 +176,25 @@ class API:
         image = self._checked_image(found.image, flavor)
         if found.zone_error is not None:
             raise found.zone_error
-        key_data, group = found.key_data, found.group
+        destination, key_data, group = found.destination, found.key_data, found.group
+        if isinstance(destination, Exception):
+            raise destination
         if isinstance(key_data, Exception):
             raise key_data
         self._check_user_data(req.user_data)
         if isinstance(group, Exception):
             raise group
+        if found.security_groups_error is not None:
+            raise found.security_groups_error
         try:
             max_net = await self.network.validate_networks(ctx, req.requested_networks, req.max_count)
         except NotFound as error:  # a missing network or port is a bad request here
             raise exc.InvalidRequest(reason=error.format_message()) from None
         if max_net == 0:  # seed 000: no port left for even one server
             raise PortLimitExceeded()
-        max_count = min(req.max_count, max_net)
+        if isinstance(found.quota_fit, Exception):
+            raise found.quota_fit  # before a single record is built
+        max_count = min(req.max_count, max_net, found.quota_fit or req.max_count)
         if max_count < req.min_count:
             max_count = req.min_count  # the network API raises if truly impossible
         await self.admission.admit(max_count)
@@ -167,7 +207,7 @@ class API:
         rows = await self.db.run(self._provision_instances, ctx, req, flavor, image, az,
                                  key_data, group, reservation_id, max_count, prepared)
         request_spec = records.request_spec(ctx, rows, flavor, image, az, forced_host,
-                                            forced_node, req.scheduler_hints, group)
+                                            forced_node, req.scheduler_hints, group, destination)
         build_params = {"admin_password": req.admin_password,
                         "injected_files": [list(f) for f in req.injected_files],
                         "requested_networks": req.requested_networks,
@@ -225,11 +265,28 @@ class API:
                 return fn(conn, *args)
             except exc.CirrusException as error:
                 return error
-        return _Found(flavor=get_flavor(conn, req.flavor_id),
+        flavor = get_flavor(conn, req.flavor_id)
+        return _Found(flavor=flavor,
                       image=caught(self._image, ctx, image_id) if image_id else None,
                       zone_error=caught(self._check_zone_and_host, az, forced_host),
+                      destination=caught(destinations.requested_destination,
+                                         req.requested_host, req.requested_node),
                       key_data=caught(self._key_data, ctx.user_id, req.key_name),
-                      group=caught(self._group, ctx, req.scheduler_hints.get("group")))
+                      group=caught(self._group, ctx, req.scheduler_hints.get("group")),
+                      # An unknown group is a 400 now, not a build rescheduled on every host.
+                      security_groups_error=caught(destinations.check_security_groups,
+                                                   require_project(ctx), req.security_groups),
+                      quota_fit=caught(self._quota_fit, ctx, req, flavor)
+                      if flavor and req.max_count > QUOTA_FIRST_ABOVE else None)
+
+    def _quota_fit(self, conn: sa.Connection, ctx: RequestContext, req: CreateRequest,
+                   flavor: dict[str, Any]) -> int:
+        """How many of ``max_count`` the project's quota allows now (403 if not
+        ``min_count``): a first look, so that a request far over it costs one
+        read, not a million records. The create's transaction checks again."""
+        quota = quotas.InstanceQuota(conn, self.settings, require_project(ctx), flavor,
+                                     lock=False)
+        return quota.allowed(req.min_count, req.max_count)
 
     def _image(self, conn: sa.Connection, ctx: RequestContext, image_id: str) -> dict[str, Any]:
         try:

@@ -111,8 +111,26 @@ class ComputeHostNotFound(Invalid):
     msg_fmt = "Compute host %(host)s could not be found."
 
 
+class AmbiguousHostnameForMultipleInstances(Invalid):
+    msg_fmt = "Unable to allocate a single hostname to multiple instances"
+
+
+class SecurityGroupNotFoundForProject(Invalid):
+    msg_fmt = "Security group %(security_group_id)s not found for project %(project_id)s."
+
+
+class SecurityGroupNotUnique(Conflict):
+    msg_fmt = ("Multiple security groups found matching '%(name)s'. Use an ID to be more "
+               "specific.")
+
+
 class ForcedHostForbidden(Forbidden):
     msg_fmt = "Policy doesn't allow %(action)s to be performed."
+
+
+class ProjectScopeRequired(Forbidden):
+    msg_fmt = ("This request needs a token scoped to a project: project resources are "
+               "not available to unscoped or domain-scoped tokens.")
 
 
 class TooManyInstances(QuotaExceeded):

@@ -86,8 +86,9 @@ class InstanceQuota:
     instances fit, :meth:`recheck` (after the insert) whether they still do."""
 
     def __init__(self, conn: sa.Connection, settings: Any, project_id: str,
-                 flavor: dict[str, Any]) -> None:
-        lock_project(conn, project_id)
+                 flavor: dict[str, Any], *, lock: bool = True) -> None:
+        if lock:  # without: a first look before the create's transaction
+            lock_project(conn, project_id)
         self.settings = settings
         self.project_id = project_id
         self.serialised = conn.dialect.name in _SERIALISED

@@ -50,6 +50,9 @@ class CreateRequest:
     access_ip_v6: str | None = None
     tags: list[str] = field(default_factory=list)
     hostname: str | None = None
+    # 2.74's host and hypervisor_hostname (admin only): Nova's requested_destination.
+    requested_host: str | None = None
+    requested_node: str | None = None
 
 
 def sanitize_hostname(name: str, default: str) -> str:
@@ -70,7 +73,7 @@ def instance_rows(ctx: RequestContext, req: CreateRequest, flavor: dict[str, Any
     rows = []
     for index in range(count):
         uuid = str(uuidlib.uuid4())
-        name = req.name if count == 1 else f"{req.name}-{index + 1}"
+        name = req.name if count == 1 else _numbered(req.name, index + 1)
         hostname = req.hostname if (req.hostname and count == 1) else \
             sanitize_hostname(name, f"server-{uuid}")
         rows.append({
@@ -91,6 +94,12 @@ def instance_rows(ctx: RequestContext, req: CreateRequest, flavor: dict[str, Any
             "progress": 0, "tags": list(req.tags), "deleted": False, "created_at": now,
         })
     return rows
+
+
+def _numbered(name: str, number: int) -> str:
+    """``name-number``, the name cut so that the whole fits the column (255)."""
+    suffix = f"-{number}"
+    return name[:255 - len(suffix)] + suffix
 
 
 def _system_metadata(image: dict[str, Any] | None) -> dict[str, Any]:
@@ -118,8 +127,11 @@ def bdm_rows(req: CreateRequest, image: dict[str, Any] | None, flavor: dict[str,
 def request_spec(ctx: RequestContext, rows: list[dict[str, Any]], flavor: dict[str, Any],
                  image: dict[str, Any] | None, az: str | None, forced_host: str | None,
                  forced_node: str | None, hints: dict[str, Any],
-                 group: dict[str, Any] | None) -> dict[str, Any]:
-    """What the conductor and scheduler get of the request."""
+                 group: dict[str, Any] | None,
+                 destination: dict[str, str | None] | None = None) -> dict[str, Any]:
+    """What the conductor and scheduler get of the request; ``destination``:
+    the host and node an admin asked for (2.74), which the scheduler's filters
+    still check, where a forced host skips them."""
     return {
         "instance_uuids": [r["uuid"] for r in rows], "num_instances": len(rows),
         "flavor": {k: flavor[k] for k in FLAVOR_SPEC_KEYS},
@@ -129,6 +141,7 @@ def request_spec(ctx: RequestContext, rows: list[dict[str, Any]], flavor: dict[s
         "project_id": ctx.project_id, "user_id": ctx.user_id, "availability_zone": az,
         "force_hosts": [forced_host] if forced_host else [],
         "force_nodes": [forced_node] if forced_node else [],
+        "requested_destination": destination,
         "scheduler_hints": hints,
         "instance_group": {"uuid": group["uuid"], "policy": group["policy"]} if group else None,
         "retry": {"num_attempts": 1, "hosts": []},

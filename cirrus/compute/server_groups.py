@@ -6,9 +6,11 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from cirrus import policy
 from cirrus.compute import quotas
 from cirrus.compute.exception import InstanceGroupMissing
 from cirrus.compute.models import instance_group_members, instance_groups, instances
+from cirrus.compute.scope import require_project
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
 from cirrus.db.engine import fetch_all, fetch_one
@@ -36,29 +38,38 @@ def get_group(conn: sa.Connection, ctx: RequestContext, group_uuid: str) -> dict
     return row
 
 
-def list_groups(conn: sa.Connection, project_id: str | None) -> list[dict[str, Any]]:
-    q = sa.select(instance_groups).order_by(instance_groups.c.created_at)
-    if project_id is not None:
+def list_groups(conn: sa.Connection, project_id: str | None, *,
+                all_projects: bool = False) -> list[dict[str, Any]]:
+    """The groups of ``project_id``; every project's only with ``all_projects``
+    (no project without it is no groups, never everyone's)."""
+    if project_id is None and not all_projects:
+        return []
+    q = sa.select(instance_groups).order_by(instance_groups.c.created_at, instance_groups.c.uuid)
+    if not all_projects:
         q = q.where(instance_groups.c.project_id == project_id)
     return fetch_all(conn, q)
 
 
-def create_group(conn: sa.Connection, settings: Any, ctx: RequestContext, name: str, policy: str,
-                 rules: dict[str, Any]) -> dict[str, Any]:
-    assert ctx.project_id is not None
-    limit = quotas.limits(conn, settings, ctx.project_id)["server_groups"]
+def create_group(conn: sa.Connection, settings: Any, ctx: RequestContext, name: str,
+                 group_policy: str, rules: dict[str, Any]) -> dict[str, Any]:
+    """A new group of the caller's project (403 for a reader, for a token
+    without a project, or when the project's ``server_groups`` quota is used up)."""
+    project_id = require_project(ctx)
+    policy.enforce(ctx, "compute:server_groups:create", {"project_id": project_id})
+    limit = quotas.limits(conn, settings, project_id)["server_groups"]
     used = conn.execute(sa.select(sa.func.count()).select_from(instance_groups).where(
-        instance_groups.c.project_id == ctx.project_id)).scalar_one()
+        instance_groups.c.project_id == project_id)).scalar_one()
     if limit >= 0 and used >= limit:
         raise QuotaExceeded(resource="server_groups", requested=1, used=used, allowed=limit)
-    row = {"uuid": str(uuidlib.uuid4()), "name": name, "policy": policy, "rules": rules,
+    row = {"uuid": str(uuidlib.uuid4()), "name": name, "policy": group_policy, "rules": rules,
            "project_id": ctx.project_id, "user_id": ctx.user_id or "", "created_at": utcnow()}
     conn.execute(instance_groups.insert().values(**row))
     return row
 
 
 def delete_group(conn: sa.Connection, ctx: RequestContext, group_uuid: str) -> None:
-    get_group(conn, ctx, group_uuid)
+    """Delete one of the caller's project's groups (404 for another's, 403 for a reader)."""
+    policy.enforce(ctx, "compute:server_groups:delete", get_group(conn, ctx, group_uuid))
     conn.execute(instance_group_members.delete().where(
         instance_group_members.c.group_uuid == group_uuid))
     conn.execute(instance_groups.delete().where(instance_groups.c.uuid == group_uuid))

@@ -15,6 +15,8 @@ class Spec:
     retry_hosts: set[tuple[str, str]] = field(default_factory=set)
     force_hosts: list[str] = field(default_factory=list)
     force_nodes: list[str] = field(default_factory=list)
+    requested_host: str | None = None  # requested_destination (2.74): filters still run
+    requested_node: str | None = None
     group_policy: str | None = None
     group_hosts: set[str] = field(default_factory=set)  # hosts of the group's members
     group_host_counts: dict[str, int] = field(default_factory=dict)
@@ -28,12 +30,15 @@ class Spec:
         retry = request_spec.get("retry") or {}
         disk = int(flavor.get("root_gb") or 0) + int(flavor.get("ephemeral_gb") or 0)
         disk += -(-int(flavor.get("swap") or 0) // 1024)
+        destination = request_spec.get("requested_destination") or {}
         return cls(vcpus=int(flavor["vcpus"]), memory_mb=int(flavor["memory_mb"]), disk_gb=disk,
                    availability_zone=request_spec.get("availability_zone"),
                    image_props=(request_spec.get("image") or {}).get("properties") or {},
                    retry_hosts={(h, n) for h, n in retry.get("hosts", [])},
                    force_hosts=list(request_spec.get("force_hosts") or []),
                    force_nodes=list(request_spec.get("force_nodes") or []),
+                   requested_host=destination.get("host"),
+                   requested_node=destination.get("node"),
                    group_policy=((request_spec.get("instance_group") or {}).get("policy")))
 
     def chose(self, host: str) -> None:

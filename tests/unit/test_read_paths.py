@@ -163,8 +163,8 @@ def test_get_for_view_and_listing(db: Database) -> None:
     named = db.run_sync(queries.list_instances,
                         queries.ListQuery(project_id="p1", limit=1, name="vm-[12]"))
     assert [r["display_name"] for r in named] == ["vm-2"]
-    tagged = db.run_sync(queries.list_instances, queries.ListQuery(project_id=None, tags=["t"]),
-                         columns=queries.BASIC_COLUMNS)
+    every_project = queries.ListQuery(project_id=None, all_projects=True, tags=["t"])
+    tagged = db.run_sync(queries.list_instances, every_project, columns=queries.BASIC_COLUMNS)
     assert sorted(r["display_name"] for r in tagged) == ["vm-1", "vm-3", "vm-7"]
 
 

@@ -1,6 +1,7 @@
 """``/flavors`` and their extra specs."""
 from __future__ import annotations
 
+import math
 import re
 import uuid
 from typing import Any
@@ -11,6 +12,7 @@ from starlette.routing import Route
 
 from cirrus import policy
 from cirrus.api.compute.microversion import api_version
+from cirrus.api.compute.parameters import MAX_INT, encodable, integer, text
 from cirrus.api.wsgi import context, json_body, no_content, query_int, reply
 from cirrus.compute import flavors as flavor_db
 from cirrus.compute.exception import FlavorExtraSpecNotFound, FlavorMissing
@@ -78,6 +80,8 @@ async def _list(request: Request, detail: bool) -> Response:
     body: dict[str, Any] = {}
     if limit is not None and len(rows) > limit:
         rows = rows[:limit]
+        if not rows:  # limit=0: an empty page, with nothing to continue after
+            return reply({"flavors": []})
         next_href = f"{_base(request)}/compute/v2.1/flavors{'/detail' if detail else ''}?limit={limit}&marker={rows[-1]['flavorid']}"
         body["flavors_links"] = [{"rel": "next", "href": next_href}]
     version = api_version(request)
@@ -107,15 +111,28 @@ async def show(request: Request) -> Response:
 
 
 def _int_field(data: dict[str, Any], key: str, default: int | None, minimum: int,
-               maximum: int = 2**31 - 1) -> int:
+               maximum: int = MAX_INT) -> int:
     value = data.get(key, default)
     if value is None:
         raise ValidationError(field=key, reason=f"'{key}' is a required property")
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
-        raise ValidationError(field=key, reason=f"{value!r} must be an integer between {minimum} and {maximum}")
-    return value
+    return integer(value, key, minimum=minimum, maximum=maximum)
+
+
+# Nova's rxtx_factor: a number above 0, at most what a float column holds.
+MAX_RXTX_FACTOR = 3.40282e38
+
+
+def _rxtx_factor(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            not (isinstance(value, int) or math.isfinite(value)) or \
+            not 0 < value <= MAX_RXTX_FACTOR:
+        raise ValidationError(field="rxtx_factor",
+                              reason=f"must be a number above 0 and at most {MAX_RXTX_FACTOR}")
+    return float(value)
+
+
+def _description(value: Any) -> str | None:
+    return None if value is None else text(value, "description", max_len=65535)
 
 
 async def create(request: Request) -> Response:
@@ -142,17 +159,14 @@ async def create(request: Request) -> Response:
     is_public = data.get("os-flavor-access:is_public", True)
     if not isinstance(is_public, bool):
         raise ValidationError(field="os-flavor-access:is_public", reason="must be a boolean")
-    rxtx = data.get("rxtx_factor", 1.0)
-    if isinstance(rxtx, bool) or not isinstance(rxtx, (int, float)) or rxtx <= 0:
-        raise ValidationError(field="rxtx_factor", reason="must be a number > 0")
-    description = data.get("description")
-    if description is not None and (api_version(request) < (2, 55) or not isinstance(description, str)
-                                    or len(description) > 65535):
-        raise ValidationError(field="description", reason="not allowed or not a string")
+    rxtx = _rxtx_factor(data.get("rxtx_factor", 1.0))
+    if "description" in data and api_version(request) < (2, 55):
+        raise ValidationError(field="description", reason="is not allowed before 2.55")
+    description = _description(data.get("description"))
     values = {"flavorid": str(flavorid), "name": name, "memory_mb": _int_field(data, "ram", None, 1),
               "vcpus": _int_field(data, "vcpus", None, 1), "root_gb": _int_field(data, "disk", None, 0),
               "ephemeral_gb": _int_field(data, "OS-FLV-EXT-DATA:ephemeral", 0, 0),
-              "swap": _int_field(data, "swap", 0, 0), "rxtx_factor": float(rxtx),
+              "swap": _int_field(data, "swap", 0, 0), "rxtx_factor": rxtx,
               "is_public": is_public, "description": description, "extra_specs": {}}
     row = await request.app.state.db.run(flavor_db.create_flavor, values)
     return reply({"flavor": view(_base(request), row, api_version(request))})
@@ -165,9 +179,9 @@ async def update(request: Request) -> Response:
         return reply({"badMethod": {"code": 405, "message": "Method not allowed"}}, status=405)
     body = await json_body(request)
     data = body.get("flavor") if isinstance(body, dict) else None
-    if not isinstance(data, dict) or set(data) != {"description"} or \
-            not (data["description"] is None or isinstance(data["description"], str)):
+    if not isinstance(data, dict) or set(data) != {"description"}:
         raise ValidationError(field="flavor", reason="only 'description' can be updated")
+    data = {"description": _description(data["description"])}
     row = await _get(request)
     await request.app.state.db.run(flavor_db.update_flavor, row["flavorid"], data)
     return reply({"flavor": view(_base(request), await _get(request), api_version(request))})
@@ -191,6 +205,8 @@ def _specs(data: Any, key: str) -> dict[str, str]:
             raise ValidationError(field=key, reason=f"invalid key {k!r}")
         if isinstance(v, bool) or not isinstance(v, (str, int, float)) or len(str(v)) > 255:
             raise ValidationError(field=f"{key}/{k}", reason="must be a string of at most 255")
+        if isinstance(v, str):
+            encodable(v, f"{key}/{k}")
     return {k: str(v) for k, v in specs.items()}
 
 

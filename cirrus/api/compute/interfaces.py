@@ -7,6 +7,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from cirrus.api.compute.microversion import api_version
 from cirrus.api.compute.server_schema import _networks
 from cirrus.api.wsgi import context, json_body, reply
 from cirrus.exception import NotFound, ValidationError
@@ -41,15 +42,32 @@ async def show(request: Request) -> Response:
                           server_id=request.path_params["server_id"])
 
 
+def parse_attach(body: Any, version: tuple[int, int]) -> dict[str, Any]:
+    """``POST os-interface`` body (Nova's attach_interfaces ``create``
+    schema) → a requested network as ``POST /servers`` has them."""
+    data = body.get("interfaceAttachment") if isinstance(body, dict) else None
+    allowed = {"net_id", "port_id", "fixed_ips"} | ({"tag"} if version >= (2, 49) else set())
+    if not isinstance(data, dict) or set(data) - allowed:
+        raise ValidationError(field="interfaceAttachment",
+                              reason=f"an object with only {', '.join(sorted(allowed))}")
+    fixed_ips = data.get("fixed_ips")
+    fixed = None
+    if fixed_ips is not None:
+        if not isinstance(fixed_ips, list) or len(fixed_ips) != 1 or \
+                not isinstance(fixed_ips[0], dict) or set(fixed_ips[0]) != {"ip_address"}:
+            raise ValidationError(field="interfaceAttachment/fixed_ips",
+                                  reason="a list of one object with ip_address (only)")
+        fixed = fixed_ips[0]["ip_address"]
+    entry: dict[str, Any] = {"uuid": data.get("net_id"), "port": data.get("port_id"),
+                             "fixed_ip": fixed}
+    if "tag" in data:
+        entry["tag"] = data["tag"]
+    return _networks([{k: v for k, v in entry.items() if v is not None}], version)[0]
+
+
 async def attach(request: Request) -> Response:
     ctx = context(request)
-    body = await json_body(request)
-    data = body.get("interfaceAttachment") if isinstance(body, dict) else None
-    if not isinstance(data, dict) or set(data) - {"net_id", "port_id", "fixed_ips", "tag"}:
-        raise ValidationError(field="interfaceAttachment", reason="net_id or port_id is required")
-    fixed = (data.get("fixed_ips") or [{}])[0].get("ip_address") if data.get("fixed_ips") else None
-    entry = {"uuid": data.get("net_id"), "port": data.get("port_id"), "fixed_ip": fixed}
-    request_ = _networks([{k: v for k, v in entry.items() if v}], (2, 1))[0]
+    request_ = parse_attach(await json_body(request), api_version(request))
     server_id = request.path_params["server_id"]
     port_id = await request.app.state.compute_api.attach_interface(ctx, server_id, request_)
     for port in await request.app.state.compute_api.network.list_ports(ctx, server_id):

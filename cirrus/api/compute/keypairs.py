@@ -9,10 +9,13 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from cirrus.api.compute.microversion import api_version
+from cirrus.api.compute.parameters import text
+from cirrus.api.compute.views import reply_stored
 from cirrus.api.wsgi import context, json_body, query_int, reply
 from cirrus.compute import keypairs
+from cirrus.compute.scope import require_project
 from cirrus.db.base import isotime
-from cirrus.exception import ValidationError
+from cirrus.exception import Forbidden, ValidationError
 
 NAME_RE = re.compile(r"^[a-zA-Z0-9 _.@-]{1,255}$")
 
@@ -32,7 +35,7 @@ def _user(request: Request, ctx: Any) -> str:
     user = request.query_params.get("user_id")
     if user and api_version(request) >= (2, 10):
         if not ctx.is_admin and user != ctx.user_id:
-            raise ValidationError(field="user_id", reason="only admins may name another user")
+            raise Forbidden(action="os_compute_api:os-keypairs (another user's)")
         return user
     return ctx.user_id
 
@@ -50,18 +53,21 @@ async def create(request: Request) -> Response:
     key_type = data.get("type", "ssh") if version >= (2, 2) else "ssh"
     if key_type not in ("ssh", "x509"):
         raise ValidationError(field="type", reason="must be ssh or x509")
-    user = data.get("user_id") if (version >= (2, 10) and ctx.is_admin and data.get("user_id")) else ctx.user_id
+    project_id = require_project(ctx)  # the key pair quota is the project's
+    user = ctx.user_id
+    if version >= (2, 10) and ctx.is_admin and data.get("user_id"):
+        user = text(data["user_id"], "user_id", min_len=1, max_len=64)
     private = None
     if data.get("public_key") is not None:
-        if not isinstance(data["public_key"], str):
-            raise ValidationError(field="public_key", reason="must be a string")
-        public = keypairs.check_public_key(data["public_key"]) if key_type == "ssh" else data["public_key"]
+        # No length in Nova's schema; the body limit bounds it.
+        public_key = text(data["public_key"], "public_key", max_len=1 << 20)
+        public = keypairs.check_public_key(public_key) if key_type == "ssh" else public_key
     elif version >= (2, 92):
         raise ValidationError(field="public_key", reason="is required from microversion 2.92")
     else:
         private, public = keypairs.generate(key_type)
     row = await request.app.state.db.run(keypairs.create, request.app.state.settings, user,
-                                         ctx.project_id, name, public, key_type)
+                                         project_id, name, public, key_type)
     out = view(row, version, detail=False)
     out["user_id"] = row["user_id"]
     if private is not None:
@@ -80,14 +86,14 @@ async def index(request: Request) -> Response:
     limit = query_int(request, "limit", None)
     if limit is not None and version >= (2, 35):
         rows = rows[:limit]
-    return reply({"keypairs": [{"keypair": view(r, version, detail=False)} for r in rows]})
+    return reply_stored({"keypairs": [{"keypair": view(r, version, detail=False)} for r in rows]})
 
 
 async def show(request: Request) -> Response:
     ctx = context(request)
     row = await request.app.state.db.read(keypairs.get, _user(request, ctx),
                                           request.path_params["name"])
-    return reply({"keypair": view(row, api_version(request), detail=True)})
+    return reply_stored({"keypair": view(row, api_version(request), detail=True)})
 
 
 async def delete(request: Request) -> Response:

@@ -9,8 +9,10 @@ from starlette.routing import Route
 
 from cirrus import policy
 from cirrus.api.compute.microversion import api_version
+from cirrus.api.compute.parameters import MAX_INT, integer
 from cirrus.api.wsgi import context, json_body, no_content, reply
 from cirrus.compute import quotas
+from cirrus.compute.scope import require_project
 from cirrus.exception import ValidationError
 
 # Quotas cirrus does not enforce but clients expect to see (fixed, generous).
@@ -69,17 +71,16 @@ async def update(request: Request) -> Response:
     values = body.get("quota_set") if isinstance(body, dict) else None
     if not isinstance(values, dict):
         raise ValidationError(field="quota_set", reason="is a required object")
+    if "force" in values and not isinstance(values["force"], (bool, str)):
+        raise ValidationError(field="quota_set/force", reason="must be a boolean")
     values = {k: v for k, v in values.items() if k != "force"}
     allowed = set(quotas.ALL_RESOURCES) | set(STATIC) | set(LEGACY_NETWORK)
     for key, value in values.items():
         if key not in allowed:
-            raise ValidationError(field=f"quota_set/{key}", reason="is not a quota")
-        if isinstance(value, str) and value.lstrip("-").isdigit():
-            value = int(value)
-        if not isinstance(value, int) or isinstance(value, bool) or value < -1:
-            raise ValidationError(field=f"quota_set/{key}", reason="must be an integer >= -1")
-        values[key] = value
-    project_id = request.path_params["project_id"]
+            raise ValidationError(field=f"quota_set/{str(key)[:64]}", reason="is not a quota")
+        # Nova's _common_quota: -1 (unlimited) up to its integer columns' maximum.
+        values[key] = integer(value, f"quota_set/{key}", minimum=-1, maximum=MAX_INT)
+    project_id = _project_in_path(request)
     enforced = {k: v for k, v in values.items() if k in quotas.ALL_RESOURCES}
     await request.app.state.db.run(quotas.set_limits, project_id, enforced)
     settings = request.app.state.settings
@@ -91,15 +92,25 @@ async def update(request: Request) -> Response:
 
 async def revert(request: Request) -> Response:
     policy.enforce(context(request), "compute:quotas:update")
-    await request.app.state.db.run(quotas.reset_limits, request.path_params["project_id"])
+    await request.app.state.db.run(quotas.reset_limits, _project_in_path(request))
     return no_content()
+
+
+def _project_in_path(request: Request) -> str:
+    """The project id of a quota write: what a project id column can hold."""
+    project_id = request.path_params["project_id"]
+    if not 1 <= len(project_id) <= 64 or not project_id.replace("-", "").isalnum() \
+            or not project_id.isascii():
+        raise ValidationError(field="project_id", reason="is not a project id")
+    return project_id
 
 
 async def limits(request: Request) -> Response:
     ctx = context(request)
     settings = request.app.state.settings
+    own_project = require_project(ctx)
     project_id = request.query_params.get("tenant_id") if ctx.is_admin else None
-    project_id = project_id or ctx.project_id
+    project_id = project_id or own_project
 
     def load(conn: Any) -> tuple[dict[str, int], dict[str, int]]:
         return quotas.limits(conn, settings, project_id), quotas.usage(conn, project_id, ctx.user_id)

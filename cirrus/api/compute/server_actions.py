@@ -7,6 +7,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from cirrus.api.compute.parameters import MAX_INT, integer
 from cirrus.api.wsgi import context, json_body, reply
 from cirrus.context import RequestContext
 from cirrus.exception import ValidationError
@@ -25,19 +26,23 @@ async def _stop(api: Any, ctx: RequestContext, uuid: str, _arg: Any) -> Response
 
 
 async def _reboot(api: Any, ctx: RequestContext, uuid: str, arg: Any) -> Response:
-    kind = arg.get("type") if isinstance(arg, dict) else None
-    if not isinstance(kind, str) or kind.upper() not in ("SOFT", "HARD"):
+    if not isinstance(arg, dict) or set(arg) != {"type"}:
+        raise ValidationError(field="reboot", reason="must be an object with 'type' only")
+    kind = arg["type"]
+    if kind not in ("HARD", "Hard", "hard", "SOFT", "Soft", "soft"):
         raise ValidationError(field="reboot/type", reason="must be SOFT or HARD")
     await api.reboot(ctx, uuid, kind.upper())
     return Response(status_code=202)
 
 
 async def _console(api: Any, ctx: RequestContext, uuid: str, arg: Any) -> Response:
-    length = arg.get("length") if isinstance(arg, dict) else None
-    if isinstance(length, str) and length.lstrip("-").isdigit():
-        length = int(length)
-    if length is not None and (not isinstance(length, int) or isinstance(length, bool) or length < -1):
-        raise ValidationError(field="os-getConsoleOutput/length", reason="must be an integer >= -1")
+    if not isinstance(arg, dict) or set(arg) - {"length"}:
+        raise ValidationError(field="os-getConsoleOutput",
+                              reason="must be an object with at most 'length'")
+    length = arg.get("length")
+    if length is not None:
+        # Nova's schema sets no maximum; lines past 2^31 are as good as all.
+        length = integer(length, "os-getConsoleOutput/length", minimum=-1, maximum=MAX_INT)
     output = await api.get_console_output(ctx, uuid, None if length in (None, -1) else length)
     return reply({"output": output})
 

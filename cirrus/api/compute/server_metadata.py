@@ -7,7 +7,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from cirrus.api.compute.server_schema import _metadata
+from cirrus.api.compute.parameters import metadata
+from cirrus.api.compute.views import reply_stored
 from cirrus.api.wsgi import context, json_body, no_content, reply
 from cirrus.compute.exception import MetadataNotFound
 from cirrus.exception import ValidationError
@@ -16,12 +17,12 @@ from cirrus.exception import ValidationError
 def _body(data: Any, key: str) -> dict[str, str]:
     if not isinstance(data, dict) or key not in data:
         raise ValidationError(field=key, reason=f"'{key}' is a required property")
-    return _metadata(data[key])
+    return metadata(data[key], key)
 
 
 async def index(request: Request) -> Response:
     row = await request.app.state.compute_api.get(context(request), request.path_params["server_id"])
-    return reply({"metadata": row["metadata"] or {}})
+    return reply_stored({"metadata": row["metadata"] or {}})
 
 
 async def _write(request: Request, replace: bool) -> Response:
@@ -44,7 +45,7 @@ async def show_item(request: Request) -> Response:
     key = request.path_params["key"]
     if key not in (row["metadata"] or {}):
         raise MetadataNotFound(key=key)
-    return reply({"meta": {key: row["metadata"][key]}})
+    return reply_stored({"meta": {key: row["metadata"][key]}})
 
 
 async def put_item(request: Request) -> Response:

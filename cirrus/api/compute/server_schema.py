@@ -1,44 +1,59 @@
 """Validation of the ``POST /servers`` body into a :class:`CreateRequest`.
 
-Mirrors Nova's JSON schema: unknown keys, wrong types, bad UUIDs and IPs,
-oversized values are 400 with a message naming the field.
+Mirrors Nova's JSON schema per microversion (``schemas/servers.py``
+``create`` … ``create_v290``): unknown keys (and keys of a later
+microversion), wrong types, bad UUIDs and IPs, oversized values and text that
+is not valid Unicode are 400 with a message naming the field. Plain checks
+rather than a JSON-schema engine: this runs on every boot.
 """
 from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import ipaddress
+import re
 import secrets
 import string
 import uuid as uuidlib
 from typing import Any
 
+from cirrus.api.compute.parameters import bad, integer, metadata, text
 from cirrus.compute.records import CreateRequest
-from cirrus.exception import ValidationError
 
 Version = tuple[int, int]
 
-SERVER_KEYS = {"name", "imageRef", "flavorRef", "networks", "min_count", "max_count",
-               "return_reservation_id", "availability_zone", "key_name", "user_data", "metadata",
-               "personality", "config_drive", "security_groups", "adminPass",
-               "block_device_mapping_v2", "block_device_mapping", "accessIPv4", "accessIPv6",
-               "OS-DCF:diskConfig", "description", "tags", "hostname", "trusted_image_certificates",
-               "host", "hypervisor_hostname"}
+# The keys of the 2.1 schema, then those each later microversion adds (or
+# removes: personality at 2.57).
+SERVER_KEYS = frozenset({
+    "name", "imageRef", "flavorRef", "networks", "min_count", "max_count",
+    "return_reservation_id", "availability_zone", "key_name", "user_data", "metadata",
+    "personality", "config_drive", "security_groups", "adminPass", "block_device_mapping_v2",
+    "block_device_mapping", "accessIPv4", "accessIPv6", "OS-DCF:diskConfig"})
+ADDED_KEYS: tuple[tuple[Version, str], ...] = (
+    ((2, 19), "description"), ((2, 52), "tags"), ((2, 63), "trusted_image_certificates"),
+    ((2, 74), "host"), ((2, 74), "hypervisor_hostname"), ((2, 90), "hostname"))
+DISK_CONFIGS = ("AUTO", "MANUAL")
+# Nova's parameter_types.hostname (2.90) and fqdn (host, hypervisor_hostname at 2.74).
+HOSTNAME = re.compile(r"[a-zA-Z0-9]+[a-zA-Z0-9-]*[a-zA-Z0-9]+")
+FQDN = re.compile(r"[a-zA-Z0-9-._]+")
+MAX_TAGS = 50
+MAX_TAG_LENGTH = 60
 BDM_KEYS = {"source_type", "destination_type", "uuid", "boot_index", "device_name",
             "volume_size", "delete_on_termination", "guest_format", "disk_bus", "device_type",
             "tag", "volume_type", "no_device"}
 
 
-def bad(field: str, reason: str) -> ValidationError:
-    return ValidationError(field=field, reason=reason)
+@functools.lru_cache(maxsize=128)
+def server_keys(version: Version) -> frozenset[str]:
+    """The keys a ``server`` body may hold at ``version``."""
+    keys = set(SERVER_KEYS) | {key for since, key in ADDED_KEYS if version >= since}
+    if version >= (2, 57):
+        keys.discard("personality")
+    return frozenset(keys)
 
 
-def _str(value: Any, field: str, *, min_len: int = 0, max_len: int = 255) -> str:
-    if not isinstance(value, str):
-        raise bad(field, f"{value!r} is not of type 'string'")
-    if not min_len <= len(value) <= max_len:
-        raise bad(field, f"length must be between {min_len} and {max_len}")
-    return value
+_str = text
 
 
 def _uuid(value: Any, field: str) -> str:
@@ -52,16 +67,14 @@ def _ref(value: Any, field: str) -> str:
     """An id or a URL ending in one (imageRef/flavorRef)."""
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
-    text = _str(value, field, min_len=1)
-    return text.rstrip("/").rsplit("/", 1)[-1]
+    ref = _str(value, field, min_len=1)
+    return ref.rstrip("/").rsplit("/", 1)[-1]
 
 
 def _count(value: Any, field: str) -> int:
-    if isinstance(value, str) and value.isdigit():
-        value = int(value)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise bad(field, f"{value!r} must be an integer >= 1")
-    return value
+    # No upper bound in Nova's schema: the quota and max_instances_per_request
+    # bound it, before anything is built (cirrus/compute/api.py).
+    return integer(value, field, minimum=1, maximum=1 << 62)
 
 
 def _bool(value: Any, field: str) -> bool:
@@ -80,12 +93,7 @@ def _name(value: Any) -> str:
 
 
 def _metadata(value: Any) -> dict[str, str]:
-    if not isinstance(value, dict):
-        raise bad("metadata", "must be an object")
-    for key, item in value.items():
-        _str(key, "metadata", min_len=1, max_len=255)
-        _str(item, f"metadata/{key}", max_len=255)
-    return dict(value)
+    return metadata(value)
 
 
 def _networks(value: Any, version: Version) -> list[dict[str, Any]] | None:
@@ -100,12 +108,16 @@ def _networks(value: Any, version: Version) -> list[dict[str, Any]] | None:
         field = f"networks/{i}"
         if not isinstance(item, dict) or set(item) - {"uuid", "port", "fixed_ip", "tag"}:
             raise bad(field, "must be an object with uuid, port, fixed_ip or tag")
+        if "tag" in item:
+            if version < (2, 32) or (2, 32) < version < (2, 42):
+                raise bad(field, "tag is not allowed before microversion 2.42")
+            _tag(item["tag"], f"{field}/tag")
         net = _uuid(item["uuid"], f"{field}/uuid") if item.get("uuid") else None
         port = _uuid(item["port"], f"{field}/port") if item.get("port") else None
         fixed = item.get("fixed_ip")
         if fixed is not None:
             try:
-                fixed = str(ipaddress.ip_address(_str(fixed, f"{field}/fixed_ip")))
+                fixed = str(_address(_str(fixed, f"{field}/fixed_ip", max_len=45)))
             except ValueError:
                 raise bad(f"{field}/fixed_ip", f"{fixed!r} is not an IP address") from None
         if not net and not port:
@@ -144,8 +156,8 @@ def _bdms(value: Any) -> list[dict[str, Any]]:
             raise bad(field, f"only image → local block devices are supported "
                              f"(got {source} → {dest}); volumes are not available in cirrus")
         boot_index = item.get("boot_index")
-        if isinstance(boot_index, str) and boot_index.lstrip("-").isdigit():
-            boot_index = int(boot_index)
+        if boot_index is not None:
+            boot_index = integer(boot_index, f"{field}/boot_index", minimum=-(1 << 31))
         out.append({"source_type": source, "destination_type": dest,
                     "uuid": _uuid(item.get("uuid"), f"{field}/uuid"), "boot_index": boot_index})
     return out
@@ -188,16 +200,16 @@ def parse_create(body: Any, version: Version) -> tuple[CreateRequest, bool]:
     if not isinstance(body, dict) or not isinstance(body.get("server"), dict):
         raise bad("server", "'server' is a required property and must be an object")
     server = body["server"]
-    unknown = set(server) - SERVER_KEYS
+    if "personality" in server and version >= (2, 57):
+        raise bad("personality", "personality is not supported from microversion 2.57")
+    unknown = server.keys() - server_keys(version)
     if unknown:
         raise bad("server", f"Additional properties are not allowed "
-                            f"({', '.join(sorted(map(str, unknown)))} were unexpected)")
+                            f"({', '.join(sorted(map(str, unknown)))[:200]} were unexpected)")
     if "name" not in server:
         raise bad("name", "'name' is a required property")
     if "flavorRef" not in server:
         raise bad("flavorRef", "'flavorRef' is a required property")
-    if "personality" in server and version >= (2, 57):
-        raise bad("personality", "personality is not supported from microversion 2.57")
     if "networks" not in server and version >= (2, 37):
         raise bad("networks", "'networks' is a required property")
     bdms = _bdms(server["block_device_mapping_v2"]) if "block_device_mapping_v2" in server else []
@@ -211,6 +223,7 @@ def parse_create(body: Any, version: Version) -> tuple[CreateRequest, bool]:
         except ValueError:
             raise bad("imageRef", f"{image!r} is not a valid image reference") from None
     az = server.get("availability_zone")
+    _check_unused_keys(server)
     req = CreateRequest(
         name=_name(server["name"]),
         flavor_id=_ref(server["flavorRef"], "flavorRef"),
@@ -232,9 +245,37 @@ def parse_create(body: Any, version: Version) -> tuple[CreateRequest, bool]:
         access_ip_v4=_ip(server.get("accessIPv4"), "accessIPv4", 4),
         access_ip_v6=_ip(server.get("accessIPv6"), "accessIPv6", 6),
         tags=_tags(server.get("tags", [])),
-        hostname=_str(server["hostname"], "hostname", min_len=1) if server.get("hostname") else None,
+        hostname=_pattern(server["hostname"], "hostname", HOSTNAME, 2, 63)
+        if "hostname" in server else None,
+        requested_host=_pattern(server["host"], "host", FQDN, 1, 255)
+        if "host" in server else None,
+        requested_node=_pattern(server["hypervisor_hostname"], "hypervisor_hostname", FQDN, 1, 255)
+        if "hypervisor_hostname" in server else None,
     )
     return req, _bool(server.get("return_reservation_id", False), "return_reservation_id")
+
+
+def _check_unused_keys(server: dict[str, Any]) -> None:
+    """Keys checked but not kept: the disk config, legacy block devices,
+    trusted certificates (cirrus has no use for them)."""
+    if "OS-DCF:diskConfig" in server and server["OS-DCF:diskConfig"] not in DISK_CONFIGS:
+        raise bad("OS-DCF:diskConfig", f"must be one of {list(DISK_CONFIGS)}")
+    if "block_device_mapping" in server and not isinstance(server["block_device_mapping"], list):
+        raise bad("block_device_mapping", "must be a list")
+    certs = server.get("trusted_image_certificates")
+    if certs is not None:
+        if not isinstance(certs, list) or not 1 <= len(certs) <= 50:
+            raise bad("trusted_image_certificates", "must be a list of 1 to 50 ids")
+        for cert in certs:
+            _str(cert, "trusted_image_certificates", min_len=1)
+
+
+def _pattern(value: Any, field: str, pattern: re.Pattern[str], min_len: int, max_len: int) -> str:
+    """A string of ``min_len``..``max_len`` characters all matching ``pattern``."""
+    value = _str(value, field, min_len=min_len, max_len=max_len)
+    if not pattern.fullmatch(value):
+        raise bad(field, f"{value!r} does not match '{pattern.pattern}'")
+    return value
 
 
 def _security_groups(value: Any) -> list[str]:
@@ -244,8 +285,8 @@ def _security_groups(value: Any) -> list[str]:
         raise bad("security_groups", "must be a list")
     names = []
     for i, item in enumerate(value):
-        if not isinstance(item, dict) or "name" not in item:
-            raise bad(f"security_groups/{i}", "must be an object with a name")
+        if not isinstance(item, dict) or set(item) != {"name"}:
+            raise bad(f"security_groups/{i}", "must be an object with a name (only)")
         names.append(_str(item["name"], f"security_groups/{i}/name", min_len=1))
     return list(dict.fromkeys(names))
 
@@ -254,7 +295,7 @@ def _ip(value: Any, field: str, version: int) -> str | None:
     if value in (None, ""):
         return None
     try:
-        addr = ipaddress.ip_address(_str(value, field))
+        addr = _address(_str(value, field, max_len=45))
     except ValueError:
         raise bad(field, f"{value!r} is not an IP address") from None
     if addr.version != version:
@@ -262,11 +303,24 @@ def _ip(value: Any, field: str, version: int) -> str | None:
     return str(addr)
 
 
+def _address(value: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """An IP address without a zone (``fe80::1%eth0`` names a host's link,
+    never a server's address); ValueError if it is not one."""
+    if "%" in value:
+        raise ValueError(value)
+    return ipaddress.ip_address(value)
+
+
 def _tags(value: Any) -> list[str]:
-    if not isinstance(value, list) or len(value) > 50:
-        raise bad("tags", "must be a list of at most 50 tags")
+    if not isinstance(value, list) or len(value) > MAX_TAGS:
+        raise bad("tags", f"must be a list of at most {MAX_TAGS} tags")
     for tag in value:
-        text = _str(tag, "tags", min_len=1, max_len=60)
-        if "," in text or "/" in text:
-            raise bad("tags", f"{tag!r}: tags may not contain ',' or '/'")
+        _tag(tag, "tags")
     return list(value)
+
+
+def _tag(value: Any, field: str) -> str:
+    tag = _str(value, field, min_len=1, max_len=MAX_TAG_LENGTH)
+    if "," in tag or "/" in tag:
+        raise bad(field, f"{tag!r}: tags may not contain ',' or '/'")
+    return tag

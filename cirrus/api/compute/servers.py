@@ -15,6 +15,7 @@ from cirrus.api.compute.server_schema import parse_create
 from cirrus.api.wsgi import context, fast_reply, json_body, no_content, query_int, reply
 from cirrus.compute import queries
 from cirrus.compute.exception import InstanceNotFound
+from cirrus.compute.scope import require_project
 from cirrus.db.rows import read_here
 from cirrus.exception import ValidationError
 
@@ -45,6 +46,7 @@ async def create(request: Request) -> Response:
 
 def _list_query(request: Request, ctx: Any) -> queries.ListQuery:
     params = request.query_params
+    own_project = require_project(ctx)  # no project is no servers, never everyone's
     all_tenants = params.get("all_tenants", params.get("all_projects"))
     see_all = all_tenants is not None and all_tenants.lower() not in ("0", "false", "off", "no")
     if see_all:
@@ -73,12 +75,15 @@ def _list_query(request: Request, ctx: Any) -> queries.ListQuery:
     host = params.get("host")
     if host and not ctx.is_admin:
         host = None  # Nova ignores admin-only filters for others
+    # ip6: for everyone from 2.5, for admins always (Nova's search options).
+    ip6 = params.get("ip6") if ctx.is_admin or api_version(request) >= (2, 5) else None
     return queries.ListQuery(
-        project_id=None if see_all and not project else (project or ctx.project_id),
+        project_id=(project or None) if see_all else own_project,
+        all_projects=see_all and not project,
         name=params.get("name"), status=params.getlist("status"), image=params.get("image"),
         flavor=params.get("flavor"), host=host, changes_since=changes_since,
         deleted=ctx.is_admin and params.get("deleted", "").lower() in ("true", "1"),
-        ip=params.get("ip"), tags=[t for t in params.get("tags", "").split(",") if t],
+        ip=params.get("ip"), ip6=ip6, tags=[t for t in params.get("tags", "").split(",") if t],
         reservation_id=params.get("reservation_id"),
         limit=min(limit if limit is not None else MAX_LIMIT, MAX_LIMIT),
         marker=params.get("marker"), sort=sort)
@@ -103,7 +108,7 @@ async def index(request: Request) -> Response:
     links = _next_link(request, rows, q, "servers")
     if links:
         body["servers_links"] = links
-    return fast_reply(body)
+    return views.reply_stored(body)
 
 
 async def detail(request: Request) -> Response:
@@ -120,7 +125,7 @@ async def detail(request: Request) -> Response:
     links = _next_link(request, rows, q, "servers/detail")
     if links:
         body["servers_links"] = links
-    return fast_reply(body)
+    return views.reply_stored(body)
 
 
 async def show(request: Request) -> Response:
@@ -137,7 +142,7 @@ async def show(request: Request) -> Response:
     if not policy.check(ctx, "compute:server:get", row):
         raise InstanceNotFound(instance_id=uuid)
     view = views.DetailView(_base(request), api_version(request), is_admin=ctx.is_admin)
-    return fast_reply({"server": view(row, row["network_info"], fault)})
+    return views.reply_stored({"server": view(row, row["network_info"], fault)})
 
 
 async def delete(request: Request) -> Response:

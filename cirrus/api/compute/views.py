@@ -6,6 +6,9 @@ import functools
 import hashlib
 from typing import Any
 
+from starlette.responses import Response
+
+from cirrus.api.wsgi import fast_reply
 from cirrus.compute.states import status_of
 from cirrus.db.base import isotime
 from cirrus.db.rows import json_loads
@@ -215,3 +218,26 @@ def detail(base: str, row: dict[str, Any], version: Version, *, is_admin: bool,
            network_info: list[dict[str, Any]], fault: dict[str, Any] | None) -> dict[str, Any]:
     """The full server body of GET /servers/{id} and /servers/detail."""
     return DetailView(base, version, is_admin=is_admin)(row, network_info, fault)
+
+
+def scrub(value: Any) -> Any:
+    """``value`` with every lone surrogate in its texts replaced by U+FFFD."""
+    if isinstance(value, str):
+        # Through UTF-16: a surrogate pair becomes its character, a lone one U+FFFD.
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, dict):
+        return {scrub(k): scrub(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub(v) for v in value]
+    return value
+
+
+def reply_stored(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    """:func:`fast_reply` of a body holding what clients stored. Text JSON
+    cannot carry (lone surrogates kept before the API refused them) must not
+    make a listing fail for everyone: it is shown as U+FFFD. Costs nothing
+    when there is none (the encoder finds it)."""
+    try:
+        return fast_reply(body, status=status, headers=headers)
+    except UnicodeEncodeError:
+        return fast_reply(scrub(body), status=status, headers=headers)

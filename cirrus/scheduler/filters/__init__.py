@@ -6,11 +6,12 @@ from cirrus.scheduler.filters.affinity import (DifferentHostFilter, SameHostFilt
                                                ServerGroupAntiAffinityFilter)
 from cirrus.scheduler.filters.base import BaseHostFilter, FilterResult
 from cirrus.scheduler.filters.host import (AvailabilityZoneFilter, ComputeFilter,
-                                           ImagePropertiesFilter, RetryFilter)
+                                           ImagePropertiesFilter, RequestedDestinationFilter,
+                                           RetryFilter)
 from cirrus.scheduler.filters.resources import CoreFilter, DiskFilter, RamFilter
 
 FILTERS: dict[str, type[BaseHostFilter]] = {cls.name: cls for cls in (
-    RetryFilter, ComputeFilter, AvailabilityZoneFilter, RamFilter, CoreFilter, DiskFilter,
+    RetryFilter, RequestedDestinationFilter, ComputeFilter, AvailabilityZoneFilter, RamFilter, CoreFilter, DiskFilter,
     ImagePropertiesFilter, ServerGroupAffinityFilter, ServerGroupAntiAffinityFilter,
     SameHostFilter, DifferentHostFilter)}
 

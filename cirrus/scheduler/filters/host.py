@@ -21,6 +21,27 @@ class ComputeFilter(BaseHostFilter):
         return PASS
 
 
+class RequestedDestinationFilter(BaseHostFilter):
+    """The host (and node) an admin named at microversion 2.74 (Nova's
+    ``requested_destination``). Unlike a forced host (``zone:host``), every
+    other filter still runs on it."""
+
+    name = "RequestedDestinationFilter"
+
+    def applies(self, spec: Spec) -> bool:
+        return bool(spec.requested_host or spec.requested_node)
+
+    def candidates(self, spec: Spec) -> set[str] | None:
+        return {spec.requested_host} if spec.requested_host else None
+
+    def host_passes(self, host: HostState, spec: Spec) -> FilterResult:
+        if spec.requested_host and host.host != spec.requested_host:
+            return FilterResult.reject(f"not the requested host {spec.requested_host}")
+        if spec.requested_node and host.nodename != spec.requested_node:
+            return FilterResult.reject(f"not the requested node {spec.requested_node}")
+        return PASS
+
+
 class AvailabilityZoneFilter(BaseHostFilter):
     name = "AvailabilityZoneFilter"
 

@@ -1,0 +1,77 @@
+"""Checks of single values in compute request bodies (Nova's
+``api/validation/parameter_types.py``), shared by every compute resource.
+
+Each returns the value (converted where Nova converts it) or raises
+:class:`ValidationError` (400) naming the field. Text must be encodable as
+UTF-8: a lone surrogate (``"\\ud800"``), which JSON can carry but no database
+or JSON encoder will take back, is refused before it is stored.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from cirrus.exception import ValidationError
+
+MAX_INT = 0x7FFFFFFF  # Nova's db.MAX_INT: integer columns and quota values
+_INTEGER_TEXT = re.compile(r"-?[0-9]+")
+# Nova's metadata keys (parameter_types.metadata's patternProperties).
+METADATA_KEY = re.compile(r"[a-zA-Z0-9\-_:. ]{1,255}")
+
+
+def bad(field: str, reason: str) -> ValidationError:
+    return ValidationError(field=field, reason=reason)
+
+
+def encodable(value: str, field: str) -> str:
+    """``value`` if UTF-8 can encode it (no lone surrogates)."""
+    if not value.isascii():  # the common case costs one C scan
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise bad(field, "contains a lone surrogate (not valid Unicode text)") from None
+    return value
+
+
+def text(value: Any, field: str, *, min_len: int = 0, max_len: int = 255) -> str:
+    """A string of ``min_len``..``max_len`` characters."""
+    if not isinstance(value, str):
+        raise bad(field, f"{_short(value)} is not of type 'string'")
+    if not min_len <= len(value) <= max_len:
+        raise bad(field, f"length must be between {min_len} and {max_len}")
+    return encodable(value, field)
+
+
+def integer(value: Any, field: str, *, minimum: int, maximum: int = MAX_INT) -> int:
+    """An integer, or a string of ASCII digits (Nova's ``['integer', 'string']``
+    with pattern ``^-?[0-9]+$``), within ``minimum``..``maximum``."""
+    if isinstance(value, str) and len(value) <= 20 and _INTEGER_TEXT.fullmatch(value):
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise bad(field, f"{_short(value)} is not an integer")
+    if not minimum <= value <= maximum:
+        raise bad(field, f"{_short(value)} must be between {minimum} and {maximum}")
+    return value
+
+
+def metadata(value: Any, field: str = "metadata", *, max_items: int | None = None
+             ) -> dict[str, str]:
+    """Nova's metadata object: keys of 1–255 of ``[a-zA-Z0-9-_:. ]``, values
+    strings of at most 255 characters."""
+    if not isinstance(value, dict):
+        raise bad(field, "must be an object")
+    for key, item in value.items():
+        if not METADATA_KEY.fullmatch(key):
+            raise bad(field, f"{_short(key)} is not a valid metadata key (1 to 255 of "
+                             f"letters, digits, space and -_:.)")
+        text(item, f"{field}/{key}", max_len=255)
+    return dict(value)
+
+
+def _short(value: Any) -> str:
+    """A value for an error message, cut short (a client may send megabytes)."""
+    try:
+        shown = repr(value)
+    except ValueError:  # an integer of more digits than Python will print
+        return "a very large integer"
+    return shown if len(shown) <= 60 else shown[:57] + "..."
