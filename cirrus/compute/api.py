@@ -36,7 +36,7 @@ from cirrus.db.engine import Database
 from cirrus.db.prepared import Prepared
 from cirrus.db.rows import PreparedRead, read_here
 from cirrus.exception import NotFound
-from cirrus.network.exception import PortLimitExceeded
+from cirrus.network.exception import NoUniqueMatch, PortLimitExceeded, SecurityGroupNotFound
 from cirrus.rpc import Transport
 from cirrus.service_models import services
 
@@ -95,7 +95,6 @@ class _Found:
     destination: dict[str, str | None] | Exception | None
     key_data: str | Exception | None
     group: dict[str, Any] | Exception | None
-    security_groups_error: Exception | None
     quota_fit: int | Exception | None  # how many of max_count the quota allows
 
 
@@ -184,10 +183,14 @@ class API:
         self._check_user_data(req.user_data)
         if isinstance(group, Exception):
             raise group
-        if found.security_groups_error is not None:
-            raise found.security_groups_error
-        try:
-            max_net = await self.network.validate_networks(ctx, req.requested_networks, req.max_count)
+        try:  # an unknown group is a 400 now, not a build rescheduled on every host
+            max_net = await self.network.validate_networks(ctx, req.requested_networks, req.max_count,
+                                                           security_groups=req.security_groups)
+        except SecurityGroupNotFound as error:
+            raise exc.SecurityGroupNotFoundForProject(security_group_id=error.kwargs.get("id", ""),
+                                                      project_id=ctx.project_id) from None
+        except NoUniqueMatch as error:
+            raise exc.SecurityGroupNotUnique(name=error.kwargs.get("name", "")) from None
         except NotFound as error:  # a missing network or port is a bad request here
             raise exc.InvalidRequest(reason=error.format_message()) from None
         if max_net == 0:  # seed 000: no port left for even one server
@@ -273,9 +276,6 @@ class API:
                                          req.requested_host, req.requested_node),
                       key_data=caught(self._key_data, ctx.user_id, req.key_name),
                       group=caught(self._group, ctx, req.scheduler_hints.get("group")),
-                      # An unknown group is a 400 now, not a build rescheduled on every host.
-                      security_groups_error=caught(destinations.check_security_groups,
-                                                   require_project(ctx), req.security_groups),
                       quota_fit=caught(self._quota_fit, ctx, req, flavor)
                       if flavor and req.max_count > QUOTA_FIRST_ABOVE else None)
 

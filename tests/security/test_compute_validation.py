@@ -62,7 +62,7 @@ CREATE_CASES = [
     (_server(metadata={"k": None}), "2.1", 400, "metadata/k"),
     (_server(metadata={"k": ["v"]}), "2.1", 400, "metadata/k"),
     (_server(metadata={"k": LONE}), "2.1", 400, "surrogate"),
-    (_server(metadata={LONE: "v"}), "2.1", 400, "metadata"),
+    (_server(metadata={LONE: "v"}), "2.1", 400, "surrogate"),
     (_server(metadata=["k"]), "2.1", 400, "metadata"),
     (_server(name=LONE), "2.1", 400, "surrogate"),
     (_server(name="web", description=LONE), "2.19", 400, "surrogate"),
