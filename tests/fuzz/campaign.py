@@ -1,0 +1,95 @@
+"""One fuzz campaign: a world, Hypothesis driving batches of cases into it.
+
+The test and ``scripts/fuzz`` both call :func:`run`; its knobs come from the
+environment so that the longer campaign is the same code as CI's:
+
+* ``CIRRUS_FUZZ_EXAMPLES`` – examples (batches of requests) to run;
+* ``CIRRUS_FUZZ_SEED`` – Hypothesis seed (unset: derandomized, CI's fixed run);
+* ``CIRRUS_FUZZ_RECORD=1`` – record every distinct failure instead of stopping;
+* ``CIRRUS_FUZZ_REPORT`` – where record mode writes its findings;
+* ``CIRRUS_FUZZ_BATCH`` – most requests in one example (listings checked after);
+* ``CIRRUS_FUZZ_RESET`` – a fresh world every so many examples;
+* ``CIRRUS_FUZZ_SLOW`` – seconds a request may take;
+* ``CIRRUS_FUZZ_HAZARDS=1`` – also send the requests known to exhaust memory.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from hypothesis import HealthCheck, Phase, given, seed, settings
+
+from tests.databases import SQLiteDatabases
+from tests.fuzz.routes import read_targets, write_targets
+from tests.fuzz.runner import Fuzzer
+from tests.fuzz.strategies import batches
+from tests.fuzz.world import World
+
+CI_EXAMPLES = 400
+
+
+@dataclass(frozen=True)
+class Options:
+    examples: int = CI_EXAMPLES
+    seed: int | None = None
+    record: bool = False
+    report: Path | None = None
+    batch: int = 8
+    reset_every: int = 150
+    slow: float = 2.0
+    hazards: bool = False
+
+    @classmethod
+    def from_env(cls) -> Options:
+        env = os.environ
+        return cls(examples=int(env.get("CIRRUS_FUZZ_EXAMPLES", CI_EXAMPLES)),
+                   seed=int(env["CIRRUS_FUZZ_SEED"]) if env.get("CIRRUS_FUZZ_SEED") else None,
+                   record=env.get("CIRRUS_FUZZ_RECORD", "") == "1",
+                   report=Path(env["CIRRUS_FUZZ_REPORT"]) if env.get("CIRRUS_FUZZ_REPORT") else None,
+                   batch=int(env.get("CIRRUS_FUZZ_BATCH", 8)),
+                   reset_every=int(env.get("CIRRUS_FUZZ_RESET", 150)),
+                   slow=float(env.get("CIRRUS_FUZZ_SLOW", 2.0)),
+                   hazards=env.get("CIRRUS_FUZZ_HAZARDS", "") == "1")
+
+
+def run(root: Path, options: Options) -> Fuzzer:
+    """Run a campaign in directories under ``root``; the fuzzer, with its
+    findings and stats. Raises AssertionError at the first failure unless
+    ``options.record``."""
+    databases = SQLiteDatabases(_mkdir(root / "template"))
+    loop = asyncio.new_event_loop()
+    world = World(root / "worlds", databases)
+    fuzzer = Fuzzer(world, record=options.record, slow=options.slow,
+                    reset_every=options.reset_every, hazards=options.hazards)
+    phases = [Phase.generate] if options.record else [Phase.generate, Phase.shrink]
+
+    @settings(max_examples=options.examples, database=None, deadline=None,
+              derandomize=options.seed is None, phases=phases, print_blob=False,
+              suppress_health_check=list(HealthCheck))
+    @given(batches(write_targets(), read_targets(), options.batch))
+    def campaign(batch: list) -> None:
+        loop.run_until_complete(fuzzer.example(batch))
+
+    if options.seed is not None:
+        campaign = seed(options.seed)(campaign)
+    try:
+        loop.run_until_complete(world.start())
+        campaign()
+        loop.run_until_complete(fuzzer.final_check())
+    finally:
+        try:
+            loop.run_until_complete(world.stop())
+        finally:
+            world.close()
+            loop.close()
+            databases.close()
+    if options.report is not None:
+        fuzzer.findings.write(options.report)
+    return fuzzer
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,378 @@
+"""Sending fuzz cases to the world and checking the properties of issue #18.
+
+Properties, per request: the status is below 500 and the answer comes within
+``slow`` seconds; per example (a batch of requests): every listing in
+:func:`listings` still answers 200, for the member and the admin. A failure
+raises AssertionError naming the request, the response and the server log's
+last line, or, in record mode, is kept in :class:`Findings` (one per distinct
+failure, with the smallest request that caused it) and the fuzz goes on.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from tests.fuzz.hostile import Ref, Unique, encode
+from tests.fuzz.strategies import FRESH, SEED, Case
+from tests.fuzz.world import SetupError, World, param_kind
+
+SHOW = 600  # characters of a body shown in a report
+HAZARD_COUNT = 10_000
+
+
+def listings(world: World) -> list[tuple[str, str]]:
+    """(persona, path) of every listing that must keep answering 200."""
+    server = world.seeds["server"]
+    both = ["/compute/v2.1/servers/detail", "/compute/v2.1/servers", "/compute/v2.1/flavors/detail",
+            "/compute/v2.1/os-keypairs", "/compute/v2.1/os-server-groups",
+            "/network/v2.0/networks", "/network/v2.0/subnets", "/network/v2.0/ports",
+            "/network/v2.0/security-groups", "/network/v2.0/security-group-rules",
+            "/image/v2/images", "/identity/v3/roles", f"/compute/v2.1/servers/{server}"]
+    admin_only = ["/compute/v2.1/servers/detail?all_tenants=1", "/compute/v2.1/os-services",
+                  "/compute/v2.1/os-hypervisors/detail", "/identity/v3/projects",
+                  "/identity/v3/users", "/compute/v2.1/os-server-groups?all_projects=1"]
+    return ([("member", p) for p in both] + [("admin", p) for p in both]
+            + [("admin", p) for p in admin_only])
+
+
+@dataclass
+class Sent:
+    """A request as sent and what came back."""
+    case: Case
+    method: str
+    url: str
+    headers: list[tuple[str, bytes]]
+    body: bytes | None
+    status: int = 0
+    response: str = ""
+    elapsed: float = 0.0
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return len(self.body or b"") + len(self.url) + sum(len(v) for _, v in self.headers)
+
+    def describe(self) -> str:
+        lines = [f"{self.method} {_clip(self.url, 300)} as {self.case.persona}"]
+        junk_token = any(k.lower() == "x-auth-token" for k, _ in self.case.headers)
+        for name, value in self.headers:
+            if name.lower() == "x-auth-token" and not junk_token:
+                continue  # the persona's own token
+            lines.append(f"  {name}: {_clip(value.decode('utf-8', 'backslashreplace'), 200)}")
+        if self.body is not None:
+            lines.append(f"  body: {_clip(self.body.decode('utf-8', 'backslashreplace'), SHOW)}")
+        lines.append(f"  mutations: {'; '.join(self.case.mutations) or 'none (the valid example)'}")
+        lines.append(f"  → {self.status} in {self.elapsed:.2f}s: {_clip(self.response, SHOW)}")
+        lines += [f"  server log: {e}" for e in self.errors]
+        return "\n".join(lines)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}… [{len(text)} chars]"
+
+
+def log_line(record: logging.LogRecord) -> tuple[str, str]:
+    """(the exception's last line, its innermost frame) of a logged error."""
+    if not record.exc_info or record.exc_info[1] is None:
+        return record.getMessage(), ""
+    exc_type, exc, tb = record.exc_info
+    last = traceback.format_exception_only(exc_type, exc)[-1].strip()
+    frames = traceback.extract_tb(tb)
+    frame = ""
+    if frames:
+        f = frames[-1]
+        where = f.filename.split("/cirrus/", 1)[-1] if "/cirrus/" in f.filename else f.filename
+        frame = f"{where}:{f.lineno} in {f.name}"
+    return _clip(last, 300), frame
+
+
+@dataclass
+class Finding:
+    kind: str          # "5xx", "slow", "listing"
+    where: str         # the route, or the listing and who read it
+    status: int
+    error: str         # the exception's last line from the server log
+    frame: str         # where it was raised
+    trigger: Sent | None
+    detail: str = ""
+    count: int = 1
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        return (self.kind, self.where, str(self.status) if self.kind != "slow" else "",
+                self.frame or self.error.split(":")[0])
+
+    def report(self) -> str:
+        head = f"[{self.kind}] {self.where} → {self.status}"
+        lines = [head]
+        if self.error:
+            lines.append(f"  error: {self.error}" + (f"  ({self.frame})" if self.frame else ""))
+        if self.detail:
+            lines.append(f"  {self.detail}")
+        if self.trigger is not None:
+            lines.append("  triggered by: " + self.trigger.describe().replace("\n", "\n  "))
+        return "\n".join(lines)
+
+
+class Findings:
+    """Distinct failures, each with the smallest request seen to cause it."""
+
+    def __init__(self) -> None:
+        self.by_key: dict[tuple[str, ...], Finding] = {}
+
+    def add(self, finding: Finding) -> bool:
+        """Keep ``finding``; True if it is a new kind of failure."""
+        known = self.by_key.get(finding.key)
+        if known is None:
+            self.by_key[finding.key] = finding
+            return True
+        known.count += 1
+        if finding.trigger is not None and (known.trigger is None
+                                            or finding.trigger.size < known.trigger.size):
+            finding.count = known.count
+            self.by_key[finding.key] = finding
+        return False
+
+    def __len__(self) -> int:
+        return len(self.by_key)
+
+    def sorted(self) -> list[Finding]:
+        return sorted(self.by_key.values(), key=lambda f: (f.where.split()[1] if " " in f.where
+                                                          else f.where, f.kind, f.frame))
+
+    def text(self) -> str:
+        return "\n\n".join(f.report() + f"\n  seen {f.count}×" for f in self.sorted())
+
+    def write(self, path: Path) -> None:
+        path.write_text(self.text() + "\n")
+
+
+@dataclass
+class Stats:
+    examples: int = 0
+    requests: int = 0
+    rebuilds: int = 0
+    skipped: int = 0
+    hazards: int = 0
+    by_status: dict[int, int] = field(default_factory=dict)
+    ok_by_route: dict[str, int] = field(default_factory=dict)
+    started: float = field(default_factory=time.monotonic)
+
+    def summary(self) -> str:
+        classes: dict[str, int] = {}
+        for status, n in self.by_status.items():
+            classes[f"{status // 100}xx"] = classes.get(f"{status // 100}xx", 0) + n
+        return (f"{self.requests} requests in {self.examples} examples, "
+                f"{time.monotonic() - self.started:.0f}s, {self.rebuilds} rebuilds, "
+                f"{self.skipped} not sendable, {self.hazards} hazards held back; "
+                f"statuses {dict(sorted(classes.items()))}")
+
+
+class Fuzzer:
+    """Runs examples against a world; strict (raise) or recording."""
+
+    def __init__(self, world: World, *, record: bool = False, slow: float = 2.0,
+                 reset_every: int = 150, hazards: bool = False) -> None:
+        self.world = world
+        self.record = record
+        self.slow = slow
+        self.reset_every = reset_every
+        self.hazards = hazards
+        self.findings = Findings()
+        self.stats = Stats()
+        self.dirty = False
+        self.since_reset = 0
+
+    # -- one example ---------------------------------------------------------------
+    async def example(self, batch: list[Case]) -> None:
+        if self.dirty or self.since_reset >= self.reset_every:
+            await self.world.rebuild()
+            self.stats.rebuilds += 1
+            self.dirty, self.since_reset = False, 0
+        self.stats.examples += 1
+        self.since_reset += 1
+        sent: list[Sent] = []
+        for case in batch:
+            one = await self.send(case)
+            if one is None:
+                continue
+            sent.append(one)
+            for finding in self.check(one):
+                self.fail(finding)
+        broken = await self.broken_listings()
+        if broken:
+            self.dirty = True
+            culprit = await self.bisect(sent)
+            for finding in broken:
+                finding.trigger = culprit
+                if culprit is None:
+                    finding.detail += " — after the example's writes: " + "; ".join(
+                        f"{s.method} {s.case.target.path} → {s.status}" for s in sent)
+                self.fail(finding)
+
+    async def final_check(self) -> None:
+        """Every listing answers 200 after the whole run too."""
+        for finding in await self.broken_listings():
+            self.fail(finding)
+
+    def fail(self, finding: Finding) -> None:
+        if self.record:
+            self.findings.add(finding)
+            return
+        raise AssertionError(finding.report())
+
+    # -- requests ------------------------------------------------------------------
+    async def render(self, case: Case) -> Sent:
+        """The concrete request: ids and serial numbers filled in."""
+        serial = self.world.next_serial()
+        values: dict[str, str] = {}
+        for kind in sorted(_kinds(case.body) | _kinds(dict(case.headers))):
+            values[kind] = await self.world.value(kind)
+
+        def resolve(leaf: Ref | Unique) -> str:
+            return values[leaf.kind] if isinstance(leaf, Ref) else leaf.render(serial)
+
+        path = case.target.path
+        for name, value in case.params:
+            kind = param_kind(case.target, name)
+            if value in (SEED, FRESH):
+                if kind is None:
+                    raise SetupError(f"no kind for path parameter {name} of {case.target}")
+                value = await self.world.value(kind, fresh=value == FRESH)
+            path = path.replace("{" + name + "}", quote(value, safe="", errors="surrogatepass"))
+        if case.query:
+            path += "?" + "&".join(f"{quote(k, safe='', errors='surrogatepass')}="
+                                   f"{quote(v, safe='', errors='surrogatepass')}"
+                                   for k, v in case.query)
+        headers: list[tuple[str, bytes]] = []
+        names = {k.lower() for k, _ in case.headers}
+        if "x-auth-token" not in names:
+            headers.append(("X-Auth-Token", self.world.tokens[case.persona].encode()))
+        if case.content_type is not None:
+            headers.append(("Content-Type", case.content_type.encode("utf-8", "surrogatepass")))
+        for name, value in case.headers:
+            if isinstance(value, (Ref, Unique)):
+                value = resolve(value)
+            headers.append((name, value if isinstance(value, bytes)
+                            else value.encode("utf-8", "surrogatepass")))
+        if case.body is None:
+            body = None
+        elif isinstance(case.body, bytes):
+            body = case.body
+        else:
+            body = encode(case.body, resolve)
+        return Sent(case, case.target.method, path, headers, body)
+
+    async def send(self, case: Case) -> Sent | None:
+        try:
+            sent = await self.render(case)
+        except SetupError:
+            # A resource the case needs could not be made (an earlier request
+            # changed the world): not a finding; start the next example afresh.
+            self.stats.skipped += 1
+            self.dirty = True
+            return None
+        if not self.hazards and hazardous(sent):
+            self.stats.hazards += 1
+            return None
+        assert self.world.client is not None
+        self.world.errors.drain()
+        started = time.monotonic()
+        resp = await self.world.client.request(sent.method, sent.url, content=sent.body,
+                                               headers=sent.headers)
+        sent.elapsed = time.monotonic() - started
+        sent.status = resp.status_code
+        sent.response = resp.text
+        sent.errors = [" at ".join(filter(None, log_line(r))) for r in self.world.errors.drain()]
+        self.stats.requests += 1
+        self.stats.by_status[sent.status] = self.stats.by_status.get(sent.status, 0) + 1
+        if sent.status < 300:
+            route = str(case.target)
+            self.stats.ok_by_route[route] = self.stats.ok_by_route.get(route, 0) + 1
+        return sent
+
+    def check(self, sent: Sent) -> list[Finding]:
+        out = []
+        route = str(sent.case.target)
+        if sent.status >= 500:
+            error, frame = self._logged(sent)
+            out.append(Finding("5xx", route, sent.status, error, frame, sent))
+        if sent.elapsed > self.slow:
+            out.append(Finding("slow", route, sent.status, f"took {sent.elapsed:.1f}s "
+                               f"(limit {self.slow}s)", "", sent))
+        return out
+
+    def _logged(self, sent: Sent) -> tuple[str, str]:
+        if not sent.errors:
+            return "", ""
+        last, _, frame = sent.errors[-1].partition(" at ")
+        return last, frame
+
+    # -- listings ------------------------------------------------------------------
+    async def broken_listings(self) -> list[Finding]:
+        assert self.world.client is not None
+        out = []
+        for persona, path in listings(self.world):
+            self.world.errors.drain()
+            resp = await self.world.client.get(
+                path, headers={"X-Auth-Token": self.world.tokens[persona]})
+            if resp.status_code != 200:
+                records = self.world.errors.drain()
+                error, frame = log_line(records[-1]) if records else ("", "")
+                where = f"GET {path.replace(self.world.seeds['server'], '{seed server}')} as {persona}"
+                out.append(Finding("listing", where, resp.status_code, error, frame, None,
+                                   detail=f"listing answered: {_clip(resp.text, 300)}"))
+        return out
+
+    async def bisect(self, sent: list[Sent]) -> Sent | None:
+        """The one request of an example that, replayed alone on a fresh world,
+        breaks a listing; None if none does on its own."""
+        suspects = [s for s in sent if s.method != "GET" and (s.status < 300 or s.status >= 500)]
+        await self.world.rebuild()
+        self.stats.rebuilds += 1
+        for suspect in suspects:
+            again = await self.send(suspect.case)
+            if again is not None and await self.broken_listings():
+                return again
+        return None
+
+
+def _kinds(tree: Any) -> set[str]:
+    if isinstance(tree, Ref):
+        return {tree.kind}
+    if isinstance(tree, dict):
+        return set().union(*(_kinds(v) for v in tree.values())) if tree else set()
+    if isinstance(tree, (list, tuple)):
+        return set().union(*(_kinds(v) for v in tree)) if tree else set()
+    return set()
+
+
+def hazardous(sent: Sent) -> bool:
+    """A request known to take the whole process down today (issue #18: a
+    create with a huge ``max_count`` builds every record before the quota
+    check): held back unless CIRRUS_FUZZ_HAZARDS=1."""
+    if (sent.method, sent.case.target.path) != ("POST", "/compute/v2.1/servers") or not sent.body:
+        return False
+    try:
+        server = json.loads(sent.body).get("server")
+    except (ValueError, AttributeError, RecursionError):
+        return False
+    if not isinstance(server, dict):
+        return False
+    for key in ("min_count", "max_count"):
+        count = server.get(key)
+        if isinstance(count, str) and count.isdigit():
+            try:
+                count = int(count)
+            except ValueError:
+                continue
+        if isinstance(count, int) and not isinstance(count, bool) and count > HAZARD_COUNT:
+            return True
+    return False
+

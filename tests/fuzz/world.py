@@ -1,0 +1,377 @@
+"""The fuzz world: an in-process cloud on SQLite with one real resource of each
+kind to aim at, and a way to make fresh ones.
+
+Path parameters and ``Ref`` leaves name a *kind* (``network``, ``meta_key``…);
+:meth:`World.value` answers the seed resource of that kind, or a fresh one
+for the resource a DELETE removes (so that deletes do not eat the seeds).
+``PARAM_KINDS`` maps each path parameter to its kind: a new route whose
+parameter is in neither table fails ``test_every_path_parameter_has_a_kind``.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from cirrus.bootstrap import Cloud
+from tests.conftest import Api, make_settings
+from tests.databases import SQLiteDatabases
+from tests.fuzz.bodies import PUBLIC_KEY
+from tests.fuzz.routes import Target
+from tests.security.conftest import make_tenants
+
+BASE_URL = "http://127.0.0.1:8774"
+PERSONAS = ("member", "admin", "reader", "other")
+
+# The kind of a path parameter, by the collection segment before it …
+COLLECTION_KINDS = {
+    "servers": "server", "flavors": "flavor", "os-extra_specs": "extra_spec",
+    "os-keypairs": "keypair", "os-server-groups": "server_group", "metadata": "meta_key",
+    "os-services": "service", "os-quota-sets": "quota_project", "os-interface": "attached_port",
+    "networks": "network", "subnets": "subnet", "ports": "port",
+    "security-groups": "security_group", "security-group-rules": "security_group_rule",
+    "images": "image", "tags": "tag", "members": "member",
+    "projects": "project", "users": "user", "roles": "role",
+}
+# … or by its own name, which wins.
+NAMED_KINDS = {"target": "assignment_target", "tid": "project", "uid": "user",
+               "rid": "granted_role"}
+
+# Who creates a fresh resource of a kind.
+ADMIN_KINDS = {"flavor", "extra_spec", "project", "user", "role", "granted_role"}
+
+# The cloud's settings for the fuzz: the suite's defaults, room for servers.
+SETTINGS = {"quota_instances": 30, "quota_cores": 60, "quota_ram": 1 << 20}
+
+# A server name on which a backtracking regex (``?name=^(a+)+$``) takes seconds.
+REDOS_NAME = "a" * 26 + "!"
+
+
+def param_kind(target: Target, param: str) -> str | None:
+    """The kind of resource ``param`` of ``target`` names, or None if unknown."""
+    if param in NAMED_KINDS:
+        return NAMED_KINDS[param]
+    segments = target.path.split("/")
+    index = segments.index("{" + param + "}")
+    return COLLECTION_KINDS.get(segments[index - 1])
+
+
+class ErrorLog(logging.Handler):
+    """Collects what the API logs for unexpected errors (cirrus/api/errors.py)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def drain(self) -> list[logging.LogRecord]:
+        records, self.records = self.records, []
+        return records
+
+
+class SetupError(RuntimeError):
+    """The world could not be built: the fuzz cannot run (not a finding)."""
+
+
+class World:
+    """One cloud with its personas and seed resources; rebuilt on demand."""
+
+    def __init__(self, root: Path, databases: SQLiteDatabases) -> None:
+        self.root = root
+        self.databases = databases
+        self.generation = 0
+        self.serial = 0
+        self.cloud: Cloud | None = None
+        self.client: httpx.AsyncClient | None = None
+        self.tokens: dict[str, str] = {}
+        self.seeds: dict[str, str] = {}
+        self.errors = ErrorLog()
+        logging.getLogger("cirrus.api.errors").addHandler(self.errors)
+
+    # -- life cycle ---------------------------------------------------------------
+    async def start(self) -> None:
+        self.generation += 1
+        state_dir = self.root / f"cloud-{self.generation}"
+        state_dir.mkdir(parents=True)
+        self.databases.for_test(state_dir)
+        self.cloud = Cloud(make_settings(state_dir, self.databases, **SETTINGS))
+        await self.cloud.start()
+        # raise_app_exceptions=False: a 500 comes back as a response to check.
+        transport = httpx.ASGITransport(app=self.cloud.app, raise_app_exceptions=False)
+        self.client = httpx.AsyncClient(transport=transport, base_url=BASE_URL,
+                                        timeout=None)
+        tenants = await make_tenants(Api(self.cloud))
+        for c in tenants.clients.values():
+            await c.aclose()
+        self.tokens = {p: tenants.tokens[p] for p in PERSONAS}
+        self.seeds = {"demo_project": tenants.project["demo"],
+                      "other_project": tenants.project["other"],
+                      "member": tenants.project["other"], "assignment_target": "projects",
+                      "token": tenants.tokens["member"]}
+        await self._seed()
+        self.errors.drain()
+
+    async def stop(self) -> None:
+        if self.client is not None:
+            await self.client.aclose()
+            self.client = None
+        if self.cloud is not None:
+            state_dir = self.cloud.settings.state_dir
+            await self.cloud.stop()
+            self.cloud = None
+            shutil.rmtree(state_dir, ignore_errors=True)
+
+    async def rebuild(self) -> None:
+        await self.stop()
+        await self.start()
+
+    def close(self) -> None:
+        logging.getLogger("cirrus.api.errors").removeHandler(self.errors)
+
+    # -- requests the world makes for itself ------------------------------------------
+    def next_serial(self) -> int:
+        self.serial += 1
+        return self.serial
+
+    async def call(self, persona: str, method: str, path: str, body: Any = None,
+                   headers: dict[str, str] | None = None, ok: tuple[int, ...] = ()) -> Any:
+        """A set-up request; its JSON (or None). Anything but 2xx (or ``ok``)
+        is a SetupError: the world is not what the fuzz needs."""
+        assert self.client is not None
+        hdrs = {"X-Auth-Token": self.tokens[persona], **(headers or {})}
+        kwargs: dict[str, Any] = {"json": body} if body is not None else {}
+        resp = await self.client.request(method, path, headers=hdrs, **kwargs)
+        if not (200 <= resp.status_code < 300 or resp.status_code in ok):
+            raise SetupError(f"{method} {path} as {persona}: {resp.status_code} {resp.text[:500]}")
+        try:
+            return resp.json()
+        except ValueError:
+            return None
+
+    async def value(self, kind: str, fresh: bool = False) -> str:
+        """The id (or name) of the world's resource of ``kind``; with ``fresh``,
+        a new one made for this request where the kind can be made."""
+        if kind in FRESH_ONLY or (fresh and kind in FACTORIES):
+            return await FACTORIES[kind](self)
+        return self.seeds[kind]
+
+    # -- the seeds -----------------------------------------------------------------------
+    async def _seed(self) -> None:
+        s = self.seeds
+        for kind in ("project", "user", "role"):
+            s[kind] = await FACTORIES[kind](self)
+        s["granted_role"] = s["role"]
+        await self._grant(s["role"])
+        s["quota_project"] = s["project"]
+        s["network"] = (await self.call("member", "POST", "/network/v2.0/networks",
+                                        {"network": {"name": "fz-seed-net"}}))["network"]["id"]
+        s["subnet"] = (await self.call("member", "POST", "/network/v2.0/subnets", {"subnet": {
+            "network_id": s["network"], "cidr": "10.77.0.0/24", "ip_version": 4,
+            "name": "fz-seed-sub"}}))["subnet"]["id"]
+        for kind in ("port", "security_group", "keypair", "server_group", "flavor"):
+            s[kind] = await FACTORIES[kind](self)
+        s["security_group_rule"] = await FACTORIES["security_group_rule"](self)
+        s["extra_spec"] = "hw:cpu_policy"
+        await self.call("admin", "POST", f"/compute/v2.1/flavors/{s['flavor']}/os-extra_specs",
+                        {"extra_specs": {"hw:cpu_policy": "dedicated"}})
+        s["boot_image"] = await self._image("fz-boot", upload=True)
+        s["image"] = await self._image("fz-seed-image", upload=False)
+        s["tag"] = "seed-tag"
+        await self.call("member", "PUT", f"/image/v2/images/{s['image']}/tags/seed-tag")
+        await self.call("member", "POST", f"/image/v2/images/{s['image']}/members",
+                        {"member": s["other_project"]})
+        s["server"] = await self._server("fz-seed-vm", {"role": "web"})
+        await self._server(REDOS_NAME, {})
+        s["meta_key"] = "role"
+        ports = await self.call("admin", "GET", f"/network/v2.0/ports?device_id={s['server']}")
+        s["attached_port"] = ports["ports"][0]["id"]
+        services = await self.call("admin", "GET", "/compute/v2.1/os-services?host=compute2",
+                                   headers={"OpenStack-API-Version": "compute 2.53"})
+        s["service"] = next(x["id"] for x in services["services"]
+                            if x["binary"] == "nova-compute")
+
+    async def _grant(self, role: str) -> None:
+        s = self.seeds
+        await self.call("admin", "PUT", f"/identity/v3/projects/{s['project']}/users/"
+                                        f"{s['user']}/roles/{role}")
+
+    async def _image(self, name: str, upload: bool) -> str:
+        image = await self.call("member", "POST", "/image/v2/images", {
+            "name": name, "disk_format": "raw", "container_format": "bare",
+            "os_distro": "tiny"})
+        if upload:
+            assert self.client is not None
+            resp = await self.client.put(
+                f"/image/v2/images/{image['id']}/file", content=b"x" * 1024,
+                headers={"X-Auth-Token": self.tokens["member"],
+                         "Content-Type": "application/octet-stream"})
+            if resp.status_code != 204:
+                raise SetupError(f"image upload: {resp.status_code} {resp.text[:500]}")
+        return image["id"]
+
+    async def _server(self, name: str, metadata: dict[str, str]) -> str:
+        body = {"server": {"name": name, "imageRef": self.seeds["boot_image"], "flavorRef": "1",
+                           "networks": [{"uuid": self.seeds["network"]}],
+                           "metadata": metadata}}
+        server_id = (await self.call("member", "POST", "/compute/v2.1/servers", body))["server"]["id"]
+        for _ in range(500):
+            shown = await self.call("member", "GET", f"/compute/v2.1/servers/{server_id}")
+            if shown["server"]["status"] == "ACTIVE":
+                return server_id
+            if shown["server"]["status"] == "ERROR":
+                raise SetupError(f"seed server {name} in ERROR: {shown['server'].get('fault')}")
+            await asyncio.sleep(0.02)
+        raise SetupError(f"seed server {name} never became ACTIVE")
+
+
+# -- making a fresh resource of each kind ------------------------------------------------
+Factory = Callable[[World], Awaitable[str]]
+
+
+async def _project(w: World) -> str:
+    n = w.next_serial()
+    body = {"project": {"name": f"fz-project-{n}", "domain_id": "default"}}
+    return (await w.call("admin", "POST", "/identity/v3/projects", body))["project"]["id"]
+
+
+async def _user(w: World) -> str:
+    n = w.next_serial()
+    body = {"user": {"name": f"fz-user-{n}", "password": "fz", "domain_id": "default"}}
+    return (await w.call("admin", "POST", "/identity/v3/users", body))["user"]["id"]
+
+
+async def _role(w: World) -> str:
+    body = {"role": {"name": f"fz-role-{w.next_serial()}"}}
+    return (await w.call("admin", "POST", "/identity/v3/roles", body))["role"]["id"]
+
+
+async def _granted_role(w: World) -> str:
+    role = await _role(w)
+    await w._grant(role)
+    return role
+
+
+async def _server(w: World) -> str:
+    body = {"server": {"name": f"fz-del-{w.next_serial()}", "imageRef": w.seeds["boot_image"],
+                       "flavorRef": "1", "networks": "none"}}
+    return (await w.call("member", "POST", "/compute/v2.1/servers", body))["server"]["id"]
+
+
+async def _flavor(w: World) -> str:
+    n = w.next_serial()
+    body = {"flavor": {"name": f"fz-flavor-{n}", "id": f"fz-seed-{n}", "ram": 512, "vcpus": 1,
+                       "disk": 1}}
+    return (await w.call("admin", "POST", "/compute/v2.1/flavors", body))["flavor"]["id"]
+
+
+async def _extra_spec(w: World) -> str:
+    key = f"fz:spec{w.next_serial()}"
+    await w.call("admin", "PUT", f"/compute/v2.1/flavors/{w.seeds['flavor']}/os-extra_specs/{key}",
+                 {key: "1"})
+    return key
+
+
+async def _keypair(w: World) -> str:
+    body = {"keypair": {"name": f"fz-key-{w.next_serial()}", "public_key": PUBLIC_KEY}}
+    return (await w.call("member", "POST", "/compute/v2.1/os-keypairs", body))["keypair"]["name"]
+
+
+async def _server_group(w: World) -> str:
+    body = {"server_group": {"name": "fz-group", "policies": ["anti-affinity"]}}
+    return (await w.call("member", "POST", "/compute/v2.1/os-server-groups", body))["server_group"]["id"]
+
+
+async def _meta_key(w: World) -> str:
+    key = f"fz-{w.next_serial()}"
+    await w.call("member", "POST", f"/compute/v2.1/servers/{w.seeds['server']}/metadata",
+                 {"metadata": {key: "v"}})
+    return key
+
+
+async def _attached_port(w: World) -> str:
+    body = {"interfaceAttachment": {"net_id": w.seeds["network"]}}
+    made = await w.call("member", "POST", f"/compute/v2.1/servers/{w.seeds['server']}/os-interface",
+                        body)
+    return made["interfaceAttachment"]["port_id"]
+
+
+async def _network(w: World) -> str:
+    body = {"network": {"name": f"fz-net-{w.next_serial()}"}}
+    return (await w.call("member", "POST", "/network/v2.0/networks", body))["network"]["id"]
+
+
+async def _subnet(w: World) -> str:
+    n = w.next_serial()
+    body = {"subnet": {"network_id": w.seeds["network"], "ip_version": 4,
+                       "cidr": f"172.{n % 250 + 1}.{(n // 250) % 250 + 1}.0/24"}}
+    return (await w.call("member", "POST", "/network/v2.0/subnets", body))["subnet"]["id"]
+
+
+async def _port(w: World) -> str:
+    body = {"port": {"network_id": w.seeds["network"], "name": f"fz-port-{w.next_serial()}"}}
+    return (await w.call("member", "POST", "/network/v2.0/ports", body))["port"]["id"]
+
+
+async def _security_group(w: World) -> str:
+    body = {"security_group": {"name": f"fz-sg-{w.next_serial()}"}}
+    made = await w.call("member", "POST", "/network/v2.0/security-groups", body)
+    return made["security_group"]["id"]
+
+
+async def _security_group_rule(w: World) -> str:
+    n = w.next_serial()
+    body = {"security_group_rule": {
+        "security_group_id": w.seeds["security_group"], "direction": "ingress",
+        "protocol": "tcp", "port_range_min": 22, "port_range_max": 22,
+        "remote_ip_prefix": f"192.{n % 250 + 1}.{(n // 250) % 250 + 1}.0/24"}}
+    made = await w.call("member", "POST", "/network/v2.0/security-group-rules", body)
+    return made["security_group_rule"]["id"]
+
+
+async def _image(w: World) -> str:
+    return await w._image(f"fz-image-{w.next_serial()}", upload=False)
+
+
+async def _tag(w: World) -> str:
+    tag = f"fz-tag-{w.next_serial()}"
+    await w.call("member", "PUT", f"/image/v2/images/{w.seeds['image']}/tags/{tag}")
+    return tag
+
+
+async def _member(w: World) -> str:
+    await w.call("member", "POST", f"/image/v2/images/{w.seeds['image']}/members",
+                 {"member": w.seeds["other_project"]}, ok=(409,))
+    return w.seeds["other_project"]
+
+
+async def _token(w: World) -> str:
+    assert w.client is not None
+    body = {"auth": {"identity": {"methods": ["token"], "token": {"id": w.tokens["member"]}},
+                     "scope": {"project": {"id": w.seeds["demo_project"]}}}}
+    resp = await w.client.post("/identity/v3/auth/tokens", json=body)
+    if resp.status_code != 201:
+        raise SetupError(f"token: {resp.status_code} {resp.text[:500]}")
+    return resp.headers["X-Subject-Token"]
+
+
+FACTORIES: dict[str, Factory] = {
+    "project": _project, "user": _user, "role": _role, "granted_role": _granted_role,
+    "server": _server, "flavor": _flavor, "extra_spec": _extra_spec, "keypair": _keypair,
+    "server_group": _server_group, "meta_key": _meta_key, "attached_port": _attached_port,
+    "network": _network, "subnet": _subnet, "port": _port, "security_group": _security_group,
+    "security_group_rule": _security_group_rule, "image": _image, "tag": _tag,
+    "member": _member, "free_port": _port, "fresh_token": _token,
+}
+# Kinds that are always made fresh: a free port is used up by the request.
+FRESH_ONLY = {"free_port", "fresh_token"}
+# Every kind a Ref or a path parameter may name.
+KINDS = sorted(set(FACTORIES) | set(COLLECTION_KINDS.values()) | set(NAMED_KINDS.values())
+               | {"boot_image", "demo_project", "other_project", "token", "service",
+                  "quota_project", "assignment_target"})
