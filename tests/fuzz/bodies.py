@@ -26,14 +26,15 @@ class Example:
     """One valid request to a route.
 
     ``body`` is a JSON tree (None: no body; bytes: sent as is); ``params``
-    fixes path parameters to literals (``/os-services/enable``); ``admin``
-    marks an admin-only API, fuzzed mostly as the admin.
+    fixes path parameters to literals (``/os-services/enable``); ``persona``
+    is who may make the request (world.PERSONAS): the fuzz sends it mostly as
+    that persona, sometimes as another.
     """
     body: Any = None
     content_type: str | None = JSON
     headers: Mapping[str, Any] = field(default_factory=dict)
     params: Mapping[str, str] = field(default_factory=dict)
-    admin: bool = False
+    persona: str = "member"
 
 
 def v(version: str) -> dict[str, str]:
@@ -41,7 +42,7 @@ def v(version: str) -> dict[str, str]:
 
 
 NO_BODY = Example(content_type=None)
-ADMIN_NO_BODY = Example(content_type=None, admin=True)
+ADMIN_NO_BODY = Example(content_type=None, persona="admin")
 
 SERVER = {"name": "fuzz-vm", "imageRef": Ref("boot_image"), "flavorRef": "1", "networks": "auto"}
 PASSWORD_AUTH = {"auth": {
@@ -97,17 +98,17 @@ COMPUTE: dict[tuple[str, str], tuple[Example, ...]] = {
     ("POST", "/compute/v2.1/flavors"): (
         Example({"flavor": {"name": Unique("fz-flavor-{n}"), "ram": 512, "vcpus": 1, "disk": 1,
                             "id": Unique("fz-{n}"), "OS-FLV-EXT-DATA:ephemeral": 0, "swap": 0,
-                            "rxtx_factor": 1.0, "os-flavor-access:is_public": True}}, admin=True),
+                            "rxtx_factor": 1.0, "os-flavor-access:is_public": True}}, persona="admin"),
         Example({"flavor": {"name": Unique("fz-flavor-{n}"), "ram": 1024, "vcpus": 2,
-                            "disk": 10, "description": "fuzz"}}, headers=v("2.55"), admin=True),
+                            "disk": 10, "description": "fuzz"}}, headers=v("2.55"), persona="admin"),
     ),
     ("PUT", "/compute/v2.1/flavors/{flavor_id}"): (
-        Example({"flavor": {"description": "updated"}}, headers=v("2.55"), admin=True),),
+        Example({"flavor": {"description": "updated"}}, headers=v("2.55"), persona="admin"),),
     ("DELETE", "/compute/v2.1/flavors/{flavor_id}"): (ADMIN_NO_BODY,),
     ("POST", "/compute/v2.1/flavors/{flavor_id}/os-extra_specs"): (
-        Example({"extra_specs": {"hw:cpu_policy": "shared", "hw:numa_nodes": "1"}}, admin=True),),
+        Example({"extra_specs": {"hw:cpu_policy": "shared", "hw:numa_nodes": "1"}}, persona="admin"),),
     ("PUT", "/compute/v2.1/flavors/{flavor_id}/os-extra_specs/{key}"): (
-        Example({"hw:mem_page_size": "large"}, params={"key": "hw:mem_page_size"}, admin=True),),
+        Example({"hw:mem_page_size": "large"}, params={"key": "hw:mem_page_size"}, persona="admin"),),
     ("DELETE", "/compute/v2.1/flavors/{flavor_id}/os-extra_specs/{key}"): (ADMIN_NO_BODY,),
     ("POST", "/compute/v2.1/os-keypairs"): (
         Example({"keypair": {"name": Unique("fz-key-{n}"), "public_key": PUBLIC_KEY}}),
@@ -122,26 +123,26 @@ COMPUTE: dict[tuple[str, str], tuple[Example, ...]] = {
     ),
     ("DELETE", "/compute/v2.1/os-server-groups/{group_id}"): (NO_BODY,),
     ("PUT", "/compute/v2.1/os-services/{service_id}"): (
-        Example({"status": "enabled"}, headers=v("2.53"), admin=True),
-        Example({"status": "disabled", "disabled_reason": "fuzz"}, headers=v("2.53"), admin=True),
-        Example({"forced_down": False}, headers=v("2.53"), admin=True),
+        Example({"status": "enabled"}, headers=v("2.53"), persona="admin"),
+        Example({"status": "disabled", "disabled_reason": "fuzz"}, headers=v("2.53"), persona="admin"),
+        Example({"forced_down": False}, headers=v("2.53"), persona="admin"),
         Example({"host": "compute2", "binary": "nova-compute"}, params={"service_id": "enable"},
-                admin=True),
+                persona="admin"),
     ),
     ("DELETE", "/compute/v2.1/os-services/{service_id}"): (
-        Example(content_type=None, headers=v("2.53"), admin=True),),
+        Example(content_type=None, headers=v("2.53"), persona="admin"),),
     ("PUT", "/compute/v2.1/os-quota-sets/{project_id}"): (
         Example({"quota_set": {"instances": 20, "cores": 40, "ram": 65536, "key_pairs": 50}},
-                admin=True),
+                persona="admin"),
         Example({"quota_set": {"server_groups": 5, "force": True, "metadata_items": 128}},
-                admin=True),
+                persona="admin"),
     ),
     ("DELETE", "/compute/v2.1/os-quota-sets/{project_id}"): (ADMIN_NO_BODY,),
     ("POST", "/compute/v2.1/os-server-external-events"): (
         Example({"events": [{"name": "network-vif-plugged", "server_uuid": Ref("server"),
-                             "tag": Ref("free_port"), "status": "completed"}]}, admin=True),
+                             "tag": Ref("free_port"), "status": "completed"}]}, persona="admin"),
         Example({"events": [{"name": "network-changed", "server_uuid": Ref("server")}]},
-                admin=True),
+                persona="admin"),
     ),
 }
 
@@ -151,7 +152,7 @@ NETWORK: dict[tuple[str, str], tuple[Example, ...]] = {
                              "description": "d", "port_security_enabled": True}}),
         Example({"network": {"name": "fz-shared", "shared": True, "router:external": False,
                              "provider:network_type": "vxlan",
-                             "availability_zone_hints": ["nova"]}}, admin=True),
+                             "availability_zone_hints": ["nova"]}}, persona="admin"),
     ),
     ("PUT", "/network/v2.0/networks/{id}"): (
         Example({"network": {"name": "fz-net2", "description": "x", "mtu": 1400}}),),
@@ -190,7 +191,7 @@ NETWORK: dict[tuple[str, str], tuple[Example, ...]] = {
                           "extra_dhcp_opts": [{"opt_name": "mtu", "opt_value": "1450"}]}}),
         Example({"port": {"network_id": Ref("network"), "device_id": Ref("server"),
                           "device_owner": "compute:nova", "binding:host_id": "compute1",
-                          "binding:profile": {}}}, admin=True),
+                          "binding:profile": {}}}, persona="admin"),
     ),
     ("PUT", "/network/v2.0/ports/{id}"): (
         Example({"port": {"name": "fz-port2", "fixed_ips": [PORT_FIXED_IP],
@@ -236,8 +237,9 @@ IMAGE: dict[tuple[str, str], tuple[Example, ...]] = {
     ("PUT", "/image/v2/images/{image_id}/tags/{tag}"): (Example(params={"tag": "fz-tag"},
                                                                content_type=None),),
     ("DELETE", "/image/v2/images/{image_id}/tags/{tag}"): (NO_BODY,),
-    ("POST", "/image/v2/images/{image_id}/members"): (Example({"member": Ref("other_project")}),),
-    ("PUT", "/image/v2/images/{image_id}/members/{member}"): (Example({"status": "accepted"}),),
+    ("POST", "/image/v2/images/{image_id}/members"): (Example({"member": Ref("project")}),),
+    ("PUT", "/image/v2/images/{image_id}/members/{member}"): (
+        Example({"status": "accepted"}, persona="other"),),
     ("DELETE", "/image/v2/images/{image_id}/members/{member}"): (NO_BODY,),
 }
 
@@ -247,22 +249,22 @@ IDENTITY: dict[tuple[str, str], tuple[Example, ...]] = {
         Example(content_type=None, headers={"X-Subject-Token": Ref("fresh_token")}),),
     ("POST", "/identity/v3/projects"): (
         Example({"project": {"name": Unique("fz-project-{n}"), "description": "d",
-                             "enabled": True, "domain_id": "default"}}, admin=True),),
+                             "enabled": True, "domain_id": "default"}}, persona="admin"),),
     ("PATCH", "/identity/v3/projects/{id}"): (
-        Example({"project": {"description": "changed", "enabled": True}}, admin=True),),
+        Example({"project": {"description": "changed", "enabled": True}}, persona="admin"),),
     ("DELETE", "/identity/v3/projects/{id}"): (ADMIN_NO_BODY,),
     ("POST", "/identity/v3/users"): (
         Example({"user": {"name": Unique("fz-user-{n}"), "password": "pw", "enabled": True,
                           "domain_id": "default", "default_project_id": Ref("project"),
-                          "email": "fz@example.org", "description": "d"}}, admin=True),),
+                          "email": "fz@example.org", "description": "d"}}, persona="admin"),),
     ("PATCH", "/identity/v3/users/{id}"): (
         Example({"user": {"email": "fz2@example.org", "enabled": True, "password": "pw2"}},
-                admin=True),),
+                persona="admin"),),
     ("DELETE", "/identity/v3/users/{id}"): (ADMIN_NO_BODY,),
     ("POST", "/identity/v3/roles"): (
-        Example({"role": {"name": Unique("fz-role-{n}"), "description": "d"}}, admin=True),),
+        Example({"role": {"name": Unique("fz-role-{n}"), "description": "d"}}, persona="admin"),),
     ("PATCH", "/identity/v3/roles/{id}"): (
-        Example({"role": {"name": Unique("fz-role-{n}")}}, admin=True),),
+        Example({"role": {"name": Unique("fz-role-{n}")}}, persona="admin"),),
     ("DELETE", "/identity/v3/roles/{id}"): (ADMIN_NO_BODY,),
     ("PUT", "/identity/v3/{target}/{tid}/users/{uid}/roles/{rid}"): (ADMIN_NO_BODY,),
     ("DELETE", "/identity/v3/{target}/{tid}/users/{uid}/roles/{rid}"): (ADMIN_NO_BODY,),

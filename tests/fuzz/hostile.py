@@ -114,10 +114,9 @@ RAW_STRINGS = [Raw(b'"\xed\xa0\x80"'),        # a surrogate encoded as UTF-8: in
                Raw(b'"\xff\xfe"'), Raw(b'"\xc3"'), Raw(b'"a\\u0000b"'), Raw(b'"\\ud800\\u0041"')]
 
 
-def _long_strings() -> st.SearchStrategy[str]:
-    fill = st.sampled_from(["x", "é", "\ud800", "a", "1", "😀"])
-    return st.builds(lambda c, n: c * n, fill, st.sampled_from([256, 257, 1000, 10_000, 65_536,
-                                                               100_000]))
+FILLS = ["x", "é", "\ud800", "a", "1", "😀"]
+LENGTHS = [256, 257, 1000, 10_000, 65_536, 100_000]
+DEPTHS = [64, 1000, 10_000, 100_000]
 
 
 def _deep(depth: int, kind: str) -> Raw:
@@ -126,37 +125,35 @@ def _deep(depth: int, kind: str) -> Raw:
     return Raw(b'{"a": ' * depth + b"1" + b"}" * depth)
 
 
-def deep_nesting() -> st.SearchStrategy[Raw]:
-    return st.builds(_deep, st.sampled_from([64, 1000, 10_000, 100_000]),
-                     st.sampled_from(["list", "dict"]))
+BIG_CONTAINERS = [Raw(b"[" + b"0, " * 9999 + b"0]"),
+                  Raw(b"{" + b", ".join(b'"k%d": "v"' % i for i in range(2000)) + b"}"),
+                  Raw(b'["' + b'", "'.join(b"t%d" % i for i in range(10_000)) + b'"]')]
+DEEP = [_deep(depth, kind) for depth in DEPTHS for kind in ("list", "dict")]
+LONG = [fill * n for fill in FILLS for n in LENGTHS]
 
-
-def _containers(leaf: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-    return st.one_of(
-        st.just([]), st.just({}), st.lists(leaf, max_size=3),
-        st.dictionaries(st.sampled_from(["a", "", "name", "id", "\ud800"]), leaf, max_size=2),
-        st.sampled_from([Raw(b"[" + b"0, " * 9999 + b"0]"),
-                         Raw(b"{" + b", ".join(b'"k%d": "v"' % i for i in range(2000)) + b"}"),
-                         Raw(b'["' + b'", "'.join(b"t%d" % i for i in range(10_000)) + b'"]')]),
-        st.builds(lambda d: [[[[d]]]], leaf), deep_nesting(),
-    )
-
-
-def leaves() -> st.SearchStrategy[Any]:
-    """One hostile scalar."""
-    return st.one_of(
-        st.sampled_from(SURROGATES), st.sampled_from(ADDRESS_JUNK), st.sampled_from(TEXT_JUNK),
-        st.sampled_from(INTEGERS), st.sampled_from(FLOATS), st.sampled_from(RAW_NUMBERS),
-        st.sampled_from(RAW_STRINGS), st.sampled_from([True, False, None]), _long_strings(),
-        st.text(max_size=12), st.integers(min_value=-2**70, max_value=2**70),
-        st.floats(allow_nan=False, allow_infinity=False),
-    )
+# Built once: strategies are values, and the big literals above cost to make.
+LEAVES: st.SearchStrategy[Any] = st.one_of(
+    st.sampled_from(SURROGATES), st.sampled_from(ADDRESS_JUNK), st.sampled_from(TEXT_JUNK),
+    st.sampled_from(INTEGERS), st.sampled_from(FLOATS), st.sampled_from(RAW_NUMBERS),
+    st.sampled_from(RAW_STRINGS), st.sampled_from([True, False, None]), st.sampled_from(LONG),
+    st.text(max_size=12), st.integers(min_value=-2**70, max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+CONTAINERS: st.SearchStrategy[Any] = st.one_of(
+    st.sampled_from([[], {}]), st.lists(LEAVES, max_size=3),
+    st.dictionaries(st.sampled_from(["a", "", "name", "id", "\ud800"]), LEAVES, max_size=2),
+    st.sampled_from(BIG_CONTAINERS), LEAVES.map(lambda leaf: [[[[leaf]]]]), st.sampled_from(DEEP),
+)
+_VALUES: dict[tuple[str, ...], st.SearchStrategy[Any]] = {}
 
 
 def values(refs: list[str]) -> st.SearchStrategy[Any]:
     """A hostile value for any place in a body: a scalar, a container, or a
     well-formed id of the wrong resource."""
-    return st.one_of(leaves(), _containers(leaves()), st.sampled_from(refs).map(Ref))
+    key = tuple(refs)
+    if key not in _VALUES:
+        _VALUES[key] = st.one_of(LEAVES, CONTAINERS, st.sampled_from(refs).map(Ref))
+    return _VALUES[key]
 
 
 # -- whole bodies and headers --------------------------------------------------------
@@ -165,13 +162,11 @@ NOT_JSON = [b"{nope", b"{'a': 1}", b"[1, 2", b"\xff\xfe\x00\x00", b"\x00", b"nul
             b'{"a": 1} trailing', b"\xef\xbb\xbf{}", b"{\"a\": \"\xff\"}"]
 
 
-def raw_bodies() -> st.SearchStrategy[bytes]:
-    """A whole body that is not the JSON the route expects."""
-    return st.one_of(
-        st.sampled_from(NOT_JSON), st.just(b""), st.binary(max_size=48),
-        deep_nesting().map(lambda r: r.data),
-        st.just(b" " * ((1 << 20) + 16)),                      # over max_body_bytes
-    )
+RAW_BODIES: st.SearchStrategy[bytes] = st.one_of(
+    st.sampled_from(NOT_JSON), st.just(b""), st.binary(max_size=48),
+    st.sampled_from([d.data for d in DEEP]),
+    st.just(b" " * ((1 << 20) + 16)),                          # over max_body_bytes
+)
 
 
 CONTENT_TYPES = ["text/plain", "application/xml", "application/x-www-form-urlencoded",
@@ -188,26 +183,21 @@ COMPUTE_VERSIONS = ["compute 2.1", "compute 2.2", "compute 2.10", "compute 2.37"
                     "compute 2.1\u00e9", "compute 2.1 ", "compute\t2.1"]
 
 
-def version_headers() -> st.SearchStrategy[tuple[str, str | bytes]]:
-    return st.one_of(
-        st.tuples(st.just("OpenStack-API-Version"), st.sampled_from(COMPUTE_VERSIONS)),
-        st.tuples(st.just("OpenStack-API-Version"),
-                  st.integers(1, 99).map(lambda m: f"compute 2.{m}")),
-        st.tuples(st.just("X-OpenStack-Nova-API-Version"),
-                  st.sampled_from(["2.1", "2.90", "latest", "2." + "1" * 5000, "junk", "2.",
-                                   "", "2.1.1"])),
-    )
-
-
-def junk_headers() -> st.SearchStrategy[tuple[str, str | bytes]]:
-    """A header a hostile client might send besides the API version."""
-    return st.one_of(
-        version_headers(),
-        st.tuples(st.just("X-Auth-Token"),
-                  st.sampled_from([b"\xff\xfe", b"junk", b"x" * 10_000, b"", b"\xc3\x28",
-                                   b"gAAAAA" + b"A" * 200])),
-        st.tuples(st.just("Accept"), st.sampled_from(["application/xml", "text/html", "*/*",
-                                                      "application/json;q=0"])),
-        st.tuples(st.just("X-Subject-Token"), st.sampled_from([b"junk", b"\xff", b""])),
-        st.tuples(st.just("Accept-Encoding"), st.just("gzip, br, zstd, \u00e9".encode("utf-8"))),
-    )
+VERSION_HEADERS: st.SearchStrategy[tuple[str, str | bytes]] = st.one_of(
+    st.tuples(st.just("OpenStack-API-Version"), st.sampled_from(COMPUTE_VERSIONS)),
+    st.tuples(st.just("OpenStack-API-Version"), st.integers(1, 99).map(lambda m: f"compute 2.{m}")),
+    st.tuples(st.just("X-OpenStack-Nova-API-Version"),
+              st.sampled_from(["2.1", "2.90", "latest", "2." + "1" * 5000, "junk", "2.", "",
+                               "2.1.1"])),
+)
+# A header a hostile client might send besides the API version.
+JUNK_HEADERS: st.SearchStrategy[tuple[str, str | bytes]] = st.one_of(
+    VERSION_HEADERS,
+    st.tuples(st.just("X-Auth-Token"),
+              st.sampled_from([b"\xff\xfe", b"junk", b"x" * 10_000, b"", b"\xc3\x28",
+                               b"gAAAAA" + b"A" * 200])),
+    st.tuples(st.just("Accept"), st.sampled_from(["application/xml", "text/html", "*/*",
+                                                  "application/json;q=0"])),
+    st.tuples(st.just("X-Subject-Token"), st.sampled_from([b"junk", b"\xff", b""])),
+    st.tuples(st.just("Accept-Encoding"), st.just("gzip, br, zstd, \u00e9".encode("utf-8"))),
+)

@@ -9,6 +9,7 @@ failure, with the smallest request that caused it) and the fuzz goes on.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -26,8 +27,10 @@ SHOW = 600  # characters of a body shown in a report
 HAZARD_COUNT = 10_000
 
 
-def listings(world: World) -> list[tuple[str, str]]:
-    """(persona, path) of every listing that must keep answering 200."""
+def listings(world: World, services: set[str] | None = None) -> list[tuple[str, str]]:
+    """(persona, path) of every listing that must keep answering 200: those of
+    ``services`` (all when None), and always the servers' views, which show
+    what the network and image services hold too."""
     server = world.seeds["server"]
     both = ["/compute/v2.1/servers/detail", "/compute/v2.1/servers", "/compute/v2.1/flavors/detail",
             "/compute/v2.1/os-keypairs", "/compute/v2.1/os-server-groups",
@@ -37,8 +40,12 @@ def listings(world: World) -> list[tuple[str, str]]:
     admin_only = ["/compute/v2.1/servers/detail?all_tenants=1", "/compute/v2.1/os-services",
                   "/compute/v2.1/os-hypervisors/detail", "/identity/v3/projects",
                   "/identity/v3/users", "/compute/v2.1/os-server-groups?all_projects=1"]
-    return ([("member", p) for p in both] + [("admin", p) for p in both]
-            + [("admin", p) for p in admin_only])
+    every = ([("member", p) for p in both] + [("admin", p) for p in both]
+             + [("admin", p) for p in admin_only])
+    always = {"/compute/v2.1/servers/detail", "/compute/v2.1/servers/detail?all_tenants=1",
+              f"/compute/v2.1/servers/{server}"}
+    return [(who, p) for who, p in every
+            if services is None or p in always or p.split("/")[1] in services]
 
 
 @dataclass
@@ -78,18 +85,26 @@ def _clip(text: str, limit: int) -> str:
 
 
 def log_line(record: logging.LogRecord) -> tuple[str, str]:
-    """(the exception's last line, its innermost frame) of a logged error."""
+    """(the exception's last line, where it was raised) of a logged error:
+    the innermost frame in cirrus, and the innermost of all if that is elsewhere."""
     if not record.exc_info or record.exc_info[1] is None:
         return record.getMessage(), ""
     exc_type, exc, tb = record.exc_info
     last = traceback.format_exception_only(exc_type, exc)[-1].strip()
-    frames = traceback.extract_tb(tb)
-    frame = ""
-    if frames:
-        f = frames[-1]
-        where = f.filename.split("/cirrus/", 1)[-1] if "/cirrus/" in f.filename else f.filename
-        frame = f"{where}:{f.lineno} in {f.name}"
-    return _clip(last, 300), frame
+    frames = [(_module(f.filename), f) for f in traceback.extract_tb(tb)]
+    ours = [(m, f) for m, f in frames if m.startswith("cirrus/")]
+    where = []
+    for module, frame in ours[-1:] + ([frames[-1]] if frames and frames[-1] not in ours[-1:] else []):
+        where.append(f"{module}:{frame.lineno} in {frame.name}")
+    return _clip(last, 300), " ← ".join(reversed(where))
+
+
+def _module(filename: str) -> str:
+    """``cirrus/api/wsgi.py`` for a cirrus file, ``json/decoder.py`` for the stdlib."""
+    parts = filename.split("/")
+    if "cirrus" in parts:
+        return "/".join(parts[len(parts) - 1 - parts[::-1].index("cirrus"):])
+    return "/".join(parts[-2:])
 
 
 @dataclass
@@ -102,15 +117,26 @@ class Finding:
     trigger: Sent | None
     detail: str = ""
     count: int = 1
+    routes: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.routes.add(self.where)
 
     @property
     def key(self) -> tuple[str, ...]:
-        return (self.kind, self.where, str(self.status) if self.kind != "slow" else "",
-                self.frame or self.error.split(":")[0])
+        """What makes two failures one: a 5xx is its exception and where it was
+        raised (one bug seen from many routes is one finding); a listing
+        failure, the listing and the exception; a slow answer, its route."""
+        if self.kind == "5xx" and self.frame:
+            return (self.kind, self.error.split(":")[0], self.frame.split(" ← ")[-1])
+        if self.kind == "slow":
+            return (self.kind, self.where)
+        return (self.kind, self.where, str(self.status), self.frame or self.error.split(":")[0])
 
     def report(self) -> str:
-        head = f"[{self.kind}] {self.where} → {self.status}"
-        lines = [head]
+        lines = [f"[{self.kind}] {self.where} → {self.status}"]
+        if len(self.routes) > 1:
+            lines.append(f"  also from: {', '.join(sorted(self.routes - {self.where}))}")
         if self.error:
             lines.append(f"  error: {self.error}" + (f"  ({self.frame})" if self.frame else ""))
         if self.detail:
@@ -133,9 +159,10 @@ class Findings:
             self.by_key[finding.key] = finding
             return True
         known.count += 1
+        known.routes |= finding.routes
         if finding.trigger is not None and (known.trigger is None
                                             or finding.trigger.size < known.trigger.size):
-            finding.count = known.count
+            finding.count, finding.routes = known.count, known.routes
             self.by_key[finding.key] = finding
         return False
 
@@ -162,6 +189,7 @@ class Stats:
     hazards: int = 0
     by_status: dict[int, int] = field(default_factory=dict)
     ok_by_route: dict[str, int] = field(default_factory=dict)
+    setup_errors: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
 
     def summary(self) -> str:
@@ -205,7 +233,10 @@ class Fuzzer:
             sent.append(one)
             for finding in self.check(one):
                 self.fail(finding)
-        broken = await self.broken_listings()
+        touched = {s.case.target.service for s in sent if s.method != "GET"}
+        if not touched:
+            return
+        broken = await self.broken_listings(touched)
         if broken:
             self.dirty = True
             culprit = await self.bisect(sent)
@@ -232,7 +263,7 @@ class Fuzzer:
         """The concrete request: ids and serial numbers filled in."""
         serial = self.world.next_serial()
         values: dict[str, str] = {}
-        for kind in sorted(_kinds(case.body) | _kinds(dict(case.headers))):
+        for kind in sorted(_kinds(case.body) | _kinds([v for _, v in case.headers])):
             values[kind] = await self.world.value(kind)
 
         def resolve(leaf: Ref | Unique) -> str:
@@ -242,9 +273,11 @@ class Fuzzer:
         for name, value in case.params:
             kind = param_kind(case.target, name)
             if value in (SEED, FRESH):
-                if kind is None:
-                    raise SetupError(f"no kind for path parameter {name} of {case.target}")
-                value = await self.world.value(kind, fresh=value == FRESH)
+                # A GET's parameter of no known kind (an instance action's
+                # request id) is filled with junk; every write route's has a
+                # kind (test_every_path_parameter_has_a_kind).
+                value = "junk" if kind is None else \
+                    await self.world.value(kind, fresh=value == FRESH)
             path = path.replace("{" + name + "}", quote(value, safe="", errors="surrogatepass"))
         if case.query:
             path += "?" + "&".join(f"{quote(k, safe='', errors='surrogatepass')}="
@@ -272,10 +305,11 @@ class Fuzzer:
     async def send(self, case: Case) -> Sent | None:
         try:
             sent = await self.render(case)
-        except SetupError:
+        except SetupError as error:
             # A resource the case needs could not be made (an earlier request
             # changed the world): not a finding; start the next example afresh.
             self.stats.skipped += 1
+            self.stats.setup_errors.append(str(error)[:300])
             self.dirty = True
             return None
         if not self.hazards and hazardous(sent):
@@ -315,19 +349,27 @@ class Fuzzer:
         return last, frame
 
     # -- listings ------------------------------------------------------------------
-    async def broken_listings(self) -> list[Finding]:
-        assert self.world.client is not None
+    async def broken_listings(self, services: set[str] | None = None) -> list[Finding]:
+        """Findings for the listings that do not answer 200 (read concurrently:
+        each waits on a database thread)."""
+        client = self.world.client
+        assert client is not None
+        wanted = listings(self.world, services)
+        self.world.errors.drain()
+        answers = await asyncio.gather(*[
+            client.get(path, headers={"X-Auth-Token": self.world.tokens[persona]})
+            for persona, path in wanted])
+        records = self.world.errors.drain()
         out = []
-        for persona, path in listings(self.world):
-            self.world.errors.drain()
-            resp = await self.world.client.get(
-                path, headers={"X-Auth-Token": self.world.tokens[persona]})
-            if resp.status_code != 200:
-                records = self.world.errors.drain()
-                error, frame = log_line(records[-1]) if records else ("", "")
-                where = f"GET {path.replace(self.world.seeds['server'], '{seed server}')} as {persona}"
-                out.append(Finding("listing", where, resp.status_code, error, frame, None,
-                                   detail=f"listing answered: {_clip(resp.text, 300)}"))
+        for (persona, path), resp in zip(wanted, answers):
+            if resp.status_code == 200:
+                continue
+            mine = [r for r in records if isinstance(r.args, tuple) and len(r.args) == 2
+                    and path.split("?")[0] == r.args[1]]
+            error, frame = log_line(mine[-1]) if mine else ("", "")
+            where = f"GET {path.replace(self.world.seeds['server'], '{seed server}')} as {persona}"
+            out.append(Finding("listing", where, resp.status_code, error, frame, None,
+                               detail=f"listing answered: {_clip(resp.text, 300)}"))
         return out
 
     async def bisect(self, sent: list[Sent]) -> Sent | None:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from tests.fuzz import hostile
 from tests.fuzz.bodies import BODIES, Example
 from tests.fuzz.routes import Target
-from tests.fuzz.world import KINDS, param_kind
+from tests.fuzz.world import KINDS, PERSONAS, param_kind
 
 SEED = "<seed>"
 FRESH = "<fresh>"
@@ -74,10 +74,12 @@ def dice(draw: st.DrawFn) -> int:
 
 
 # -- the parts of a case -----------------------------------------------------------------
-def persona(draw: st.DrawFn, admin_api: bool) -> str:
+def persona(draw: st.DrawFn, usual: str) -> str:
+    """Mostly ``usual``; else the admin, a reader or another project's member."""
     roll = dice(draw)
-    if admin_api:
-        return "admin" if roll < 80 else ("member", "reader", "other")[roll % 3]
+    if usual != "member":
+        others = [p for p in PERSONAS if p != usual]
+        return usual if roll < 80 else others[roll % len(others)]
     return "member" if roll < 70 else "admin" if roll < 85 else "reader" if roll < 95 else "other"
 
 
@@ -88,7 +90,7 @@ def path_params(draw: st.DrawFn, target: Target, example: Example | None) -> tup
         deleted = target.method == "DELETE" and i == len(target.params) - 1
         roll = dice(draw)
         if roll >= 88:
-            value = draw(st.sampled_from(JUNK_PARAMS) | st.text(min_size=1, max_size=10))
+            value = draw(JUNK_PARAM)
         elif name in fixed:
             value = fixed[name]
         else:
@@ -152,7 +154,7 @@ def mutate(draw: st.DrawFn, tree: Any) -> tuple[Any, list[str]]:
             tree = _drop(tree, path)
             notes.append(f"drop {_label(path)}")
         elif op == "add" and isinstance(node, dict):
-            key = draw(st.sampled_from(UNKNOWN_KEYS) | st.text(max_size=8))
+            key = draw(UNKNOWN_KEY)
             value = draw(hostile.values(KINDS))
             tree = _replace(tree, path, {**node, key: value})
             notes.append(f"add {_label(path + (key,))} = {_show(value)}")
@@ -177,7 +179,7 @@ def body(draw: st.DrawFn, example: Example) -> tuple[Any, list[str]]:
         data = draw(st.binary(max_size=4096) | st.sampled_from([b"", b"x" * (1 << 20)]))
         return data, [f"raw image data of {len(data)} bytes"]
     if roll < 95:
-        data = draw(hostile.raw_bodies())
+        data = draw(hostile.RAW_BODIES)
         return data, [f"whole body {_show(data)}"]
     value = draw(hostile.values(KINDS))
     return value, [f"whole body {_show(value)}"]
@@ -195,22 +197,30 @@ def headers(draw: st.DrawFn, example: Example | None) -> tuple[tuple[tuple[str, 
     fixed = tuple((example.headers if example else {}).items())
     if dice(draw) < 85:
         return fixed, []
-    extra = draw(st.lists(hostile.junk_headers(), min_size=1, max_size=2))
-    return fixed + tuple(extra), [f"header {k}: {_show(v)}" for k, v in extra]
+    extra = draw(st.lists(hostile.JUNK_HEADERS, min_size=1, max_size=2,
+                          unique_by=lambda h: h[0].lower()))
+    replaced = {k.lower() for k, _ in extra}
+    kept = tuple((k, v) for k, v in fixed if k.lower() not in replaced)
+    return kept + tuple(extra), [f"header {k}: {_show(v)}" for k, v in extra]
+
+
+QUERIES = st.lists(st.tuples(
+    st.sampled_from(QUERY_KEYS) | st.text(max_size=6),
+    st.sampled_from(QUERY_VALUES) | st.text(max_size=10) | st.integers(-2**70, 2**70).map(str)
+    | st.sampled_from(["x" * 10_000, "a" * 40 + "!"])), min_size=1, max_size=3)
+JUNK_PARAM = st.sampled_from(JUNK_PARAMS) | st.text(min_size=1, max_size=10)
+UNKNOWN_KEY = st.sampled_from(UNKNOWN_KEYS) | st.text(max_size=8)
 
 
 def query(draw: st.DrawFn) -> tuple[tuple[str, str], ...]:
-    keys = st.sampled_from(QUERY_KEYS) | st.text(max_size=6)
-    values = st.sampled_from(QUERY_VALUES) | st.text(max_size=10) | \
-        st.integers(-2**70, 2**70).map(str) | st.sampled_from(["x" * 10_000, "a" * 40 + "!"])
-    return tuple(draw(st.lists(st.tuples(keys, values), min_size=1, max_size=3)))
+    return tuple(draw(QUERIES))
 
 
 # -- cases --------------------------------------------------------------------------------
 @st.composite
 def write_case(draw: st.DrawFn, target: Target) -> Case:
     example = draw(st.sampled_from(BODIES[target.key]))
-    who = persona(draw, example.admin)
+    who = persona(draw, example.persona)
     params = path_params(draw, target, example)
     tree, notes = body(draw, example)
     ctype, ct_notes = content_type(draw, example.content_type)
@@ -223,7 +233,7 @@ def write_case(draw: st.DrawFn, target: Target) -> Case:
 
 @st.composite
 def read_case(draw: st.DrawFn, target: Target) -> Case:
-    who = persona(draw, False)
+    who = persona(draw, "member")
     params = path_params(draw, target, None)
     q = query(draw)
     hdrs, h_notes = headers(draw, None)
@@ -243,4 +253,4 @@ def cases(writes: list[Target], reads: list[Target]) -> st.SearchStrategy[Case]:
 
 def batches(writes: list[Target], reads: list[Target], max_size: int) -> st.SearchStrategy[list[Case]]:
     """The requests of one example, checked together (listings after the last)."""
-    return st.lists(cases(writes, reads), min_size=1, max_size=max_size)
+    return st.lists(cases(writes, reads), min_size=1 + max_size // 2, max_size=max_size)

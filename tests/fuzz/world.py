@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
+import sqlite3
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,8 @@ from typing import Any
 import httpx
 
 from cirrus.bootstrap import Cloud
-from tests.conftest import Api, make_settings
+from cirrus.config import Settings
+from tests.conftest import TEST_DEFAULTS, Api, make_settings
 from tests.databases import SQLiteDatabases
 from tests.fuzz.bodies import PUBLIC_KEY
 from tests.fuzz.routes import Target
@@ -36,7 +38,9 @@ COLLECTION_KINDS = {
     "networks": "network", "subnets": "subnet", "ports": "port",
     "security-groups": "security_group", "security-group-rules": "security_group_rule",
     "images": "image", "tags": "tag", "members": "member",
-    "projects": "project", "users": "user", "roles": "role",
+    "projects": "project", "users": "user", "roles": "role", "domains": "domain",
+    "quotas": "quota_project", "auto-allocated-topology": "demo_project",
+    "os-hypervisors": "hypervisor",
 }
 # … or by its own name, which wins.
 NAMED_KINDS = {"target": "assignment_target", "tid": "project", "uid": "user",
@@ -46,7 +50,8 @@ NAMED_KINDS = {"target": "assignment_target", "tid": "project", "uid": "user",
 ADMIN_KINDS = {"flavor", "extra_spec", "project", "user", "role", "granted_role"}
 
 # The cloud's settings for the fuzz: the suite's defaults, room for servers.
-SETTINGS = {"quota_instances": 30, "quota_cores": 60, "quota_ram": 1 << 20}
+# compute3 is there to be deleted (DELETE /os-services/{id}).
+SETTINGS = {"computes": 3, "quota_instances": 30, "quota_cores": 60, "quota_ram": 1 << 20}
 
 # A server name on which a backtracking regex (``?name=^(a+)+$``) takes seconds.
 REDOS_NAME = "a" * 26 + "!"
@@ -97,16 +102,17 @@ class World:
 
     # -- life cycle ---------------------------------------------------------------
     async def start(self) -> None:
-        self.generation += 1
-        state_dir = self.root / f"cloud-{self.generation}"
+        """A world as the seeds left it: built once, then restored from a
+        snapshot of its state dir (a rebuild takes a second, not five)."""
+        if not (self.root / "snapshot").exists():
+            await self._build()
+        await self._restore()
+
+    async def _build(self) -> None:
+        state_dir = self.root / "build"
         state_dir.mkdir(parents=True)
-        self.databases.for_test(state_dir)
-        self.cloud = Cloud(make_settings(state_dir, self.databases, **SETTINGS))
-        await self.cloud.start()
-        # raise_app_exceptions=False: a 500 comes back as a response to check.
-        transport = httpx.ASGITransport(app=self.cloud.app, raise_app_exceptions=False)
-        self.client = httpx.AsyncClient(transport=transport, base_url=BASE_URL,
-                                        timeout=None)
+        # make_settings copies the session's template database into state_dir.
+        await self._open(make_settings(state_dir, self.databases, **SETTINGS))
         tenants = await make_tenants(Api(self.cloud))
         for c in tenants.clients.values():
             await c.aclose()
@@ -114,9 +120,33 @@ class World:
         self.seeds = {"demo_project": tenants.project["demo"],
                       "other_project": tenants.project["other"],
                       "member": tenants.project["other"], "assignment_target": "projects",
+                      "domain": "default",
                       "token": tenants.tokens["member"]}
         await self._seed()
+        await self.stop()
+        _snapshot(state_dir, self.root / "snapshot")
+        shutil.rmtree(state_dir, ignore_errors=True)
+
+    async def _restore(self) -> None:
+        self.generation += 1
+        state_dir = self.root / f"cloud-{self.generation}"
+        shutil.copytree(self.root / "snapshot", state_dir)
+        await self._open(Settings(state_dir=state_dir, bind="127.0.0.1:8774",
+                                  **{**TEST_DEFAULTS, **SETTINGS}))
+        # Servers are booted in each world: the fake hosts keep their guests in memory.
+        s = self.seeds
+        s["server"] = await self._server("fz-seed-vm", {"role": "web"})
+        await self._server(REDOS_NAME, {})
+        ports = await self.call("admin", "GET", f"/network/v2.0/ports?device_id={s['server']}")
+        s["attached_port"] = ports["ports"][0]["id"]
         self.errors.drain()
+
+    async def _open(self, settings: Settings) -> None:
+        self.cloud = Cloud(settings)
+        await self.cloud.start()
+        # raise_app_exceptions=False: a 500 comes back as a response to check.
+        transport = httpx.ASGITransport(app=self.cloud.app, raise_app_exceptions=False)
+        self.client = httpx.AsyncClient(transport=transport, base_url=BASE_URL, timeout=None)
 
     async def stop(self) -> None:
         if self.client is not None:
@@ -126,11 +156,12 @@ class World:
             state_dir = self.cloud.settings.state_dir
             await self.cloud.stop()
             self.cloud = None
-            shutil.rmtree(state_dir, ignore_errors=True)
+            if state_dir.name.startswith("cloud-"):
+                shutil.rmtree(state_dir, ignore_errors=True)
 
     async def rebuild(self) -> None:
         await self.stop()
-        await self.start()
+        await self._restore()
 
     def close(self) -> None:
         logging.getLogger("cirrus.api.errors").removeHandler(self.errors)
@@ -187,15 +218,14 @@ class World:
         await self.call("member", "PUT", f"/image/v2/images/{s['image']}/tags/seed-tag")
         await self.call("member", "POST", f"/image/v2/images/{s['image']}/members",
                         {"member": s["other_project"]})
-        s["server"] = await self._server("fz-seed-vm", {"role": "web"})
-        await self._server(REDOS_NAME, {})
         s["meta_key"] = "role"
-        ports = await self.call("admin", "GET", f"/network/v2.0/ports?device_id={s['server']}")
-        s["attached_port"] = ports["ports"][0]["id"]
-        services = await self.call("admin", "GET", "/compute/v2.1/os-services?host=compute2",
+        hypervisors = await self.call("admin", "GET", "/compute/v2.1/os-hypervisors")
+        s["hypervisor"] = str(hypervisors["hypervisors"][0]["id"])
+        services = await self.call("admin", "GET", "/compute/v2.1/os-services",
                                    headers={"OpenStack-API-Version": "compute 2.53"})
-        s["service"] = next(x["id"] for x in services["services"]
-                            if x["binary"] == "nova-compute")
+        computes = {x["host"]: x["id"] for x in services["services"]
+                    if x["binary"] == "nova-compute"}
+        s["service"], s["spare_service"] = computes["compute2"], computes["compute3"]
 
     async def _grant(self, role: str) -> None:
         s = self.seeds
@@ -229,6 +259,17 @@ class World:
                 raise SetupError(f"seed server {name} in ERROR: {shown['server'].get('fault')}")
             await asyncio.sleep(0.02)
         raise SetupError(f"seed server {name} never became ACTIVE")
+
+
+def _snapshot(state_dir: Path, snapshot: Path) -> None:
+    """A copy of a stopped cloud's state dir, its database as one consistent file."""
+    shutil.copytree(state_dir, snapshot, ignore=shutil.ignore_patterns("cirrus.db*"))
+    source, copy = sqlite3.connect(state_dir / "cirrus.db"), sqlite3.connect(snapshot / "cirrus.db")
+    try:
+        source.backup(copy)
+    finally:
+        source.close()
+        copy.close()
 
 
 # -- making a fresh resource of each kind ------------------------------------------------
@@ -351,6 +392,10 @@ async def _member(w: World) -> str:
     return w.seeds["other_project"]
 
 
+async def _spare_service(w: World) -> str:
+    return w.seeds["spare_service"]  # a compute service can only be deleted once
+
+
 async def _token(w: World) -> str:
     assert w.client is not None
     body = {"auth": {"identity": {"methods": ["token"], "token": {"id": w.tokens["member"]}},
@@ -367,11 +412,11 @@ FACTORIES: dict[str, Factory] = {
     "server_group": _server_group, "meta_key": _meta_key, "attached_port": _attached_port,
     "network": _network, "subnet": _subnet, "port": _port, "security_group": _security_group,
     "security_group_rule": _security_group_rule, "image": _image, "tag": _tag,
-    "member": _member, "free_port": _port, "fresh_token": _token,
+    "member": _member, "free_port": _port, "fresh_token": _token, "service": _spare_service,
 }
 # Kinds that are always made fresh: a free port is used up by the request.
 FRESH_ONLY = {"free_port", "fresh_token"}
 # Every kind a Ref or a path parameter may name.
 KINDS = sorted(set(FACTORIES) | set(COLLECTION_KINDS.values()) | set(NAMED_KINDS.values())
                | {"boot_image", "demo_project", "other_project", "token", "service",
-                  "quota_project", "assignment_target"})
+                  "quota_project", "assignment_target", "domain", "hypervisor"})
