@@ -59,6 +59,10 @@ class Case:
         notes = "; ".join(self.mutations) or "valid example"
         return f"<{self.target} as {self.persona}: {_short(notes, 300)}>"
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """How Hypothesis prints a falsifying example: one line per case."""
+        printer.text(repr(self))
+
 
 def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else f"{text[:limit]}… [{len(text)} chars]"
@@ -253,4 +257,7 @@ def cases(writes: list[Target], reads: list[Target]) -> st.SearchStrategy[Case]:
 
 def batches(writes: list[Target], reads: list[Target], max_size: int) -> st.SearchStrategy[list[Case]]:
     """The requests of one example, checked together (listings after the last)."""
-    return st.lists(cases(writes, reads), min_size=1 + max_size // 2, max_size=max_size)
+    # The size drawn first, uniformly (lists would favour short ones); it
+    # shrinks to 1, so a failing example comes down to the request at fault.
+    return st.integers(1, max_size).flatmap(
+        lambda n: st.lists(cases(writes, reads), min_size=n, max_size=n))

@@ -98,7 +98,11 @@ class World:
         self.tokens: dict[str, str] = {}
         self.seeds: dict[str, str] = {}
         self.errors = ErrorLog()
-        logging.getLogger("cirrus.api.errors").addHandler(self.errors)
+        # The fuzz reports each logged error with the request that caused it;
+        # thousands of tracebacks in pytest's captured log would bury that.
+        api_log = logging.getLogger("cirrus.api.errors")
+        api_log.addHandler(self.errors)
+        self._propagate, api_log.propagate = api_log.propagate, False
 
     # -- life cycle ---------------------------------------------------------------
     async def start(self) -> None:
@@ -164,7 +168,9 @@ class World:
         await self._restore()
 
     def close(self) -> None:
-        logging.getLogger("cirrus.api.errors").removeHandler(self.errors)
+        api_log = logging.getLogger("cirrus.api.errors")
+        api_log.removeHandler(self.errors)
+        api_log.propagate = self._propagate
 
     # -- requests the world makes for itself ------------------------------------------
     def next_serial(self) -> int:
