@@ -144,7 +144,29 @@ CONTAINERS: st.SearchStrategy[Any] = st.one_of(
     st.dictionaries(st.sampled_from(["a", "", "name", "id", "\ud800"]), LEAVES, max_size=2),
     st.sampled_from(BIG_CONTAINERS), LEAVES.map(lambda leaf: [[[[leaf]]]]), st.sampled_from(DEEP),
 )
+# Values of a leaf's own type get past the type checks, into validation and storage.
+STRINGS: st.SearchStrategy[Any] = st.one_of(
+    st.sampled_from(SURROGATES), st.sampled_from(ADDRESS_JUNK), st.sampled_from(TEXT_JUNK),
+    st.sampled_from(RAW_STRINGS), st.sampled_from(LONG), st.text(max_size=12),
+)
+NUMBERS: st.SearchStrategy[Any] = st.one_of(
+    st.sampled_from(INTEGERS), st.sampled_from(RAW_NUMBERS), st.sampled_from(FLOATS),
+    st.integers(min_value=-2**70, max_value=2**70), st.sampled_from(["1", "-1", str(2**64)]),
+)
 _VALUES: dict[tuple[str, ...], st.SearchStrategy[Any]] = {}
+
+
+def like(node: Any) -> st.SearchStrategy[Any]:
+    """A hostile value of ``node``'s own JSON type."""
+    if isinstance(node, bool) or node is None:
+        return st.sampled_from([0, 1, "true", "yes", "", None, not node, [True]])
+    if isinstance(node, (int, float)):
+        return NUMBERS
+    if isinstance(node, (str, Unique)):
+        return STRINGS
+    if isinstance(node, list):
+        return st.one_of(st.lists(STRINGS, min_size=1, max_size=3), CONTAINERS)
+    return CONTAINERS
 
 
 def values(refs: list[str]) -> st.SearchStrategy[Any]:

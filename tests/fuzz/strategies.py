@@ -145,15 +145,25 @@ def _label(path: Path) -> str:
     return "/" + "/".join(str(p) for p in path)
 
 
+def _leaves(tree: Any, paths: list[Path]) -> list[Path]:
+    return [p for p in paths if not isinstance(_get(tree, p), (dict, list)) or not _get(tree, p)]
+
+
+OPS = ["like", "like", "like", "like", "any", "any", "drop", "add", "wrap"]
+
+
 def mutate(draw: st.DrawFn, tree: Any) -> tuple[Any, list[str]]:
-    """One to three changes to a JSON tree: drop a key, add an unknown one,
-    replace a leaf or a subtree with a hostile value, wrap a node."""
+    """One to three changes to a JSON tree: most often a leaf replaced by a
+    hostile value of its own type (which passes type checks and reaches
+    validation and storage), else any node by any hostile value, a key dropped,
+    an unknown key added, a node wrapped in a list or an object."""
     notes = []
     for _ in range(draw(st.integers(1, 3))):
         paths = _paths(tree)
-        path = draw(st.sampled_from(paths))
+        op = draw(st.sampled_from(OPS))
+        leaves = _leaves(tree, paths)
+        path = draw(st.sampled_from(leaves if op == "like" and leaves else paths))
         node = _get(tree, path)
-        op = draw(st.sampled_from(["replace", "drop", "add", "wrap"]))
         if op == "drop" and path:
             tree = _drop(tree, path)
             notes.append(f"drop {_label(path)}")
@@ -167,7 +177,7 @@ def mutate(draw: st.DrawFn, tree: Any) -> tuple[Any, list[str]]:
             tree = _replace(tree, path, [node] if wrapped == "list" else {"x": node})
             notes.append(f"wrap {_label(path)} in a {wrapped}")
         else:
-            value = draw(hostile.values(KINDS))
+            value = draw(hostile.like(node) if op == "like" else hostile.values(KINDS))
             tree = _replace(tree, path, value)
             notes.append(f"replace {_label(path)} with {_show(value)}")
     return tree, notes

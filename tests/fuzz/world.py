@@ -51,7 +51,8 @@ ADMIN_KINDS = {"flavor", "extra_spec", "project", "user", "role", "granted_role"
 
 # The cloud's settings for the fuzz: the suite's defaults, room for servers.
 # compute3 is there to be deleted (DELETE /os-services/{id}).
-SETTINGS = {"computes": 3, "quota_instances": 30, "quota_cores": 60, "quota_ram": 1 << 20}
+SETTINGS = {"computes": 3, "quota_instances": 30, "quota_cores": 60, "quota_ram": 1 << 20,
+            "quota_server_groups": 100}
 
 # A server name on which a backtracking regex (``?name=^(a+)+$``) takes seconds.
 REDOS_NAME = "a" * 26 + "!"
