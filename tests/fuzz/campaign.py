@@ -18,12 +18,13 @@ import asyncio
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
 from tests.databases import SQLiteDatabases
 from tests.fuzz.routes import read_targets, write_targets
-from tests.fuzz.runner import Fuzzer
+from tests.fuzz.runner import Finding, Fuzzer
 from tests.fuzz.strategies import batches
 from tests.fuzz.world import World
 
@@ -54,15 +55,15 @@ class Options:
                    hazards=env.get("CIRRUS_FUZZ_HAZARDS", "") == "1")
 
 
-def run(root: Path, options: Options) -> Fuzzer:
+def run(root: Path, options: Options, on_new: Callable[[Finding], None] | None = None) -> Fuzzer:
     """Run a campaign in directories under ``root``; the fuzzer, with its
     findings and stats. Raises AssertionError at the first failure unless
-    ``options.record``."""
+    ``options.record`` (then ``on_new`` hears of each new distinct failure)."""
     databases = SQLiteDatabases(_mkdir(root / "template"))
     loop = asyncio.new_event_loop()
     world = World(root / "worlds", databases)
     fuzzer = Fuzzer(world, record=options.record, slow=options.slow,
-                    reset_every=options.reset_every, hazards=options.hazards)
+                    reset_every=options.reset_every, hazards=options.hazards, on_new=on_new)
     phases = [Phase.generate] if options.record else [Phase.generate, Phase.shrink]
 
     @settings(max_examples=options.examples, database=None, deadline=None,

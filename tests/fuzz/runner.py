@@ -15,9 +15,9 @@ import logging
 import random
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import quote
 
 from tests.fuzz.hostile import Ref, Unique, encode
@@ -208,8 +208,10 @@ class Fuzzer:
     """Runs examples against a world; strict (raise) or recording."""
 
     def __init__(self, world: World, *, record: bool = False, slow: float = 2.0,
-                 reset_every: int = 150, hazards: bool = False) -> None:
+                 reset_every: int = 150, hazards: bool = False,
+                 on_new: Callable[[Finding], None] | None = None) -> None:
         self.world = world
+        self.on_new = on_new
         self.record = record
         self.slow = slow
         self.reset_every = reset_every
@@ -238,6 +240,8 @@ class Fuzzer:
                 continue
             sent.append(one)
             for finding in self.check(one):
+                if self.record and finding.kind == "5xx" and finding.key not in self.findings.by_key:
+                    finding = await self.simplify(finding)
                 self.fail(finding)
         touched = {s.case.target.service for s in sent if s.method != "GET"}
         if not touched:
@@ -260,9 +264,25 @@ class Fuzzer:
 
     def fail(self, finding: Finding) -> None:
         if self.record:
-            self.findings.add(finding)
+            if self.findings.add(finding) and self.on_new is not None:
+                self.on_new(finding)
             return
         raise AssertionError(finding.report())
+
+    async def simplify(self, finding: Finding) -> Finding:
+        """The same failure from a plainer request, where one does it: each
+        junk header, path parameter and query item left out in turn (record
+        mode's stand-in for Hypothesis's shrinking)."""
+        assert finding.trigger is not None
+        case = finding.trigger.case
+        for plainer in _plainer(case):
+            again = await self.send(plainer)
+            if again is None:
+                continue
+            same = [f for f in self.check(again) if f.key == finding.key]
+            if same:
+                case, finding = plainer, same[0]
+        return finding
 
     # -- requests ------------------------------------------------------------------
     async def render(self, case: Case) -> Sent:
@@ -389,6 +409,25 @@ class Fuzzer:
             if again is not None and await self.broken_listings():
                 return again
         return None
+
+
+def _plainer(case: Case) -> list[Case]:
+    """Variants of ``case`` with one thing fewer each: a header, a query item,
+    a junk path parameter (back to the seed)."""
+    def without(note: str) -> tuple[str, ...]:
+        return tuple(m for m in case.mutations if not m.startswith(note))
+    out = [replace(case, headers=case.headers[:i] + case.headers[i + 1:],
+                   mutations=without(f"header {name}:"))
+           for i, (name, _) in enumerate(case.headers)]
+    out += [replace(case, query=case.query[:i] + case.query[i + 1:])
+            for i in range(len(case.query))]
+    deleted = case.target.params[-1] if case.target.method == "DELETE" and case.params else None
+    for i, (name, value) in enumerate(case.params):
+        if value not in (SEED, FRESH):
+            seed = FRESH if name == deleted else SEED
+            out.append(replace(case, params=case.params[:i] + ((name, seed),) + case.params[i + 1:],
+                               mutations=without(f"path {name}=")))
+    return out
 
 
 def _kinds(tree: Any) -> set[str]:

@@ -251,8 +251,7 @@ def read_case(draw: st.DrawFn, target: Target) -> Case:
     params = path_params(draw, target, None)
     q = query(draw)
     hdrs, h_notes = headers(draw, None)
-    return Case(target, who, params, None, None, hdrs, q,
-                tuple([f"query {_short(repr(q), 200)}"] + h_notes))
+    return Case(target, who, params, None, None, hdrs, q, tuple(h_notes))
 
 
 def cases(writes: list[Target], reads: list[Target]) -> st.SearchStrategy[Case]:
