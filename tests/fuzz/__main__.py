@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", type=Path, default=None,
                         help="also write the findings to this file")
     parser.add_argument("--batch", type=int, default=8, help="most requests per example")
-    parser.add_argument("--slow", type=float, default=2.0, help="seconds a request may take")
+    parser.add_argument("--slow", type=float, default=2.0, help="CPU seconds a request may take")
     parser.add_argument("--hazards", action="store_true",
                         help="also send requests known to exhaust the process's memory")
     args = parser.parse_args(argv)

@@ -9,7 +9,7 @@ environment so that the longer campaign is the same code as CI's:
 * ``CIRRUS_FUZZ_REPORT`` – where record mode writes its findings;
 * ``CIRRUS_FUZZ_BATCH`` – most requests in one example (listings checked after);
 * ``CIRRUS_FUZZ_RESET`` – a fresh world every so many examples;
-* ``CIRRUS_FUZZ_SLOW`` – seconds a request may take;
+* ``CIRRUS_FUZZ_SLOW`` – CPU seconds a request may take;
 * ``CIRRUS_FUZZ_HAZARDS=1`` – also send the requests known to exhaust memory.
 """
 from __future__ import annotations
