@@ -7,6 +7,7 @@ smallest request seen to cause it, the server log's last line); with
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import tempfile
@@ -30,7 +31,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slow", type=float, default=2.0, help="CPU seconds a request may take")
     parser.add_argument("--hazards", action="store_true",
                         help="also send requests known to exhaust the process's memory")
+    parser.add_argument("--log", type=Path, default=None,
+                        help="write the cloud's log here (default: dropped; each failure "
+                             "carries its own traceback's last line)")
     args = parser.parse_args(argv)
+    handler = logging.FileHandler(args.log) if args.log else logging.NullHandler()
+    logging.getLogger().addHandler(handler)
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big")
     print(f"fuzz: {args.examples} examples, seed {seed} (again: scripts/fuzz --seed {seed})",
           flush=True)
