@@ -374,9 +374,11 @@ class Fuzzer:
         return out
 
     def _logged(self, sent: Sent) -> tuple[str, str]:
+        """The first error logged while the request ran: the cause, where a
+        service the API called failed first (the API then logs a RemoteError)."""
         if not sent.errors:
             return "", ""
-        last, _, frame = sent.errors[-1].partition(" at ")
+        last, _, frame = sent.errors[0].partition(" at ")
         return last, frame
 
     # -- listings ------------------------------------------------------------------

@@ -54,6 +54,10 @@ ADMIN_KINDS = {"flavor", "extra_spec", "project", "user", "role", "granted_role"
 SETTINGS = {"computes": 3, "quota_instances": 30, "quota_cores": 60, "quota_ram": 1 << 20,
             "quota_server_groups": 100}
 
+# Where a request's unexpected errors are logged: the API's handler, and the
+# RPC server's for an error raised in a service the API called.
+ERROR_LOGGERS = ("cirrus.api.errors", "cirrus.rpc.client")
+
 # A server name on which a backtracking regex (``?name=^(a+)+$``) takes seconds.
 REDOS_NAME = "a" * 26 + "!"
 
@@ -68,7 +72,7 @@ def param_kind(target: Target, param: str) -> str | None:
 
 
 class ErrorLog(logging.Handler):
-    """Collects what the API logs for unexpected errors (cirrus/api/errors.py)."""
+    """Collects the unexpected errors logged by ERROR_LOGGERS."""
 
     def __init__(self) -> None:
         super().__init__(logging.ERROR)
@@ -101,9 +105,11 @@ class World:
         self.errors = ErrorLog()
         # The fuzz reports each logged error with the request that caused it;
         # thousands of tracebacks in pytest's captured log would bury that.
-        api_log = logging.getLogger("cirrus.api.errors")
-        api_log.addHandler(self.errors)
-        self._propagate, api_log.propagate = api_log.propagate, False
+        self._propagate: dict[str, bool] = {}
+        for name in ERROR_LOGGERS:
+            log = logging.getLogger(name)
+            log.addHandler(self.errors)
+            self._propagate[name], log.propagate = log.propagate, False
 
     # -- life cycle ---------------------------------------------------------------
     async def start(self) -> None:
@@ -169,9 +175,10 @@ class World:
         await self._restore()
 
     def close(self) -> None:
-        api_log = logging.getLogger("cirrus.api.errors")
-        api_log.removeHandler(self.errors)
-        api_log.propagate = self._propagate
+        for name in ERROR_LOGGERS:
+            log = logging.getLogger(name)
+            log.removeHandler(self.errors)
+            log.propagate = self._propagate[name]
 
     # -- requests the world makes for itself ------------------------------------------
     def next_serial(self) -> int:
