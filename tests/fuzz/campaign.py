@@ -28,7 +28,7 @@ from tests.fuzz.runner import Finding, Fuzzer
 from tests.fuzz.strategies import batches
 from tests.fuzz.world import World
 
-CI_EXAMPLES = 1000
+CI_EXAMPLES = 800
 
 
 @dataclass(frozen=True)
