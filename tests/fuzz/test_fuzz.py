@@ -14,6 +14,7 @@ import pytest
 from tests.fuzz import campaign
 from tests.fuzz.bodies import BODIES
 from tests.fuzz.hostile import Ref
+from tests.fuzz.known import KNOWN
 from tests.fuzz.routes import write_targets
 from tests.fuzz.strategies import _paths
 from tests.fuzz.world import KINDS, param_kind
@@ -46,6 +47,9 @@ def test_every_ref_in_the_examples_names_a_kind() -> None:
     for examples in BODIES.values():
         for example in examples:
             used |= refs(example.body) | refs(dict(example.headers))
+    for batch in KNOWN:
+        for case in batch:
+            used |= refs(case.body) | refs(dict(case.headers))
     assert used <= set(KINDS), sorted(used - set(KINDS))
 
 

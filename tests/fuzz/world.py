@@ -150,6 +150,7 @@ class World:
         await self._server(REDOS_NAME, {})
         ports = await self.call("admin", "GET", f"/network/v2.0/ports?device_id={s['server']}")
         s["attached_port"] = ports["ports"][0]["id"]
+        s["used_mac"] = ports["ports"][0]["mac_address"]
         self.errors.drain()
 
     async def _open(self, settings: Settings) -> None:
@@ -433,4 +434,4 @@ FRESH_ONLY = {"free_port", "fresh_token"}
 # Every kind a Ref or a path parameter may name.
 KINDS = sorted(set(FACTORIES) | set(COLLECTION_KINDS.values()) | set(NAMED_KINDS.values())
                | {"boot_image", "demo_project", "other_project", "token", "service",
-                  "quota_project", "assignment_target", "domain", "hypervisor"})
+                  "quota_project", "assignment_target", "domain", "hypervisor", "used_mac"})
