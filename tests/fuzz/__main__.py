@@ -44,8 +44,8 @@ def main(argv: list[str] | None = None) -> int:
                       batch=args.batch, slow=args.slow, hazards=args.hazards)
 
     def heard(finding: Finding) -> None:
-        print(f"  new: [{finding.kind}] {finding.where} → {finding.status} "
-              f"{finding.error[:120]}", flush=True)
+        line = f"  new: [{finding.kind}] {finding.where} → {finding.status} {finding.error[:120]}"
+        print(line.encode("utf-8", "backslashreplace").decode("utf-8"), flush=True)
 
     with tempfile.TemporaryDirectory(prefix="cirrus-fuzz-") as root:
         try:

@@ -83,6 +83,11 @@ class Sent:
         return "\n".join(lines)
 
 
+def _printable(text: str) -> str:
+    """``text`` with lone surrogates (a hostile key, say) written as escapes."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else f"{text[:limit]}… [{len(text)} chars]"
 
@@ -147,7 +152,7 @@ class Finding:
             lines.append(f"  {self.detail}")
         if self.trigger is not None:
             lines.append("  triggered by: " + self.trigger.describe().replace("\n", "\n  "))
-        return "\n".join(lines)
+        return _printable("\n".join(lines))
 
 
 class Findings:
