@@ -61,7 +61,7 @@ class Sent:
     response: str = ""
     elapsed: float = 0.0
     cpu: float = 0.0
-    errors: list[str] = field(default_factory=list)
+    errors: list[tuple[str, str]] = field(default_factory=list)  # (last line, where)
 
     @property
     def size(self) -> int:
@@ -79,7 +79,8 @@ class Sent:
         lines.append(f"  mutations: {'; '.join(self.case.mutations) or 'none (the valid example)'}")
         lines.append(f"  → {self.status} in {self.elapsed:.2f}s ({self.cpu:.2f}s CPU): "
                      f"{_clip(self.response, SHOW)}")
-        lines += [f"  server log: {e}" for e in self.errors]
+        lines += [f"  server log: {last}" + (f"  ({where})" if where else "")
+                  for last, where in self.errors]
         return "\n".join(lines)
 
 
@@ -357,7 +358,7 @@ class Fuzzer:
         sent.cpu = time.process_time() - cpu
         sent.status = resp.status_code
         sent.response = resp.text
-        sent.errors = [" at ".join(filter(None, log_line(r))) for r in self.world.errors.drain()]
+        sent.errors = [log_line(r) for r in self.world.errors.drain()]
         self.stats.requests += 1
         self.stats.by_status[sent.status] = self.stats.by_status.get(sent.status, 0) + 1
         if sent.status < 300:
@@ -381,10 +382,7 @@ class Fuzzer:
     def _logged(self, sent: Sent) -> tuple[str, str]:
         """The first error logged while the request ran: the cause, where a
         service the API called failed first (the API then logs a RemoteError)."""
-        if not sent.errors:
-            return "", ""
-        last, _, frame = sent.errors[0].partition(" at ")
-        return last, frame
+        return sent.errors[0] if sent.errors else ("", "")
 
     # -- listings ------------------------------------------------------------------
     async def broken_listings(self, services: set[str] | None = None) -> list[Finding]:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from tests.fuzz import hostile
 from tests.fuzz.bodies import BODIES, Example
 from tests.fuzz.routes import Target
-from tests.fuzz.world import KINDS, PERSONAS, param_kind
+from tests.fuzz.world import KINDS, PERSONAS
 
 SEED = "<seed>"
 FRESH = "<fresh>"
