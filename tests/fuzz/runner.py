@@ -404,8 +404,12 @@ class Fuzzer:
                     and path.split("?")[0] == r.args[1]]
             error, frame = log_line(mine[-1]) if mine else ("", "")
             where = f"GET {path.replace(self.world.seeds['server'], '{seed server}')} as {persona}"
+            detail = f"listing answered: {_clip(resp.text, 300)}"
+            if resp.status_code == 404 and self.world.seeds["server"] in path:
+                detail += f"; the seed server in the database: " \
+                          f"{await self.world.server_story(self.world.seeds['server'])}"
             out.append(Finding("listing", where, resp.status_code, error, frame, None,
-                               detail=f"listing answered: {_clip(resp.text, 300)}"))
+                               detail=detail))
         return out
 
     async def bisect(self, sent: list[Sent]) -> Sent | None:

@@ -242,6 +242,26 @@ class World:
                     if x["binary"] == "nova-compute"}
         s["service"], s["spare_service"] = computes["compute2"], computes["compute3"]
 
+    async def server_story(self, uuid: str) -> str:
+        """What the database says happened to a server (for a seed server
+        that vanished): its row's state and its instance actions."""
+        import sqlalchemy as sa
+
+        from cirrus.compute.models import instance_actions, instances
+
+        def read(conn: sa.Connection) -> str:
+            row = conn.execute(sa.select(
+                instances.c.vm_state, instances.c.task_state, instances.c.deleted,
+                instances.c.deleted_at, instances.c.host).where(instances.c.uuid == uuid)).first()
+            actions = conn.execute(sa.select(
+                instances.c.uuid, instance_actions.c.action, instance_actions.c.request_id,
+                instance_actions.c.user_id, instance_actions.c.message).where(
+                instance_actions.c.instance_uuid == uuid)).all()
+            return (f"row: {tuple(row) if row else None}; actions: "
+                    f"{[tuple(a)[1:] for a in actions]}")
+        assert self.cloud is not None and self.cloud.db is not None
+        return await self.cloud.db.read(read)
+
     async def _grant(self, role: str) -> None:
         s = self.seeds
         await self.call("admin", "PUT", f"/identity/v3/projects/{s['project']}/users/"
