@@ -1,0 +1,273 @@
+"""A valid example request for every write route: the seeds the fuzzer mutates.
+
+Keyed by (method, path format) exactly as the route tables spell them
+(``routes.write_targets``); a write route without an entry fails CI. The
+bodies follow the OpenStack API references and what cirrus's functional tests
+send. ``Ref("network")`` is the id of the fuzz world's network (world.py),
+``Unique(...)`` a value made unique per request so that creates do not all
+collide on one name or CIDR.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.fuzz.hostile import Ref, Unique
+
+JSON = "application/json"
+PATCH = "application/openstack-images-v2.1-json-patch"
+OCTETS = "application/octet-stream"
+PUBLIC_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIIFMkQfqhDn/1qkWgIz7BhMlAAQPRa2LJGsgunIx3ar5 fuzz"
+
+
+@dataclass(frozen=True)
+class Example:
+    """One valid request to a route.
+
+    ``body`` is a JSON tree (None: no body; bytes: sent as is); ``params``
+    fixes path parameters to literals (``/os-services/enable``); ``persona``
+    is who may make the request (world.PERSONAS): the fuzz sends it mostly as
+    that persona, sometimes as another.
+    """
+    body: Any = None
+    content_type: str | None = JSON
+    headers: Mapping[str, Any] = field(default_factory=dict)
+    params: Mapping[str, str] = field(default_factory=dict)
+    persona: str = "member"
+
+
+def v(version: str) -> dict[str, str]:
+    return {"OpenStack-API-Version": f"compute {version}"}
+
+
+NO_BODY = Example(content_type=None)
+ADMIN_NO_BODY = Example(content_type=None, persona="admin")
+
+SERVER = {"name": "fuzz-vm", "imageRef": Ref("boot_image"), "flavorRef": "1", "networks": "auto"}
+PASSWORD_AUTH = {"auth": {
+    "identity": {"methods": ["password"], "password": {"user": {
+        "name": "demo", "domain": {"id": "default"}, "password": "demo"}}},
+    "scope": {"project": {"name": "demo", "domain": {"id": "default"}}}}}
+TOKEN_AUTH = {"auth": {"identity": {"methods": ["token"], "token": {"id": Ref("token")}},
+                       "scope": {"project": {"id": Ref("demo_project")}}}}
+PORT_FIXED_IP = {"subnet_id": Ref("subnet"), "ip_address": Unique("10.77.0.{o}")}
+
+COMPUTE: dict[tuple[str, str], tuple[Example, ...]] = {
+    ("POST", "/compute/v2.1/servers"): (
+        Example({"server": SERVER}),
+        Example({"server": {**SERVER, "networks": [{"uuid": Ref("network")}],
+                            "metadata": {"role": "web"}, "key_name": Ref("keypair"),
+                            "security_groups": [{"name": "default"}], "min_count": 1,
+                            "max_count": 2, "availability_zone": "nova",
+                            "user_data": "IyEvYmluL3NoCmVjaG8gaGk=", "accessIPv4": "192.0.2.1",
+                            "OS-DCF:diskConfig": "AUTO", "return_reservation_id": True}}),
+        Example({"server": {**SERVER, "networks": [{"port": Ref("free_port")}],
+                            "description": "d", "tags": ["a", "b"], "hostname": "vm-1",
+                            "block_device_mapping_v2": [{
+                                "source_type": "image", "destination_type": "local",
+                                "uuid": Ref("boot_image"), "boot_index": 0,
+                                "delete_on_termination": True}]}},
+                headers=v("2.90")),
+        Example({"server": {**SERVER, "networks": [{"uuid": Ref("network"),
+                                                   "fixed_ip": Unique("10.77.0.{o}")}],
+                            "personality": [{"path": "/etc/motd", "contents": "aGk="}],
+                            "adminPass": "secret", "config_drive": True}}),
+    ),
+    ("DELETE", "/compute/v2.1/servers/{server_id}"): (NO_BODY,),
+    ("POST", "/compute/v2.1/servers/{server_id}/action"): (
+        Example({"os-getConsoleOutput": {"length": 10}}),
+        Example({"reboot": {"type": "SOFT"}}),
+        Example({"os-stop": None}),
+        Example({"os-start": None}),
+    ),
+    ("POST", "/compute/v2.1/servers/{server_id}/metadata"): (
+        Example({"metadata": {"a": "1", "b": "2"}}),),
+    ("PUT", "/compute/v2.1/servers/{server_id}/metadata"): (
+        Example({"metadata": {"c": "3"}}),),
+    ("PUT", "/compute/v2.1/servers/{server_id}/metadata/{key}"): (
+        Example({"meta": {"color": "blue"}}, params={"key": "color"}),),
+    ("DELETE", "/compute/v2.1/servers/{server_id}/metadata/{key}"): (NO_BODY,),
+    ("POST", "/compute/v2.1/servers/{server_id}/os-interface"): (
+        Example({"interfaceAttachment": {"net_id": Ref("network")}}),
+        Example({"interfaceAttachment": {"port_id": Ref("free_port")}}),
+        Example({"interfaceAttachment": {"net_id": Ref("network"), "fixed_ips": [
+            {"ip_address": Unique("10.77.0.{o}")}]}}),
+    ),
+    ("DELETE", "/compute/v2.1/servers/{server_id}/os-interface/{port_id}"): (NO_BODY,),
+    ("POST", "/compute/v2.1/flavors"): (
+        Example({"flavor": {"name": Unique("fz-flavor-{n}"), "ram": 512, "vcpus": 1, "disk": 1,
+                            "id": Unique("fz-{n}"), "OS-FLV-EXT-DATA:ephemeral": 0, "swap": 0,
+                            "rxtx_factor": 1.0, "os-flavor-access:is_public": True}}, persona="admin"),
+        Example({"flavor": {"name": Unique("fz-flavor-{n}"), "ram": 1024, "vcpus": 2,
+                            "disk": 10, "description": "fuzz"}}, headers=v("2.55"), persona="admin"),
+    ),
+    ("PUT", "/compute/v2.1/flavors/{flavor_id}"): (
+        Example({"flavor": {"description": "updated"}}, headers=v("2.55"), persona="admin"),),
+    ("DELETE", "/compute/v2.1/flavors/{flavor_id}"): (ADMIN_NO_BODY,),
+    ("POST", "/compute/v2.1/flavors/{flavor_id}/os-extra_specs"): (
+        Example({"extra_specs": {"hw:cpu_policy": "shared", "hw:numa_nodes": "1"}}, persona="admin"),),
+    ("PUT", "/compute/v2.1/flavors/{flavor_id}/os-extra_specs/{key}"): (
+        Example({"hw:mem_page_size": "large"}, params={"key": "hw:mem_page_size"}, persona="admin"),),
+    ("DELETE", "/compute/v2.1/flavors/{flavor_id}/os-extra_specs/{key}"): (ADMIN_NO_BODY,),
+    ("POST", "/compute/v2.1/os-keypairs"): (
+        Example({"keypair": {"name": Unique("fz-key-{n}"), "public_key": PUBLIC_KEY}}),
+        Example({"keypair": {"name": Unique("fz-key-{n}"), "type": "ssh",
+                             "public_key": PUBLIC_KEY}}, headers=v("2.2")),
+    ),
+    ("DELETE", "/compute/v2.1/os-keypairs/{name}"): (NO_BODY,),
+    ("POST", "/compute/v2.1/os-server-groups"): (
+        Example({"server_group": {"name": "g", "policies": ["affinity"]}}),
+        Example({"server_group": {"name": "h", "policy": "anti-affinity",
+                                  "rules": {"max_server_per_host": 2}}}, headers=v("2.64")),
+    ),
+    ("DELETE", "/compute/v2.1/os-server-groups/{group_id}"): (NO_BODY,),
+    ("PUT", "/compute/v2.1/os-services/{service_id}"): (
+        Example({"status": "enabled"}, headers=v("2.53"), persona="admin"),
+        Example({"status": "disabled", "disabled_reason": "fuzz"}, headers=v("2.53"), persona="admin"),
+        Example({"forced_down": False}, headers=v("2.53"), persona="admin"),
+        Example({"host": "compute2", "binary": "nova-compute"}, params={"service_id": "enable"},
+                persona="admin"),
+    ),
+    ("DELETE", "/compute/v2.1/os-services/{service_id}"): (
+        Example(content_type=None, headers=v("2.53"), persona="admin"),),
+    ("PUT", "/compute/v2.1/os-quota-sets/{project_id}"): (
+        Example({"quota_set": {"instances": 20, "cores": 40, "ram": 65536, "key_pairs": 50}},
+                persona="admin"),
+        Example({"quota_set": {"server_groups": 5, "force": True, "metadata_items": 128}},
+                persona="admin"),
+    ),
+    ("DELETE", "/compute/v2.1/os-quota-sets/{project_id}"): (ADMIN_NO_BODY,),
+    ("POST", "/compute/v2.1/os-server-external-events"): (
+        Example({"events": [{"name": "network-vif-plugged", "server_uuid": Ref("server"),
+                             "tag": Ref("free_port"), "status": "completed"}]}, persona="admin"),
+        Example({"events": [{"name": "network-changed", "server_uuid": Ref("server")}]},
+                persona="admin"),
+    ),
+}
+
+NETWORK: dict[tuple[str, str], tuple[Example, ...]] = {
+    ("POST", "/network/v2.0/networks"): (
+        Example({"network": {"name": "fz-net", "admin_state_up": True, "mtu": 1450,
+                             "description": "d", "port_security_enabled": True}}),
+        Example({"network": {"name": "fz-shared", "shared": True, "router:external": False,
+                             "provider:network_type": "vxlan",
+                             "availability_zone_hints": ["nova"]}}, persona="admin"),
+    ),
+    ("PUT", "/network/v2.0/networks/{id}"): (
+        Example({"network": {"name": "fz-net2", "description": "x", "mtu": 1400}}),),
+    ("DELETE", "/network/v2.0/networks/{id}"): (NO_BODY,),
+    ("POST", "/network/v2.0/subnets"): (
+        Example({"subnet": {"network_id": Ref("network"), "cidr": Unique("10.{a}.{b}.0/24"),
+                            "ip_version": 4, "name": "fz-sub",
+                            "gateway_ip": Unique("10.{a}.{b}.1"), "enable_dhcp": True,
+                            "dns_nameservers": ["192.0.2.53"],
+                            "allocation_pools": [{"start": Unique("10.{a}.{b}.10"),
+                                                  "end": Unique("10.{a}.{b}.100")}],
+                            "host_routes": [{"destination": "192.168.0.0/24",
+                                             "nexthop": Unique("10.{a}.{b}.2")}]}}),
+        Example({"subnet": {"network_id": Ref("network"), "cidr": Unique("fd00:{h}{l}::/64"),
+                            "ip_version": 6, "ipv6_address_mode": "slaac",
+                            "ipv6_ra_mode": "slaac"}}),
+    ),
+    ("PUT", "/network/v2.0/subnets/{id}"): (
+        Example({"subnet": {"name": "fz-sub2", "dns_nameservers": ["192.0.2.54"],
+                            "enable_dhcp": True, "gateway_ip": "10.77.0.1"}}),
+        Example({"subnet": {"allocation_pools": [{"start": "10.77.0.20", "end": "10.77.0.240"}],
+                            "host_routes": [{"destination": "192.168.9.0/24",
+                                             "nexthop": "10.77.0.3"}]}}),
+    ),
+    ("DELETE", "/network/v2.0/subnets/{id}"): (NO_BODY,),
+    ("POST", "/network/v2.0/ports"): (
+        Example({"port": {"network_id": Ref("network"), "name": "fz-port"}}),
+        Example({"port": {"network_id": Ref("network"), "name": "fz-port",
+                          "admin_state_up": True, "fixed_ips": [PORT_FIXED_IP],
+                          "mac_address": Unique("fa:16:3e:7f:{h}:{l}"),
+                          "allowed_address_pairs": [{"ip_address": "10.77.0.250",
+                                                     "mac_address": "fa:16:3e:00:00:01"}],
+                          "security_groups": [Ref("security_group")],
+                          "binding:vnic_type": "normal", "description": "d",
+                          "port_security_enabled": True, "dns_name": "host",
+                          "extra_dhcp_opts": [{"opt_name": "mtu", "opt_value": "1450"}]}}),
+        Example({"port": {"network_id": Ref("network"), "device_id": Ref("server"),
+                          "device_owner": "compute:nova", "binding:host_id": "compute1",
+                          "binding:profile": {}}}, persona="admin"),
+    ),
+    ("PUT", "/network/v2.0/ports/{id}"): (
+        Example({"port": {"name": "fz-port2", "fixed_ips": [PORT_FIXED_IP],
+                          "security_groups": [Ref("security_group")]}}),
+        Example({"port": {"allowed_address_pairs": [{"ip_address": "10.77.0.0/28"}],
+                          "mac_address": Unique("fa:16:3e:7e:{h}:{l}"),
+                          "admin_state_up": False, "port_security_enabled": True}}),
+    ),
+    ("DELETE", "/network/v2.0/ports/{id}"): (NO_BODY,),
+    ("POST", "/network/v2.0/security-groups"): (
+        Example({"security_group": {"name": "fz-sg", "description": "d", "stateful": True}}),),
+    ("PUT", "/network/v2.0/security-groups/{id}"): (
+        Example({"security_group": {"name": "fz-sg2", "description": "x"}}),),
+    ("DELETE", "/network/v2.0/security-groups/{id}"): (NO_BODY,),
+    ("POST", "/network/v2.0/security-group-rules"): (
+        Example({"security_group_rule": {
+            "security_group_id": Ref("security_group"), "direction": "ingress",
+            "ethertype": "IPv4", "protocol": "tcp", "port_range_min": 80,
+            "port_range_max": 443, "remote_ip_prefix": Unique("10.{a}.{b}.0/24"),
+            "description": "web"}}),
+        Example({"security_group_rule": {
+            "security_group_id": Ref("security_group"), "direction": "egress",
+            "ethertype": "IPv6", "protocol": "icmp", "remote_group_id": Ref("security_group")}}),
+    ),
+    ("DELETE", "/network/v2.0/security-group-rules/{id}"): (NO_BODY,),
+}
+
+IMAGE: dict[tuple[str, str], tuple[Example, ...]] = {
+    ("POST", "/image/v2/images"): (
+        Example({"name": "fz-image", "disk_format": "raw", "container_format": "bare",
+                 "visibility": "private", "min_ram": 0, "min_disk": 0, "tags": ["a"],
+                 "protected": False, "os_distro": "tiny", "hw_disk_bus": "virtio"}),),
+    ("PATCH", "/image/v2/images/{image_id}"): (
+        Example([{"op": "add", "path": "/color", "value": "blue"},
+                 {"op": "replace", "path": "/name", "value": "fz-renamed"}], content_type=PATCH),
+        Example([{"op": "replace", "path": "/min_ram", "value": 128},
+                 {"op": "add", "path": "/tags", "value": ["x", "y"]},
+                 {"op": "remove", "path": "/os_distro"}], content_type=PATCH),
+    ),
+    ("DELETE", "/image/v2/images/{image_id}"): (NO_BODY,),
+    ("PUT", "/image/v2/images/{image_id}/file"): (
+        Example(b"\x00fuzz-image-bytes" * 64, content_type=OCTETS),),
+    ("PUT", "/image/v2/images/{image_id}/tags/{tag}"): (Example(params={"tag": "fz-tag"},
+                                                               content_type=None),),
+    ("DELETE", "/image/v2/images/{image_id}/tags/{tag}"): (NO_BODY,),
+    ("POST", "/image/v2/images/{image_id}/members"): (Example({"member": Ref("project")}),),
+    ("PUT", "/image/v2/images/{image_id}/members/{member}"): (
+        Example({"status": "accepted"}, persona="other"),),
+    ("DELETE", "/image/v2/images/{image_id}/members/{member}"): (NO_BODY,),
+}
+
+IDENTITY: dict[tuple[str, str], tuple[Example, ...]] = {
+    ("POST", "/identity/v3/auth/tokens"): (Example(PASSWORD_AUTH), Example(TOKEN_AUTH)),
+    ("DELETE", "/identity/v3/auth/tokens"): (
+        Example(content_type=None, headers={"X-Subject-Token": Ref("fresh_token")}),),
+    ("POST", "/identity/v3/projects"): (
+        Example({"project": {"name": Unique("fz-project-{n}"), "description": "d",
+                             "enabled": True, "domain_id": "default"}}, persona="admin"),),
+    ("PATCH", "/identity/v3/projects/{id}"): (
+        Example({"project": {"description": "changed", "enabled": True}}, persona="admin"),),
+    ("DELETE", "/identity/v3/projects/{id}"): (ADMIN_NO_BODY,),
+    ("POST", "/identity/v3/users"): (
+        Example({"user": {"name": Unique("fz-user-{n}"), "password": "pw", "enabled": True,
+                          "domain_id": "default", "default_project_id": Ref("project"),
+                          "email": "fz@example.org", "description": "d"}}, persona="admin"),),
+    ("PATCH", "/identity/v3/users/{id}"): (
+        Example({"user": {"email": "fz2@example.org", "enabled": True, "password": "pw2"}},
+                persona="admin"),),
+    ("DELETE", "/identity/v3/users/{id}"): (ADMIN_NO_BODY,),
+    ("POST", "/identity/v3/roles"): (
+        Example({"role": {"name": Unique("fz-role-{n}"), "description": "d"}}, persona="admin"),),
+    ("PATCH", "/identity/v3/roles/{id}"): (
+        Example({"role": {"name": Unique("fz-role-{n}")}}, persona="admin"),),
+    ("DELETE", "/identity/v3/roles/{id}"): (ADMIN_NO_BODY,),
+    ("PUT", "/identity/v3/{target}/{tid}/users/{uid}/roles/{rid}"): (ADMIN_NO_BODY,),
+    ("DELETE", "/identity/v3/{target}/{tid}/users/{uid}/roles/{rid}"): (ADMIN_NO_BODY,),
+}
+
+BODIES: dict[tuple[str, str], tuple[Example, ...]] = {**COMPUTE, **NETWORK, **IMAGE, **IDENTITY}

@@ -1,0 +1,160 @@
+"""Fresh resources of each kind, made through the API for one request (the
+resource a DELETE removes, a free port to boot on, a token to revoke)."""
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from tests.fuzz.bodies import PUBLIC_KEY
+
+if TYPE_CHECKING:
+    from tests.fuzz.world import World
+
+Factory = Callable[["World"], Awaitable[str]]
+
+
+class SetupError(RuntimeError):
+    """A resource the fuzz needs could not be made: not a finding (an earlier
+    request changed the world, or the world could not be built)."""
+
+
+async def _project(w: World) -> str:
+    n = w.next_serial()
+    body = {"project": {"name": f"fz-project-{n}", "domain_id": "default"}}
+    return (await w.call("admin", "POST", "/identity/v3/projects", body))["project"]["id"]
+
+
+async def _user(w: World) -> str:
+    n = w.next_serial()
+    body = {"user": {"name": f"fz-user-{n}", "password": "fz", "domain_id": "default"}}
+    return (await w.call("admin", "POST", "/identity/v3/users", body))["user"]["id"]
+
+
+async def _role(w: World) -> str:
+    body = {"role": {"name": f"fz-role-{w.next_serial()}"}}
+    return (await w.call("admin", "POST", "/identity/v3/roles", body))["role"]["id"]
+
+
+async def _granted_role(w: World) -> str:
+    role = await _role(w)
+    await w.grant(role)
+    return role
+
+
+async def _server(w: World) -> str:
+    body = {"server": {"name": f"fz-del-{w.next_serial()}", "imageRef": w.seeds["boot_image"],
+                       "flavorRef": "1", "networks": "none"}}
+    return (await w.call("member", "POST", "/compute/v2.1/servers", body))["server"]["id"]
+
+
+async def _flavor(w: World) -> str:
+    n = w.next_serial()
+    body = {"flavor": {"name": f"fz-flavor-{n}", "id": f"fz-seed-{n}", "ram": 512, "vcpus": 1,
+                       "disk": 1}}
+    return (await w.call("admin", "POST", "/compute/v2.1/flavors", body))["flavor"]["id"]
+
+
+async def _extra_spec(w: World) -> str:
+    key = f"fz:spec{w.next_serial()}"
+    await w.call("admin", "PUT", f"/compute/v2.1/flavors/{w.seeds['flavor']}/os-extra_specs/{key}",
+                 {key: "1"})
+    return key
+
+
+async def _keypair(w: World) -> str:
+    body = {"keypair": {"name": f"fz-key-{w.next_serial()}", "public_key": PUBLIC_KEY}}
+    return (await w.call("member", "POST", "/compute/v2.1/os-keypairs", body))["keypair"]["name"]
+
+
+async def _server_group(w: World) -> str:
+    body = {"server_group": {"name": "fz-group", "policies": ["anti-affinity"]}}
+    return (await w.call("member", "POST", "/compute/v2.1/os-server-groups", body))["server_group"]["id"]
+
+
+async def _meta_key(w: World) -> str:
+    key = f"fz-{w.next_serial()}"
+    await w.call("member", "POST", f"/compute/v2.1/servers/{w.seeds['server']}/metadata",
+                 {"metadata": {key: "v"}})
+    return key
+
+
+async def _attached_port(w: World) -> str:
+    body = {"interfaceAttachment": {"net_id": w.seeds["network"]}}
+    made = await w.call("member", "POST", f"/compute/v2.1/servers/{w.seeds['server']}/os-interface",
+                        body)
+    return made["interfaceAttachment"]["port_id"]
+
+
+async def _network(w: World) -> str:
+    body = {"network": {"name": f"fz-net-{w.next_serial()}"}}
+    return (await w.call("member", "POST", "/network/v2.0/networks", body))["network"]["id"]
+
+
+async def _subnet(w: World) -> str:
+    n = w.next_serial()
+    body = {"subnet": {"network_id": w.seeds["network"], "ip_version": 4,
+                       "cidr": f"172.{n % 250 + 1}.{(n // 250) % 250 + 1}.0/24"}}
+    return (await w.call("member", "POST", "/network/v2.0/subnets", body))["subnet"]["id"]
+
+
+async def _port(w: World) -> str:
+    body = {"port": {"network_id": w.seeds["network"], "name": f"fz-port-{w.next_serial()}"}}
+    return (await w.call("member", "POST", "/network/v2.0/ports", body))["port"]["id"]
+
+
+async def _security_group(w: World) -> str:
+    body = {"security_group": {"name": f"fz-sg-{w.next_serial()}"}}
+    made = await w.call("member", "POST", "/network/v2.0/security-groups", body)
+    return made["security_group"]["id"]
+
+
+async def _security_group_rule(w: World) -> str:
+    n = w.next_serial()
+    body = {"security_group_rule": {
+        "security_group_id": w.seeds["security_group"], "direction": "ingress",
+        "protocol": "tcp", "port_range_min": 22, "port_range_max": 22,
+        "remote_ip_prefix": f"192.{n % 250 + 1}.{(n // 250) % 250 + 1}.0/24"}}
+    made = await w.call("member", "POST", "/network/v2.0/security-group-rules", body)
+    return made["security_group_rule"]["id"]
+
+
+async def _image(w: World) -> str:
+    return await w.make_image(f"fz-image-{w.next_serial()}", upload=False)
+
+
+async def _tag(w: World) -> str:
+    tag = f"fz-tag-{w.next_serial()}"
+    await w.call("member", "PUT", f"/image/v2/images/{w.seeds['image']}/tags/{tag}")
+    return tag
+
+
+async def _member(w: World) -> str:
+    await w.call("member", "POST", f"/image/v2/images/{w.seeds['image']}/members",
+                 {"member": w.seeds["other_project"]}, ok=(409,))
+    return w.seeds["other_project"]
+
+
+async def _spare_service(w: World) -> str:
+    return w.seeds["spare_service"]  # a compute service can only be deleted once
+
+
+async def _token(w: World) -> str:
+    assert w.client is not None
+    body = {"auth": {"identity": {"methods": ["token"], "token": {"id": w.tokens["member"]}},
+                     "scope": {"project": {"id": w.seeds["demo_project"]}}}}
+    resp = await w.client.post("/identity/v3/auth/tokens", json=body)
+    if resp.status_code != 201:
+        raise SetupError(f"token: {resp.status_code} {resp.text[:500]}")
+    return resp.headers["X-Subject-Token"]
+
+
+FACTORIES: dict[str, Factory] = {
+    "project": _project, "user": _user, "role": _role, "granted_role": _granted_role,
+    "server": _server, "flavor": _flavor, "extra_spec": _extra_spec, "keypair": _keypair,
+    "server_group": _server_group, "meta_key": _meta_key, "attached_port": _attached_port,
+    "network": _network, "subnet": _subnet, "port": _port, "security_group": _security_group,
+    "security_group_rule": _security_group_rule, "image": _image, "tag": _tag,
+    "member": _member, "free_port": _port, "fresh_token": _token, "service": _spare_service,
+}
+# Kinds that are always made fresh: a free port is used up by the request.
+FRESH_ONLY = {"free_port", "fresh_token"}

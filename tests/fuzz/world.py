@@ -1,0 +1,308 @@
+"""The fuzz world: an in-process cloud on SQLite with one real resource of each
+kind to aim at, and a way to make fresh ones.
+
+Path parameters and ``Ref`` leaves name a *kind* (``network``, ``meta_key``…);
+:meth:`World.value` answers the seed resource of that kind, or a fresh one
+for the resource a DELETE removes (so that deletes do not eat the seeds).
+``PARAM_KINDS`` maps each path parameter to its kind: a new route whose
+parameter is in neither table fails ``test_every_path_parameter_has_a_kind``.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from cirrus.bootstrap import Cloud
+from cirrus.config import Settings
+from tests.conftest import TEST_DEFAULTS, Api, make_settings
+from tests.databases import SQLiteDatabases
+from tests.fuzz.factories import FACTORIES, FRESH_ONLY, SetupError
+from tests.fuzz.routes import Target
+from tests.security.conftest import make_tenants
+
+BASE_URL = "http://127.0.0.1:8774"
+PERSONAS = ("member", "admin", "reader", "other")
+
+# The kind of a path parameter, by the collection segment before it …
+COLLECTION_KINDS = {
+    "servers": "server", "flavors": "flavor", "os-extra_specs": "extra_spec",
+    "os-keypairs": "keypair", "os-server-groups": "server_group", "metadata": "meta_key",
+    "os-services": "service", "os-quota-sets": "quota_project", "os-interface": "attached_port",
+    "networks": "network", "subnets": "subnet", "ports": "port",
+    "security-groups": "security_group", "security-group-rules": "security_group_rule",
+    "images": "image", "tags": "tag", "members": "member",
+    "projects": "project", "users": "user", "roles": "role", "domains": "domain",
+    "quotas": "quota_project", "auto-allocated-topology": "demo_project",
+    "os-hypervisors": "hypervisor",
+}
+# … or by its own name, which wins.
+NAMED_KINDS = {"target": "assignment_target", "tid": "project", "uid": "user",
+               "rid": "granted_role"}
+
+# Who creates a fresh resource of a kind.
+ADMIN_KINDS = {"flavor", "extra_spec", "project", "user", "role", "granted_role"}
+
+# The cloud's settings for the fuzz: the suite's defaults, room for servers.
+# compute3 is there to be deleted (DELETE /os-services/{id}).
+SETTINGS = {"computes": 3, "quota_instances": 30, "quota_cores": 60, "quota_ram": 1 << 20,
+            "quota_server_groups": 100}
+
+# Where a request's unexpected errors are logged: the API's handler, and the
+# RPC server's for an error raised in a service the API called.
+ERROR_LOGGERS = ("cirrus.api.errors", "cirrus.rpc.client")
+
+# A server name on which a backtracking regex (``?name=^(a+)+$``) takes seconds.
+REDOS_NAME = "a" * 26 + "!"
+
+
+def param_kind(target: Target, param: str) -> str | None:
+    """The kind of resource ``param`` of ``target`` names, or None if unknown."""
+    if param in NAMED_KINDS:
+        return NAMED_KINDS[param]
+    segments = target.path.split("/")
+    index = segments.index("{" + param + "}")
+    return COLLECTION_KINDS.get(segments[index - 1])
+
+
+class ErrorLog(logging.Handler):
+    """Collects the unexpected errors logged by ERROR_LOGGERS."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def drain(self) -> list[logging.LogRecord]:
+        records, self.records = self.records, []
+        return records
+
+
+class World:
+    """One cloud with its personas and seed resources; rebuilt on demand."""
+
+    def __init__(self, root: Path, databases: SQLiteDatabases) -> None:
+        self.root = root
+        self.databases = databases
+        self.generation = 0
+        self.serial = 0
+        self.cloud: Cloud | None = None
+        self.client: httpx.AsyncClient | None = None
+        self.tokens: dict[str, str] = {}
+        self.seeds: dict[str, str] = {}
+        self.errors = ErrorLog()
+        # The fuzz reports each logged error with the request that caused it;
+        # thousands of tracebacks in pytest's captured log would bury that.
+        self._propagate: dict[str, bool] = {}
+        for name in ERROR_LOGGERS:
+            log = logging.getLogger(name)
+            log.addHandler(self.errors)
+            self._propagate[name], log.propagate = log.propagate, False
+
+    # -- life cycle ---------------------------------------------------------------
+    async def start(self) -> None:
+        """A world as the seeds left it: built once, then restored from a
+        snapshot of its state dir (a rebuild takes a second, not five)."""
+        if not (self.root / "snapshot").exists():
+            await self._build()
+        await self._restore()
+
+    async def _build(self) -> None:
+        state_dir = self.root / "build"
+        state_dir.mkdir(parents=True)
+        # make_settings copies the session's template database into state_dir.
+        await self._open(make_settings(state_dir, self.databases, **SETTINGS))
+        tenants = await make_tenants(Api(self.cloud))
+        for c in tenants.clients.values():
+            await c.aclose()
+        self.tokens = {p: tenants.tokens[p] for p in PERSONAS}
+        self.seeds = {"demo_project": tenants.project["demo"],
+                      "other_project": tenants.project["other"],
+                      "member": tenants.project["other"], "assignment_target": "projects",
+                      "domain": "default",
+                      "token": tenants.tokens["member"]}
+        await self._seed()
+        await self.stop()
+        _snapshot(state_dir, self.root / "snapshot")
+        shutil.rmtree(state_dir, ignore_errors=True)
+
+    async def _restore(self) -> None:
+        self.generation += 1
+        state_dir = self.root / f"cloud-{self.generation}"
+        shutil.copytree(self.root / "snapshot", state_dir)
+        await self._open(Settings(state_dir=state_dir, bind="127.0.0.1:8774",
+                                  **{**TEST_DEFAULTS, **SETTINGS}))
+        # Servers are booted in each world: the fake hosts keep their guests in memory.
+        s = self.seeds
+        s["server"] = await self._server("fz-seed-vm", {"role": "web"})
+        await self._server(REDOS_NAME, {})
+        ports = await self.call("admin", "GET", f"/network/v2.0/ports?device_id={s['server']}")
+        s["attached_port"] = ports["ports"][0]["id"]
+        s["used_mac"] = ports["ports"][0]["mac_address"]
+        self.errors.drain()
+
+    async def _open(self, settings: Settings) -> None:
+        self.cloud = Cloud(settings)
+        await self.cloud.start()
+        # raise_app_exceptions=False: a 500 comes back as a response to check.
+        transport = httpx.ASGITransport(app=self.cloud.app, raise_app_exceptions=False)
+        self.client = httpx.AsyncClient(transport=transport, base_url=BASE_URL, timeout=None)
+
+    async def stop(self) -> None:
+        if self.client is not None:
+            await self.client.aclose()
+            self.client = None
+        if self.cloud is not None:
+            state_dir = self.cloud.settings.state_dir
+            await self.cloud.stop()
+            self.cloud = None
+            if state_dir.name.startswith("cloud-"):
+                shutil.rmtree(state_dir, ignore_errors=True)
+
+    async def rebuild(self) -> None:
+        await self.stop()
+        await self._restore()
+
+    def close(self) -> None:
+        for name in ERROR_LOGGERS:
+            log = logging.getLogger(name)
+            log.removeHandler(self.errors)
+            log.propagate = self._propagate[name]
+
+    # -- requests the world makes for itself ------------------------------------------
+    def next_serial(self) -> int:
+        self.serial += 1
+        return self.serial
+
+    async def call(self, persona: str, method: str, path: str, body: Any = None,
+                   headers: dict[str, str] | None = None, ok: tuple[int, ...] = ()) -> Any:
+        """A set-up request; its JSON (or None). Anything but 2xx (or ``ok``)
+        is a SetupError: the world is not what the fuzz needs."""
+        assert self.client is not None
+        hdrs = {"X-Auth-Token": self.tokens[persona], **(headers or {})}
+        kwargs: dict[str, Any] = {"json": body} if body is not None else {}
+        resp = await self.client.request(method, path, headers=hdrs, **kwargs)
+        if not (200 <= resp.status_code < 300 or resp.status_code in ok):
+            raise SetupError(f"{method} {path} as {persona}: {resp.status_code} {resp.text[:500]}")
+        try:
+            return resp.json()
+        except ValueError:
+            return None
+
+    async def value(self, kind: str, fresh: bool = False) -> str:
+        """The id (or name) of the world's resource of ``kind``; with ``fresh``,
+        a new one made for this request where the kind can be made."""
+        if kind in FRESH_ONLY or (fresh and kind in FACTORIES):
+            return await FACTORIES[kind](self)
+        return self.seeds[kind]
+
+    # -- the seeds -----------------------------------------------------------------------
+    async def _seed(self) -> None:
+        s = self.seeds
+        for kind in ("project", "user", "role"):
+            s[kind] = await FACTORIES[kind](self)
+        s["granted_role"] = s["role"]
+        await self.grant(s["role"])
+        s["quota_project"] = s["project"]
+        s["network"] = (await self.call("member", "POST", "/network/v2.0/networks",
+                                        {"network": {"name": "fz-seed-net"}}))["network"]["id"]
+        s["subnet"] = (await self.call("member", "POST", "/network/v2.0/subnets", {"subnet": {
+            "network_id": s["network"], "cidr": "10.77.0.0/24", "ip_version": 4,
+            "name": "fz-seed-sub"}}))["subnet"]["id"]
+        for kind in ("port", "security_group", "keypair", "server_group", "flavor"):
+            s[kind] = await FACTORIES[kind](self)
+        s["security_group_rule"] = await FACTORIES["security_group_rule"](self)
+        s["extra_spec"] = "hw:cpu_policy"
+        await self.call("admin", "POST", f"/compute/v2.1/flavors/{s['flavor']}/os-extra_specs",
+                        {"extra_specs": {"hw:cpu_policy": "dedicated"}})
+        s["boot_image"] = await self.make_image("fz-boot", upload=True)
+        s["image"] = await self.make_image("fz-seed-image", upload=False)
+        s["tag"] = "seed-tag"
+        await self.call("member", "PUT", f"/image/v2/images/{s['image']}/tags/seed-tag")
+        await self.call("member", "POST", f"/image/v2/images/{s['image']}/members",
+                        {"member": s["other_project"]})
+        s["meta_key"] = "role"
+        hypervisors = await self.call("admin", "GET", "/compute/v2.1/os-hypervisors")
+        s["hypervisor"] = str(hypervisors["hypervisors"][0]["id"])
+        services = await self.call("admin", "GET", "/compute/v2.1/os-services",
+                                   headers={"OpenStack-API-Version": "compute 2.53"})
+        computes = {x["host"]: x["id"] for x in services["services"]
+                    if x["binary"] == "nova-compute"}
+        s["service"], s["spare_service"] = computes["compute2"], computes["compute3"]
+
+    async def server_story(self, uuid: str) -> str:
+        """What the database says happened to a server (for a seed server
+        that vanished): its row's state and its instance actions."""
+        import sqlalchemy as sa
+
+        from cirrus.compute.models import instance_actions, instances
+
+        def read(conn: sa.Connection) -> str:
+            row = conn.execute(sa.select(
+                instances.c.vm_state, instances.c.task_state, instances.c.deleted,
+                instances.c.deleted_at, instances.c.host).where(instances.c.uuid == uuid)).first()
+            actions = conn.execute(sa.select(
+                instances.c.uuid, instance_actions.c.action, instance_actions.c.request_id,
+                instance_actions.c.user_id, instance_actions.c.message).where(
+                instance_actions.c.instance_uuid == uuid)).all()
+            return (f"row: {tuple(row) if row else None}; actions: "
+                    f"{[tuple(a)[1:] for a in actions]}")
+        assert self.cloud is not None and self.cloud.db is not None
+        return await self.cloud.db.read(read)
+
+    async def grant(self, role: str) -> None:
+        s = self.seeds
+        await self.call("admin", "PUT", f"/identity/v3/projects/{s['project']}/users/"
+                                        f"{s['user']}/roles/{role}")
+
+    async def make_image(self, name: str, upload: bool) -> str:
+        image = await self.call("member", "POST", "/image/v2/images", {
+            "name": name, "disk_format": "raw", "container_format": "bare",
+            "os_distro": "tiny"})
+        if upload:
+            assert self.client is not None
+            resp = await self.client.put(
+                f"/image/v2/images/{image['id']}/file", content=b"x" * 1024,
+                headers={"X-Auth-Token": self.tokens["member"],
+                         "Content-Type": "application/octet-stream"})
+            if resp.status_code != 204:
+                raise SetupError(f"image upload: {resp.status_code} {resp.text[:500]}")
+        return image["id"]
+
+    async def _server(self, name: str, metadata: dict[str, str]) -> str:
+        body = {"server": {"name": name, "imageRef": self.seeds["boot_image"], "flavorRef": "1",
+                           "networks": [{"uuid": self.seeds["network"]}],
+                           "metadata": metadata}}
+        server_id = (await self.call("member", "POST", "/compute/v2.1/servers", body))["server"]["id"]
+        for _ in range(500):
+            shown = await self.call("member", "GET", f"/compute/v2.1/servers/{server_id}")
+            if shown["server"]["status"] == "ACTIVE":
+                return server_id
+            if shown["server"]["status"] == "ERROR":
+                raise SetupError(f"seed server {name} in ERROR: {shown['server'].get('fault')}")
+            await asyncio.sleep(0.02)
+        raise SetupError(f"seed server {name} never became ACTIVE")
+
+
+def _snapshot(state_dir: Path, snapshot: Path) -> None:
+    """A copy of a stopped cloud's state dir, its database as one consistent file."""
+    shutil.copytree(state_dir, snapshot, ignore=shutil.ignore_patterns("cirrus.db*"))
+    source, copy = sqlite3.connect(state_dir / "cirrus.db"), sqlite3.connect(snapshot / "cirrus.db")
+    try:
+        source.backup(copy)
+    finally:
+        source.close()
+        copy.close()
+
+
+# Every kind a Ref or a path parameter may name.
+KINDS = sorted(set(FACTORIES) | set(COLLECTION_KINDS.values()) | set(NAMED_KINDS.values())
+               | {"boot_image", "demo_project", "other_project", "token", "service",
+                  "quota_project", "assignment_target", "domain", "hypervisor", "used_mac"})
