@@ -26,7 +26,9 @@ hangs) is the build timeout's business, not a reason to refuse service.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import AsyncIterator
 from collections import deque
 
 import sqlalchemy as sa
@@ -61,11 +63,29 @@ class BuildAdmission:
         self._backlog: int | None = None  # the last count + what was admitted since
         self._waiting: deque[tuple[int, asyncio.Future[None]]] = deque()
         self._recounting: asyncio.Task[None] | None = None
+        # Admitted, their rows not yet committed: a count cannot see them.
+        self._unrecorded = 0
+
+    @property
+    def waiting(self) -> int:
+        """How many creates wait for their turn now."""
+        return len(self._waiting)
 
     def _fits(self, count: int) -> bool:
         assert self._backlog is not None
         # No backlog: a request larger than the limit goes alone.
         return self._backlog == 0 or self._backlog + count <= self.limit
+
+    @contextlib.asynccontextmanager
+    async def admitted(self, count: int) -> AsyncIterator[None]:
+        """:meth:`admit`, then the caller records its instances in the block:
+        until the block ends they count as backlog beside what a recount sees."""
+        await self.admit(count)
+        self._unrecorded += count
+        try:
+            yield
+        finally:
+            self._unrecorded -= count
 
     async def admit(self, count: int) -> None:
         """Return when ``count`` more instances may join the backlog, or after
@@ -98,7 +118,10 @@ class BuildAdmission:
             while self._waiting:
                 await asyncio.sleep(RECOUNT_S)
                 try:
-                    self._backlog = await read_here(self.db, count_backlog)
+                    # Taken before the count: rows committed during it are
+                    # counted twice at worst (held back a little), never missed.
+                    unrecorded = self._unrecorded
+                    self._backlog = await read_here(self.db, count_backlog) + unrecorded
                 except Exception:  # noqa: BLE001 - waiters go ahead after max_wait anyway
                     LOG.exception("could not count the instances waiting to build")
                     continue

@@ -200,15 +200,15 @@ class API:
         max_count = min(req.max_count, max_net, found.quota_fit or req.max_count)
         if max_count < req.min_count:
             max_count = req.min_count  # the network API raises if truly impossible
-        await self.admission.admit(max_count)
         reservation_id = "r-" + uuidlib.uuid4().hex[:8]
         az = az or self.settings.default_availability_zone
-        # The records are built before the transaction, outside the write lock
-        # (all of them fit, nearly always; built again inside if not).
-        prepared = records.instance_rows(ctx, req, flavor, image, az, key_data, reservation_id,
-                                         max_count, utcnow())
-        rows = await self.db.run(self._provision_instances, ctx, req, flavor, image, az,
-                                 key_data, group, reservation_id, max_count, prepared)
+        async with self.admission.admitted(max_count):
+            # The records are built before the transaction, outside the write
+            # lock (all of them fit, nearly always; built again inside if not).
+            prepared = records.instance_rows(ctx, req, flavor, image, az, key_data,
+                                             reservation_id, max_count, utcnow())
+            rows = await self.db.run(self._provision_instances, ctx, req, flavor, image, az,
+                                     key_data, group, reservation_id, max_count, prepared)
         request_spec = records.request_spec(ctx, rows, flavor, image, az, forced_host,
                                             forced_node, req.scheduler_hints, group, destination)
         build_params = {"admin_password": req.admin_password,

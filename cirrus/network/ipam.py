@@ -160,9 +160,14 @@ def _mac_prefix(base_mac: str) -> str:
     return ":".join(base_mac.split(":")[:3])
 
 
+# A generator of the network's own: whoever seeds the process's ``random``
+# (a test framework, a library) must not make MACs repeat.
+_MAC_RANDOM = random.Random()
+
+
 def generate_mac(base_mac: str) -> str:
     """A random MAC under the configured prefix (the first three octets kept)."""
-    low = random.getrandbits(24)  # the three random octets in one draw
+    low = _MAC_RANDOM.getrandbits(24)  # the three random octets in one draw
     return f"{_mac_prefix(base_mac)}:{low >> 16:02x}:{(low >> 8) & 0xff:02x}:{low & 0xff:02x}"
 
 

@@ -26,6 +26,7 @@ class FaultRule:
     instance_name: str | None = None
     times: int | None = None  # None: always
     hang: bool = False
+    release: asyncio.Event | None = None  # a hang that ends when set; then the op goes on
 
     def matches(self, host: str, instance: dict[str, Any]) -> bool:
         if self.times is not None and self.times <= 0:
@@ -52,6 +53,12 @@ def fail_for_instance(name: str, error: Callable[[dict[str, Any]], BaseException
 
 def hang(host: str | None = None, instance_name: str | None = None) -> FaultRule:
     return FaultRule(error=None, host=host, instance_name=instance_name, hang=True)
+
+
+def hold(release: asyncio.Event, host: str | None = None) -> FaultRule:
+    """The operation waits until ``release`` is set, then goes on as usual: a
+    test decides when a spawn ends instead of guessing with a delay."""
+    return FaultRule(error=None, host=host, hang=True, release=release)
 
 
 @dataclass
@@ -83,7 +90,9 @@ class FakeDriver(ComputeDriver):
                 if rule.times is not None:
                     rule.times -= 1
                 if rule.hang:
-                    await asyncio.Event().wait()  # until cancelled
+                    await (rule.release or asyncio.Event()).wait()  # set, or cancelled
+                    if rule.release is not None:
+                        continue
                 assert rule.error is not None
                 raise rule.error(instance)
 

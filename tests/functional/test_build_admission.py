@@ -6,48 +6,55 @@ import asyncio
 
 import httpx
 import pytest
+import sqlalchemy as sa
 
 from cirrus.bootstrap import Cloud
 from cirrus.compute.admission import count_backlog
-from tests.functional.servers import server_body, upload_image, wait_for_status
+from cirrus.compute.models import instances
+from cirrus.virt.fake import hold
+from tests.functional.servers import fake_drivers, server_body, upload_image, wait_for_status
 
 SERVERS = "/compute/v2.1/servers"
 
 
 @pytest.mark.parametrize("settings_overrides", [{
-    "computes": 1, "max_concurrent_builds": 1, "fake_spawn_delay": 0.3,
-    "build_backlog_limit": 2, "quota_instances": 20, "quota_cores": 20}])
+    "computes": 1, "max_concurrent_builds": 1, "build_backlog_limit": 2,
+    "quota_instances": 20, "quota_cores": 20}])
 async def test_creates_wait_while_the_backlog_is_full(cloud: Cloud,
                                                        demo: httpx.AsyncClient) -> None:
-    """One host building one server at a time (0.3 s each): of 8 creates sent at
-    once, the API answers only about the backlog's worth before the first
-    server is ACTIVE; the others answer 202 as servers get built."""
+    """One host building one server at a time, its spawns held: of 8 creates
+    sent at once, the API answers only the backlog's worth (1 building, 2
+    waiting); the others wait their turn, and answer 202 as servers get built
+    once the spawns go on."""
     image = await upload_image(demo)
-    loop = asyncio.get_running_loop()
+    release = asyncio.Event()
+    (driver,) = fake_drivers(cloud).values()
+    driver.faults["spawn"].append(hold(release))
+    admission = cloud.app.state.compute_api.admission
+    answered: list[str] = []
 
-    async def create(i: int) -> tuple[float, str]:
+    async def create(i: int) -> None:
         resp = await demo.post(SERVERS, json=server_body(image, name=f"a{i}"))
         assert resp.status_code == 202, resp.text
-        return loop.time(), resp.json()["server"]["id"]
-    answered = await asyncio.gather(*[create(i) for i in range(8)])
-    actives = [await wait_for_status(demo, server_id, {"ACTIVE"}) for _, server_id in answered]
+        answered.append(resp.json()["server"]["id"])
+    creates = [asyncio.ensure_future(create(i)) for i in range(8)]
+    # Settled: one server spawning (held), the backlog full behind it, every
+    # other create waiting. Nothing can move from there until the release.
+    for _ in range(3000):
+        states = await cloud.db.read(_task_states)  # type: ignore[union-attr]
+        if (states.count("spawning") == 1 and states.count("scheduling") >= 2
+                and len(answered) + admission.waiting == 8):
+            break
+        await asyncio.sleep(0.01)
+    assert states.count("spawning") == 1 and states.count("scheduling") >= 2, states
+    assert len(answered) + admission.waiting == 8, (len(answered), admission.waiting)
+    assert len(answered) == 3, len(answered)
+    release.set()
+    await asyncio.gather(*creates)
+    actives = [await wait_for_status(demo, server_id, {"ACTIVE"}) for server_id in answered]
     assert all(s["status"] == "ACTIVE" for s in actives)
-    first_active = min(await asyncio.gather(*[_active_at(cloud, s["id"]) for s in actives]))
-    early = [t for t, _ in answered if t < first_active]
-    # 1 building + 2 waiting, and one more whose insert a recount can miss.
-    assert len(early) <= 4, (len(early), [t - first_active for t, _ in answered])
     assert await cloud.db.read(count_backlog) == 0  # type: ignore[union-attr]
 
 
-async def _active_at(cloud: Cloud, server_id: str) -> float:
-    """When the server's build ended, on the loop's clock (from its launch time)."""
-    import sqlalchemy as sa
-
-    from cirrus.compute.models import instances
-    from cirrus.db.base import utcnow
-
-    def launched(conn: sa.Connection) -> object:
-        return conn.execute(sa.select(instances.c.launched_at).where(
-            instances.c.uuid == server_id)).scalar_one()
-    at = await cloud.db.read(launched)  # type: ignore[union-attr]
-    return asyncio.get_running_loop().time() - (utcnow() - at).total_seconds()
+def _task_states(conn: sa.Connection) -> list[str | None]:
+    return list(conn.execute(sa.select(instances.c.task_state)).scalars())

@@ -29,8 +29,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="also write the findings to this file")
     parser.add_argument("--batch", type=int, default=8, help="most requests per example")
     parser.add_argument("--slow", type=float, default=2.0, help="CPU seconds a request may take")
-    parser.add_argument("--hazards", action="store_true",
-                        help="also send requests known to exhaust the process's memory")
     parser.add_argument("--log", type=Path, default=None,
                         help="write the cloud's log here (default: dropped; each failure "
                              "carries its own traceback's last line)")
@@ -41,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"fuzz: {args.examples} examples, seed {seed} (again: scripts/fuzz --seed {seed})",
           flush=True)
     options = Options(examples=args.examples, seed=seed, record=not args.stop, report=args.report,
-                      batch=args.batch, slow=args.slow, hazards=args.hazards)
+                      batch=args.batch, slow=args.slow)
 
     def heard(finding: Finding) -> None:
         line = f"  new: [{finding.kind}] {finding.where} → {finding.status} {finding.error[:120]}"

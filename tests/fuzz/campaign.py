@@ -10,7 +10,6 @@ environment so that the longer campaign is the same code as CI's:
 * ``CIRRUS_FUZZ_BATCH`` – most requests in one example (listings checked after);
 * ``CIRRUS_FUZZ_RESET`` – a fresh world every so many examples;
 * ``CIRRUS_FUZZ_SLOW`` – CPU seconds a request may take;
-* ``CIRRUS_FUZZ_HAZARDS=1`` – also send the requests known to exhaust memory.
 """
 from __future__ import annotations
 
@@ -41,7 +40,6 @@ class Options:
     batch: int = 8
     reset_every: int = 150
     slow: float = 2.0
-    hazards: bool = False
 
     @classmethod
     def from_env(cls) -> Options:
@@ -52,8 +50,7 @@ class Options:
                    report=Path(env["CIRRUS_FUZZ_REPORT"]) if env.get("CIRRUS_FUZZ_REPORT") else None,
                    batch=int(env.get("CIRRUS_FUZZ_BATCH", 8)),
                    reset_every=int(env.get("CIRRUS_FUZZ_RESET", 150)),
-                   slow=float(env.get("CIRRUS_FUZZ_SLOW", 2.0)),
-                   hazards=env.get("CIRRUS_FUZZ_HAZARDS", "") == "1")
+                   slow=float(env.get("CIRRUS_FUZZ_SLOW", 2.0)))
 
 
 def run(root: Path, options: Options, on_new: Callable[[Finding], None] | None = None) -> Fuzzer:
@@ -64,7 +61,7 @@ def run(root: Path, options: Options, on_new: Callable[[Finding], None] | None =
     loop = asyncio.new_event_loop()
     world = World(root / "worlds", databases)
     fuzzer = Fuzzer(world, record=options.record, slow=options.slow,
-                    reset_every=options.reset_every, hazards=options.hazards, on_new=on_new)
+                    reset_every=options.reset_every, on_new=on_new)
     phases = [Phase.explicit, Phase.generate] + ([] if options.record else [Phase.shrink])
 
     @settings(max_examples=options.examples, database=None, deadline=None,

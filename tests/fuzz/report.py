@@ -160,7 +160,6 @@ class Stats:
     requests: int = 0
     rebuilds: int = 0
     skipped: int = 0
-    hazards: int = 0
     by_status: dict[int, int] = field(default_factory=dict)
     ok_by_route: dict[str, int] = field(default_factory=dict)
     setup_errors: list[str] = field(default_factory=list)
@@ -172,5 +171,5 @@ class Stats:
             classes[f"{status // 100}xx"] = classes.get(f"{status // 100}xx", 0) + n
         return (f"{self.requests} requests in {self.examples} examples, "
                 f"{time.monotonic() - self.started:.0f}s, {self.rebuilds} rebuilds, "
-                f"{self.skipped} not sendable, {self.hazards} hazards held back; "
+                f"{self.skipped} not sendable; "
                 f"statuses {dict(sorted(classes.items()))}")
