@@ -499,8 +499,8 @@ class API:
         def load(conn: sa.Connection) -> list[dict[str, Any]]:
             rows = fetch_all(conn, sa.select(port_table).where(
                 port_table.c.device_id == device_id,
-                port_table.c.project_id == sa.select(instances.c.project_id).where(
-                    instances.c.uuid == device_id).scalar_subquery()).order_by(port_table.c.seq))
+                port_db.owned_by(port_table.c.project_id, sa.select(instances.c.project_id).where(
+                    instances.c.uuid == device_id).scalar_subquery())).order_by(port_table.c.seq))
             fixed = port_db.fixed_ips_of(conn, [r["id"] for r in rows])
             return [port_db.port_view(r, fixed[r["id"]]) for r in rows]
         return await self.db.read(load)
@@ -551,7 +551,7 @@ _STORE_FRESH_CACHE = Prepared(instance_info_caches.update().where(
     instance_info_caches.c.instance_uuid == sa.bindparam("w_uuid"),
     sa.select(sa.func.count()).select_from(port_table).where(
         port_table.c.device_id == sa.bindparam("w_uuid"),
-        port_table.c.project_id == sa.bindparam("w_project")).scalar_subquery()
+        port_db.owned_by(port_table.c.project_id, sa.bindparam("w_project"))).scalar_subquery()
     == sa.bindparam("w_count")).values(
     network_info=sa.bindparam("v_info"), updated_at=sa.bindparam("v_now")))
 

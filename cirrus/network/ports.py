@@ -270,11 +270,19 @@ def ports_of_project(conn: sa.Connection, project_id: str) -> int:
     return int(_PORTS_OF_PROJECT.execute(conn, w_project=project_id).fetchone()[0])
 
 
+def owned_by(column: Any, project: Any) -> Any:
+    """``column == project`` that no index is used for: beside ``device_id`` (a
+    handful of rows) SQLite, without statistics, may take the project index and
+    read every port of the project, once per boot (measured: a fifth of the
+    engine's time at 2,000 servers of one project)."""
+    return sa.func.coalesce(column, "") == project
+
+
 # A server's ports are those naming it that belong to its project: a port of
 # another project naming it (only an admin can make one) is not the server's.
 _PORTS_OF_DEVICE = PreparedRead(sa.select(ports).where(
     ports.c.device_id == sa.bindparam("w_device"),
-    ports.c.project_id == sa.bindparam("w_project")).order_by(ports.c.seq))
+    owned_by(ports.c.project_id, sa.bindparam("w_project"))).order_by(ports.c.seq))
 
 
 def ports_of_device(conn: sa.Connection, device_id: str, project_id: str) -> list[dict[str, Any]]:
