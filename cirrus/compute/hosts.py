@@ -40,8 +40,12 @@ def list_services(conn: sa.Connection, host: str | None = None,
 
 
 def get_service(conn: sa.Connection, service_id: str) -> dict[str, Any]:
-    col = services.c.id if service_id.isdigit() else services.c.uuid
-    rows = fetch_all(conn, sa.select(services).where(col == (int(service_id) if service_id.isdigit()
+    # An integer id before 2.53; a number too long for the column names nothing.
+    numeric = service_id.isascii() and service_id.isdigit()
+    if numeric and len(service_id) > 18:
+        raise ServiceNotFound(service_id=service_id[:32])
+    col = services.c.id if numeric else services.c.uuid
+    rows = fetch_all(conn, sa.select(services).where(col == (int(service_id) if numeric
                                                              else service_id)))
     if not rows:
         raise ServiceNotFound(service_id=service_id)

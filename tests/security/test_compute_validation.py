@@ -346,3 +346,29 @@ async def test_stored_lone_surrogates_do_not_break_listings(tenants: Tenants,
     for path in ("", "/metadata", "/metadata/k"):
         resp = await tenants.member.get(f"{SERVERS}/{active}{path}")
         assert resp.status_code == 200, (path, resp.text)
+
+
+SERVICE_CASES = [
+    ("2.53", {"status": "disabled", "disabled_reason": [["x"]]}),
+    ("2.53", {"status": "disabled", "disabled_reason": {"a": 1}}),
+    ("2.53", {"status": "disabled", "disabled_reason": "r" * 256}),
+    ("2.53", {"status": "enabled", "disabled_reason": "why"}),
+    ("2.53", {"forced_down": "yes"}),
+    ("2.1", {"host": ["h"], "binary": "nova-compute"}),
+    ("2.1", {"host": "compute1", "binary": {"b": 1}}),
+    ("2.1", {"host": "compute1", "disabled_reason": ["x"]}),
+]
+
+
+@pytest.mark.parametrize("version, body", SERVICE_CASES)
+async def test_bad_service_updates_are_400(tenants: Tenants, version: str, body: dict[str, Any]) -> None:
+    services = (await tenants.admin.get("/compute/v2.1/os-services",
+                                        headers={"OpenStack-API-Version": "compute 2.53"})).json()
+    target = services["services"][0]["id"] if version == "2.53" else "disable-log-reason"
+    resp = await send(tenants.admin, "PUT", f"/compute/v2.1/os-services/{target}", body, version)
+    assert resp.status_code == 400, resp.text
+    for junk in ("9" * 400, "x" * 300):
+        resp = await send(tenants.admin, "PUT", f"/compute/v2.1/os-services/{junk}",
+                          {"status": "enabled"}, "2.53")
+        assert resp.status_code == 404, resp.text
+    assert (await tenants.admin.get("/compute/v2.1/os-services")).status_code == 200

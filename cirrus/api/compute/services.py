@@ -15,6 +15,17 @@ from cirrus.db.base import isotime
 from cirrus.exception import ValidationError
 
 
+def _text(body: dict[str, Any], key: str, required: bool = False) -> str | None:
+    """``body[key]`` as Nova's schema takes it: a string of 1–255 characters
+    (or absent, unless ``required``); 400 otherwise."""
+    value = body.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not 1 <= len(value) <= 255:
+        raise ValidationError(field=key, reason="must be a string of 1 to 255 characters")
+    return value
+
+
 def view(row: dict[str, Any], version: tuple[int, int], down_time: float) -> dict[str, Any]:
     out = {"id": row["uuid"] if version >= (2, 53) else row["id"],
            "binary": hosts.PUBLIC_BINARY.get(row["binary"], row["binary"]), "host": row["host"],
@@ -50,7 +61,10 @@ async def update(request: Request) -> Response:
         if body["status"] not in ("enabled", "disabled"):
             raise ValidationError(field="status", reason="must be enabled or disabled")
         values["disabled"] = body["status"] == "disabled"
-        values["disabled_reason"] = body.get("disabled_reason") if values["disabled"] else None
+        values["disabled_reason"] = _text(body, "disabled_reason") if values["disabled"] else None
+    if "disabled_reason" in body and values.get("disabled") is not True:
+        # Nova: a reason only with the status it explains
+        raise ValidationError(field="disabled_reason", reason="only with status disabled")
     if "forced_down" in body:
         if not isinstance(body["forced_down"], bool):
             raise ValidationError(field="forced_down", reason="must be a boolean")
@@ -68,16 +82,19 @@ async def legacy_action(request: Request) -> Response:
     policy.enforce(ctx, "compute:services")
     body = await json_body(request)
     action = request.path_params["action"]
-    if not isinstance(body, dict) or not isinstance(body.get("host"), str):
-        raise ValidationError(field="host", reason="is required")
+    if not isinstance(body, dict):
+        raise ValidationError(field="body", reason="must be an object")
+    host, binary = _text(body, "host", required=True), _text(body, "binary")
+    reason = _text(body, "disabled_reason")
+    if "forced_down" in body and not isinstance(body["forced_down"], bool):
+        raise ValidationError(field="forced_down", reason="must be a boolean")
     db = request.app.state.db
-    rows = await db.read(hosts.list_services, body["host"], body.get("binary"))
+    rows = await db.read(hosts.list_services, host, binary)
     if not rows:
         raise hosts.ServiceNotFound(service_id=body["host"])
     values: dict[str, Any] = {"enable": {"disabled": False, "disabled_reason": None},
                               "disable": {"disabled": True},
-                              "disable-log-reason": {"disabled": True,
-                                                     "disabled_reason": body.get("disabled_reason")},
+                              "disable-log-reason": {"disabled": True, "disabled_reason": reason},
                               "force-down": {"forced_down": bool(body.get("forced_down"))}}.get(action, {})
     if not values:
         raise ValidationError(field="action", reason=f"unknown action {action}")
