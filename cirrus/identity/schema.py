@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from cirrus.exception import ValidationError
 from cirrus.identity.exception import Unauthorized
+from cirrus.text import encodable, storable
 
 NAME_MAX = 255
 PROJECT_NAME_MAX = 64
@@ -41,23 +42,15 @@ def text(value: Any, where: str, max_length: int, *, blank: bool = True,
         raise ValidationError(field=where, reason="must not be empty or blank")
     if not nul and "\x00" in value:
         raise ValidationError(field=where, reason="must not contain NUL characters")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValidationError(field=where, reason="is not valid Unicode") from None
+    if not encodable(value):
+        raise ValidationError(field=where, reason="is not valid Unicode")
     return value
 
 
 def is_plain(value: str, max_length: int = ID_MAX) -> bool:
     """Whether a path or query value can name a stored row at all (bounded,
     valid Unicode, no NUL): other values name nothing, without a query."""
-    if len(value) > max_length or "\x00" in value:
-        return False
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    return len(value) <= max_length and storable(value)
 
 
 def boolean(value: Any, where: str) -> bool:

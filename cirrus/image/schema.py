@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from cirrus.image import exception as exc
+from cirrus.text import storable
 
 MAX_INT = 2**31 - 1          # Glance's min_ram/min_disk: 32-bit columns
 NAME_LENGTH = 255
@@ -45,17 +46,6 @@ _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}
 _PROJECT_ID = re.compile(r"[A-Za-z0-9_.-]{1,%d}" % PROJECT_ID_LENGTH)
 
 
-def storable(value: str) -> bool:
-    """Whether the database can keep ``value`` and a JSON reply can carry it."""
-    if "\x00" in value:
-        return False
-    if value.isascii():
-        return True
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate
-        return False
-    return True
 
 
 def shown(value: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from cirrus import text
 from cirrus.db.base import isotime
 
 # Deeper than any property a client could store; cut so a view cannot recurse away.
@@ -16,10 +17,7 @@ def presentable(value: Any, depth: int = 0) -> Any:
     ±Infinity (shown as null), integers too long to print or nesting without
     end: a listing must still answer, so they are shown, not raised on."""
     if isinstance(value, str):
-        if value.isascii():
-            return value
-        # Through UTF-16, each lone surrogate becomes one U+FFFD (pairs join up).
-        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+        return text.presentable(value)
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, bool) or value is None:

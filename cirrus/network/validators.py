@@ -13,6 +13,8 @@ import re
 import uuid
 from typing import Any, Callable
 
+from cirrus.text import encodable
+
 Reason = str | None
 Validator = Callable[[Any], Reason]
 
@@ -51,9 +53,7 @@ def storable(value: Any, depth: int = 0) -> Reason:
     if isinstance(value, str):
         if "\x00" in value:
             return "strings may not contain NUL characters"
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
+        if not encodable(value):
             return "strings must be valid Unicode (no lone surrogates)"
         return None
     if isinstance(value, float) and not math.isfinite(value):

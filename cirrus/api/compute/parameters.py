@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from cirrus import text as text_rules
 from cirrus.exception import ValidationError
 
 MAX_INT = 0x7FFFFFFF  # Nova's db.MAX_INT: integer columns and quota values
@@ -25,11 +26,8 @@ def bad(field: str, reason: str) -> ValidationError:
 
 def encodable(value: str, field: str) -> str:
     """``value`` if UTF-8 can encode it (no lone surrogates)."""
-    if not value.isascii():  # the common case costs one C scan
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise bad(field, "contains a lone surrogate (not valid Unicode text)") from None
+    if not text_rules.encodable(value):
+        raise bad(field, "contains a lone surrogate (not valid Unicode text)")
     return value
 
 

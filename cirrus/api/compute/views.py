@@ -8,6 +8,7 @@ from typing import Any
 
 from starlette.responses import Response
 
+from cirrus import text
 from cirrus.api.wsgi import fast_reply
 from cirrus.compute.states import status_of
 from cirrus.db.base import isotime
@@ -223,8 +224,7 @@ def detail(base: str, row: dict[str, Any], version: Version, *, is_admin: bool,
 def scrub(value: Any) -> Any:
     """``value`` with every lone surrogate in its texts replaced by U+FFFD."""
     if isinstance(value, str):
-        # Through UTF-16: a surrogate pair becomes its character, a lone one U+FFFD.
-        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return text.presentable(value)
     if isinstance(value, dict):
         return {scrub(k): scrub(v) for k, v in value.items()}
     if isinstance(value, list):
