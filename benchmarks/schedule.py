@@ -36,7 +36,7 @@ from cirrus.config import Settings  # noqa: E402
 from cirrus.db import migrate  # noqa: E402
 from cirrus.db.base import utcnow  # noqa: E402
 from cirrus.db.engine import Database  # noqa: E402
-from cirrus.scheduler import claims  # noqa: E402
+from cirrus import claims  # noqa: E402
 from cirrus.scheduler.host_manager import HostManager  # noqa: E402
 from cirrus.scheduler.manager import FilterScheduler  # noqa: E402
 from cirrus.service_models import services  # noqa: E402

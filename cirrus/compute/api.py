@@ -27,6 +27,7 @@ from cirrus.compute.models import (block_device_mappings, instance_group_members
 from cirrus.compute.records import CreateRequest
 from cirrus.compute.scope import require_project
 from cirrus.compute.rpcapi import ComputeAPI
+from cirrus.compute.transitions import TRANSITIONS, Transition
 from cirrus.compute.states import TaskState, VmState
 from cirrus.conductor.rpcapi import ComputeTaskAPI
 from cirrus.config import Settings
@@ -397,7 +398,7 @@ class API:
             return
         # Not on a host yet (the conductor's build will find it gone), or its
         # host is down: delete here, as Nova's local delete does.
-        from cirrus.scheduler.claims import release
+        from cirrus.claims import release
 
         await self.network.deallocate_for_instance(
             ctx, row, requested_networks=row.get("requested_networks"))
@@ -466,53 +467,31 @@ class API:
                                            attr="task_state", state=row["task_state"])
         await self.compute_rpcapi.detach_interface(ctx, row["host"], uuid, port_id)
 
-    # -- power actions (state-guarded, then cast to the host) ---------------------
-    async def _begin_action(self, ctx: RequestContext, uuid: str, method: str,
-                            vm_states: tuple[VmState, ...], task_states: tuple[Any, ...],
-                            new_task_state: TaskState, action: str) -> dict[str, Any]:
-        """Move the instance to ``new_task_state`` if it is in an allowed state,
-        else 409 saying which state it is in (Nova's check_instance_state)."""
+    # -- actions (state-guarded, then cast to the host) -----------------------------
+    async def _begin_action(self, ctx: RequestContext, uuid: str,
+                            t: Transition) -> dict[str, Any]:
+        """Move the instance into ``t``'s task state if it is in an accepted
+        state, else 409 saying which state it is in (Nova's check_instance_state);
+        the action is recorded in the same transaction."""
         row = await self.get(ctx, uuid)
         policy.enforce(ctx, "compute:server:action", row)
-
-        def begin(conn: sa.Connection) -> None:
-            try:
-                inst.save(conn, uuid, {"task_state": new_task_state},
-                          expected_vm_state=vm_states, expected_task_state=task_states)
-            except exc.UnexpectedTaskStateError:
-                current = inst.get(conn, uuid)
-                if current["vm_state"] not in [v.value for v in vm_states]:
-                    attr, state = "vm_state", current["vm_state"]
-                else:
-                    attr, state = "task_state", current["task_state"]
-                raise exc.InstanceInvalidState(method=method, instance_uuid=uuid, attr=attr,
-                                               state=state) from None
-            instance_actions.action_start(conn, ctx, uuid, action)
         if not row["host"]:
-            raise exc.InstanceInvalidState(method=method, instance_uuid=uuid, attr="vm_state",
-                                           state=row["vm_state"])
-        await self.db.run(begin)
+            raise exc.InstanceInvalidState(method=t.method, instance_uuid=uuid,
+                                           attr="vm_state", state=row["vm_state"])
+        await self.db.run(_begin, ctx, uuid, t)
         return row
 
     async def start(self, ctx: RequestContext, uuid: str) -> None:
-        row = await self._begin_action(ctx, uuid, "start", (VmState.STOPPED,), (None,),
-                                       TaskState.POWERING_ON, "start")
+        row = await self._begin_action(ctx, uuid, TRANSITIONS["start"])
         await self.compute_rpcapi.start_instance(ctx, row["host"], uuid)
 
     async def stop(self, ctx: RequestContext, uuid: str, clean_shutdown: bool = True) -> None:
-        row = await self._begin_action(ctx, uuid, "stop", (VmState.ACTIVE, VmState.ERROR), (None,),
-                                       TaskState.POWERING_OFF, "stop")
+        row = await self._begin_action(ctx, uuid, TRANSITIONS["stop"])
         await self.compute_rpcapi.stop_instance(ctx, row["host"], uuid, clean_shutdown)
 
     async def reboot(self, ctx: RequestContext, uuid: str, reboot_type: str) -> None:
-        if reboot_type == "HARD":
-            row = await self._begin_action(
-                ctx, uuid, "reboot", (VmState.ACTIVE, VmState.STOPPED, VmState.ERROR),
-                (None, TaskState.REBOOTING, TaskState.REBOOT_PENDING, TaskState.REBOOT_STARTED),
-                TaskState.REBOOTING_HARD, "reboot")
-        else:
-            row = await self._begin_action(ctx, uuid, "reboot", (VmState.ACTIVE,), (None,),
-                                           TaskState.REBOOTING, "reboot")
+        t = TRANSITIONS["reboot_hard" if reboot_type == "HARD" else "reboot_soft"]
+        row = await self._begin_action(ctx, uuid, t)
         await self.compute_rpcapi.reboot_instance(ctx, row["host"], uuid, reboot_type)
 
     async def get_console_output(self, ctx: RequestContext, uuid: str,
@@ -545,6 +524,22 @@ class API:
         for host, host_events in by_host.items():
             await self.compute_rpcapi.external_instance_event(ctx, host, host_events)
         return results
+
+
+def _begin(conn: sa.Connection, ctx: RequestContext, uuid: str, t: Transition) -> None:
+    values = {} if t.task_state is None else {"task_state": t.task_state}
+    try:
+        inst.save(conn, uuid, values, expected_vm_state=t.vm_states,
+                  expected_task_state=t.task_states)
+    except exc.UnexpectedTaskStateError:
+        current = inst.get(conn, uuid)
+        if current["vm_state"] not in [v.value for v in t.vm_states]:
+            attr, state = "vm_state", current["vm_state"]
+        else:
+            attr, state = "task_state", current["task_state"]
+        raise exc.InstanceInvalidState(method=t.method, instance_uuid=uuid, attr=attr,
+                                       state=state) from None
+    instance_actions.action_start(conn, ctx, uuid, t.action)
 
 
 def make_compute_api(settings: Settings, db: Database, transport: Transport) -> API:

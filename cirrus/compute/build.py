@@ -93,11 +93,8 @@ class Builder:
                                request_spec: dict[str, Any], filter_properties: dict[str, Any],
                                build_params: dict[str, Any]) -> None:
         """Start the build in the background and return."""
-        task = spawn(self._locked_do_build_and_run_instance(
-            ctx, instance_uuid, node, request_spec, filter_properties, build_params),
-            name=f"build:{instance_uuid}")
-        self.m.builds[instance_uuid] = task
-        task.add_done_callback(lambda _t: self.m.builds.pop(instance_uuid, None))
+        self.m.builds.start(instance_uuid, self._locked_do_build_and_run_instance(
+            ctx, instance_uuid, node, request_spec, filter_properties, build_params))
 
     async def _locked_do_build_and_run_instance(self, *args: Any) -> str:
         async with self.m.build_semaphore, self.m.instance_lock(args[1]):

@@ -1,17 +1,27 @@
-"""The compute service's RPC surface (one per host). The work lives in
-``build.py``, ``delete.py`` and (for power actions) ``power.py``."""
+"""The compute service's RPC surface (one per host).
+
+The manager only wires: it makes the host's collaborators (the driver, the
+instance store, the network API, the claims client, notifications, events,
+locks, running builds) and hands each verb (``build.py``, ``power.py``,
+``delete.py``, …) the ones it uses; each RPC method delegates to one verb."""
 from __future__ import annotations
 
 import asyncio
 import logging
 from typing import Any
 
+from cirrus.claims import ClaimsClient
+from cirrus.compute.action import ActionRunner
 from cirrus.compute.build import Builder
+from cirrus.compute.builds import RunningBuilds
+from cirrus.compute.delete import Terminate
 from cirrus.compute.events import InstanceEvents
+from cirrus.compute.interfaces import Interfaces
 from cirrus.compute.virtapi import VirtAPI
 from cirrus.compute.periodic import ComputePeriodics
 from cirrus.compute.power import PowerActions
 from cirrus.compute.resource_tracker import ResourceTracker
+from cirrus.compute.store import InstanceStore
 from cirrus.conductor.rpcapi import ComputeTaskAPI
 from cirrus.config import Settings
 from cirrus.context import RequestContext
@@ -43,7 +53,12 @@ class ComputeManager:
         self.db = db
         self.host = host
         self.driver = driver
+        # The collaborators each verb is handed (explicitly, only those it uses).
+        self.store = InstanceStore(db, host)
+        self.claims = ClaimsClient(db)
         self.events = InstanceEvents()
+        self.locks = KeyedLocks()
+        self.builds = RunningBuilds()
         self.images = make_image_api(settings, db, transport)
         # Drivers wait for network-vif-plugged and read images through it (seed 003).
         driver.virtapi = VirtAPI(self.events, settings.vif_plugging_timeout,
@@ -53,15 +68,18 @@ class ComputeManager:
         self.network_api = make_network_api(settings, db, host, self._deliver_events)
         self.compute_task_api = ComputeTaskAPI(transport)
         self.build_semaphore = asyncio.Semaphore(settings.max_concurrent_builds)
-        self.builds: dict[str, asyncio.Task[Any]] = {}
-        self._locks = KeyedLocks()
+        runner = ActionRunner(self.store, self.locks, self.notifier)
         self.builder = Builder(self)
-        self.power = PowerActions(self)
+        self.power = PowerActions(runner, self.store, driver, self.network_api,
+                                  settings.shutdown_timeout)
+        self.terminate = Terminate(self.store, self.locks, driver, self.network_api, self.builds,
+                                   self.events, self.notifier)
+        self.interfaces = Interfaces(self.store, self.locks, driver, self.network_api)
         self.periodics = ComputePeriodics(self)
 
     def instance_lock(self, uuid: str) -> Any:
         """The per-instance lock every operation on ``uuid`` holds (``async with``)."""
-        return self._locks(uuid)
+        return self.locks(uuid)
 
     async def start(self) -> None:
         await self.driver.init_host(self.host)
@@ -70,15 +88,12 @@ class ComputeManager:
         await self.periodics.init_instances()
 
     async def stop(self) -> None:
-        for task in list(self.builds.values()):
-            task.cancel()
+        self.builds.cancel_all()
         await self.network_api.stop()
         await self.driver.cleanup_host(self.host)
 
     async def release_claim(self, instance_uuid: str) -> None:
-        from cirrus.scheduler.claims import release
-
-        await self.db.run(release, instance_uuid)
+        await self.claims.release(instance_uuid)
 
     # -- RPC API -------------------------------------------------------------------
     async def build_and_run_instance(self, ctx: RequestContext, instance_uuid: str, node: str,
@@ -89,9 +104,7 @@ class ComputeManager:
                                             filter_properties, build_params)
 
     async def terminate_instance(self, ctx: RequestContext, instance_uuid: str) -> None:
-        from cirrus.compute.delete import terminate_instance
-
-        await terminate_instance(self, ctx, instance_uuid)
+        await self.terminate(ctx, instance_uuid)
 
     async def start_instance(self, ctx: RequestContext, instance_uuid: str) -> None:
         await self.power.start_instance(ctx, instance_uuid)
@@ -110,26 +123,10 @@ class ComputeManager:
 
     async def attach_interface(self, ctx: RequestContext, instance_uuid: str,
                                request: dict[str, Any]) -> str:
-        """Allocate and plug one more VIF; the new port's id."""
-        from cirrus.compute import instance as inst
-
-        async with self.instance_lock(instance_uuid):
-            instance = await self.db.read(inst.get, instance_uuid)
-            before = {vif["id"] for vif in await self.network_api.get_instance_nw_info(ctx, instance)}
-            info = await self.network_api.allocate_for_instance(
-                ctx, instance, requested_networks=[request], bind_host_id=self.host)
-            new = [vif for vif in info if vif["id"] not in before]
-            await self.driver.plug_vifs(instance, new)
-            return new[0]["id"] if new else (request.get("port_id") or "")
+        return await self.interfaces.attach_interface(ctx, instance_uuid, request)
 
     async def detach_interface(self, ctx: RequestContext, instance_uuid: str, port_id: str) -> None:
-        from cirrus.compute import instance as inst
-
-        async with self.instance_lock(instance_uuid):
-            instance = await self.db.read(inst.get, instance_uuid)
-            cache = await self.network_api.get_instance_nw_info(ctx, instance)
-            await self.driver.unplug_vifs(instance, [v for v in cache if v["id"] == port_id])
-            await self.network_api.deallocate_port_for_instance(ctx, instance, port_id)
+        await self.interfaces.detach_interface(ctx, instance_uuid, port_id)
 
     async def external_instance_event(self, ctx: RequestContext,
                                       events: list[dict[str, Any]]) -> None:

@@ -9,7 +9,6 @@
 """
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import logging
 from typing import TYPE_CHECKING, Any
@@ -53,7 +52,7 @@ def stuck_builds(conn: sa.Connection, timeout: float, hosts: list[str] | None,
 async def fail_stuck_builds(db: Any, network_api: Any, rows: list[dict[str, Any]],
                             timeout: float, reporter: str) -> list[str]:
     """ERROR + fault for each row still building; claims and ports released."""
-    from cirrus.scheduler.claims import release
+    from cirrus.claims import release
 
     def to_error(conn: sa.Connection, uuid: str, error: BuildTimedOut) -> None:
         # One transaction: nobody sees the ERROR without its fault, or a claim
@@ -92,14 +91,10 @@ class ComputePeriodics:
         if timeout <= 0:
             return []
         rows = await self.m.db.read(stuck_builds, timeout, [self.m.host], False)
-        tasks = [t for t in (self.m.builds.get(r["uuid"]) for r in rows) if t is not None]
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            # Let the builds unwind first: one cancelled while its ports were
-            # being written rolls them back itself, and the sweep's release
-            # must come after, not race it.
-            await asyncio.wait(tasks, timeout=BUILD_UNWIND_TIMEOUT)
+        # Let the builds unwind first: one cancelled while its ports were
+        # being written rolls them back itself, and the sweep's release must
+        # come after, not race it.
+        await self.m.builds.cancel_many([r["uuid"] for r in rows], BUILD_UNWIND_TIMEOUT)
         return await fail_stuck_builds(self.m.db, self.m.network_api, rows, timeout, self.m.host)
 
     async def sync_power_states(self) -> None:

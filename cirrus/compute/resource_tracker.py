@@ -10,16 +10,16 @@ reschedules. ``update_available_resource`` keeps totals true and heals the
 from __future__ import annotations
 
 import uuid as uuidlib
-from typing import Any
 
 import sqlalchemy as sa
 
+from cirrus import claims
+from cirrus.claims import Allocation
 from cirrus.compute.exception import ComputeResourcesUnavailable
 from cirrus.compute.models import allocations, compute_nodes
 from cirrus.config import Settings
 from cirrus.db.base import utcnow
 from cirrus.db.engine import Database
-from cirrus.db.rows import PreparedRead
 from cirrus.virt.driver import ComputeDriver, NodeResources
 
 
@@ -65,13 +65,8 @@ def _heal_usage(conn: sa.Connection, node_id: int) -> None:
         vcpus_used=used[0], memory_mb_used=used[1], local_gb_used=used[2], running_vms=used[3]))
 
 
-# Read by every build (cirrus/db/rows.py: compiled once, no Core result).
-_CLAIM_OF = PreparedRead(sa.select(allocations).where(
-    allocations.c.consumer_uuid == sa.bindparam("w_uuid")))
-
-
-def _check_claim(conn: sa.Connection, instance_uuid: str, node_id: int) -> dict[str, Any]:
-    row = _CLAIM_OF.first(conn, w_uuid=instance_uuid)
+def _check_claim(conn: sa.Connection, instance_uuid: str, node_id: int) -> Allocation:
+    row = claims.of(conn, instance_uuid)
     if row is None or row["node_id"] != node_id:
         raise ComputeResourcesUnavailable(reason=f"no claim for instance {instance_uuid} "
                                                  f"on this node")
@@ -100,7 +95,7 @@ class ResourceTracker:
     def default_node(self) -> str:
         return next(iter(self.node_ids))
 
-    def check_claim(self, conn: sa.Connection, instance_uuid: str, nodename: str) -> dict[str, Any]:
+    def check_claim(self, conn: sa.Connection, instance_uuid: str, nodename: str) -> Allocation:
         """``instance_claim``: the scheduler's claim for the instance on
         ``nodename``, read in the caller's transaction; or
         ComputeResourcesUnavailable."""

@@ -28,7 +28,7 @@ from cirrus.db.engine import Database
 from cirrus.db.prepared import Prepared
 from cirrus.db.rows import read_here
 from cirrus.rpc import ConnectionLost, Transport
-from cirrus.scheduler.claims import release
+from cirrus.claims import release
 from cirrus.scheduler.exception import NoValidHost
 from cirrus.scheduler.rpcapi import SchedulerAPI
 from cirrus.service import PeriodicTask, Service

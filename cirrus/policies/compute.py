@@ -80,3 +80,14 @@ ROUTES: dict[tuple[str, str], Rule] = {
     ("DELETE", Q): _r("os-quota-sets:delete", A),
     ("GET", "/v2.1/limits"): _r("limits", R),
 }
+
+# ``POST /servers/{id}/action`` carries one of a closed set of actions, each
+# with its own rule (Nova's names and defaults): the route's rule above is the
+# least any action needs, this one is checked before the action's body is read.
+SERVER_ACTIONS: dict[str, Rule] = {
+    "os-start": _r("servers:start", M),
+    "os-stop": _r("servers:stop", M),
+    "reboot": _r("servers:reboot", M),
+    "os-getConsoleOutput": _r("os-console-output", M),
+}
+

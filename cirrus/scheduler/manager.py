@@ -24,7 +24,7 @@ from cirrus.config import Settings
 from cirrus.context import RequestContext
 from cirrus.db.engine import Database
 from cirrus.rpc import Transport
-from cirrus.scheduler import claims
+from cirrus import claims
 from cirrus.scheduler.exception import NoValidHost
 from cirrus.scheduler.filters import DEFAULT_FILTERS, FILTERS, BaseHostFilter
 from cirrus.scheduler.host_manager import HostManager

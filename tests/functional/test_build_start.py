@@ -21,7 +21,7 @@ from cirrus.compute.models import (instance_actions_events, instance_group_membe
                                    instance_groups, instances)
 from cirrus.compute.states import TaskState, VmState
 from cirrus.context import RequestContext
-from cirrus.scheduler import claims
+from cirrus import claims
 from tests.functional.servers import (create_server, fake_drivers, server_body, upload_image,
                                       wait_for_status)
 

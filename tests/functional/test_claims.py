@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from cirrus.bootstrap import Cloud
 from cirrus.compute.models import allocations, compute_nodes
 from cirrus.compute.resource_tracker import _heal_usage
-from cirrus.scheduler import claims
+from cirrus import claims
 
 TINY = (1, 512, 1)  # vcpus, MiB, GB
 

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from cirrus.bootstrap import Cloud
 from cirrus.compute.models import compute_nodes
-from cirrus.scheduler import claims
+from cirrus import claims
 from cirrus.scheduler.host_manager import HostManager
 from cirrus.scheduler.manager import FilterScheduler
 

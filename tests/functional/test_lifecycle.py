@@ -93,7 +93,7 @@ async def test_power_state_sync_marks_vanished_guest_stopped(cloud: Cloud, demo:
                                                              active: str) -> None:
     for svc in cloud.services:
         if svc.binary == "cirrus-compute":
-            for build in list(svc.endpoint.builds.values()):
+            for build in list(svc.endpoint.builds.tasks()):
                 await build  # ACTIVE shows before the build task ends; the sync skips it till then
             svc.endpoint.driver.instances.pop(active, None)
             await svc.endpoint.periodics.sync_power_states()
@@ -154,7 +154,7 @@ async def test_build_on_a_dead_host_is_swept_by_the_conductor(cloud: Cloud,
     await asyncio.sleep(0.1)
     for svc in cloud.services:
         if svc.binary == "cirrus-compute":
-            for task in list(svc.endpoint.builds.values()):
+            for task in list(svc.endpoint.builds.tasks()):
                 task.cancel()  # the process died: its build is gone
     cloud.settings.service_down_time = 0.1  # and its heartbeats stopped
     await asyncio.sleep(0.5)

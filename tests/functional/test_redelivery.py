@@ -99,8 +99,8 @@ async def test_stale_build_requests_leave_an_active_server_alone(
         build_params={})
     await asyncio.sleep(0.3)  # the casts' handlers run as tasks: let them start
     for service in cloud.services:  # and any build they began finish
-        builds = getattr(service.endpoint, "builds", {})
-        for task in list(builds.values()):
+        builds = getattr(service.endpoint, "builds", None)
+        for task in builds.tasks() if builds is not None else []:
             await task
     server = await wait_for_status(demo, server_id, {"ACTIVE", "ERROR"})
     assert server["status"] == "ACTIVE" and server["OS-EXT-STS:task_state"] is None
@@ -121,7 +121,7 @@ async def _usage(cloud: Cloud) -> int:
 
 async def test_a_repeated_scheduling_request_keeps_its_claim(
         cloud: Cloud, monkeypatch: pytest.MonkeyPatch) -> None:
-    from cirrus.scheduler import claims
+    from cirrus import claims
 
     scheduler = next(s.endpoint for s in cloud.services if s.binary == "cirrus-scheduler")
     consumer = str(uuidlib.uuid4())

@@ -354,20 +354,19 @@ def test_generated_passwords_are_base62_of_the_length() -> None:
 async def test_instance_lock_serialises_and_is_forgotten_when_free() -> None:
     """Operations on one instance queue behind each other; once nobody holds or
     waits for its lock (a waiter cancelled included), the host keeps nothing."""
-    from cirrus.compute.manager import ComputeManager
     from cirrus.utils import KeyedLocks
 
-    host = SimpleNamespace(_locks=KeyedLocks())
+    locks = KeyedLocks()
     order: list[str] = []
 
     async def hold(name: str, uuid: str = "i1") -> None:
-        async with ComputeManager.instance_lock(host, uuid):  # type: ignore[arg-type]
+        async with locks(uuid):
             order.append(f"{name}+")
             await asyncio.sleep(0.01)
             order.append(f"{name}-")
 
     await asyncio.gather(hold("a"), hold("b"), hold("c", "i2"))
-    assert order.index("a-") < order.index("b+") and len(host._locks) == 0
+    assert order.index("a-") < order.index("b+") and len(locks) == 0
 
     first = asyncio.ensure_future(hold("x"))
     waiter = asyncio.ensure_future(hold("y"))
@@ -376,4 +375,4 @@ async def test_instance_lock_serialises_and_is_forgotten_when_free() -> None:
     await first
     with pytest.raises(asyncio.CancelledError):
         await waiter
-    assert order[-2:] == ["x+", "x-"] and len(host._locks) == 0
+    assert order[-2:] == ["x+", "x-"] and len(locks) == 0

@@ -9,7 +9,9 @@ from starlette.routing import Route
 
 from cirrus.api.compute.parameters import MAX_INT, integer
 from cirrus.api.wsgi import context, json_body, reply
+from cirrus import policy
 from cirrus.context import RequestContext
+from cirrus.policies.compute import SERVER_ACTIONS
 from cirrus.exception import ValidationError
 
 Handler = Callable[[Any, RequestContext, str, Any], Awaitable[Response]]
@@ -65,6 +67,7 @@ async def action(request: Request) -> Response:
     handler = ACTIONS.get(name)
     if handler is None:
         raise ValidationError(field="action", reason=f"there is no such action: {name}")
+    policy.enforce_route(ctx, SERVER_ACTIONS[name])
     return await handler(request.app.state.compute_api, ctx, request.path_params["server_id"], arg)
 
 

@@ -1,4 +1,4 @@
-"""Atomic resource claims on compute nodes: the "placement" seam.
+"""Atomic resource claims on compute nodes: the statements.
 
 A claim is one guarded UPDATE (``used + requested <= total * ratio``) plus an
 ``allocations`` row for the consumer, in the caller's transaction; release
@@ -14,12 +14,15 @@ time on the SQLite writer (docs/performance.md, the scheduler). Each one sets
 """
 from __future__ import annotations
 
+from typing import TypedDict
+
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from cirrus.compute.models import allocations, compute_nodes
 from cirrus.db.base import utcnow
 from cirrus.db.prepared import Prepared
+from cirrus.db.rows import PreparedRead
 
 cn = compute_nodes
 # Bind names must not be column names (SQLAlchemy keeps those for VALUES/SET).
@@ -61,6 +64,22 @@ _DELETE = Prepared(allocations.delete().where(
     allocations.c.node_id, allocations.c.vcpus, allocations.c.memory_mb, allocations.c.disk_gb))
 
 
+_OF = PreparedRead(sa.select(allocations).where(
+    allocations.c.consumer_uuid == sa.bindparam("w_uuid")))
+_MOVE = Prepared(allocations.update().where(
+    allocations.c.consumer_uuid == sa.bindparam("src")).values(consumer_uuid=sa.bindparam("dst")))
+
+
+class Allocation(TypedDict):
+    """One consumer's claim on one node."""
+
+    consumer_uuid: str
+    node_id: int
+    vcpus: int
+    memory_mb: int
+    disk_gb: int
+
+
 class AlreadyClaimed(Exception):
     """The consumer holds a claim already (a twin delivery claimed first)."""
 
@@ -91,6 +110,25 @@ def held(conn: sa.Connection, consumer_uuid: str) -> int | None:
     """The node ``consumer_uuid`` holds a claim on, if any."""
     row = _HELD.execute(conn, consumer=consumer_uuid).fetchone()
     return None if row is None else row[0]
+
+
+def of(conn: sa.Connection, consumer_uuid: str) -> Allocation | None:
+    """What ``consumer_uuid`` holds, if anything."""
+    row = _OF.first(conn, w_uuid=consumer_uuid)
+    return None if row is None else Allocation(
+        consumer_uuid=row["consumer_uuid"], node_id=row["node_id"], vcpus=row["vcpus"],
+        memory_mb=row["memory_mb"], disk_gb=row["disk_gb"])
+
+
+def move(conn: sa.Connection, from_consumer: str, to_consumer: str) -> bool:
+    """Give ``from_consumer``'s claim to ``to_consumer`` (Nova's
+    ``move_allocations``): a resize keeps the source host's claim under the
+    migration's uuid while the instance claims the destination. False if
+    ``from_consumer`` held nothing; AlreadyClaimed if ``to_consumer`` holds a
+    claim already (nothing changed)."""
+    if held(conn, to_consumer) is not None:
+        raise AlreadyClaimed(to_consumer)
+    return _MOVE.execute(conn, src=from_consumer, dst=to_consumer).rowcount == 1
 
 
 def release(conn: sa.Connection, consumer_uuid: str) -> None:
