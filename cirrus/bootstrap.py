@@ -67,6 +67,7 @@ class Cloud:
         self.services: list[Service] = []
         self.state: dict[str, Any] = {}
         self.app = None
+        self.serial_proxy: Any = None
 
     async def start(self) -> None:
         s = self.settings
@@ -85,6 +86,21 @@ class Cloud:
             self.services.append(service)
         if self.run_api:
             self.app = build_app(self.state)
+            if s.serial_console_enabled:
+                await self._start_serial_proxy()
+
+    async def _start_serial_proxy(self) -> None:
+        """The serial console proxy beside the API that hands out its URLs."""
+        from cirrus.config import split_bind
+        from cirrus.console.serialproxy import SerialProxy
+
+        assert self.db is not None
+        s = self.settings
+        host, port = split_bind(s.serialproxy_bind) if s.serialproxy_bind else (s.host, 0)
+        self.serial_proxy = SerialProxy(self.db, host, port)
+        await self.serial_proxy.start()
+        if not s.serial_console_base_url:
+            s.serial_console_base_url = f"ws://{host}:{self.serial_proxy.port}/"
 
     async def _build_state(self) -> dict[str, Any]:
         """The objects the HTTP handlers use, in ``app.state``."""
@@ -111,6 +127,9 @@ class Cloud:
     async def stop(self) -> None:
         from cirrus.utils import cancel_all
 
+        if self.serial_proxy is not None:
+            await self.serial_proxy.stop()
+            self.serial_proxy = None
         for service in reversed(self.services):
             await service.stop()
         self.services.clear()

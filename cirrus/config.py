@@ -89,6 +89,15 @@ class Settings:
     # Give every guest a config drive (there is no metadata service).
     force_config_drive: bool = True
 
+    # serial consoles (Nova's [serial_console] and [consoleauth])
+    serial_console_enabled: bool = True
+    # host:port of the websocket proxy the API process runs; empty: the API's
+    # host and a free port (so clouds side by side never collide).
+    serialproxy_bind: str = ""
+    # What clients are told (ws://…/); empty: from where the proxy listens.
+    serial_console_base_url: str = ""
+    console_token_ttl: int = 600
+
     # scheduler
     max_attempts: int = 3
     cpu_allocation_ratio: float = 16.0

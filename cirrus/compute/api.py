@@ -27,6 +27,7 @@ from cirrus.compute.models import (block_device_mappings, instance_group_members
 from cirrus.compute.records import CreateRequest
 from cirrus.compute.scope import require_project
 from cirrus.compute.rpcapi import ComputeAPI
+from cirrus.virt.exception import ConsoleTypeUnavailable
 from cirrus.compute.transitions import TRANSITIONS, Transition
 from cirrus.compute.states import TaskState, VmState
 from cirrus.conductor.rpcapi import ComputeTaskAPI
@@ -501,6 +502,23 @@ class API:
         if not row["host"] or row["vm_state"] not in (VmState.ACTIVE.value, VmState.STOPPED.value):
             raise exc.InstanceNotReady(instance_id=uuid)
         return await self.compute_rpcapi.get_console_output(ctx, row["host"], uuid, tail_length)
+
+    async def get_serial_console(self, ctx: RequestContext, uuid: str) -> str:
+        """A URL of the server's serial console through the proxy, with a new token."""
+        from cirrus.console import tokens
+
+        row = await self.get(ctx, uuid)
+        policy.enforce(ctx, "compute:server:action", row)
+        if not self.settings.serial_console_enabled:
+            raise ConsoleTypeUnavailable(console_type="serial")
+        if not row["host"] or row["vm_state"] != VmState.ACTIVE.value:
+            raise exc.InstanceNotReady(instance_id=uuid)
+        where = await self.compute_rpcapi.get_serial_console(ctx, row["host"], uuid)
+        base = self.settings.serial_console_base_url
+        info = tokens.ConnectInfo(instance_uuid=uuid, console_type="serial", host=where["host"],
+                                  port=int(where["port"]), access_url_base=base)
+        token = await self.db.run(tokens.authorize, info, self.settings.console_token_ttl)
+        return f"{base}{'&' if '?' in base else '?'}token={token}"
 
     # -- external events (network-vif-plugged) -------------------------------------
     async def external_instance_event(self, ctx: RequestContext,

@@ -14,6 +14,7 @@ from cirrus.claims import ClaimsClient
 from cirrus.compute.action import ActionRunner
 from cirrus.compute.build import Builder
 from cirrus.compute.builds import RunningBuilds
+from cirrus.compute.consoles import Consoles
 from cirrus.compute.delete import Terminate
 from cirrus.compute.events import InstanceEvents
 from cirrus.compute.interfaces import Interfaces
@@ -41,7 +42,7 @@ class ComputeManager:
 
     RPC_API = frozenset({"build_and_run_instance", "terminate_instance",
                          "external_instance_event", "start_instance", "stop_instance",
-                         "reboot_instance", "get_console_output", "attach_interface",
+                         "reboot_instance", "get_console_output", "get_serial_console", "attach_interface",
                          "detach_interface"})
 
     def __init__(self, settings: Settings, db: Database, transport: Transport, host: str,
@@ -75,6 +76,7 @@ class ComputeManager:
         self.terminate = Terminate(self.store, self.locks, driver, self.network_api, self.builds,
                                    self.events, self.notifier)
         self.interfaces = Interfaces(self.store, self.locks, driver, self.network_api)
+        self.consoles = Consoles(self.store, driver, settings.serial_console_enabled)
         self.periodics = ComputePeriodics(self)
 
     def instance_lock(self, uuid: str) -> Any:
@@ -120,6 +122,9 @@ class ComputeManager:
     async def get_console_output(self, ctx: RequestContext, instance_uuid: str,
                                  tail_length: int | None = None) -> str:
         return await self.power.get_console_output(ctx, instance_uuid, tail_length)
+
+    async def get_serial_console(self, ctx: RequestContext, instance_uuid: str) -> dict[str, Any]:
+        return await self.consoles.get_serial_console(ctx, instance_uuid)
 
     async def attach_interface(self, ctx: RequestContext, instance_uuid: str,
                                request: dict[str, Any]) -> str:

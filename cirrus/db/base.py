@@ -31,6 +31,7 @@ MODEL_MODULES = (
     "cirrus.image.models",
     "cirrus.compute.models",
     "cirrus.network.models",
+    "cirrus.console.models",
 )
 
 

@@ -79,6 +79,9 @@ ROUTES: dict[tuple[str, str], Rule] = {
     ("PUT", Q): _r("os-quota-sets:update", A),
     ("DELETE", Q): _r("os-quota-sets:delete", A),
     ("GET", "/v2.1/limits"): _r("limits", R),
+    # consoles: a project's members open their servers' consoles
+    ("POST", f"{S}/remote-consoles"): _r("remote-consoles", M),
+    ("GET", "/v2.1/os-console-auth-tokens/{console_token}"): _r("console-auth-tokens", A),
 }
 
 # ``POST /servers/{id}/action`` carries one of a closed set of actions, each
@@ -89,5 +92,6 @@ SERVER_ACTIONS: dict[str, Rule] = {
     "os-stop": _r("servers:stop", M),
     "reboot": _r("servers:reboot", M),
     "os-getConsoleOutput": _r("os-console-output", M),
+    "os-getSerialConsole": _r("remote-consoles", M),
 }
 

@@ -38,6 +38,14 @@ class NodeResources:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class ConsoleSerial:
+    """Where a guest's serial port listens (a TCP socket on its host)."""
+
+    host: str
+    port: int
+
+
 @dataclass
 class Capabilities:
     """Optional features, as data."""
@@ -111,6 +119,15 @@ class ComputeDriver(abc.ABC):
     @abc.abstractmethod
     async def get_console_output(self, context: Any, instance: dict[str, Any]) -> str:
         """The serial console log so far."""
+
+    async def get_serial_console(self, instance: dict[str, Any]) -> ConsoleSerial:
+        """Where the running guest's serial port accepts a connection.
+
+        Raises :class:`cirrus.virt.exception.ConsoleTypeUnavailable` when the
+        driver has none, InstanceNotFound when there is no such guest."""
+        from cirrus.virt.exception import ConsoleTypeUnavailable
+
+        raise ConsoleTypeUnavailable(console_type="serial")
 
     async def plug_vifs(self, instance: dict[str, Any], network_info: Any) -> None:
         """Attach the guest's VIFs to the host network."""

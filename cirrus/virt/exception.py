@@ -28,3 +28,10 @@ class InstancePowerOffFailure(CirrusException):
 class InstanceRebootFailure(CirrusException):
     code = 500
     msg_fmt = "Failed to reboot instance: %(reason)s"
+
+
+class ConsoleTypeUnavailable(CirrusException):
+    """The driver (or this deployment) offers no console of the type asked for."""
+
+    code = 400
+    msg_fmt = "Unavailable console type %(console_type)s."

@@ -14,7 +14,9 @@ from typing import Any, Callable
 
 from cirrus.compute.states import PowerState
 from cirrus.virt import exception as vexc
-from cirrus.virt.driver import Capabilities, ComputeDriver, InstanceInfo, NodeResources
+from cirrus.virt.driver import (Capabilities, ComputeDriver, ConsoleSerial, InstanceInfo,
+                                NodeResources)
+from cirrus.virt.fakeconsole import FakeSerialPort, close_all
 
 
 @dataclass
@@ -83,6 +85,7 @@ class FakeDriver(ComputeDriver):
         self.instances: dict[str, FakeInstance] = {}
         self.faults: dict[str, list[FaultRule]] = defaultdict(list)
         self.plugged: dict[str, list[str]] = {}
+        self.serial_ports: dict[str, FakeSerialPort] = {}
 
     async def _check_fault(self, op: str, instance: dict[str, Any]) -> None:
         for rule in self.faults.get(op, ()):
@@ -135,6 +138,9 @@ class FakeDriver(ComputeDriver):
         await self._check_fault("destroy", instance)
         self.instances.pop(instance["uuid"], None)
         self.plugged.pop(instance["uuid"], None)
+        serial = self.serial_ports.pop(instance["uuid"], None)
+        if serial is not None:
+            await serial.close()
 
     async def power_on(self, context: Any, instance: dict[str, Any], network_info: Any,
                        block_device_info: dict[str, Any] | None = None) -> None:
@@ -159,6 +165,17 @@ class FakeDriver(ComputeDriver):
 
     async def get_console_output(self, context: Any, instance: dict[str, Any]) -> str:
         return "\n".join(self._get(instance).console) + "\n"
+
+    async def get_serial_console(self, instance: dict[str, Any]) -> ConsoleSerial:
+        fake = self._get(instance)
+        port = self.serial_ports.get(fake.uuid)
+        if port is None:
+            port = self.serial_ports[fake.uuid] = FakeSerialPort(fake.console)
+            await port.open()
+        return ConsoleSerial(host="127.0.0.1", port=port.port)
+
+    async def cleanup_host(self, host: str) -> None:
+        await close_all(self.serial_ports)
 
     async def list_instance_uuids(self) -> list[str]:
         return list(self.instances)

@@ -89,6 +89,8 @@ def test_server_lifecycle(running: RunningCloud, tmp_path: Path) -> None:
     assert running.openstack("server", "show", "vm1", "-f", "json")["status"] == "ACTIVE"
     console = running.openstack("console", "log", "show", "vm1")
     assert "CIRRUS-BOOT-OK" in console.stdout
+    serial = running.openstack("console", "url", "show", "--serial", "vm1", "-f", "json")
+    assert serial["type"] == "serial" and serial["url"].startswith("ws://127.0.0.1:")
     events = running.openstack("server", "event", "list", "vm1", "-f", "json")
     assert {"create", "stop", "start", "reboot"} <= {e["Action"] for e in events}
     create_req = next(e["Request ID"] for e in events if e["Action"] == "create")

@@ -128,3 +128,26 @@ def test_broken_image_ends_in_error_and_leaks_nothing(real_cloud: RealCloud) -> 
     assert not (real_cloud.state_dir / "instances" / created["id"]).exists()
     assert real_cloud.openstack("port", "list", "--device-id", created["id"], "-f", "json") == []
     real_cloud.openstack("server", "delete", "--wait", "rv-bad")
+
+
+def test_the_serial_console_of_a_real_guest_opens_and_the_log_keeps_going(
+        real_cloud: RealCloud) -> None:
+    """The guest's serial port is a TCP socket QEMU listens on (with the log
+    file beside it): the CLI's URL opens through the proxy, and what the guest
+    prints still reaches the console log."""
+    import asyncio
+
+    from websockets.asyncio.client import connect
+
+    _boot(real_cloud, "rv-serial", "default")
+    real_cloud.wait_console("rv-serial", re.escape(MARKER))
+    url = real_cloud.openstack("console", "url", "show", "--serial", "rv-serial",
+                               "-f", "json")["url"]
+
+    async def poke() -> None:
+        async with connect(url, subprotocols=["binary"]) as ws:  # type: ignore[list-item]
+            await ws.send(b"\r")
+            await asyncio.sleep(0.5)  # the guest reads nothing; the socket must stay open
+            await ws.ping()
+    asyncio.run(poke())
+    assert MARKER in real_cloud.console("rv-serial")

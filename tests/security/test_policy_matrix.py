@@ -139,7 +139,7 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
                 "request_id": ids["request"], "port_id": ids["server_port"],
                 "image_id": ids["image"], "tag": "t", "member": t.project["other"],
                 "target": "projects", "tid": t.project["demo"], "uid": t.user["alice"],
-                "rid": ids["reader_role"]}[name]
+                "rid": ids["reader_role"], "console_token": "no-such-token"}[name]
     return re.sub(r"\{([^}]+)\}", value, path), private
 
 
@@ -149,6 +149,8 @@ def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str,
         ("POST", "/v2.1/servers"): server_body(ids["image"], networks=[{"uuid": ids["network"]}]),
         ("POST", "/v2.1/servers/{server_id}/action"): {"os-getConsoleOutput": {"length": 5}},
         ("POST", "/v2.1/servers/{server_id}/metadata"): {"metadata": {"k2": "v"}},
+        ("POST", "/v2.1/servers/{server_id}/remote-consoles"): {"remote_console": {
+            "protocol": "serial", "type": "serial"}},
         ("PUT", "/v2.1/servers/{server_id}/metadata"): {"metadata": {"k": "v"}},
         ("PUT", "/v2.1/servers/{server_id}/metadata/{key}"): {"meta": {"k": "v2"}},
         ("POST", "/v2.1/servers/{server_id}/os-interface"): {"interfaceAttachment": {

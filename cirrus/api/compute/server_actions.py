@@ -7,6 +7,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from cirrus.api.compute import remote_consoles
 from cirrus.api.compute.parameters import MAX_INT, integer
 from cirrus.api.wsgi import context, json_body, reply
 from cirrus import policy
@@ -55,6 +56,7 @@ ACTIONS: dict[str, Handler] = {
     "os-stop": _stop,
     "reboot": _reboot,
     "os-getConsoleOutput": _console,
+    "os-getSerialConsole": remote_consoles.get_serial_console,
 }
 
 

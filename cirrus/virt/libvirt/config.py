@@ -40,6 +40,9 @@ class GuestSpec:
     ramdisk: str | None = None
     cmdline: str | None = None
     extra: dict[str, str] = field(default_factory=dict)
+    # A TCP port on 127.0.0.1 for the serial console (the proxy connects
+    # there); the log file still gets everything the guest prints.
+    serial_port: int | None = None
 
 
 def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> ET.Element:
@@ -108,8 +111,14 @@ def guest_xml(spec: GuestSpec) -> str:
             _sub(d, "readonly")
     for vif in spec.vifs:
         _interface(devices, vif)
-    serial = _sub(devices, "serial", type="file")
-    _sub(serial, "source", path=spec.console_log, append="on")
+    if spec.serial_port is None:
+        serial = _sub(devices, "serial", type="file")
+        _sub(serial, "source", path=spec.console_log, append="on")
+    else:
+        serial = _sub(devices, "serial", type="tcp")
+        _sub(serial, "source", mode="bind", host="127.0.0.1", service=str(spec.serial_port))
+        _sub(serial, "protocol", type="raw")
+        _sub(serial, "log", file=spec.console_log, append="on")
     _sub(serial, "target", port="0")
     _sub(devices, "memballoon", model="none")
     _sub(devices, "rng", model="virtio").append(_backend_random())
@@ -120,3 +129,10 @@ def _backend_random() -> ET.Element:
     el = ET.Element("backend", model="random")
     el.text = "/dev/urandom"
     return el
+
+
+def serial_port_of(xml: str) -> int | None:
+    """The TCP port of a domain's serial console, from its XML (None: no TCP serial)."""
+    source = ET.fromstring(xml).find("./devices/serial[@type='tcp']/source")
+    service = None if source is None else source.get("service")
+    return int(service) if service and service.isdigit() else None

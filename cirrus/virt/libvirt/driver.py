@@ -20,9 +20,11 @@ from typing import Any
 from cirrus.compute import exception as cexc
 from cirrus.compute.states import PowerState
 from cirrus.virt import exception as vexc
-from cirrus.virt.driver import Capabilities, ComputeDriver, InstanceInfo, NodeResources
+from cirrus.virt.driver import (Capabilities, ComputeDriver, ConsoleSerial, InstanceInfo,
+                                NodeResources)
 from cirrus.virt.libvirt import imagebackend
-from cirrus.virt.libvirt.config import DiskSpec, GuestSpec, guest_xml
+from cirrus.virt.libvirt.config import DiskSpec, GuestSpec, guest_xml, serial_port_of
+from cirrus.virt.libvirt.serial import free_port
 from cirrus.virt.libvirt.configdrive import make_config_drive
 from cirrus.virt.libvirt.host import Host
 from cirrus.virt.libvirt.virt_type import detect_virt_type
@@ -156,7 +158,8 @@ class LibvirtDriver(ComputeDriver):
             console_log=str(self._instance_dir(instance) / "console.log"),
             disks=[DiskSpec(**d) for d in layout["disks"]], vifs=list(network_info or []),
             kernel=layout.get("kernel"), ramdisk=layout.get("ramdisk"),
-            cmdline=layout.get("cmdline")))
+            cmdline=layout.get("cmdline"),
+            serial_port=free_port() if self.settings.serial_console_enabled else None))
 
     async def spawn(self, context: Any, instance: dict[str, Any], image_meta: dict[str, Any],
                     injected_files: list[tuple[str, bytes]], admin_password: str | None,
@@ -335,6 +338,17 @@ class LibvirtDriver(ComputeDriver):
             await asyncio.to_thread(shutil.rmtree, self._instance_dir(instance), True)
 
     # -- console -----------------------------------------------------------------------
+    async def get_serial_console(self, instance: dict[str, Any]) -> ConsoleSerial:
+        def port(conn: Any) -> int | None:
+            dom = self.host.find_domain(conn, instance["uuid"])
+            if dom is None:
+                raise vexc.InstanceNotFound(instance_id=instance["uuid"])
+            return serial_port_of(dom.XMLDesc(0))
+        found = await self.host.call(port)
+        if found is None:
+            raise vexc.ConsoleTypeUnavailable(console_type="serial")
+        return ConsoleSerial(host="127.0.0.1", port=found)
+
     async def get_console_output(self, context: Any, instance: dict[str, Any]) -> str:
         path = self._instance_dir(instance) / "console.log"
 
