@@ -516,7 +516,8 @@ class API:
         where = await self.compute_rpcapi.get_serial_console(ctx, row["host"], uuid)
         base = self.settings.serial_console_base_url
         info = tokens.ConnectInfo(instance_uuid=uuid, console_type="serial", host=where["host"],
-                                  port=int(where["port"]), access_url_base=base)
+                                  port=int(where["port"]), access_url_base=base,
+                                  netns=str(where.get("netns") or ""))
         token = await self.db.run(tokens.authorize, info, self.settings.console_token_ttl)
         return f"{base}{'&' if '?' in base else '?'}token={token}"
 

@@ -18,9 +18,10 @@ class Consoles:
     store: InstanceStore
     driver: ComputeDriver
     serial_enabled: bool
+    netns: str  # where the hypervisor's ports listen on this host ("": here)
 
     async def get_serial_console(self, ctx: RequestContext, uuid: str) -> dict[str, object]:
-        """``{"host", "port"}`` of the guest's serial port (the proxy connects there).
+        """``{"host", "port", "netns"}`` of the guest's serial port (the proxy connects there).
 
         ConsoleTypeUnavailable when serial consoles are off on this host,
         InstanceNotReady when the guest is not running."""
@@ -30,4 +31,4 @@ class Consoles:
         if (await self.driver.get_info(instance)).state != PowerState.RUNNING:
             raise exc.InstanceNotReady(instance_id=uuid)
         serial = await self.driver.get_serial_console(instance)
-        return {"host": serial.host, "port": serial.port}
+        return {"host": serial.host, "port": serial.port, "netns": self.netns}

@@ -76,7 +76,8 @@ class ComputeManager:
         self.terminate = Terminate(self.store, self.locks, driver, self.network_api, self.builds,
                                    self.events, self.notifier)
         self.interfaces = Interfaces(self.store, self.locks, driver, self.network_api)
-        self.consoles = Consoles(self.store, driver, settings.serial_console_enabled)
+        self.consoles = Consoles(self.store, driver, settings.serial_console_enabled,
+                                 settings.host_netns)
         self.periodics = ComputePeriodics(self)
 
     def instance_lock(self, uuid: str) -> Any:

@@ -13,6 +13,8 @@ console_auth_tokens = sa.Table(
     sa.Column("console_type", sa.String(32), nullable=False),
     sa.Column("host", sa.String(255), nullable=False),
     sa.Column("port", sa.Integer, nullable=False),
+    # The network namespace the port listens in on that host ("": the host's own).
+    sa.Column("netns", sa.String(255), nullable=False, server_default=""),
     sa.Column("instance_uuid", sa.String(36), nullable=False, index=True),
     sa.Column("access_url_base", sa.String(255), nullable=False),
     sa.Column("expires", sa.Integer, nullable=False),

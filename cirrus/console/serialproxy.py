@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
-from cirrus.console import tokens
+from cirrus.console import netns, tokens
 from cirrus.db.engine import Database
 from cirrus.utils import spawn
 
@@ -85,7 +85,7 @@ class SerialProxy:
             await ws.close(1008, "the console token is invalid or has expired")
             return
         try:
-            reader, writer = await asyncio.open_connection(info.host, info.port)
+            reader, writer = await netns.open_connection(info.host, info.port, info.netns)
         except OSError as error:
             LOG.warning("serial console of %s at %s:%s unreachable: %s", info.instance_uuid,
                         info.host, info.port, error)

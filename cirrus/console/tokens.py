@@ -24,6 +24,7 @@ class ConnectInfo:
     host: str
     port: int
     access_url_base: str
+    netns: str = ""  # the namespace the port listens in on its host
 
 
 def _hash(token: str) -> str:
@@ -37,7 +38,7 @@ def authorize(conn: sa.Connection, info: ConnectInfo, ttl: int) -> str:
     token = secrets.token_urlsafe(24)
     conn.execute(t.insert().values(
         token_hash=_hash(token), console_type=info.console_type, host=info.host, port=info.port,
-        instance_uuid=info.instance_uuid, access_url_base=info.access_url_base,
+        netns=info.netns, instance_uuid=info.instance_uuid, access_url_base=info.access_url_base,
         expires=now + ttl, created_at=utcnow()))
     return token
 
@@ -52,7 +53,8 @@ def validate(conn: sa.Connection, token: str) -> ConnectInfo | None:
     if row is None:
         return None
     return ConnectInfo(instance_uuid=row.instance_uuid, console_type=row.console_type,
-                       host=row.host, port=row.port, access_url_base=row.access_url_base)
+                       host=row.host, port=row.port, access_url_base=row.access_url_base,
+                       netns=row.netns)
 
 
 def delete_for_instance(conn: sa.Connection, instance_uuid: str) -> None:

@@ -20,6 +20,7 @@ def upgrade() -> None:
                     sa.Column('console_type', sa.String(length=32), nullable=False),
                     sa.Column('host', sa.String(length=255), nullable=False),
                     sa.Column('port', sa.Integer(), nullable=False),
+                    sa.Column('netns', sa.String(length=255), server_default='', nullable=False),
                     sa.Column('instance_uuid', sa.String(length=36), nullable=False),
                     sa.Column('access_url_base', sa.String(length=255), nullable=False),
                     sa.Column('expires', sa.Integer(), nullable=False),
