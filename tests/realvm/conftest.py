@@ -4,6 +4,7 @@ never touch the machine's own interfaces.
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
@@ -32,8 +33,19 @@ def _why_not() -> str | None:
 
 
 @pytest.fixture(scope="session")
-def libvirt_host() -> str:
-    """libvirtd running inside the suite's namespace."""
+def libvirt_host() -> Iterator[str]:
+    """libvirtd running inside the suite's namespace, this session's alone.
+
+    One libvirtd serves the machine and domains are named by instance id
+    (``instance-00000001``), so two runs at once would take each other's
+    guests: a second run waits for the first (an exclusive lock for the
+    session)."""
+    with open(RUN_LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield _libvirt_host()
+
+
+def _libvirt_host() -> str:
     reason = _why_not()
     if reason is None:
         done = subprocess.run([str(ROOT / "scripts/setup-libvirt.sh"), "--netns", NETNS],
