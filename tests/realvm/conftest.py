@@ -19,6 +19,7 @@ from tests.client.conftest import RunningCloud, free_port, start_cloud, stop, wa
 
 ROOT = Path(__file__).resolve().parents[2]
 NETNS = "cirrus-rv"
+RUN_LOCK = "/run/cirrus-realvm.lock"  # one real-VM session at a time on a machine
 TINY_CACHE = Path(os.environ.get("CIRRUS_TINY_CACHE", Path.home() / ".cache/cirrus/tiny"))
 MARKER = "cirrus-tiny: boot complete"
 
