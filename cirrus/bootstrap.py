@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from starlette.applications import Starlette
 
 from cirrus.api.app import build_app
 from cirrus.config import Settings
@@ -66,7 +67,7 @@ class Cloud:
         self.transport: Transport | None = None
         self.services: list[Service] = []
         self.state: dict[str, Any] = {}
-        self.app = None
+        self.app: Starlette | None = None
 
     async def start(self) -> None:
         s = self.settings

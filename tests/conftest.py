@@ -6,12 +6,14 @@ using ``cloud`` runs on SQLite and on PostgreSQL (tests/databases.py).
 """
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import pytest_asyncio
 
 from cirrus.bootstrap import Cloud
 from cirrus.config import Settings
@@ -44,6 +46,42 @@ def database(request: pytest.FixtureRequest,
         yield dbs
     finally:
         dbs.close()
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_tasks(request: pytest.FixtureRequest) -> None:
+    """Fail an async test that leaves asyncio tasks pending on its loop.
+
+    Requested first (autouse), the check is torn down last: after the test
+    and after its fixtures' teardown, so a service whose stop forgets a task
+    is caught. Sync tests run no loop and are left alone."""
+    if pytest_asyncio.is_async_test(request.node):
+        request.getfixturevalue("_leaked_task_check")
+
+
+@pytest.fixture
+async def _leaked_task_check() -> AsyncIterator[None]:
+    before = asyncio.all_tasks()
+    yield
+    leaked = pending_tasks(before)
+    if leaked:
+        names = ", ".join(sorted(t.get_name() for t in leaked))
+        for task in leaked:
+            task.cancel()
+        # Let them unwind before the loop closes (bounded: a task may ignore
+        # cancellation); the test fails either way.
+        await asyncio.wait(leaked, timeout=10)
+        pytest.fail(f"test left {len(leaked)} asyncio task(s) pending: {names}", pytrace=False)
+
+
+def pending_tasks(before: set[asyncio.Task[Any]]) -> set[asyncio.Task[Any]]:
+    """Tasks started since ``before`` and still pending, other than the caller.
+
+    No grace: a task that a stop cancelled but did not await is still pending
+    here, and that stop is the bug (its task may still touch what the test
+    tore down)."""
+    current = asyncio.current_task()
+    return {task for task in asyncio.all_tasks() - before if task is not current}
 
 
 def make_settings(tmp_path: Path, database: Databases, **overrides: Any) -> Settings:

@@ -154,10 +154,10 @@ def _where(conn: sa.Connection, stmt: Any, q: ListQuery) -> Any:
     elif not q.deleted and "DELETED" not in q.status:
         stmt = stmt.where(instances.c.deleted.is_(False))
     if q.status:
-        conds = []
+        conds: list[sa.ColumnElement[bool]] = []
         for status in q.status:
             vm_states, task_states = STATUS_FILTERS.get(status.upper(), (["__none__"], None))
-            cond = instances.c.vm_state.in_(vm_states)
+            cond: sa.ColumnElement[bool] = instances.c.vm_state.in_(vm_states)
             if task_states:
                 cond = sa.and_(cond, instances.c.task_state.in_(task_states))
             conds.append(cond)

@@ -76,7 +76,7 @@ class _Link(asyncio.Protocol):
             if len(inbox) < end:
                 break
             try:
-                frame = decode(inbox[start + 4:end])  # both parsers take a bytearray
+                frame = decode(inbox[start + 4:end])
             except ValueError:
                 LOG.error("malformed frame on the local bus; closing the connection")
                 self.close()

@@ -29,6 +29,7 @@ from cirrus.scheduler.exception import NoValidHost
 from cirrus.scheduler.filters import DEFAULT_FILTERS, FILTERS, BaseHostFilter
 from cirrus.scheduler.host_manager import HostManager
 from cirrus.scheduler.host_state import HostState
+from cirrus.scheduler.selection import Destination, Selection
 from cirrus.scheduler.search import best_hosts
 from cirrus.scheduler.spec import Spec
 from cirrus.scheduler.weights import WEIGHERS, BaseWeigher, weigh_hosts
@@ -170,7 +171,8 @@ class FilterScheduler:
             if (forced and not flt.run_for_forced) or not flt.applies(spec):
                 continue
             before = len(hosts)
-            kept, rejected = [], {}
+            kept: list[HostState] = []
+            rejected: dict[str, str] = {}
             for host in hosts:
                 result = flt.host_passes(host, spec)
                 if result.passed:
@@ -229,7 +231,7 @@ class FilterScheduler:
         return "There are not enough hosts available. " + ("; ".join(removed) + "."
                                                            if removed else "")
 
-    async def select_destinations(self, request_spec: dict[str, Any]) -> dict[str, Any]:
+    async def select_destinations(self, request_spec: dict[str, Any]) -> Selection:
         spec = Spec.from_request(request_spec)
         if _needs_group_and_hints(request_spec):
             await self.db.read(_group_and_hints, request_spec, spec)
@@ -250,11 +252,11 @@ class FilterScheduler:
         first = random.randrange(subset)
         return [weighed[first][1]] + [h for i, (_, h) in enumerate(weighed) if i != first]
 
-    async def _schedule(self, request_spec: dict[str, Any], spec: Spec) -> dict[str, Any]:
+    async def _schedule(self, request_spec: dict[str, Any], spec: Spec) -> Selection:
         uuids = list(request_spec.get("instance_uuids") or [])
         forced = bool(spec.force_hosts or spec.force_nodes)
         hm = self.host_manager
-        destinations: list[dict[str, Any]] = []
+        destinations: list[Destination] = []
         decision: dict[str, Any] = {}
         claimed: list[str] = []
         chosen_hosts: list[str] = []
@@ -310,7 +312,7 @@ class SchedulerManager:
         self.driver = FilterScheduler(settings, db, self.host_manager)
 
     async def select_destinations(self, ctx: RequestContext,
-                                  request_spec: dict[str, Any]) -> dict[str, Any]:
+                                  request_spec: dict[str, Any]) -> Selection:
         return await self.driver.select_destinations(request_spec)
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cirrus.compute.states import PowerState
+from cirrus.config import Settings
 
 
 @dataclass
@@ -54,6 +55,10 @@ class ComputeDriver(abc.ABC):
     # (cirrus.compute.virtapi.VirtAPI) waits for network-vif-plugged events.
     virtapi: Any = None
 
+    def __init__(self, settings: Settings, host: str) -> None:
+        """Every driver is made from the settings and the host it serves
+        (``cirrus.virt.load_compute_driver``)."""
+
     async def init_host(self, host: str) -> None:
         """Called once before the compute service starts taking work.
 
@@ -75,9 +80,11 @@ class ComputeDriver(abc.ABC):
     @abc.abstractmethod
     async def spawn(self, context: Any, instance: dict[str, Any], image_meta: dict[str, Any],
                     injected_files: list[tuple[str, bytes]], admin_password: str | None,
-                    allocations: dict[str, Any], network_info: Any,
+                    allocations: dict[str, Any] | None, network_info: Any,
                     block_device_info: dict[str, Any] | None = None) -> None:
         """Create and start the guest. On return it is running.
+
+        ``allocations``: the claim held for it on this node (None: none is held).
 
         Raises :class:`cirrus.virt.exception.InstanceSpawnError` (reschedulable)
         or an image/flavor error (abort) on failure; leaves nothing behind.

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from cirrus.compute.states import PowerState
+from cirrus.config import Settings
 from cirrus.virt import exception as vexc
 from cirrus.virt.driver import Capabilities, ComputeDriver, InstanceInfo, NodeResources
 
@@ -74,7 +75,7 @@ class FakeDriver(ComputeDriver):
 
     capabilities = Capabilities(supports_console_output=True, supports_vif_plugging_events=False)
 
-    def __init__(self, settings: Any, host: str) -> None:
+    def __init__(self, settings: Settings, host: str) -> None:
         self.host = host
         self.vcpus = settings.fake_host_vcpus
         self.memory_mb = settings.fake_host_memory_mb
@@ -113,7 +114,7 @@ class FakeDriver(ComputeDriver):
 
     async def spawn(self, context: Any, instance: dict[str, Any], image_meta: dict[str, Any],
                     injected_files: list[tuple[str, bytes]], admin_password: str | None,
-                    allocations: dict[str, Any], network_info: Any,
+                    allocations: dict[str, Any] | None, network_info: Any,
                     block_device_info: dict[str, Any] | None = None) -> None:
         await self._check_fault("spawn", instance)
         if self.capabilities.supports_vif_plugging_events and self.virtapi is not None:

@@ -19,7 +19,7 @@ from cirrus.virt import exception as vexc
 
 
 def _user_data(instance: dict[str, Any]) -> bytes | None:
-    raw = instance.get("user_data")
+    raw: str | None = instance.get("user_data")
     if not raw:
         return None
     try:
@@ -48,7 +48,9 @@ def meta_data(instance: dict[str, Any], files: list[dict[str, str]],
 
 
 def network_data(network_info: list[dict[str, Any]]) -> dict[str, Any]:
-    links, networks, services = [], [], []
+    links: list[dict[str, Any]] = []
+    networks: list[dict[str, Any]] = []
+    services: list[dict[str, Any]] = []
     for i, vif in enumerate(network_info or []):
         links.append({"id": vif["devname"], "vif_id": vif["id"], "type": "bridge",
                       "ethernet_mac_address": vif["address"],

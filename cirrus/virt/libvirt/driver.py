@@ -19,6 +19,7 @@ from typing import Any
 
 from cirrus.compute import exception as cexc
 from cirrus.compute.states import PowerState
+from cirrus.config import Settings
 from cirrus.virt import exception as vexc
 from cirrus.virt.driver import Capabilities, ComputeDriver, InstanceInfo, NodeResources
 from cirrus.virt.libvirt import imagebackend
@@ -44,7 +45,7 @@ def domain_name(instance: dict[str, Any]) -> str:
 class LibvirtDriver(ComputeDriver):
     capabilities = Capabilities(supports_console_output=True, supports_vif_plugging_events=True)
 
-    def __init__(self, settings: Any, host: str) -> None:
+    def __init__(self, settings: Settings, host: str) -> None:
         self.settings = settings
         self.hostname = host
         self.instances_path = Path(settings.instances_path)
@@ -91,7 +92,8 @@ class LibvirtDriver(ComputeDriver):
 
     # -- spawn (seed 001/003) -------------------------------------------------------
     def _instance_dir(self, instance: dict[str, Any]) -> Path:
-        return self.instances_path / instance["uuid"]
+        uuid: str = instance["uuid"]
+        return self.instances_path / uuid
 
     def _get_disk_info(self, instance: dict[str, Any]) -> dict[str, str]:
         """Which guest device each disk gets (blockinfo.get_disk_info)."""
@@ -160,7 +162,7 @@ class LibvirtDriver(ComputeDriver):
 
     async def spawn(self, context: Any, instance: dict[str, Any], image_meta: dict[str, Any],
                     injected_files: list[tuple[str, bytes]], admin_password: str | None,
-                    allocations: dict[str, Any], network_info: Any,
+                    allocations: dict[str, Any] | None, network_info: Any,
                     block_device_info: dict[str, Any] | None = None) -> None:
         disk_info = self._get_disk_info(instance)
         layout = await self._create_image(context, instance, image_meta, disk_info,
