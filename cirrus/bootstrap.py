@@ -110,12 +110,9 @@ class Cloud:
         return out
 
     async def stop(self) -> None:
-        from cirrus.utils import cancel_all
-
         for service in reversed(self.services):
             await service.stop()
         self.services.clear()
-        await cancel_all()
         if self.transport is not None:
             await self.transport.stop()
         if self.db is not None:

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 from cirrus.compute.states import PowerState
 from cirrus.config import Settings
+from cirrus.network.model import VIF
 
 
 @dataclass
@@ -80,7 +81,7 @@ class ComputeDriver(abc.ABC):
     @abc.abstractmethod
     async def spawn(self, context: Any, instance: dict[str, Any], image_meta: dict[str, Any],
                     injected_files: list[tuple[str, bytes]], admin_password: str | None,
-                    allocations: dict[str, Any] | None, network_info: Any,
+                    allocations: dict[str, Any] | None, network_info: Sequence[VIF] | None,
                     block_device_info: dict[str, Any] | None = None) -> None:
         """Create and start the guest. On return it is running.
 
@@ -91,13 +92,13 @@ class ComputeDriver(abc.ABC):
         """
 
     @abc.abstractmethod
-    async def destroy(self, context: Any, instance: dict[str, Any], network_info: Any,
+    async def destroy(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
                       block_device_info: dict[str, Any] | None = None,
                       destroy_disks: bool = True) -> None:
         """Stop and remove the guest, unplug VIFs, remove disks. Idempotent."""
 
     @abc.abstractmethod
-    async def power_on(self, context: Any, instance: dict[str, Any], network_info: Any,
+    async def power_on(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
                        block_device_info: dict[str, Any] | None = None) -> None:
         """Start a stopped guest; on return it is running."""
 
@@ -107,7 +108,7 @@ class ComputeDriver(abc.ABC):
         """Stop the guest: graceful for ``timeout`` seconds, then forced."""
 
     @abc.abstractmethod
-    async def reboot(self, context: Any, instance: dict[str, Any], network_info: Any,
+    async def reboot(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
                      reboot_type: str, block_device_info: dict[str, Any] | None = None) -> None:
         """``SOFT`` or ``HARD`` reboot; on return the guest is running."""
 
@@ -119,10 +120,10 @@ class ComputeDriver(abc.ABC):
     async def get_console_output(self, context: Any, instance: dict[str, Any]) -> str:
         """The serial console log so far."""
 
-    async def plug_vifs(self, instance: dict[str, Any], network_info: Any) -> None:
+    async def plug_vifs(self, instance: dict[str, Any], network_info: Sequence[VIF] | None) -> None:
         """Attach the guest's VIFs to the host network."""
 
-    async def unplug_vifs(self, instance: dict[str, Any], network_info: Any) -> None:
+    async def unplug_vifs(self, instance: dict[str, Any], network_info: Sequence[VIF] | None) -> None:
         """Detach the guest's VIFs from the host network."""
 
     def deallocate_networks_on_reschedule(self, instance: dict[str, Any]) -> bool:

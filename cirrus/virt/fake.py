@@ -10,12 +10,13 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from cirrus.compute.states import PowerState
 from cirrus.config import Settings
 from cirrus.virt import exception as vexc
 from cirrus.virt.driver import Capabilities, ComputeDriver, InstanceInfo, NodeResources
+from cirrus.network.model import VIF
 
 
 @dataclass
@@ -114,7 +115,7 @@ class FakeDriver(ComputeDriver):
 
     async def spawn(self, context: Any, instance: dict[str, Any], image_meta: dict[str, Any],
                     injected_files: list[tuple[str, bytes]], admin_password: str | None,
-                    allocations: dict[str, Any] | None, network_info: Any,
+                    allocations: dict[str, Any] | None, network_info: Sequence[VIF] | None,
                     block_device_info: dict[str, Any] | None = None) -> None:
         await self._check_fault("spawn", instance)
         if self.capabilities.supports_vif_plugging_events and self.virtapi is not None:
@@ -130,14 +131,14 @@ class FakeDriver(ComputeDriver):
         self.instances[instance["uuid"]] = fake
         self.plugged[instance["uuid"]] = [vif["id"] for vif in (network_info or [])]
 
-    async def destroy(self, context: Any, instance: dict[str, Any], network_info: Any,
+    async def destroy(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
                       block_device_info: dict[str, Any] | None = None,
                       destroy_disks: bool = True) -> None:
         await self._check_fault("destroy", instance)
         self.instances.pop(instance["uuid"], None)
         self.plugged.pop(instance["uuid"], None)
 
-    async def power_on(self, context: Any, instance: dict[str, Any], network_info: Any,
+    async def power_on(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
                        block_device_info: dict[str, Any] | None = None) -> None:
         await self._check_fault("power_on", instance)
         self._get(instance).state = PowerState.RUNNING
@@ -147,7 +148,7 @@ class FakeDriver(ComputeDriver):
         await self._check_fault("power_off", instance)
         self._get(instance).state = PowerState.SHUTDOWN
 
-    async def reboot(self, context: Any, instance: dict[str, Any], network_info: Any,
+    async def reboot(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
                      reboot_type: str, block_device_info: dict[str, Any] | None = None) -> None:
         await self._check_fault("reboot", instance)
         fake = self._get(instance)

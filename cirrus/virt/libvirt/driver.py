@@ -15,7 +15,7 @@ import logging
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from cirrus.compute import exception as cexc
 from cirrus.compute.states import PowerState
@@ -27,6 +27,7 @@ from cirrus.virt.libvirt.config import DiskSpec, GuestSpec, guest_xml
 from cirrus.virt.libvirt.configdrive import make_config_drive
 from cirrus.virt.libvirt.host import Host
 from cirrus.virt.libvirt.virt_type import detect_virt_type
+from cirrus.network.model import VIF
 
 LOG = logging.getLogger(__name__)
 MAX_CONSOLE_BYTES = 100 * 1024
@@ -113,7 +114,7 @@ class LibvirtDriver(ComputeDriver):
     async def _create_image(self, context: Any, instance: dict[str, Any],
                             image_meta: dict[str, Any], disk_info: dict[str, str],
                             injected_files: list[tuple[str, bytes]], admin_password: str | None,
-                            network_info: Any) -> dict[str, Any]:
+                            network_info: Sequence[VIF] | None) -> dict[str, Any]:
         """Disks, kernel, ramdisk and config drive in the instance directory."""
         uuid = instance["uuid"]
         inst_dir = self._instance_dir(instance)
@@ -148,7 +149,7 @@ class LibvirtDriver(ComputeDriver):
         return layout
 
     def _get_guest_xml(self, instance: dict[str, Any], layout: dict[str, Any],
-                       network_info: Any) -> str:
+                       network_info: Sequence[VIF] | None) -> str:
         flavor = instance.get("flavor") or {}
         return guest_xml(GuestSpec(
             name=domain_name(instance), uuid=instance["uuid"],
@@ -162,7 +163,7 @@ class LibvirtDriver(ComputeDriver):
 
     async def spawn(self, context: Any, instance: dict[str, Any], image_meta: dict[str, Any],
                     injected_files: list[tuple[str, bytes]], admin_password: str | None,
-                    allocations: dict[str, Any] | None, network_info: Any,
+                    allocations: dict[str, Any] | None, network_info: Sequence[VIF] | None,
                     block_device_info: dict[str, Any] | None = None) -> None:
         disk_info = self._get_disk_info(instance)
         layout = await self._create_image(context, instance, image_meta, disk_info,
@@ -183,7 +184,7 @@ class LibvirtDriver(ComputeDriver):
             raise vexc.InstanceSpawnError(instance_uuid=uuid, reason=e.get_error_message()) from e
 
     async def _create_domain_and_network(self, instance: dict[str, Any], xml: str,
-                                         network_info: Any,
+                                         network_info: Sequence[VIF] | None,
                                          vifs_already_plugged: bool = False) -> None:
         """Plug VIFs, start paused, wait for network-vif-plugged, resume."""
         uuid = instance["uuid"]
@@ -227,7 +228,7 @@ class LibvirtDriver(ComputeDriver):
             await asyncio.sleep(0.1)
 
     # -- VIFs --------------------------------------------------------------------------
-    async def plug_vifs(self, instance: dict[str, Any], network_info: Any) -> None:
+    async def plug_vifs(self, instance: dict[str, Any], network_info: Sequence[VIF] | None) -> None:
         """Make sure each VIF's bridge exists; libvirt creates and enslaves the tap."""
         if not network_info:
             return
@@ -237,7 +238,7 @@ class LibvirtDriver(ComputeDriver):
             await ensure_bridge(self.settings, vif["network"]["bridge"],
                                 (vif["network"].get("meta") or {}).get("mtu"))
 
-    async def unplug_vifs(self, instance: dict[str, Any], network_info: Any) -> None:
+    async def unplug_vifs(self, instance: dict[str, Any], network_info: Sequence[VIF] | None) -> None:
         """Nothing to do: the tap goes with the domain; the bridge is the network's."""
 
     # -- power -----------------------------------------------------------------------
@@ -291,7 +292,7 @@ class LibvirtDriver(ComputeDriver):
             return
         await self._destroy_domain(instance)
 
-    async def _hard_reboot(self, instance: dict[str, Any], network_info: Any) -> None:
+    async def _hard_reboot(self, instance: dict[str, Any], network_info: Sequence[VIF] | None) -> None:
         """Seed 003: destroy, regenerate the XML, recreate, wait until RUNNING."""
         await self._destroy_domain(instance)
         layout_file = self._instance_dir(instance) / LAYOUT
@@ -302,11 +303,11 @@ class LibvirtDriver(ComputeDriver):
         await self._create_domain_and_network(instance, xml, network_info,
                                               vifs_already_plugged=True)
 
-    async def power_on(self, context: Any, instance: dict[str, Any], network_info: Any,
+    async def power_on(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
                        block_device_info: dict[str, Any] | None = None) -> None:
         await self._hard_reboot(instance, network_info)
 
-    async def reboot(self, context: Any, instance: dict[str, Any], network_info: Any,
+    async def reboot(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
                      reboot_type: str, block_device_info: dict[str, Any] | None = None) -> None:
         if reboot_type == "SOFT":
             timeout = self.settings.shutdown_timeout
@@ -319,7 +320,7 @@ class LibvirtDriver(ComputeDriver):
         await self._hard_reboot(instance, network_info)
 
     # -- destroy -----------------------------------------------------------------------
-    async def destroy(self, context: Any, instance: dict[str, Any], network_info: Any,
+    async def destroy(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
                       block_device_info: dict[str, Any] | None = None,
                       destroy_disks: bool = True) -> None:
         libvirt = self.host.libvirt
