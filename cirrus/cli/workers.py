@@ -32,8 +32,8 @@ import socket
 import sys
 import tempfile
 from dataclasses import dataclass, replace
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from cirrus.config import Settings
 

@@ -14,9 +14,9 @@ from typing import Any, Callable, Sequence
 
 from cirrus.compute.states import PowerState
 from cirrus.config import Settings
+from cirrus.network.model import VIF
 from cirrus.virt import exception as vexc
 from cirrus.virt.driver import Capabilities, ComputeDriver, InstanceInfo, NodeResources
-from cirrus.network.model import VIF
 
 
 @dataclass

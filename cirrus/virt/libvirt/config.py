@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
-from typing import Any
 
 from cirrus.network.model import VIF
 

@@ -20,6 +20,7 @@ from typing import Any, Sequence
 from cirrus.compute import exception as cexc
 from cirrus.compute.states import PowerState
 from cirrus.config import Settings
+from cirrus.network.model import VIF
 from cirrus.virt import exception as vexc
 from cirrus.virt.driver import Capabilities, ComputeDriver, InstanceInfo, NodeResources
 from cirrus.virt.libvirt import imagebackend
@@ -27,7 +28,6 @@ from cirrus.virt.libvirt.config import DiskSpec, GuestSpec, guest_xml
 from cirrus.virt.libvirt.configdrive import make_config_drive
 from cirrus.virt.libvirt.host import Host
 from cirrus.virt.libvirt.virt_type import detect_virt_type
-from cirrus.network.model import VIF
 
 LOG = logging.getLogger(__name__)
 MAX_CONSOLE_BYTES = 100 * 1024
