@@ -19,7 +19,7 @@ import contextlib
 import datetime
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable, ContextManager, Generic, TypeVar
+from typing import Any, Callable, ContextManager, Generic, Protocol, Sequence, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine.default import DefaultDialect
@@ -52,6 +52,27 @@ class _Plan:
         return dict(zip(self.names, values))
 
 
+class Cursor(Protocol):
+    """The DBAPI cursor a Prepared statement runs on (PEP 249), as much of it
+    as cirrus reads."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    @property
+    def lastrowid(self) -> Any: ...
+
+    @property
+    def description(self) -> Sequence[Sequence[Any]]: ...
+
+    # A row or None; Any, so that a count's one row is read without a check.
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> Sequence[Sequence[Any]]: ...
+
+    def close(self) -> None: ...
+
+
 # The statement kept, so that a caller may derive another from it.
 S = TypeVar("S", bound=sa.ClauseElement)
 
@@ -76,7 +97,7 @@ class Prepared(Generic[S]):
         self._last = (weakref.ref(dialect), plan)
         return plan
 
-    def execute(self, conn: sa.Connection, **params: Any) -> Any:
+    def execute(self, conn: sa.Connection, **params: Any) -> Cursor:
         """Run in ``conn``'s transaction; the DBAPI cursor (``rowcount``,
         ``fetchone()``, ``lastrowid``)."""
         dialect = conn.dialect

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from cirrus.compute.states import PowerState
 from cirrus.config import Settings
@@ -81,8 +81,8 @@ class ComputeDriver(abc.ABC):
     @abc.abstractmethod
     async def spawn(self, context: Any, instance: dict[str, Any], image_meta: dict[str, Any],
                     injected_files: list[tuple[str, bytes]], admin_password: str | None,
-                    allocations: dict[str, Any] | None, network_info: Sequence[VIF] | None,
-                    block_device_info: dict[str, Any] | None = None) -> None:
+                    allocations: Mapping[str, Any] | None, network_info: Sequence[VIF] | None,
+                    block_device_info: Mapping[str, Any] | None = None) -> None:
         """Create and start the guest. On return it is running.
 
         ``allocations``: the claim held for it on this node (None: none is held).
@@ -93,13 +93,13 @@ class ComputeDriver(abc.ABC):
 
     @abc.abstractmethod
     async def destroy(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
-                      block_device_info: dict[str, Any] | None = None,
+                      block_device_info: Mapping[str, Any] | None = None,
                       destroy_disks: bool = True) -> None:
         """Stop and remove the guest, unplug VIFs, remove disks. Idempotent."""
 
     @abc.abstractmethod
     async def power_on(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
-                       block_device_info: dict[str, Any] | None = None) -> None:
+                       block_device_info: Mapping[str, Any] | None = None) -> None:
         """Start a stopped guest; on return it is running."""
 
     @abc.abstractmethod
@@ -109,7 +109,7 @@ class ComputeDriver(abc.ABC):
 
     @abc.abstractmethod
     async def reboot(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
-                     reboot_type: str, block_device_info: dict[str, Any] | None = None) -> None:
+                     reboot_type: str, block_device_info: Mapping[str, Any] | None = None) -> None:
         """``SOFT`` or ``HARD`` reboot; on return the guest is running."""
 
     @abc.abstractmethod

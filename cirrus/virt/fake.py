@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from cirrus.compute.states import PowerState
 from cirrus.config import Settings
@@ -115,8 +115,8 @@ class FakeDriver(ComputeDriver):
 
     async def spawn(self, context: Any, instance: dict[str, Any], image_meta: dict[str, Any],
                     injected_files: list[tuple[str, bytes]], admin_password: str | None,
-                    allocations: dict[str, Any] | None, network_info: Sequence[VIF] | None,
-                    block_device_info: dict[str, Any] | None = None) -> None:
+                    allocations: Mapping[str, Any] | None, network_info: Sequence[VIF] | None,
+                    block_device_info: Mapping[str, Any] | None = None) -> None:
         await self._check_fault("spawn", instance)
         if self.capabilities.supports_vif_plugging_events and self.virtapi is not None:
             async with self.virtapi.wait_for_vif_plugged(instance, network_info):
@@ -132,14 +132,14 @@ class FakeDriver(ComputeDriver):
         self.plugged[instance["uuid"]] = [vif["id"] for vif in (network_info or [])]
 
     async def destroy(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
-                      block_device_info: dict[str, Any] | None = None,
+                      block_device_info: Mapping[str, Any] | None = None,
                       destroy_disks: bool = True) -> None:
         await self._check_fault("destroy", instance)
         self.instances.pop(instance["uuid"], None)
         self.plugged.pop(instance["uuid"], None)
 
     async def power_on(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
-                       block_device_info: dict[str, Any] | None = None) -> None:
+                       block_device_info: Mapping[str, Any] | None = None) -> None:
         await self._check_fault("power_on", instance)
         self._get(instance).state = PowerState.RUNNING
 
@@ -149,7 +149,7 @@ class FakeDriver(ComputeDriver):
         self._get(instance).state = PowerState.SHUTDOWN
 
     async def reboot(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
-                     reboot_type: str, block_device_info: dict[str, Any] | None = None) -> None:
+                     reboot_type: str, block_device_info: Mapping[str, Any] | None = None) -> None:
         await self._check_fault("reboot", instance)
         fake = self._get(instance)
         fake.state = PowerState.RUNNING

@@ -15,7 +15,7 @@ import logging
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from cirrus.compute import exception as cexc
 from cirrus.compute.states import PowerState
@@ -163,8 +163,8 @@ class LibvirtDriver(ComputeDriver):
 
     async def spawn(self, context: Any, instance: dict[str, Any], image_meta: dict[str, Any],
                     injected_files: list[tuple[str, bytes]], admin_password: str | None,
-                    allocations: dict[str, Any] | None, network_info: Sequence[VIF] | None,
-                    block_device_info: dict[str, Any] | None = None) -> None:
+                    allocations: Mapping[str, Any] | None, network_info: Sequence[VIF] | None,
+                    block_device_info: Mapping[str, Any] | None = None) -> None:
         disk_info = self._get_disk_info(instance)
         layout = await self._create_image(context, instance, image_meta, disk_info,
                                           injected_files, admin_password, network_info)
@@ -304,11 +304,11 @@ class LibvirtDriver(ComputeDriver):
                                               vifs_already_plugged=True)
 
     async def power_on(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
-                       block_device_info: dict[str, Any] | None = None) -> None:
+                       block_device_info: Mapping[str, Any] | None = None) -> None:
         await self._hard_reboot(instance, network_info)
 
     async def reboot(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
-                     reboot_type: str, block_device_info: dict[str, Any] | None = None) -> None:
+                     reboot_type: str, block_device_info: Mapping[str, Any] | None = None) -> None:
         if reboot_type == "SOFT":
             timeout = self.settings.shutdown_timeout
             if await self._clean_shutdown(instance, timeout, retry_interval=10):
@@ -321,7 +321,7 @@ class LibvirtDriver(ComputeDriver):
 
     # -- destroy -----------------------------------------------------------------------
     async def destroy(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
-                      block_device_info: dict[str, Any] | None = None,
+                      block_device_info: Mapping[str, Any] | None = None,
                       destroy_disks: bool = True) -> None:
         libvirt = self.host.libvirt
         await self._destroy_domain(instance)
