@@ -59,9 +59,10 @@ def no_leaked_tasks(request: pytest.FixtureRequest) -> None:
         request.getfixturevalue("_leaked_task_check")
 
 
-# TODO(lead): ComputeManager.stop (compute/manager.py) cancels its builds but
-# does not await them, so a build (and the network allocation it awaits) is
-# still unwinding when the cloud is gone. Await them there, then empty this.
+# TODO(lead): ComputeManager.stop cancels its builds (RunningBuilds.cancel_all,
+# compute/builds.py) but does not await them, so a build (and the network
+# allocation it awaits) is still unwinding when the cloud is gone. Await them
+# there (cancel, then gather), then empty this.
 KNOWN_LEAKS = ("build:", "allocate-network:")
 
 
