@@ -110,11 +110,15 @@ class Cloud:
         return out
 
     async def stop(self) -> None:
+        """Stop taking messages, then stop each service; every task they
+        started ends with them (none is left running on the loop)."""
+        # The bus first: a message still being delivered could start work
+        # (a build) on a service that has already stopped.
+        if self.transport is not None:
+            await self.transport.stop()
         for service in reversed(self.services):
             await service.stop()
         self.services.clear()
-        if self.transport is not None:
-            await self.transport.stop()
         if self.db is not None:
             self.db.close()
 
