@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from starlette.applications import Starlette
 
 from cirrus.api.app import build_app
-from cirrus.config import Settings
+from cirrus.config import Settings, split_bind
+from cirrus.console.serialproxy import SerialProxy
 from cirrus.db import migrate
 from cirrus.db.engine import Database
 from cirrus.rpc import Transport, get_transport
@@ -66,8 +68,8 @@ class Cloud:
         self.transport: Transport | None = None
         self.services: list[Service] = []
         self.state: dict[str, Any] = {}
-        self.app = None
-        self.serial_proxy: Any = None
+        self.app: Starlette | None = None
+        self.serial_proxy: SerialProxy | None = None
 
     async def start(self) -> None:
         s = self.settings
@@ -91,9 +93,6 @@ class Cloud:
 
     async def _start_serial_proxy(self) -> None:
         """The serial console proxy beside the API that hands out its URLs."""
-        from cirrus.config import split_bind
-        from cirrus.console.serialproxy import SerialProxy
-
         assert self.db is not None
         s = self.settings
         host, port = split_bind(s.serialproxy_bind) if s.serialproxy_bind else (s.host, 0)
@@ -125,17 +124,18 @@ class Cloud:
         return out
 
     async def stop(self) -> None:
-        from cirrus.utils import cancel_all
-
+        """Stop taking messages, then stop each service; every task they
+        started ends with them (none is left running on the loop)."""
         if self.serial_proxy is not None:
             await self.serial_proxy.stop()
             self.serial_proxy = None
+        # The bus first: a message still being delivered could start work
+        # (a build) on a service that has already stopped.
+        if self.transport is not None:
+            await self.transport.stop()
         for service in reversed(self.services):
             await service.stop()
         self.services.clear()
-        await cancel_all()
-        if self.transport is not None:
-            await self.transport.stop()
         if self.db is not None:
             self.db.close()
 

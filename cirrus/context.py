@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 
 # The variant digit of a random UUID: 10xx in its top bits.
@@ -16,6 +16,18 @@ def new_request_id() -> str:
     the services make for themselves gets one)."""
     h = os.urandom(16).hex()
     return f"req-{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"
+
+
+class ContextDict(TypedDict, total=False):
+    """A context as it crosses the bus (any key may be missing)."""
+
+    user_id: str | None
+    project_id: str | None
+    domain_id: str | None
+    roles: list[str]
+    request_id: str
+    user_name: str | None
+    project_name: str | None
 
 
 @dataclass
@@ -40,7 +52,7 @@ class RequestContext:
     def is_admin(self) -> bool:
         return "admin" in self.roles
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ContextDict:
         return {
             "user_id": self.user_id,
             "project_id": self.project_id,
@@ -52,13 +64,12 @@ class RequestContext:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RequestContext":
+    def from_dict(cls, data: ContextDict) -> "RequestContext":
         # Every RPC delivery makes one: keyword arguments, no dict built for them.
-        get = data.get
-        return cls(user_id=get("user_id"), project_id=get("project_id"),
-                   domain_id=get("domain_id"), roles=list(get("roles") or ()),
-                   request_id=get("request_id"), user_name=get("user_name"),
-                   project_name=get("project_name"))
+        return cls(user_id=data.get("user_id"), project_id=data.get("project_id"),
+                   domain_id=data.get("domain_id"), roles=list(data.get("roles") or ()),
+                   request_id=data.get("request_id") or new_request_id(),
+                   user_name=data.get("user_name"), project_name=data.get("project_name"))
 
     def elevated(self) -> "RequestContext":
         """An admin copy, for internal work done on the caller's behalf."""

@@ -44,7 +44,8 @@ def _register(conn: sa.Connection, host: str, binary: str, topic: str, az: str) 
         return row.id
     return conn.execute(services.insert().values(
         uuid=str(uuid.uuid4()), host=host, binary=binary, topic=topic, availability_zone=az, disabled=False,
-        forced_down=False, last_seen_up=now, report_count=0, created_at=now)).inserted_primary_key[0]
+        forced_down=False, last_seen_up=now, report_count=0, created_at=now,
+    ).returning(services.c.id)).scalar_one()
 
 
 def _heartbeat(conn: sa.Connection, service_id: int) -> None:

@@ -36,6 +36,33 @@ def _finished(task: asyncio.Task[Any]) -> None:
         LOG.error("background task %s failed", task.get_name(), exc_info=exc)
 
 
+class Supervisor:
+    """The background tasks of one owner (a transport, a service), started
+    through :func:`spawn` and ended together by :meth:`stop`: an owner that
+    stops leaves nothing of its own running."""
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+        """:func:`spawn` ``coro`` as one of this owner's tasks."""
+        task = spawn(coro, name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def stop(self) -> None:
+        """Cancel the tasks still running and wait for each to end."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+
 class KeyedLocks:
     """An asyncio lock per key (an instance, an image), ``async with
     locks(key)``. A key's lock is kept only while someone holds or waits for
@@ -81,16 +108,3 @@ class _KeyedLock:
         if not self.users[0]:
             del self.entries[self.key]
 
-
-def running_tasks() -> set[asyncio.Task[Any]]:
-    """Background tasks still running (tests use it to find leaks)."""
-    return {t for t in _TASKS if not t.done()}
-
-
-async def cancel_all(timeout: float = 5.0) -> None:
-    """Cancel every background task and wait for them to finish."""
-    tasks = running_tasks()
-    for task in tasks:
-        task.cancel()
-    if tasks:
-        await asyncio.wait(tasks, timeout=timeout)

@@ -7,7 +7,7 @@ services the handlers use (``app.state``).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -22,7 +22,7 @@ from cirrus.api.auth import AuthMiddleware
 from cirrus.exception import CirrusException
 
 
-def _route_tables() -> list[tuple[str, list[BaseRoute]]]:
+def _route_tables() -> list[tuple[str, Sequence[BaseRoute]]]:
     # Imported here so each family's modules load only when an app is built.
     from cirrus.api.compute.routes import ROUTES as compute
     from cirrus.identity.routes import ROUTES as identity
@@ -56,7 +56,7 @@ def _guarded(endpoint: Any, rules: dict[str, policy.Rule]) -> Any:
     return guarded
 
 
-def guard_routes(prefix: str, table: list[BaseRoute]) -> list[BaseRoute]:
+def guard_routes(prefix: str, table: Sequence[BaseRoute]) -> list[BaseRoute]:
     """A copy of ``table`` whose every route checks its rule first.
 
     Raises :class:`MissingRule` for a route (or one of its methods) without a

@@ -8,7 +8,7 @@ import logging
 import signal
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from cirrus.config import Settings, load_settings
 
@@ -18,7 +18,7 @@ LOG = logging.getLogger("cirrus")
 # of an iteration) a request a client sent on the connection just before the
 # deadline was dropped unread: the client saw a reset (httpx.ReadError) for a
 # POST it cannot safely retry. Idle connections are cheap; keep them longer.
-KEEP_ALIVE_S = 75.0
+KEEP_ALIVE_S = 75
 # The cyclic garbage collector, after start-up (see settle_heap).
 GC_THRESHOLDS = (100_000, 50, 100)
 
@@ -137,7 +137,7 @@ def quiet_server(config: Any, signals: tuple[int, ...] = (signal.SIGINT, signal.
 
     class Server(uvicorn.Server):
         @contextlib.contextmanager
-        def capture_signals(self):  # type: ignore[override]
+        def capture_signals(self) -> Iterator[None]:
             originals = {sig: signal.signal(sig, self.handle_exit)
                          for sig in signals}
             try:

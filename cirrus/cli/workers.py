@@ -33,6 +33,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from cirrus.config import Settings
 
@@ -214,7 +215,8 @@ async def _all_ready(workers: list[Worker], stop: asyncio.Event) -> bool:
     for worker in workers:
         read = loop.run_in_executor(None, os.read, worker.ready_fd, 1)
         stopped = asyncio.ensure_future(stop.wait())
-        done, _ = await asyncio.wait([read, stopped], timeout=READY_TIMEOUT,
+        either: list[asyncio.Future[Any]] = [read, stopped]
+        done, _ = await asyncio.wait(either, timeout=READY_TIMEOUT,
                                      return_when=asyncio.FIRST_COMPLETED)
         stopped.cancel()
         if read in done and read.result() == b"1":

@@ -60,6 +60,6 @@ class InstanceEvents:
                         error_cb([f"{event['name']}-{event.get('tag')}"])
         finally:
             for key in keys:
-                fut = self.pop(instance_uuid, key)
-                if fut is not None and not fut.done():
-                    fut.cancel()
+                waiter = self.pop(instance_uuid, key)
+                if waiter is not None and not waiter.done():
+                    waiter.cancel()

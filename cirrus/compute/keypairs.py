@@ -40,6 +40,7 @@ def check_public_key(public_key: str) -> str:
 
 def generate(key_type: str = "ssh") -> tuple[str, str]:
     """(private key PEM/OpenSSH, public key OpenSSH) for a new pair."""
+    private: rsa.RSAPrivateKey | ed25519.Ed25519PrivateKey
     if key_type == "x509":
         private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,

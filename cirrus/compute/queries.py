@@ -20,6 +20,7 @@ from cirrus.compute.regex import Matcher, compile_filter
 from cirrus.compute.states import TaskState, VmState
 from cirrus.db.engine import fetch_all
 from cirrus.db.rows import PreparedRead, RowReader, fetch_dicts, json_loads
+from cirrus.network.model import VIF
 
 # API status → vm_state (and task_state where the status depends on it).
 STATUS_FILTERS: dict[str, tuple[list[str], list[str] | None]] = {
@@ -154,10 +155,10 @@ def _where(conn: sa.Connection, stmt: Any, q: ListQuery) -> Any:
     elif not q.deleted and "DELETED" not in q.status:
         stmt = stmt.where(instances.c.deleted.is_(False))
     if q.status:
-        conds = []
+        conds: list[sa.ColumnElement[bool]] = []
         for status in q.status:
             vm_states, task_states = STATUS_FILTERS.get(status.upper(), (["__none__"], None))
-            cond = instances.c.vm_state.in_(vm_states)
+            cond: sa.ColumnElement[bool] = instances.c.vm_state.in_(vm_states)
             if task_states:
                 cond = sa.and_(cond, instances.c.task_state.in_(task_states))
             conds.append(cond)
@@ -221,7 +222,7 @@ def _after_marker(conn: sa.Connection, stmt: Any, q: ListQuery) -> Any:
     return stmt.where(sa.or_(after, sa.and_(col == value, tie)))
 
 
-def info_caches(conn: sa.Connection, uuids: list[str]) -> dict[str, list[dict[str, Any]]]:
+def info_caches(conn: sa.Connection, uuids: list[str]) -> dict[str, list[VIF]]:
     """The network info of each of ``uuids`` that has an info cache."""
     if not uuids:
         return {}

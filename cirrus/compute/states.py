@@ -60,8 +60,12 @@ def status_of(vm_state: str, task_state: str | None) -> str:
         if task_state == TaskState.REBUILDING:
             return "REBUILD"
         return "ACTIVE"
-    return {
-        VmState.STOPPED: "SHUTOFF", VmState.PAUSED: "PAUSED", VmState.SUSPENDED: "SUSPENDED",
-        VmState.RESIZED: "VERIFY_RESIZE", VmState.ERROR: "ERROR", VmState.DELETED: "DELETED",
-        VmState.SOFT_DELETED: "SOFT_DELETED",
-    }.get(vm_state, "UNKNOWN")
+    return _STATUS.get(vm_state, "UNKNOWN")
+
+
+# The status of the other vm_states, whatever their task_state.
+_STATUS: dict[str, str] = {
+    VmState.STOPPED: "SHUTOFF", VmState.PAUSED: "PAUSED", VmState.SUSPENDED: "SUSPENDED",
+    VmState.RESIZED: "VERIFY_RESIZE", VmState.ERROR: "ERROR", VmState.DELETED: "DELETED",
+    VmState.SOFT_DELETED: "SOFT_DELETED",
+}

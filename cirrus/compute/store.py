@@ -17,6 +17,7 @@ from cirrus.compute import instance_actions
 from cirrus.compute.queries import info_caches
 from cirrus.context import RequestContext
 from cirrus.db.engine import Database
+from cirrus.network.model import VIF
 
 T = TypeVar("T")
 Instance = dict[str, Any]  # an instances row, as cirrus.compute.instance.get reads it
@@ -53,9 +54,9 @@ class InstanceStore:
         """The instance's block device info, from its mappings."""
         return block_device_info(await self.db.read(inst.bdms, uuid))
 
-    async def cached_network_info(self, uuid: str) -> list[dict[str, Any]]:
+    async def cached_network_info(self, uuid: str) -> list[VIF]:
         """The instance's network info cache (no call to the network service)."""
-        caches: dict[str, list[dict[str, Any]]] = await self.db.read(info_caches, [uuid])
+        caches = await self.db.read(info_caches, [uuid])
         return caches.get(uuid, [])
 
     async def event_start(self, ctx: RequestContext, uuid: str, event: str) -> int | None:

@@ -31,6 +31,7 @@ from cirrus.rpc import ConnectionLost, Transport
 from cirrus.claims import release
 from cirrus.scheduler.exception import NoValidHost
 from cirrus.scheduler.rpcapi import SchedulerAPI
+from cirrus.scheduler.selection import Destination, Selection
 from cirrus.service import PeriodicTask, Service
 
 LOG = logging.getLogger(__name__)
@@ -127,11 +128,11 @@ class ConductorManager:
                 reason=f"Exceeded maximum number of retries. Exhausted all hosts available for "
                        f"retrying build failures for instance {', '.join(uuids)}.")
 
-    async def _schedule_instances(self, ctx: RequestContext, spec: dict[str, Any]) -> dict[str, Any]:
+    async def _schedule_instances(self, ctx: RequestContext, spec: dict[str, Any]) -> Selection:
         return await self.scheduler_client.select_destinations(ctx, spec)
 
     def _record_host(self, conn: sa.Connection, ctx: RequestContext, uuid: str,
-                     dest: dict[str, Any], details: str | None) -> bool:
+                     dest: Destination, details: str | None) -> bool:
         """Put ``uuid`` on its host if it still waits for one; False otherwise."""
         try:
             inst.save(conn, uuid, {"host": dest["host"], "node": dest["nodename"],

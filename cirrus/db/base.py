@@ -10,7 +10,7 @@ import datetime as _dt
 import importlib
 import sys
 import uuid
-from typing import Callable
+from typing import Any, Callable
 
 import sqlalchemy as sa
 
@@ -62,11 +62,11 @@ def new_uuid() -> str:
     return str(uuid.uuid4())
 
 
-def uuid_col(name: str = "id", **kw) -> sa.Column:
+def uuid_col(name: str = "id", **kw: Any) -> sa.Column[str]:
     return sa.Column(name, sa.String(36), primary_key=True, **kw)
 
 
-def timestamps() -> list[sa.Column]:
+def timestamps() -> list[sa.Column[_dt.datetime]]:
     return [
         sa.Column("created_at", sa.DateTime, nullable=False, default=utcnow),
         sa.Column("updated_at", sa.DateTime, nullable=True, onupdate=utcnow),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Concatenate, ParamSpec, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -25,6 +25,8 @@ from cirrus.db.rows import json_dumps
 from cirrus.db.workers import WorkerPool
 
 T = TypeVar("T")
+P = ParamSpec("P")
+# A unit of work: a function of a connection (and its own arguments).
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -107,7 +109,8 @@ class Database:
             self._held.append(conn)
         return conn
 
-    def _tx(self, fn: Callable[..., T], args: tuple, kwargs: dict, write: bool = True) -> T:
+    def _tx(self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any],
+            write: bool = True) -> T:
         if not self.is_sqlite:
             with self.engine.connect() as conn:
                 conn.info["begin"] = "BEGIN IMMEDIATE" if write else "BEGIN"
@@ -118,10 +121,11 @@ class Database:
         with conn.begin():
             return fn(conn, *args, **kwargs)
 
-    def _read_tx(self, fn: Callable[..., T], args: tuple, kwargs: dict) -> T:
+    def _read_tx(self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
         return self._tx(fn, args, kwargs, False)
 
-    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    async def run(self, fn: Callable[Concatenate[Connection, P], T], *args: P.args,
+                  **kwargs: P.kwargs) -> T:
         """Run ``fn(conn, *args, **kwargs)`` atomically in a write transaction
         (on SQLite possibly shared with other units, each in its own savepoint).
         A cancelled caller waits for the transaction to end before it unwinds."""
@@ -130,11 +134,13 @@ class Database:
         assert self._writer is not None
         return await settled(self._writer.submit(fn, args, kwargs))
 
-    async def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    async def read(self, fn: Callable[Concatenate[Connection, P], T], *args: P.args,
+                  **kwargs: P.kwargs) -> T:
         """Run a read-only ``fn(conn, ...)`` on the reader pool."""
         return await settled(self._reader.submit(fn, args, kwargs))
 
-    def run_sync(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    def run_sync(self, fn: Callable[Concatenate[Connection, P], T], *args: P.args,
+                 **kwargs: P.kwargs) -> T:
         """Blocking variant for start-up code and scripts."""
         return self._tx(fn, args, kwargs)
 

@@ -28,12 +28,14 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, RootTransaction
 
-from cirrus.db.handoff import DatabaseClosed, Outcome, Unit, deliver, new_unit, settle
+from cirrus.db.handoff import DatabaseClosed, Delivery, Outcome, Unit, deliver, new_unit, settle
+
+T = TypeVar("T")
 
 LOCK_POLL_FIRST = 0.00005
 LOCK_POLL_MAX = 0.001
@@ -60,7 +62,7 @@ def _try_begin(conn: Connection) -> RootTransaction | None:
         raise
 
 
-def _in_savepoint(driver: Any, conn: Connection, unit: Unit) -> tuple[bool, Any]:
+def _in_savepoint(driver: Any, conn: Connection, unit: Unit[Any]) -> tuple[bool, Any]:
     """Run ``unit`` inside a savepoint of its own: (True, result), or (False, the
     exception) with its writes undone. The savepoint is sent straight to
     sqlite3: SQLAlchemy's ``begin_nested`` costs two compiled statements' worth
@@ -77,7 +79,7 @@ def _in_savepoint(driver: Any, conn: Connection, unit: Unit) -> tuple[bool, Any]
     return True, result
 
 
-def _run_units(conn: Connection, batch: list[Unit]) -> list[tuple[bool, Any]]:
+def _run_units(conn: Connection, batch: list[Unit[Any]]) -> list[tuple[bool, Any]]:
     """The units of ``batch`` in ``conn``'s open transaction."""
     if len(batch) == 1:  # alone: its transaction is its own
         unit = batch[0]
@@ -97,11 +99,12 @@ class GroupCommit:
         self._connect = connect
         self._on_commit = on_commit
         self._closed = False
-        self._pending: dict[asyncio.AbstractEventLoop, list[Unit]] = {}
+        self._pending: dict[asyncio.AbstractEventLoop, list[Unit[Any]]] = {}
         # Per loop whose BEGIN found the lock taken: since when, the next delay.
         self._waiting: dict[asyncio.AbstractEventLoop, tuple[float, float]] = {}
 
-    def submit(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> asyncio.Future:
+    def submit(self, fn: Callable[..., T], args: tuple[Any, ...],
+               kwargs: dict[str, Any]) -> asyncio.Future[T]:
         """Queue ``fn`` from the running loop; its future is settled after the
         commit of the batch it joins (this loop iteration's, or the one waiting
         for the lock)."""
@@ -118,7 +121,7 @@ class GroupCommit:
     def shutdown(self) -> None:
         """Fail what is still queued with DatabaseClosed, and anything later."""
         self._closed = True
-        late = []
+        late: list[Delivery] = []
         for loop in list(self._pending):  # loops on other threads may still add
             late.extend((loop, unit.future, False, DatabaseClosed())
                         for unit in self._pending.pop(loop, ()))
@@ -147,7 +150,7 @@ class GroupCommit:
             del self._pending[loop]
         settle(self._commit(trans, batch))
 
-    def _commit(self, trans: RootTransaction, batch: list[Unit]) -> list[Outcome]:
+    def _commit(self, trans: RootTransaction, batch: list[Unit[Any]]) -> list[Outcome]:
         try:
             with trans:
                 outcomes = _run_units(trans.connection, batch)

@@ -12,9 +12,13 @@ from __future__ import annotations
 import asyncio
 import queue
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Generic, Iterable, TypeVar
 
-Outcome = tuple[asyncio.Future, bool, Any]  # (future, ok, result or exception)
+T = TypeVar("T")
+
+Outcome = tuple["asyncio.Future[Any]", bool, Any]  # (future, ok, result or exception)
+# Where an outcome goes: (caller's loop, future, ok, result or exception).
+Delivery = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", bool, Any]
 
 
 class DatabaseClosed(RuntimeError):
@@ -26,18 +30,19 @@ class DatabaseClosed(RuntimeError):
 
 
 @dataclass(slots=True)
-class Unit:
+class Unit(Generic[T]):
     """A unit of work queued for a DB thread or a loop's group commit, and where
     its outcome goes."""
 
-    fn: Callable[..., Any]
-    args: tuple
-    kwargs: dict
+    fn: Callable[..., T]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
     loop: asyncio.AbstractEventLoop  # the caller's, where ``future`` is settled
-    future: asyncio.Future
+    future: asyncio.Future[T]
 
 
-def new_unit(fn: Callable[..., Any], args: tuple, kwargs: dict, closed: bool) -> Unit:
+def new_unit(fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any],
+             closed: bool) -> Unit[T]:
     """A unit for the running loop; failed already (DatabaseClosed) if its
     database is ``closed`` — the caller queues it only if it is not done."""
     loop = asyncio.get_running_loop()
@@ -50,7 +55,7 @@ def new_unit(fn: Callable[..., Any], args: tuple, kwargs: dict, closed: bool) ->
 def fail_left(units: "queue.SimpleQueue[Any]") -> None:
     """Fail with DatabaseClosed every unit left in a stopped thread's queue
     (its stop markers skipped): what slipped in behind the stop."""
-    late = []
+    late: list[Delivery] = []
     while not units.empty():
         item = units.get_nowait()
         if isinstance(item, Unit):
@@ -69,7 +74,7 @@ def settle(outcomes: Iterable[Outcome]) -> None:
             future.set_exception(value)
 
 
-def deliver(outcomes: Iterable[tuple[asyncio.AbstractEventLoop, asyncio.Future, bool, Any]]) -> None:
+def deliver(outcomes: Iterable[Delivery]) -> None:
     """Settle each future on its own loop, one hand-over per loop (called on a
     DB thread). A loop that has closed meanwhile has nobody left to tell."""
     by_loop: dict[asyncio.AbstractEventLoop, list[Outcome]] = {}
@@ -82,7 +87,7 @@ def deliver(outcomes: Iterable[tuple[asyncio.AbstractEventLoop, asyncio.Future, 
             pass
 
 
-async def settled(future: asyncio.Future) -> Any:
+async def settled(future: asyncio.Future[T]) -> T:
     """Await a unit's future; if the caller is cancelled, wait for the unit to
     end first (its transaction may still commit), so clean-up never races it."""
     try:

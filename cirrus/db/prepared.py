@@ -19,10 +19,11 @@ import contextlib
 import datetime
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable, ContextManager
+from typing import Any, Callable, ContextManager, Generic, Protocol, Sequence, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine.default import DefaultDialect
+from sqlalchemy.sql.compiler import SQLCompiler
 
 
 @dataclass(frozen=True)
@@ -51,10 +52,35 @@ class _Plan:
         return dict(zip(self.names, values))
 
 
-class Prepared:
+class Cursor(Protocol):
+    """The DBAPI cursor a Prepared statement runs on (PEP 249), as much of it
+    as cirrus reads."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    @property
+    def lastrowid(self) -> Any: ...
+
+    @property
+    def description(self) -> Sequence[Sequence[Any]]: ...
+
+    # A row or None; Any, so that a count's one row is read without a check.
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> Sequence[Sequence[Any]]: ...
+
+    def close(self) -> None: ...
+
+
+# The statement kept, so that a caller may derive another from it.
+S = TypeVar("S", bound=sa.ClauseElement)
+
+
+class Prepared(Generic[S]):
     """A fixed statement; :meth:`execute` runs it with named parameters."""
 
-    def __init__(self, stmt: sa.Executable) -> None:
+    def __init__(self, stmt: S) -> None:
         self.stmt = stmt
         self._plans: weakref.WeakKeyDictionary[Any, _Plan] = weakref.WeakKeyDictionary()
         # The plan used last, checked first (almost always the one dialect):
@@ -71,7 +97,7 @@ class Prepared:
         self._last = (weakref.ref(dialect), plan)
         return plan
 
-    def execute(self, conn: sa.Connection, **params: Any) -> Any:
+    def execute(self, conn: sa.Connection, **params: Any) -> Cursor:
         """Run in ``conn``'s transaction; the DBAPI cursor (``rowcount``,
         ``fetchone()``, ``lastrowid``)."""
         dialect = conn.dialect
@@ -79,6 +105,7 @@ class Prepared:
         args = plan.bind(params)
         fairy = conn.connection
         driver = fairy.dbapi_connection if plan.plain_driver else fairy.driver_connection
+        assert driver is not None, "a checked-out connection has its driver's"
         cursor = driver.cursor()
         try:
             cursor.execute(plan.sql, args)
@@ -88,19 +115,24 @@ class Prepared:
         return cursor
 
 
-def _compile(stmt: sa.Executable, dialect: Any) -> _Plan:
+def _compile(stmt: sa.ClauseElement, dialect: Any) -> _Plan:
     compiled = stmt.compile(dialect=dialect)
+    if not isinstance(compiled, SQLCompiler):
+        raise TypeError(f"not a statement: {stmt}")
     if "POSTCOMPILE" in compiled.string:
         raise ValueError("a Prepared statement needs fixed parameters, not an "
                          f"expanding IN: {compiled.string}")
-    names = compiled.positiontup if dialect.positional else list(compiled.binds)
-    fixed, processors = [], []
+    names = (compiled.positiontup or []) if dialect.positional else list(compiled.binds)
+    fixed: list[tuple[str, Any]] = []
+    processors: list[tuple[int, str, Callable[[Any], Any]]] = []
     for i, name in enumerate(names):
         bind = compiled.binds[name]
-        process = compiled._bind_processors.get(name)
+        found = compiled._bind_processors.get(name)
         value = bind.effective_value
-        if process is not None:
-            process = _faster(dialect, bind.type, process)
+        if found is not None:
+            if not callable(found):  # one processor per element: a tuple IN
+                raise ValueError(f"a Prepared statement takes no tuple parameters: {name}")
+            process = _faster(dialect, bind.type, found)
             processors.append((i, name, process))
             value = process(value)
         fixed.append((name, value))
@@ -163,11 +195,11 @@ def _json_text(serialize: Callable[[Any], str],
 class PreparedCache:
     """Prepared statements by shape, built on first use by ``build(key)``."""
 
-    def __init__(self, build: Callable[[Any], sa.Executable]) -> None:
+    def __init__(self, build: Callable[[Any], sa.ClauseElement]) -> None:
         self._build = build
-        self._by_key: dict[Any, Prepared] = {}
+        self._by_key: dict[Any, Prepared[sa.ClauseElement]] = {}
 
-    def __getitem__(self, key: Any) -> Prepared:
+    def __getitem__(self, key: Any) -> Prepared[sa.ClauseElement]:
         prepared = self._by_key.get(key)
         if prepared is None:
             prepared = self._by_key[key] = Prepared(self._build(key))

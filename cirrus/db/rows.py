@@ -107,6 +107,13 @@ def _json_column(value: Any) -> Any:
     return json_loads(value)
 
 
+def _key(column: sa.ColumnElement[Any]) -> str:
+    """The dict key a column's values go under."""
+    if column.key is None:
+        raise ValueError(f"column {column} has no name: label it")
+    return column.key
+
+
 class RowReader:
     """Dicts from DBAPI rows of ``columns`` (the statement's selected columns).
 
@@ -116,15 +123,15 @@ class RowReader:
 
     def __init__(self, columns: Iterable[sa.ColumnElement[Any]], raw: Iterable[str] = ()) -> None:
         cols = list(columns)
-        self.keys = [c.key for c in cols]
+        self.keys = [_key(c) for c in cols]
         self._types = [c.type for c in cols]
         self._raw = frozenset(raw)
         # per dialect: column types reported by the driver → processors
-        self._plans: weakref.WeakKeyDictionary[Any, dict[tuple, list[tuple[int, Processor]]]] = \
+        self._plans: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], list[tuple[int, Processor]]]] = \
             weakref.WeakKeyDictionary()
         # The plan used last, checked first: a reader almost always serves one
         # dialect, and the weak dictionary's lookup costs more than a point read.
-        self._last: tuple[Any, tuple, list[tuple[int, Processor]]] | None = None
+        self._last: tuple[Any, tuple[Any, ...], list[tuple[int, Processor]]] | None = None
 
     def _processors(self, dialect: Any, description: Sequence[Any]) -> list[tuple[int, Processor]]:
         coltypes = tuple([d[1] for d in description])
@@ -135,7 +142,7 @@ class RowReader:
         self._last = (weakref.ref(dialect), coltypes, plan)
         return plan
 
-    def _plan(self, dialect: Any, coltypes: tuple) -> list[tuple[int, Processor]]:
+    def _plan(self, dialect: Any, coltypes: tuple[Any, ...]) -> list[tuple[int, Processor]]:
         by_types = self._plans.setdefault(dialect, {})
         plan = by_types.get(coltypes)
         if plan is None:
@@ -210,7 +217,7 @@ class PreparedRead:
     into dicts."""
 
     def __init__(self, stmt: sa.Select[Any], raw: Iterable[str] = ()) -> None:
-        self.statement = Prepared(stmt)
+        self.statement: Prepared[sa.Select[Any]] = Prepared(stmt)
         self.reader = RowReader(stmt.selected_columns, raw)
 
     def all(self, conn: sa.Connection, **params: Any) -> list[dict[str, Any]]:

@@ -11,27 +11,37 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
-from cirrus.db.handoff import Unit, deliver, fail_left, new_unit
+from cirrus.db.handoff import Delivery, Unit, deliver, fail_left, new_unit
 
-_STOP = object()
+T = TypeVar("T")
+
+# What a pool's threads call: ``run(fn, args, kwargs)`` (a transaction around fn).
+Runner = Callable[[Callable[..., Any], tuple[Any, ...], dict[str, Any]], Any]
+
+
+class _Stop:
+    """The marker that stops one thread."""
+
+
+_STOP = _Stop()
 
 
 class WorkerPool:
     """``threads`` threads calling ``run(fn, args, kwargs)`` for submitted units."""
 
-    def __init__(self, run: Callable[[Callable[..., Any], tuple, dict], Any], threads: int,
-                 name: str) -> None:
+    def __init__(self, run: Runner, threads: int, name: str) -> None:
         self._run = run
         self._closed = False
-        self._queue: queue.SimpleQueue[Unit | object] = queue.SimpleQueue()  # or _STOP
+        self._queue: queue.SimpleQueue[Unit[Any] | _Stop] = queue.SimpleQueue()
         self._threads = [threading.Thread(target=self._loop, name=f"{name}_{n}", daemon=True)
                          for n in range(threads)]
         for thread in self._threads:
             thread.start()
 
-    def submit(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> asyncio.Future:
+    def submit(self, fn: Callable[..., T], args: tuple[Any, ...],
+               kwargs: dict[str, Any]) -> asyncio.Future[T]:
         """Queue ``fn``; the future (of the running loop) settles with its outcome."""
         unit = new_unit(fn, args, kwargs, self._closed)
         if not unit.future.done():
@@ -51,8 +61,9 @@ class WorkerPool:
     def _loop(self) -> None:
         while True:
             unit = self._queue.get()
-            if unit is _STOP:
+            if isinstance(unit, _Stop):
                 return
+            outcome: Delivery
             try:
                 outcome = (unit.loop, unit.future, True, self._run(unit.fn, unit.args, unit.kwargs))
             except BaseException as error:  # noqa: BLE001 - handed to its caller

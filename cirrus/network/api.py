@@ -54,15 +54,19 @@ def _available_networks(conn: sa.Connection, ctx: RequestContext, project_id: st
     """``_get_available_networks``: the requested ids in order, or the project's
     own networks plus the shared ones."""
     if net_ids:
+        found: dict[str, dict[str, Any] | None]
         if len(net_ids) == 1:  # most requests: a statement built once
-            rows = {net_ids[0]: network_by_id(conn, net_ids[0])}
+            found = {net_ids[0]: network_by_id(conn, net_ids[0])}
         else:
-            rows = {r["id"]: r for r in fetch_all(conn, sa.select(networks).where(
+            found = {r["id"]: r for r in fetch_all(conn, sa.select(networks).where(
                 networks.c.id.in_(net_ids)))}
+        usable = []
         for net_id in net_ids:
-            if not _usable(ctx, project_id, rows.get(net_id)):
+            row = found.get(net_id)
+            if row is None or not _usable(ctx, project_id, row):
                 raise exc.NetworkNotFound(net_id=net_id)
-        return [rows[net_id] for net_id in net_ids]
+            usable.append(row)
+        return usable
     rows = _OWN_AND_SHARED.all(conn, w_project=project_id)
     # own first, then shared, each by creation (as two reads would give them)
     return [n for n in rows if not n["shared"]] + [n for n in rows if n["shared"]]

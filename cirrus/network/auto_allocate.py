@@ -42,7 +42,7 @@ def get_or_create_auto_network(conn: sa.Connection, settings: Any, project_id: s
                 return net
         except sa.exc.IntegrityError:
             existing = conn.execute(sa.select(aan.c.network_id).where(
-                aan.c.project_id == project_id)).scalar()
+                aan.c.project_id == project_id)).scalar_one()
     row = network_by_id(conn, existing)
     assert row is not None
     return row

@@ -57,7 +57,9 @@ class Binder:
         if self.up_on_bind and port.get("status") == "ACTIVE":
             await self._plugged(port)  # activated by the binding write
             return
-        network, subnets = context or await self.db.read(_context_of, port)
+        if context is None:
+            context = await self.db.read(_context_of, port)
+        network, subnets = context
         await self.backend.port_bound(port, network, subnets)
 
     async def unbound(self, port: dict[str, Any], network: dict[str, Any] | None = None) -> None:

@@ -25,6 +25,15 @@ _MAC_USED = Prepared(sa.select(ports.c.id).where(
     ports.c.network_id == sa.bindparam("w_network"), ports.c.mac_address == sa.bindparam("w_mac")))
 
 
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def _between(ip: Address, low: Address, high: Address) -> bool:
+    """Whether ``ip`` lies in [low, high]; an address of another IP version
+    never does (comparing the two raises TypeError)."""
+    return ip.version == low.version == high.version and int(low) <= int(ip) <= int(high)
+
+
 def default_pools(cidr: str, gateway: str | None) -> list[dict[str, str]]:
     """The whole subnet minus network, broadcast and gateway, as pools."""
     net = ipaddress.ip_network(cidr)
@@ -34,10 +43,10 @@ def default_pools(cidr: str, gateway: str | None) -> list[dict[str, str]]:
         return []
     pools = []
     gw = ipaddress.ip_address(gateway) if gateway else None
-    if gw is not None and first <= gw <= last:
-        if gw > first:
+    if gw is not None and _between(gw, first, last):
+        if int(gw) > int(first):
             pools.append({"start": str(first), "end": str(gw - 1)})
-        if gw < last:
+        if int(gw) < int(last):
             pools.append({"start": str(gw + 1), "end": str(last)})
     else:
         pools.append({"start": str(first), "end": str(last)})
@@ -48,14 +57,15 @@ def _pool_addresses(pools: list[dict[str, str]]) -> Iterator[str]:
     for pool in pools:
         start, end = ipaddress.ip_address(pool["start"]), ipaddress.ip_address(pool["end"])
         current = start
-        while current <= end:
+        while _between(current, start, end):
             yield str(current)
             current += 1
 
 
 def in_pools(address: str, pools: list[dict[str, str]]) -> bool:
     ip = ipaddress.ip_address(address)
-    return any(ipaddress.ip_address(p["start"]) <= ip <= ipaddress.ip_address(p["end"]) for p in pools)
+    return any(_between(ip, ipaddress.ip_address(p["start"]), ipaddress.ip_address(p["end"]))
+               for p in pools)
 
 
 @functools.lru_cache(maxsize=1024)

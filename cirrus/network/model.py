@@ -6,7 +6,64 @@ the bus and sits in the database without conversion.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypedDict
+
+
+class FixedIP(TypedDict):
+    """An address of the port on one subnet, with its floating IPs."""
+
+    address: str
+    type: str  # "fixed"
+    version: int
+    floating_ips: list[dict[str, Any]]
+
+
+class Subnet(TypedDict):
+    """A subnet of the VIF's network, with the port's addresses on it."""
+
+    cidr: str
+    version: int
+    gateway: dict[str, Any]  # {} without a gateway
+    dns: list[dict[str, Any]]
+    routes: list[dict[str, Any]]
+    ips: list[FixedIP]
+    meta: dict[str, Any]
+
+
+class NetworkMeta(TypedDict):
+    injected: bool
+    tenant_id: str | None
+    mtu: int | None
+
+
+class Network(TypedDict):
+    """The network a VIF is on, and the bridge that carries it on a host."""
+
+    id: str
+    label: str
+    bridge: str
+    subnets: list[Subnet]
+    meta: NetworkMeta
+
+
+class VIF(TypedDict):
+    """One virtual interface: a port as compute and the drivers see it
+    (Nova's ``network.model.VIF``), JSON-safe as it is."""
+
+    id: str
+    address: str
+    network: Network
+    type: str
+    details: dict[str, Any]
+    devname: str
+    ovs_interfaceid: str | None
+    qbh_params: Any
+    qbg_params: Any
+    active: bool
+    vnic_type: str
+    profile: dict[str, Any]
+    preserve_on_delete: bool
+    meta: dict[str, Any]
 
 
 def devname(port_id: str) -> str:
@@ -14,10 +71,10 @@ def devname(port_id: str) -> str:
     return ("tap" + port_id)[:14]
 
 
-class NetworkInfo(list):
+class NetworkInfo(list[VIF]):
     """VIFs of one instance, in request order."""
 
-    def fixed_ips(self) -> list[dict[str, Any]]:
+    def fixed_ips(self) -> list[FixedIP]:
         return [ip for vif in self for subnet in vif["network"]["subnets"]
                 for ip in subnet.get("ips", [])]
 
@@ -36,12 +93,12 @@ class NetworkInfo(list):
 
 
 def build_vif(port: dict[str, Any], fixed_ips: list[dict[str, str]], network: dict[str, Any],
-              subnets: dict[str, dict[str, Any]], preserve_on_delete: bool) -> dict[str, Any]:
+              subnets: dict[str, dict[str, Any]], preserve_on_delete: bool) -> VIF:
     """A VIF from a port, its network and subnets (``_build_network_info_model``)."""
     by_subnet: dict[str, list[dict[str, Any]]] = {}
     for ip in fixed_ips:
         by_subnet.setdefault(ip["subnet_id"], []).append(ip)
-    subnet_models = []
+    subnet_models: list[Subnet] = []
     for subnet_id, ips in by_subnet.items():
         subnet = subnets.get(subnet_id)
         if subnet is None:

@@ -38,7 +38,8 @@ def group_view(row: dict[str, Any], rules: list[dict[str, Any]]) -> dict[str, An
             "security_group_rules": [rule_view(r) for r in rules], **timestamps_view(row)}
 
 
-def _insert_rule(conn: sa.Connection, group_id: str, project_id: str, **values: Any) -> dict[str, Any]:
+def _insert_rule(conn: sa.Connection, group_id: str, project_id: str | None,
+                 **values: Any) -> dict[str, Any]:
     row = {"id": new_id(), "security_group_id": group_id, "project_id": project_id,
            "direction": values["direction"], "ethertype": values.get("ethertype", "IPv4"),
            "protocol": values.get("protocol"), "port_range_min": values.get("port_range_min"),
@@ -54,11 +55,12 @@ def create_group(conn: sa.Connection, ctx: RequestContext, name: str, descriptio
                  project_id: str | None = None) -> dict[str, Any]:
     """A group with Neutron's default egress rules."""
     project = project_id or ctx.project_id
-    row = {"id": new_id(), "name": name, "project_id": project, "description": description,
+    group_id = new_id()
+    row = {"id": group_id, "name": name, "project_id": project, "description": description,
            "stateful": True, "created_at": utcnow()}
     conn.execute(security_groups.insert().values(**row))
     for ethertype in ("IPv4", "IPv6"):
-        _insert_rule(conn, row["id"], project, direction="egress", ethertype=ethertype)
+        _insert_rule(conn, group_id, project, direction="egress", ethertype=ethertype)
     return row
 
 
@@ -91,24 +93,25 @@ def ensure_default_id(conn: sa.Connection, project_id: str) -> str:
     """
     dsg = default_security_groups
     found = _DEFAULT_ID.execute(conn, w_project=project_id).fetchone()
-    existing = found[0] if found is not None else None
-    if existing is None:
-        try:
-            with conn.begin_nested():
-                row = {"id": new_id(), "name": "default", "project_id": project_id,
-                       "description": "Default security group", "stateful": True,
-                       "created_at": utcnow()}
-                conn.execute(security_groups.insert().values(**row))
-                conn.execute(dsg.insert().values(project_id=project_id, security_group_id=row["id"]))
-                for ethertype in ("IPv4", "IPv6"):
-                    _insert_rule(conn, row["id"], project_id, direction="egress", ethertype=ethertype)
-                    _insert_rule(conn, row["id"], project_id, direction="ingress",
-                                 ethertype=ethertype, remote_group_id=row["id"])
-                return row["id"]
-        except sa.exc.IntegrityError:
-            existing = conn.execute(sa.select(dsg.c.security_group_id).where(
-                dsg.c.project_id == project_id)).scalar()
-    return existing
+    if found is not None:
+        existing: str = found[0]
+        return existing
+    try:
+        with conn.begin_nested():
+            group_id = new_id()
+            conn.execute(security_groups.insert().values(
+                id=group_id, name="default", project_id=project_id,
+                description="Default security group", stateful=True, created_at=utcnow()))
+            conn.execute(dsg.insert().values(project_id=project_id, security_group_id=group_id))
+            for ethertype in ("IPv4", "IPv6"):
+                _insert_rule(conn, group_id, project_id, direction="egress", ethertype=ethertype)
+                _insert_rule(conn, group_id, project_id, direction="ingress",
+                             ethertype=ethertype, remote_group_id=group_id)
+            return group_id
+    except sa.exc.IntegrityError:
+        winner: str = conn.execute(sa.select(dsg.c.security_group_id).where(
+            dsg.c.project_id == project_id)).scalar_one()
+        return winner
 
 
 def get_group(conn: sa.Connection, ctx: RequestContext, group_id: str) -> dict[str, Any]:

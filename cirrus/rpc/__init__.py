@@ -24,7 +24,7 @@ def get_transport(url: str, hub: bool = False) -> Transport:
 
         return InProcessTransport()
     if scheme == "amqp":
-        from cirrus.rpc.amqp import AMQPTransport  # type: ignore[import-not-found]
+        from cirrus.rpc.amqp import AMQPTransport
 
         return AMQPTransport(url)
     raise ValueError(f"unknown transport_url scheme {scheme!r}; expected one of {TRANSPORTS}")

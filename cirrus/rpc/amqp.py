@@ -30,7 +30,7 @@ from aio_pika.abc import AbstractIncomingMessage
 
 from cirrus.rpc.codec import decode, encode
 from cirrus.rpc.transport import ConnectionLost, Handler, Message, MessagingTimeout, Transport
-from cirrus.utils import spawn
+from cirrus.utils import Supervisor
 
 LOG = logging.getLogger(__name__)
 EXCHANGE = "cirrus"
@@ -53,6 +53,7 @@ class AMQPTransport(Transport):
         self._generation = 0  # +1 each time the connection or channel is lost
         self._connected = False
         self._stopping = False
+        self._tasks = Supervisor()  # deliveries being handled
 
     async def start(self) -> None:
         self._conn = await aio_pika.connect_robust(self.url, reconnect_interval=1)
@@ -74,6 +75,8 @@ class AMQPTransport(Transport):
         for fut in self._replies.values():
             if not fut.done():
                 fut.set_exception(MessagingTimeout("transport stopped"))
+        # Deliveries cut short are not acked: the broker hands them out again.
+        await self._tasks.stop()
         if self._conn is not None:
             await self._conn.close()
 
@@ -117,7 +120,7 @@ class AMQPTransport(Transport):
 
     async def _on_message(self, message: AbstractIncomingMessage, handler: Handler) -> None:
         # Each message runs in its own task so one slow handler blocks no other.
-        spawn(self._handle(message, handler, self._generation),
+        self._tasks.spawn(self._handle(message, handler, self._generation),
               name=f"amqp:{message.routing_key}")
 
     async def _handle(self, message: AbstractIncomingMessage, handler: Handler,

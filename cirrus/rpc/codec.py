@@ -34,7 +34,7 @@ def encode(message: Any) -> bytes:
     return json.dumps(message).encode()
 
 
-def decode(body: bytes | str) -> Any:
+def decode(body: bytes | bytearray | str) -> Any:
     """The message in ``body``; ValueError if it is not JSON."""
     if orjson is not None:
         try:

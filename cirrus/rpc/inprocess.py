@@ -13,7 +13,7 @@ from typing import Any, Callable, Generic, TypeVar
 
 from cirrus.rpc.codec import decode, encode
 from cirrus.rpc.transport import Handler, Message, MessagingTimeout, Transport
-from cirrus.utils import spawn
+from cirrus.utils import Supervisor
 
 LOG = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -61,12 +61,14 @@ class Routes(Generic[T]):
 class InProcessTransport(Transport):
     def __init__(self) -> None:
         self._routes: Routes[Handler] = Routes()
+        self._tasks = Supervisor()  # the casts and fan-outs being handled
 
     async def start(self) -> None:
         return None
 
     async def stop(self) -> None:
         self._routes.clear()
+        await self._tasks.stop()
 
     async def listen(self, topic: str, server: str | None, handler: Handler) -> None:
         self._routes.add(topic, server, handler)
@@ -80,7 +82,7 @@ class InProcessTransport(Transport):
             # without a queue; the periodic tasks clean up after it.
             LOG.warning("cast to %s.%s dropped: no consumer", topic, server)
             return
-        spawn(handler(decode(payload)), name=f"cast:{topic}:{message.get('method')}")
+        self._tasks.spawn(handler(decode(payload)), name=f"cast:{topic}:{message.get('method')}")
 
     async def call(self, topic: str, server: str | None, message: Message,
                    timeout: float) -> Any:
@@ -96,4 +98,4 @@ class InProcessTransport(Transport):
     async def fanout(self, topic: str, message: Message) -> None:
         payload = encode(message)
         for handler in self._routes.fanout(topic):
-            spawn(handler(decode(payload)), name=f"fanout:{topic}")
+            self._tasks.spawn(handler(decode(payload)), name=f"fanout:{topic}")

@@ -29,7 +29,7 @@ from typing import Any, Callable
 from cirrus.rpc.codec import decode, encode
 from cirrus.rpc.inprocess import Routes
 from cirrus.rpc.transport import ConnectionLost, Handler, Message, MessagingTimeout, Transport
-from cirrus.utils import spawn
+from cirrus.utils import Supervisor
 
 LOG = logging.getLogger(__name__)
 _LENGTH = struct.Struct(">I")
@@ -76,7 +76,7 @@ class _Link(asyncio.Protocol):
             if len(inbox) < end:
                 break
             try:
-                frame = decode(inbox[start + 4:end])  # both parsers take a bytearray
+                frame = decode(inbox[start + 4:end])
             except ValueError:
                 LOG.error("malformed frame on the local bus; closing the connection")
                 self.close()
@@ -123,6 +123,7 @@ class LocalTransport(Transport):
         self._calls: dict[int, tuple[asyncio.Future[Any], _Link]] = {}
         self._ids = itertools.count(1)
         self._stopping = False
+        self._tasks = Supervisor()  # deliveries being handled, calls being answered
 
     # -- life cycle ------------------------------------------------------------------
     async def start(self) -> None:
@@ -159,6 +160,7 @@ class LocalTransport(Transport):
             link.close()
         self._fail_calls(lambda _link: True, MessagingTimeout("transport stopped"))
         self._routes.clear()
+        await self._tasks.stop()
 
     async def wait_lost(self) -> None:
         """Return when a peer's connection to the hub is gone."""
@@ -231,7 +233,7 @@ class LocalTransport(Transport):
             except ConnectionLost:
                 LOG.warning("%s dropped: its consumer went away", name)
             return
-        spawn(target(message), name=name)
+        self._tasks.spawn(target(message), name=name)
 
     async def _route_call(self, topic: str, server: str | None, message: Message,
                           timeout: float) -> Any:
@@ -289,7 +291,7 @@ class LocalTransport(Transport):
         elif op == "fanout":
             self._route_fanout(topic, message)
         else:
-            spawn(self._answer(link, frame["cid"], self._route_call(
+            self._tasks.spawn(self._answer(link, frame["cid"], self._route_call(
                 topic, frame.get("server"), message, float(frame.get("timeout", 60)))),
                 name=f"call:{topic}:{message.get('method')}")
 
@@ -298,10 +300,10 @@ class LocalTransport(Transport):
         handler = self._handlers[frame["handler"]]
         message = frame.get("msg") or {}
         if "cid" in frame:
-            spawn(self._answer(link, frame["cid"], handler(message)),
+            self._tasks.spawn(self._answer(link, frame["cid"], handler(message)),
                   name=f"call:{message.get('method')}")
         else:
-            spawn(handler(message), name=f"cast:{message.get('method')}")
+            self._tasks.spawn(handler(message), name=f"cast:{message.get('method')}")
 
     async def _answer(self, link: _Link, cid: int, work: Any) -> None:
         try:

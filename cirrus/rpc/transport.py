@@ -6,10 +6,11 @@ and AMQP (RabbitMQ). Callers only use :class:`cirrus.rpc.client.RPCClient`.
 from __future__ import annotations
 
 import abc
-from typing import Any, Awaitable, Callable
+from typing import Any, Callable, Coroutine
 
 Message = dict[str, Any]
-Handler = Callable[[Message], Awaitable[Any]]
+# Handlers are coroutine functions: a cast or fanout runs one as its own task.
+Handler = Callable[[Message], Coroutine[Any, Any, Any]]
 
 
 class MessagingTimeout(TimeoutError):

@@ -52,7 +52,7 @@ class _Node:
         self.hosts = list(hosts)
         # Least node id below: ties in rank are broken by it, so that it must
         # be a lower bound only (it never changes after the build).
-        self.first = min([h.node_id for h in self.hosts] + [k.first for k in self.kids])
+        self.first: int = min([h.node_id for h in self.hosts] + [k.first for k in self.kids])
         for kid in self.kids:
             kid.parent = self
 

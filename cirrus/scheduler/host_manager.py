@@ -43,8 +43,9 @@ SYNC_OVERLAP = dt.timedelta(seconds=2)
 FULL_RELOAD_SECONDS = 600.0
 
 cn, sv = compute_nodes, services
-# What a node row gives a HostState, in HostState's field order up to running_vms.
-NODE_COLUMNS = (cn.c.host, cn.c.hypervisor_hostname, cn.c.id, cn.c.vcpus, cn.c.memory_mb,
+# What a node row gives a HostState, each under its HostState field's name.
+NODE_COLUMNS = (cn.c.host, cn.c.hypervisor_hostname.label("nodename"), cn.c.id.label("node_id"),
+                cn.c.vcpus, cn.c.memory_mb,
                 cn.c.local_gb, cn.c.vcpus_used, cn.c.memory_mb_used, cn.c.local_gb_used,
                 cn.c.reserved_memory_mb, cn.c.cpu_allocation_ratio, cn.c.ram_allocation_ratio,
                 cn.c.disk_allocation_ratio, cn.c.cpu_arch, cn.c.hypervisor_type, cn.c.running_vms)
@@ -95,8 +96,7 @@ def load_host_states(conn: sa.Connection, down_time: float) -> list[HostState]:
     now = utcnow()
     hosts = []
     for row in conn.execute(sa.select(*NODE_COLUMNS).order_by(cn.c.id)):
-        host = HostState(*row[:15], availability_zone="nova", enabled=False, up=False,
-                         running_vms=row[15])
+        host = HostState(**row._mapping, availability_zone="nova", enabled=False, up=False)
         _set_service(host, by_host.get(host.host))
         host.up = _up(host, down_time, now)
         hosts.append(host)
@@ -220,10 +220,10 @@ class HostManager:
             return False
         changed: dict[int, HostState] = {}
         for row in nodes:
-            host = self.by_node.get(row.id)
-            if host is None or host.host != row.host or not self.index.knows(row.id):
+            host = self.by_node.get(row.node_id)
+            if host is None or host.host != row.host or not self.index.knows(row.node_id):
                 return False
-            if self._consumed.get(row.id, float("-inf")) > started:
+            if self._consumed.get(row.node_id, float("-inf")) > started:
                 # Our claim landed after this read began: the row may predate
                 # it. It changed, so the next look reads it again.
                 continue

@@ -29,6 +29,7 @@ from cirrus.scheduler.exception import NoValidHost
 from cirrus.scheduler.filters import DEFAULT_FILTERS, FILTERS, BaseHostFilter
 from cirrus.scheduler.host_manager import HostManager
 from cirrus.scheduler.host_state import HostState
+from cirrus.scheduler.selection import Decision, Destination, FilterStep, Selection
 from cirrus.scheduler.search import best_hosts
 from cirrus.scheduler.spec import Spec
 from cirrus.scheduler.weights import WEIGHERS, BaseWeigher, weigh_hosts
@@ -138,11 +139,11 @@ class Choice:
 
     weighed: list[tuple[float, HostState]]
     complete: bool  # weighed holds every passing host (else: the best few)
-    report: list[dict[str, Any]]  # per filter: hosts in/out, some rejections
+    report: list[FilterStep]
     scanned: int  # hosts looked at
     total: int  # hosts there were to choose from
 
-    def decision(self) -> dict[str, Any]:
+    def decision(self) -> Decision:
         return {"filters": self.report, "hosts": self.total, "scanned": self.scanned,
                 "weighed": [{"host": h.nodename, "weight": round(w, 4)}
                             for w, h in self.weighed[:DETAIL_HOSTS]]}
@@ -164,13 +165,14 @@ class FilterScheduler:
         host_manager.use_static_filters(f for f in self.filters if f.static)
 
     def _filter(self, hosts: list[HostState], spec: Spec, forced: bool
-                ) -> tuple[list[HostState], list[dict[str, Any]]]:
-        report = []
+                ) -> tuple[list[HostState], list[FilterStep]]:
+        report: list[FilterStep] = []
         for flt in self.filters:
             if (forced and not flt.run_for_forced) or not flt.applies(spec):
                 continue
             before = len(hosts)
-            kept, rejected = [], {}
+            kept: list[HostState] = []
+            rejected: dict[str, str] = {}
             for host in hosts:
                 result = flt.host_passes(host, spec)
                 if result.passed:
@@ -221,7 +223,7 @@ class FilterScheduler:
         return self._scan(hm.hosts, spec)
 
     @staticmethod
-    def _reason(report: list[dict[str, Any]], total: int) -> str:
+    def _reason(report: list[FilterStep], total: int) -> str:
         removed = [f"{f['name']} removed {f['hosts_in'] - f['hosts_out']} of {f['hosts_in']} hosts"
                    for f in report if f["hosts_out"] < f["hosts_in"]]
         if total == 0:
@@ -229,7 +231,7 @@ class FilterScheduler:
         return "There are not enough hosts available. " + ("; ".join(removed) + "."
                                                            if removed else "")
 
-    async def select_destinations(self, request_spec: dict[str, Any]) -> dict[str, Any]:
+    async def select_destinations(self, request_spec: dict[str, Any]) -> Selection:
         spec = Spec.from_request(request_spec)
         if _needs_group_and_hints(request_spec):
             await self.db.read(_group_and_hints, request_spec, spec)
@@ -250,17 +252,17 @@ class FilterScheduler:
         first = random.randrange(subset)
         return [weighed[first][1]] + [h for i, (_, h) in enumerate(weighed) if i != first]
 
-    async def _schedule(self, request_spec: dict[str, Any], spec: Spec) -> dict[str, Any]:
+    async def _schedule(self, request_spec: dict[str, Any], spec: Spec) -> Selection:
         uuids = list(request_spec.get("instance_uuids") or [])
         forced = bool(spec.force_hosts or spec.force_nodes)
         hm = self.host_manager
-        destinations: list[dict[str, Any]] = []
-        decision: dict[str, Any] = {}
+        destinations: list[Destination] = []
+        decision: Decision | None = None
         claimed: list[str] = []
         chosen_hosts: list[str] = []
         for uuid in uuids:
             choice = self._choose(spec, forced)
-            if not decision:
+            if decision is None:
                 decision = choice.decision()
             if not choice.weighed:
                 await self._undo(claimed, chosen_hosts, spec)
@@ -310,7 +312,7 @@ class SchedulerManager:
         self.driver = FilterScheduler(settings, db, self.host_manager)
 
     async def select_destinations(self, ctx: RequestContext,
-                                  request_spec: dict[str, Any]) -> dict[str, Any]:
+                                  request_spec: dict[str, Any]) -> Selection:
         return await self.driver.select_destinations(request_spec)
 
 

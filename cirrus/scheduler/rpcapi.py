@@ -5,6 +5,7 @@ from typing import Any
 
 from cirrus.context import RequestContext
 from cirrus.rpc import RPCClient, Transport
+from cirrus.scheduler.selection import Selection
 
 TOPIC = "scheduler"
 
@@ -14,9 +15,11 @@ class SchedulerAPI:
         self.client = RPCClient(transport, TOPIC, timeout=timeout)
 
     async def select_destinations(self, ctx: RequestContext,
-                                  request_spec: dict[str, Any]) -> dict[str, Any]:
+                                  request_spec: dict[str, Any]) -> Selection:
         """Hosts for each instance of ``request_spec``, resources already claimed.
 
         Raises NoValidHost (with the filter report in its message).
         """
-        return await self.client.call(ctx, "select_destinations", request_spec=request_spec)
+        selection: Selection = await self.client.call(ctx, "select_destinations",
+                                                      request_spec=request_spec)
+        return selection

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from cirrus.scheduler.filters import BaseHostFilter
 from cirrus.scheduler.host_index import ATTRS, INF, HostIndex, Point, point
 from cirrus.scheduler.host_state import HostState
+from cirrus.scheduler.selection import FilterStep
 from cirrus.scheduler.spec import Spec
 from cirrus.scheduler.weights import BaseWeigher
 
@@ -48,7 +48,7 @@ class Found:
     weighed: list[tuple[float, HostState]]  # best first
     complete: bool  # True: these are all the hosts that pass
     visited: int
-    filters: list[dict[str, Any]] = field(default_factory=list)
+    filters: list[FilterStep] = field(default_factory=list)
 
 
 class _Checker:
@@ -80,7 +80,7 @@ class _Checker:
         self.verdicts[host.node_id] = verdict
         return verdict
 
-    def report(self) -> list[dict[str, Any]]:
+    def report(self) -> list[FilterStep]:
         return [{"name": f.name, "hosts_in": self.seen[i], "hosts_out": self.kept[i],
                  "rejected": self.rejected[i]} for i, f in enumerate(self.filters)]
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from cirrus.virt.driver import ComputeDriver
+
 if TYPE_CHECKING:
     from cirrus.config import Settings
-    from cirrus.virt.driver import ComputeDriver
 
 # name → "module:Class"; explicit, no directory walking.
 DRIVERS: dict[str, str] = {
@@ -15,7 +16,7 @@ DRIVERS: dict[str, str] = {
 }
 
 
-def load_compute_driver(settings: "Settings", host: str) -> "ComputeDriver":
+def load_compute_driver(settings: Settings, host: str) -> ComputeDriver:
     """Instantiate the configured driver for ``host``.
 
     Raises ValueError naming the valid choices for an unknown driver.
@@ -24,5 +25,8 @@ def load_compute_driver(settings: "Settings", host: str) -> "ComputeDriver":
     if target is None:
         raise ValueError(f"unknown compute_driver {settings.compute_driver!r}; "
                          f"choose one of {sorted(DRIVERS)}")
-    module, _, cls = target.partition(":")
-    return getattr(importlib.import_module(module), cls)(settings, host)
+    module, _, name = target.partition(":")
+    cls = getattr(importlib.import_module(module), name)
+    if not (isinstance(cls, type) and issubclass(cls, ComputeDriver)):
+        raise TypeError(f"{target} is not a ComputeDriver")
+    return cls(settings, host)

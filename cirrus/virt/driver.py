@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from cirrus.compute.states import PowerState
+from cirrus.config import Settings
+from cirrus.network.model import VIF
 
 
 @dataclass
@@ -62,6 +64,10 @@ class ComputeDriver(abc.ABC):
     # (cirrus.compute.virtapi.VirtAPI) waits for network-vif-plugged events.
     virtapi: Any = None
 
+    def __init__(self, settings: Settings, host: str) -> None:
+        """Every driver is made from the settings and the host it serves
+        (``cirrus.virt.load_compute_driver``)."""
+
     async def init_host(self, host: str) -> None:
         """Called once before the compute service starts taking work.
 
@@ -83,23 +89,25 @@ class ComputeDriver(abc.ABC):
     @abc.abstractmethod
     async def spawn(self, context: Any, instance: dict[str, Any], image_meta: dict[str, Any],
                     injected_files: list[tuple[str, bytes]], admin_password: str | None,
-                    allocations: dict[str, Any], network_info: Any,
-                    block_device_info: dict[str, Any] | None = None) -> None:
+                    allocations: Mapping[str, Any] | None, network_info: Sequence[VIF] | None,
+                    block_device_info: Mapping[str, Any] | None = None) -> None:
         """Create and start the guest. On return it is running.
+
+        ``allocations``: the claim held for it on this node (None: none is held).
 
         Raises :class:`cirrus.virt.exception.InstanceSpawnError` (reschedulable)
         or an image/flavor error (abort) on failure; leaves nothing behind.
         """
 
     @abc.abstractmethod
-    async def destroy(self, context: Any, instance: dict[str, Any], network_info: Any,
-                      block_device_info: dict[str, Any] | None = None,
+    async def destroy(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
+                      block_device_info: Mapping[str, Any] | None = None,
                       destroy_disks: bool = True) -> None:
         """Stop and remove the guest, unplug VIFs, remove disks. Idempotent."""
 
     @abc.abstractmethod
-    async def power_on(self, context: Any, instance: dict[str, Any], network_info: Any,
-                       block_device_info: dict[str, Any] | None = None) -> None:
+    async def power_on(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
+                       block_device_info: Mapping[str, Any] | None = None) -> None:
         """Start a stopped guest; on return it is running."""
 
     @abc.abstractmethod
@@ -108,8 +116,8 @@ class ComputeDriver(abc.ABC):
         """Stop the guest: graceful for ``timeout`` seconds, then forced."""
 
     @abc.abstractmethod
-    async def reboot(self, context: Any, instance: dict[str, Any], network_info: Any,
-                     reboot_type: str, block_device_info: dict[str, Any] | None = None) -> None:
+    async def reboot(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
+                     reboot_type: str, block_device_info: Mapping[str, Any] | None = None) -> None:
         """``SOFT`` or ``HARD`` reboot; on return the guest is running."""
 
     @abc.abstractmethod
@@ -129,10 +137,10 @@ class ComputeDriver(abc.ABC):
 
         raise ConsoleTypeUnavailable(console_type="serial")
 
-    async def plug_vifs(self, instance: dict[str, Any], network_info: Any) -> None:
+    async def plug_vifs(self, instance: dict[str, Any], network_info: Sequence[VIF] | None) -> None:
         """Attach the guest's VIFs to the host network."""
 
-    async def unplug_vifs(self, instance: dict[str, Any], network_info: Any) -> None:
+    async def unplug_vifs(self, instance: dict[str, Any], network_info: Sequence[VIF] | None) -> None:
         """Detach the guest's VIFs from the host network."""
 
     def deallocate_networks_on_reschedule(self, instance: dict[str, Any]) -> bool:

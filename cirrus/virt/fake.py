@@ -10,9 +10,11 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
 
 from cirrus.compute.states import PowerState
+from cirrus.config import Settings
+from cirrus.network.model import VIF
 from cirrus.virt import exception as vexc
 from cirrus.virt.driver import (Capabilities, ComputeDriver, ConsoleSerial, InstanceInfo,
                                 NodeResources)
@@ -76,7 +78,7 @@ class FakeDriver(ComputeDriver):
 
     capabilities = Capabilities(supports_console_output=True, supports_vif_plugging_events=False)
 
-    def __init__(self, settings: Any, host: str) -> None:
+    def __init__(self, settings: Settings, host: str) -> None:
         self.host = host
         self.vcpus = settings.fake_host_vcpus
         self.memory_mb = settings.fake_host_memory_mb
@@ -116,8 +118,8 @@ class FakeDriver(ComputeDriver):
 
     async def spawn(self, context: Any, instance: dict[str, Any], image_meta: dict[str, Any],
                     injected_files: list[tuple[str, bytes]], admin_password: str | None,
-                    allocations: dict[str, Any], network_info: Any,
-                    block_device_info: dict[str, Any] | None = None) -> None:
+                    allocations: Mapping[str, Any] | None, network_info: Sequence[VIF] | None,
+                    block_device_info: Mapping[str, Any] | None = None) -> None:
         await self._check_fault("spawn", instance)
         if self.capabilities.supports_vif_plugging_events and self.virtapi is not None:
             async with self.virtapi.wait_for_vif_plugged(instance, network_info):
@@ -132,8 +134,8 @@ class FakeDriver(ComputeDriver):
         self.instances[instance["uuid"]] = fake
         self.plugged[instance["uuid"]] = [vif["id"] for vif in (network_info or [])]
 
-    async def destroy(self, context: Any, instance: dict[str, Any], network_info: Any,
-                      block_device_info: dict[str, Any] | None = None,
+    async def destroy(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
+                      block_device_info: Mapping[str, Any] | None = None,
                       destroy_disks: bool = True) -> None:
         await self._check_fault("destroy", instance)
         self.instances.pop(instance["uuid"], None)
@@ -142,8 +144,8 @@ class FakeDriver(ComputeDriver):
         if serial is not None:
             await serial.close()
 
-    async def power_on(self, context: Any, instance: dict[str, Any], network_info: Any,
-                       block_device_info: dict[str, Any] | None = None) -> None:
+    async def power_on(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
+                       block_device_info: Mapping[str, Any] | None = None) -> None:
         await self._check_fault("power_on", instance)
         self._get(instance).state = PowerState.RUNNING
 
@@ -152,8 +154,8 @@ class FakeDriver(ComputeDriver):
         await self._check_fault("power_off", instance)
         self._get(instance).state = PowerState.SHUTDOWN
 
-    async def reboot(self, context: Any, instance: dict[str, Any], network_info: Any,
-                     reboot_type: str, block_device_info: dict[str, Any] | None = None) -> None:
+    async def reboot(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
+                     reboot_type: str, block_device_info: Mapping[str, Any] | None = None) -> None:
         await self._check_fault("reboot", instance)
         fake = self._get(instance)
         fake.state = PowerState.RUNNING

@@ -1,6 +1,7 @@
 """Tokens, passwords, policy and configuration rules."""
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from cirrus.exception import Forbidden
 from cirrus.identity.exception import Unauthorized
 from cirrus.identity.passwords import hash_password, verify_password
 from cirrus.identity.tokens import TokenData, TokenProvider, new_audit_id, new_key
+from cirrus.utils import Supervisor
 
 
 def token(provider: TokenProvider, ttl: float = 60) -> str:
@@ -118,3 +120,39 @@ def test_context_crosses_the_bus_as_a_dict() -> None:
                                   request_id=ctx.request_id, user_name="un", project_name="pn")
     assert back.roles is not ctx.roles
     assert RequestContext.from_dict({}).roles == []
+
+
+def test_a_context_without_a_request_id_gets_one() -> None:
+    """A message from an older peer may carry none: the context still has an id."""
+    assert RequestContext.from_dict({}).request_id.startswith("req-")
+    assert RequestContext.from_dict({"request_id": "req-x"}).request_id == "req-x"
+
+
+async def test_a_supervisor_ends_its_own_tasks_and_no_other() -> None:
+    own, other = Supervisor(), Supervisor()
+    started: list[str] = []
+    ended: list[str] = []
+
+    async def forever(name: str) -> None:
+        started.append(name)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            ended.append(name)
+
+    mine = [own.spawn(forever(f"own-{n}"), f"own-{n}") for n in range(2)]
+    theirs = other.spawn(forever("other"), "other")
+    while len(started) < 3:  # each inside its try
+        await asyncio.sleep(0)
+    await own.stop()
+    assert sorted(ended) == ["own-0", "own-1"]  # each awaited to its end
+    assert all(t.cancelled() for t in mine) and not theirs.done()
+    await other.stop()
+    assert theirs.cancelled()
+
+
+async def test_a_supervisor_forgets_tasks_that_end() -> None:
+    tasks = Supervisor()
+    await tasks.spawn(asyncio.sleep(0), "short")
+    assert len(tasks) == 0
+    await tasks.stop()  # nothing left to end

@@ -32,6 +32,40 @@ def test_nth_in_pools_keeps_the_ip_version() -> None:
     assert ipam.nth_in_pools([{"start": "::2", "end": "::ff"}], 3) == "::5"
 
 
+WHOLE = [{"start": "10.0.0.1", "end": "10.0.0.6"}]
+
+
+@pytest.mark.parametrize("gateway, pools", [
+    ("10.0.0.1", [{"start": "10.0.0.2", "end": "10.0.0.6"}]),
+    ("10.0.0.4", [{"start": "10.0.0.1", "end": "10.0.0.3"}, {"start": "10.0.0.5", "end": "10.0.0.6"}]),
+    ("10.0.0.6", [{"start": "10.0.0.1", "end": "10.0.0.5"}]),
+    ("192.168.0.1", WHOLE),  # outside the subnet
+    ("::1", WHOLE),  # another IP version is outside too, not a TypeError
+    (None, WHOLE),
+])
+def test_default_pools_leave_out_the_gateway(gateway: str | None,
+                                             pools: list[dict[str, str]]) -> None:
+    assert ipam.default_pools("10.0.0.0/29", gateway) == pools
+
+
+@pytest.mark.parametrize("address, inside", [
+    ("10.0.0.2", True), ("10.0.0.5", False), ("10.0.0.7", True), ("10.0.0.8", False),
+    ("::a00:2", False),  # the same number in IPv6 is another address
+])
+def test_in_pools(address: str, inside: bool) -> None:
+    assert ipam.in_pools(address, POOLS) is inside
+
+
+@pytest.mark.parametrize("pool, addresses", [
+    ({"start": "10.0.0.1", "end": "10.0.0.3"}, ["10.0.0.1", "10.0.0.2", "10.0.0.3"]),
+    ({"start": "::fe", "end": "::100"}, ["::fe", "::ff", "::100"]),
+    ({"start": "10.0.0.3", "end": "10.0.0.1"}, []),
+    ({"start": "0.0.0.1", "end": "::3"}, []),  # a pool across IP versions holds nothing
+])
+def test_pool_addresses_walk_one_pool(pool: dict[str, str], addresses: list[str]) -> None:
+    assert list(ipam._pool_addresses([pool])) == addresses
+
+
 @pytest.fixture
 def conn(tmp_path: Path) -> Any:
     url = f"sqlite:///{tmp_path / 'unit.db'}"

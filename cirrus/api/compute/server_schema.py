@@ -96,7 +96,7 @@ def _metadata(value: Any) -> dict[str, str]:
     return metadata(value)
 
 
-def _networks(value: Any, version: Version) -> list[dict[str, Any]] | None:
+def _networks(value: Any, version: Version) -> list[dict[str, Any]]:
     if value in ("auto", "none"):
         return [{"network_id": value, "port_id": None, "fixed_ip": None}]
     if isinstance(value, str):

@@ -92,10 +92,12 @@ async def legacy_action(request: Request) -> Response:
     rows = await db.read(hosts.list_services, host, binary)
     if not rows:
         raise hosts.ServiceNotFound(service_id=body["host"])
-    values: dict[str, Any] = {"enable": {"disabled": False, "disabled_reason": None},
-                              "disable": {"disabled": True},
-                              "disable-log-reason": {"disabled": True, "disabled_reason": reason},
-                              "force-down": {"forced_down": bool(body.get("forced_down"))}}.get(action, {})
+    by_action: dict[str, dict[str, Any]] = {
+        "enable": {"disabled": False, "disabled_reason": None},
+        "disable": {"disabled": True},
+        "disable-log-reason": {"disabled": True, "disabled_reason": reason},
+        "force-down": {"forced_down": bool(body.get("forced_down"))}}
+    values = by_action.get(action, {})
     if not values:
         raise ValidationError(field="action", reason=f"unknown action {action}")
     for row in rows:

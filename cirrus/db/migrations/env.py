@@ -19,7 +19,10 @@ def run_migrations() -> None:
         return
     from cirrus.db.engine import make_engine
 
-    engine = make_engine(config.get_main_option("sqlalchemy.url"))
+    url = config.get_main_option("sqlalchemy.url")
+    if url is None:
+        raise RuntimeError("alembic.ini names no sqlalchemy.url and no connection was given")
+    engine = make_engine(url)
     with engine.connect() as conn:
         context.configure(connection=conn, target_metadata=target_metadata,
                           render_as_batch=True)

@@ -108,9 +108,9 @@ def module_closure(modules_dir: Path, wanted: tuple[str, ...] = MODULES) -> list
             visit(dep)
         ordered.append(path)
     for name in wanted:
-        path = by_name.get(name.replace("-", "_"))
-        if path is not None:  # built in, or absent from this kernel
-            visit(path)
+        found = by_name.get(name.replace("-", "_"))
+        if found is not None:  # built in, or absent from this kernel
+            visit(found)
     return ordered
 
 

@@ -6,11 +6,17 @@ the cpio tool.
 from __future__ import annotations
 
 import stat
-from typing import BinaryIO
+from typing import Protocol
+
+
+class Sink(Protocol):
+    """Where the archive goes: a file, or a gzip stream over one."""
+
+    def write(self, data: bytes, /) -> int: ...
 
 
 class CpioWriter:
-    def __init__(self, out: BinaryIO) -> None:
+    def __init__(self, out: Sink) -> None:
         self.out = out
         self.ino = 1
 

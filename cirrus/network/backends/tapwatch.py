@@ -11,7 +11,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import Any, Callable, Coroutine
 
 from cirrus.network.linux import ip
 from cirrus.utils import spawn
@@ -29,7 +29,7 @@ class _Wait:
 class TapWatcher:
     """Calls ``on_up(port_id)`` once when the port's tap is on its bridge."""
 
-    def __init__(self, settings: Any, on_up: Callable[[str], Awaitable[None]],
+    def __init__(self, settings: Any, on_up: Callable[[str], Coroutine[Any, Any, None]],
                  interval: float = 0.1) -> None:
         self.settings = settings
         self.on_up = on_up

@@ -1,6 +1,8 @@
 """Filters about the host itself: service state, zone, image needs, retries."""
 from __future__ import annotations
 
+from typing import Any
+
 from cirrus.scheduler.filters.base import PASS, BaseHostFilter, FilterResult
 from cirrus.scheduler.host_state import HostState
 from cirrus.scheduler.spec import Spec
@@ -55,7 +57,7 @@ class AvailabilityZoneFilter(BaseHostFilter):
         return PASS
 
 
-def _prop(props: dict, *names: str) -> str | None:
+def _prop(props: dict[str, Any], *names: str) -> str | None:
     for name in names:
         if props.get(name):
             return str(props[name]).lower()

@@ -28,7 +28,7 @@ class BaseWeigher:
     def weigh(self, host: HostState, spec: Spec) -> float:
         if self.attr is None:
             raise NotImplementedError
-        return getattr(host, self.attr)
+        return float(getattr(host, self.attr))
 
 
 class RAMWeigher(BaseWeigher):

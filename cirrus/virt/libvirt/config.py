@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
-from typing import Any
+
+from cirrus.network.model import VIF
 
 CIRRUS_NS = "https://cirrus.dev/xmlns/libvirt/instance/1.0"
 
@@ -35,7 +36,7 @@ class GuestSpec:
     vcpus: int
     console_log: str
     disks: list[DiskSpec]
-    vifs: list[dict[str, Any]]
+    vifs: list[VIF]
     kernel: str | None = None
     ramdisk: str | None = None
     cmdline: str | None = None
@@ -52,7 +53,7 @@ def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) ->
     return el
 
 
-def _interface(devices: ET.Element, vif: dict[str, Any]) -> None:
+def _interface(devices: ET.Element, vif: VIF) -> None:
     iface = _sub(devices, "interface", type="bridge")
     _sub(iface, "mac", address=vif["address"])
     _sub(iface, "source", bridge=vif["network"]["bridge"])

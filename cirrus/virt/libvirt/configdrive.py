@@ -13,13 +13,14 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
+from cirrus.network.model import VIF
 from cirrus.virt import exception as vexc
 
 
 def _user_data(instance: dict[str, Any]) -> bytes | None:
-    raw = instance.get("user_data")
+    raw: str | None = instance.get("user_data")
     if not raw:
         return None
     try:
@@ -47,8 +48,10 @@ def meta_data(instance: dict[str, Any], files: list[dict[str, str]],
     return data
 
 
-def network_data(network_info: list[dict[str, Any]]) -> dict[str, Any]:
-    links, networks, services = [], [], []
+def network_data(network_info: Sequence[VIF] | None) -> dict[str, Any]:
+    links: list[dict[str, Any]] = []
+    networks: list[dict[str, Any]] = []
+    services: list[dict[str, Any]] = []
     for i, vif in enumerate(network_info or []):
         links.append({"id": vif["devname"], "vif_id": vif["id"], "type": "bridge",
                       "ethernet_mac_address": vif["address"],
@@ -65,7 +68,7 @@ def network_data(network_info: list[dict[str, Any]]) -> dict[str, Any]:
     return {"links": links, "networks": networks, "services": services}
 
 
-def make_config_drive(path: Path, instance: dict[str, Any], network_info: Any,
+def make_config_drive(path: Path, instance: dict[str, Any], network_info: Sequence[VIF] | None,
                       injected_files: list[tuple[str, bytes]], admin_password: str | None) -> None:
     """Write the ISO to ``path``."""
     with tempfile.TemporaryDirectory() as tmp:

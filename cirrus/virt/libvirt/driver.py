@@ -15,10 +15,12 @@ import logging
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from cirrus.compute import exception as cexc
 from cirrus.compute.states import PowerState
+from cirrus.config import Settings
+from cirrus.network.model import VIF
 from cirrus.virt import exception as vexc
 from cirrus.virt.driver import (Capabilities, ComputeDriver, ConsoleSerial, InstanceInfo,
                                 NodeResources)
@@ -46,7 +48,7 @@ def domain_name(instance: dict[str, Any]) -> str:
 class LibvirtDriver(ComputeDriver):
     capabilities = Capabilities(supports_console_output=True, supports_vif_plugging_events=True)
 
-    def __init__(self, settings: Any, host: str) -> None:
+    def __init__(self, settings: Settings, host: str) -> None:
         self.settings = settings
         self.hostname = host
         self.instances_path = Path(settings.instances_path)
@@ -93,7 +95,8 @@ class LibvirtDriver(ComputeDriver):
 
     # -- spawn (seed 001/003) -------------------------------------------------------
     def _instance_dir(self, instance: dict[str, Any]) -> Path:
-        return self.instances_path / instance["uuid"]
+        uuid: str = instance["uuid"]
+        return self.instances_path / uuid
 
     def _get_disk_info(self, instance: dict[str, Any]) -> dict[str, str]:
         """Which guest device each disk gets (blockinfo.get_disk_info)."""
@@ -113,7 +116,7 @@ class LibvirtDriver(ComputeDriver):
     async def _create_image(self, context: Any, instance: dict[str, Any],
                             image_meta: dict[str, Any], disk_info: dict[str, str],
                             injected_files: list[tuple[str, bytes]], admin_password: str | None,
-                            network_info: Any) -> dict[str, Any]:
+                            network_info: Sequence[VIF] | None) -> dict[str, Any]:
         """Disks, kernel, ramdisk and config drive in the instance directory."""
         uuid = instance["uuid"]
         inst_dir = self._instance_dir(instance)
@@ -148,7 +151,7 @@ class LibvirtDriver(ComputeDriver):
         return layout
 
     def _get_guest_xml(self, instance: dict[str, Any], layout: dict[str, Any],
-                       network_info: Any) -> str:
+                       network_info: Sequence[VIF] | None) -> str:
         flavor = instance.get("flavor") or {}
         return guest_xml(GuestSpec(
             name=domain_name(instance), uuid=instance["uuid"],
@@ -163,8 +166,8 @@ class LibvirtDriver(ComputeDriver):
 
     async def spawn(self, context: Any, instance: dict[str, Any], image_meta: dict[str, Any],
                     injected_files: list[tuple[str, bytes]], admin_password: str | None,
-                    allocations: dict[str, Any], network_info: Any,
-                    block_device_info: dict[str, Any] | None = None) -> None:
+                    allocations: Mapping[str, Any] | None, network_info: Sequence[VIF] | None,
+                    block_device_info: Mapping[str, Any] | None = None) -> None:
         disk_info = self._get_disk_info(instance)
         layout = await self._create_image(context, instance, image_meta, disk_info,
                                           injected_files, admin_password, network_info)
@@ -184,7 +187,7 @@ class LibvirtDriver(ComputeDriver):
             raise vexc.InstanceSpawnError(instance_uuid=uuid, reason=e.get_error_message()) from e
 
     async def _create_domain_and_network(self, instance: dict[str, Any], xml: str,
-                                         network_info: Any,
+                                         network_info: Sequence[VIF] | None,
                                          vifs_already_plugged: bool = False) -> None:
         """Plug VIFs, start paused, wait for network-vif-plugged, resume."""
         uuid = instance["uuid"]
@@ -228,7 +231,7 @@ class LibvirtDriver(ComputeDriver):
             await asyncio.sleep(0.1)
 
     # -- VIFs --------------------------------------------------------------------------
-    async def plug_vifs(self, instance: dict[str, Any], network_info: Any) -> None:
+    async def plug_vifs(self, instance: dict[str, Any], network_info: Sequence[VIF] | None) -> None:
         """Make sure each VIF's bridge exists; libvirt creates and enslaves the tap."""
         if not network_info:
             return
@@ -238,7 +241,7 @@ class LibvirtDriver(ComputeDriver):
             await ensure_bridge(self.settings, vif["network"]["bridge"],
                                 (vif["network"].get("meta") or {}).get("mtu"))
 
-    async def unplug_vifs(self, instance: dict[str, Any], network_info: Any) -> None:
+    async def unplug_vifs(self, instance: dict[str, Any], network_info: Sequence[VIF] | None) -> None:
         """Nothing to do: the tap goes with the domain; the bridge is the network's."""
 
     # -- power -----------------------------------------------------------------------
@@ -292,7 +295,7 @@ class LibvirtDriver(ComputeDriver):
             return
         await self._destroy_domain(instance)
 
-    async def _hard_reboot(self, instance: dict[str, Any], network_info: Any) -> None:
+    async def _hard_reboot(self, instance: dict[str, Any], network_info: Sequence[VIF] | None) -> None:
         """Seed 003: destroy, regenerate the XML, recreate, wait until RUNNING."""
         await self._destroy_domain(instance)
         layout_file = self._instance_dir(instance) / LAYOUT
@@ -303,12 +306,12 @@ class LibvirtDriver(ComputeDriver):
         await self._create_domain_and_network(instance, xml, network_info,
                                               vifs_already_plugged=True)
 
-    async def power_on(self, context: Any, instance: dict[str, Any], network_info: Any,
-                       block_device_info: dict[str, Any] | None = None) -> None:
+    async def power_on(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
+                       block_device_info: Mapping[str, Any] | None = None) -> None:
         await self._hard_reboot(instance, network_info)
 
-    async def reboot(self, context: Any, instance: dict[str, Any], network_info: Any,
-                     reboot_type: str, block_device_info: dict[str, Any] | None = None) -> None:
+    async def reboot(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
+                     reboot_type: str, block_device_info: Mapping[str, Any] | None = None) -> None:
         if reboot_type == "SOFT":
             timeout = self.settings.shutdown_timeout
             if await self._clean_shutdown(instance, timeout, retry_interval=10):
@@ -320,8 +323,8 @@ class LibvirtDriver(ComputeDriver):
         await self._hard_reboot(instance, network_info)
 
     # -- destroy -----------------------------------------------------------------------
-    async def destroy(self, context: Any, instance: dict[str, Any], network_info: Any,
-                      block_device_info: dict[str, Any] | None = None,
+    async def destroy(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
+                      block_device_info: Mapping[str, Any] | None = None,
                       destroy_disks: bool = True) -> None:
         libvirt = self.host.libvirt
         await self._destroy_domain(instance)

@@ -15,7 +15,7 @@ T = TypeVar("T")
 
 def import_libvirt() -> Any:
     try:
-        import libvirt  # type: ignore[import-not-found]
+        import libvirt
     except ImportError as e:  # pragma: no cover - depends on the machine
         raise vexc.HypervisorUnavailable(
             host="-", reason="the libvirt Python binding is not installed "

@@ -47,8 +47,9 @@ class ImageCache:
 
         Raises ImageUnacceptable when the data is not what the image says it is.
         """
-        target = self.base_dir / image["id"]
-        async with self._locks(image["id"]):
+        image_id: str = image["id"]
+        target = self.base_dir / image_id
+        async with self._locks(image_id):
             if target.exists():
                 return target
             if not source.exists():
