@@ -77,3 +77,10 @@ class UnsupportedMediaType(CirrusException):
 class QuotaExceeded(Forbidden):
     code = 403
     msg_fmt = "Quota exceeded for %(resource)s: Requested %(requested)s, but already used %(used)s of %(allowed)s %(resource)s"
+
+
+class ConsoleTypeUnavailable(CirrusException):
+    """The driver (or this deployment) offers no console of the type asked for."""
+
+    code = 400
+    msg_fmt = "Unavailable console type %(console_type)s."

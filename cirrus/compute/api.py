@@ -27,12 +27,12 @@ from cirrus.compute.models import (block_device_mappings, instance_group_members
 from cirrus.compute.records import CreateRequest
 from cirrus.compute.scope import require_project
 from cirrus.compute.rpcapi import ComputeAPI
-from cirrus.virt.exception import ConsoleTypeUnavailable
 from cirrus.compute.transitions import TRANSITIONS, Transition
 from cirrus.compute.states import TaskState, VmState
 from cirrus.conductor.rpcapi import ComputeTaskAPI
 from cirrus.config import Settings
 from cirrus.context import RequestContext
+from cirrus.exception import ConsoleTypeUnavailable
 from cirrus.db.base import utcnow
 from cirrus.db.engine import Database
 from cirrus.db.prepared import Prepared

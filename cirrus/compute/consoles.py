@@ -7,8 +7,8 @@ from cirrus.compute import exception as exc
 from cirrus.compute.states import PowerState
 from cirrus.compute.store import InstanceStore
 from cirrus.context import RequestContext
+from cirrus.exception import ConsoleTypeUnavailable
 from cirrus.virt.driver import ComputeDriver
-from cirrus.virt.exception import ConsoleTypeUnavailable
 
 
 @dataclass(frozen=True)

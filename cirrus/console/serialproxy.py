@@ -20,6 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
+from websockets.typing import Subprotocol
 
 from cirrus.console import netns, tokens
 from cirrus.db.engine import Database
@@ -57,7 +58,7 @@ class SerialProxy:
 
     async def start(self) -> None:
         # "binary" is what noVNC-era clients ask for; bytes go as binary frames.
-        self._server = await serve(self._handle, self.host, self.port, subprotocols=["binary"],
+        self._server = await serve(self._handle, self.host, self.port, subprotocols=[Subprotocol("binary")],
                                    max_size=MAX_FRAME, ping_interval=None)
         self.port = self._server.sockets[0].getsockname()[1]
 

@@ -1,7 +1,9 @@
 """Errors raised by virt drivers."""
 from __future__ import annotations
 
-from cirrus.exception import CirrusException, NotFound
+from cirrus.exception import CirrusException, ConsoleTypeUnavailable, NotFound
+
+__all__ = ["ConsoleTypeUnavailable"]  # raised by drivers; defined beside the API's errors
 
 
 class HypervisorUnavailable(CirrusException):
@@ -28,10 +30,3 @@ class InstancePowerOffFailure(CirrusException):
 class InstanceRebootFailure(CirrusException):
     code = 500
     msg_fmt = "Failed to reboot instance: %(reason)s"
-
-
-class ConsoleTypeUnavailable(CirrusException):
-    """The driver (or this deployment) offers no console of the type asked for."""
-
-    code = 400
-    msg_fmt = "Unavailable console type %(console_type)s."

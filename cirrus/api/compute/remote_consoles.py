@@ -15,8 +15,7 @@ from cirrus.api.compute.microversion import api_version
 from cirrus.api.wsgi import context, json_body, reply
 from cirrus.console import tokens
 from cirrus.context import RequestContext
-from cirrus.exception import Invalid, NotFound, ValidationError
-from cirrus.virt.exception import ConsoleTypeUnavailable
+from cirrus.exception import ConsoleTypeUnavailable, Invalid, NotFound, ValidationError
 
 # protocol → the types Nova's schema accepts for it (mks from 2.8).
 PROTOCOLS = {"vnc": {"novnc", "xvpvnc"}, "spice": {"spice-html5"}, "serial": {"serial"},
