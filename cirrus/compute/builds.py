@@ -2,7 +2,7 @@
 
 The delete cancels a build of the instance it deletes; the build-time sweep
 cancels builds that overran; ``sync_power_states`` leaves building instances
-alone. Each is handed this registry, not the manager.
+alone. Each is handed this registry.
 """
 from __future__ import annotations
 

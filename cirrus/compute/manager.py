@@ -13,6 +13,9 @@ from typing import Any
 from cirrus.claims import ClaimsClient
 from cirrus.compute.action import ActionRunner
 from cirrus.compute.build import Builder
+from cirrus.compute.build_failure import BuildFailures
+from cirrus.compute.build_request import (BuildParams, BuildRequest, FilterProperties,
+                                          RequestSpec)
 from cirrus.compute.builds import RunningBuilds
 from cirrus.compute.delete import Terminate
 from cirrus.compute.events import InstanceEvents
@@ -66,20 +69,20 @@ class ComputeManager:
         self.notifier = Notifier(f"compute.{host}")
         self.rt = ResourceTracker(settings, db, host, driver)
         self.network_api = make_network_api(settings, db, host, self._deliver_events)
-        self.compute_task_api = ComputeTaskAPI(transport)
-        self.build_semaphore = asyncio.Semaphore(settings.max_concurrent_builds)
+        failures = BuildFailures(self.store, driver, self.network_api, self.claims,
+                                 ComputeTaskAPI(transport), self.notifier)
+        self.builder = Builder(
+            self.store, self.locks, self.builds, asyncio.Semaphore(settings.max_concurrent_builds),
+            self.rt, driver, self.network_api, self.images, self.notifier, failures,
+            settings.network_allocate_retries, settings.default_access_ip_network_name)
         runner = ActionRunner(self.store, self.locks, self.notifier)
-        self.builder = Builder(self)
         self.power = PowerActions(runner, self.store, driver, self.network_api,
                                   settings.shutdown_timeout)
         self.terminate = Terminate(self.store, self.locks, driver, self.network_api, self.builds,
                                    self.events, self.notifier)
         self.interfaces = Interfaces(self.store, self.locks, driver, self.network_api)
-        self.periodics = ComputePeriodics(self)
-
-    def instance_lock(self, uuid: str) -> Any:
-        """The per-instance lock every operation on ``uuid`` holds (``async with``)."""
-        return self.locks(uuid)
+        self.periodics = ComputePeriodics(self.store, self.locks, self.builds, driver,
+                                          self.network_api, settings.instance_build_timeout)
 
     async def start(self) -> None:
         await self.driver.init_host(self.host)
@@ -92,16 +95,13 @@ class ComputeManager:
         await self.network_api.stop()
         await self.driver.cleanup_host(self.host)
 
-    async def release_claim(self, instance_uuid: str) -> None:
-        await self.claims.release(instance_uuid)
-
     # -- RPC API -------------------------------------------------------------------
     async def build_and_run_instance(self, ctx: RequestContext, instance_uuid: str, node: str,
-                                     request_spec: dict[str, Any],
-                                     filter_properties: dict[str, Any],
-                                     build_params: dict[str, Any]) -> None:
-        self.builder.build_and_run_instance(ctx, instance_uuid, node, request_spec,
-                                            filter_properties, build_params)
+                                     request_spec: RequestSpec,
+                                     filter_properties: FilterProperties,
+                                     build_params: BuildParams) -> None:
+        self.builder.build_and_run_instance(ctx, BuildRequest.from_cast(
+            instance_uuid, node, request_spec, filter_properties, build_params))
 
     async def terminate_instance(self, ctx: RequestContext, instance_uuid: str) -> None:
         await self.terminate(ctx, instance_uuid)
