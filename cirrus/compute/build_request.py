@@ -85,7 +85,8 @@ class BuildRequest:
     requested_networks: list[RequestedNetwork] | None
     security_groups: list[str] | None
     # The parameters as they came, handed on unchanged by a reschedule.
-    wire_params: BuildParams = field(repr=False, compare=False, default_factory=lambda: BuildParams())
+    wire_params: BuildParams = field(repr=False, compare=False,
+                                     default_factory=lambda: BuildParams())
 
     @classmethod
     def from_cast(cls, instance_uuid: str, node: str | None, request_spec: RequestSpec,
