@@ -38,6 +38,12 @@ class InstanceEvents:
         fut.set_result(event)
         return True
 
+    async def external_instance_event(self, ctx: Any, events: list[dict[str, Any]]) -> None:
+        """Deliver the VIF events among ``events`` (others have no waiter here)."""
+        for event in events:
+            if event.get("name") in ("network-vif-plugged", "network-vif-unplugged"):
+                self.deliver(event)
+
     @contextlib.asynccontextmanager
     async def wait_for_instance_event(self, instance_uuid: str, keys: list[str], *,
                                       deadline: float, error_cb: Any = None) -> AsyncIterator[None]:

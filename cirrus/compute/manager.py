@@ -29,6 +29,8 @@ from cirrus.conductor.rpcapi import ComputeTaskAPI
 from cirrus.config import Settings
 from cirrus.context import RequestContext
 from cirrus.db.engine import Database
+from cirrus.image.api import make_image_api
+from cirrus.network.api import make_network_api
 from cirrus.notifications import Notifier
 from cirrus.rpc import Transport
 from cirrus.service import PeriodicTask, Service
@@ -49,9 +51,6 @@ class ComputeManager:
 
     def __init__(self, settings: Settings, db: Database, transport: Transport, host: str,
                  driver: ComputeDriver) -> None:
-        from cirrus.image.api import make_image_api
-        from cirrus.network.api import make_network_api
-
         self.settings = settings
         self.db = db
         self.host = host
@@ -68,21 +67,25 @@ class ComputeManager:
                                  settings.vif_plugging_is_fatal, self.images)
         self.notifier = Notifier(f"compute.{host}")
         self.rt = ResourceTracker(settings, db, host, driver)
-        self.network_api = make_network_api(settings, db, host, self._deliver_events)
+        self.network_api = make_network_api(settings, db, host,
+                                             self.events.external_instance_event)
         failures = BuildFailures(self.store, driver, self.network_api, self.claims,
                                  ComputeTaskAPI(transport), self.notifier)
         self.builder = Builder(
-            self.store, self.locks, self.builds, asyncio.Semaphore(settings.max_concurrent_builds),
-            self.rt, driver, self.network_api, self.images, self.notifier, failures,
-            settings.network_allocate_retries, settings.default_access_ip_network_name)
+            store=self.store, locks=self.locks, builds=self.builds,
+            semaphore=asyncio.Semaphore(settings.max_concurrent_builds), tracker=self.rt,
+            driver=driver, network=self.network_api, images=self.images, notifier=self.notifier,
+            failures=failures, network_allocate_retries=settings.network_allocate_retries,
+            default_access_ip_network_name=settings.default_access_ip_network_name)
         runner = ActionRunner(self.store, self.locks, self.notifier)
         self.power = PowerActions(runner, self.store, driver, self.network_api,
                                   settings.shutdown_timeout)
         self.terminate = Terminate(self.store, self.locks, driver, self.network_api, self.builds,
                                    self.events, self.notifier)
         self.interfaces = Interfaces(self.store, self.locks, driver, self.network_api)
-        self.periodics = ComputePeriodics(self.store, self.locks, self.builds, driver,
-                                          self.network_api, settings.instance_build_timeout)
+        self.periodics = ComputePeriodics(
+            store=self.store, locks=self.locks, builds=self.builds, driver=driver,
+            network=self.network_api, build_timeout=settings.instance_build_timeout)
 
     async def start(self) -> None:
         await self.driver.init_host(self.host)
@@ -130,12 +133,7 @@ class ComputeManager:
 
     async def external_instance_event(self, ctx: RequestContext,
                                       events: list[dict[str, Any]]) -> None:
-        await self._deliver_events(ctx, events)
-
-    async def _deliver_events(self, ctx: RequestContext, events: list[dict[str, Any]]) -> None:
-        for event in events:
-            if event.get("name") in ("network-vif-plugged", "network-vif-unplugged"):
-                self.events.deliver(event)
+        await self.events.external_instance_event(ctx, events)
 
     # -- periodic ------------------------------------------------------------------
     def periodic_tasks(self) -> list[PeriodicTask]:
