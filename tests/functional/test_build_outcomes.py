@@ -13,29 +13,15 @@ from cirrus.network import exception as nexc
 from cirrus.network.auto_allocate import AUTO_NAME
 from cirrus.virt import exception as vexc
 from cirrus.virt.fake import FaultRule, fail_on_host
-from tests.functional.servers import (create_server, db_count, fake_drivers, server_body,
-                                      upload_image, wait_for_status)
+from tests.functional.servers import (build_events, create_server, db_count, fake_drivers,
+                                      ports_of, server_body, upload_image, wait_for_status)
 
 SERVERS = "/compute/v2.1/servers"
-BUILD_EVENT = "compute__do_build_and_run_instance"
 
 
 @pytest.fixture
 async def image(demo: httpx.AsyncClient) -> str:
     return await upload_image(demo)
-
-
-async def build_events(admin: httpx.AsyncClient, server_id: str) -> list[dict[str, Any]]:
-    resp = await admin.get(f"{SERVERS}/{server_id}/os-instance-actions")
-    request_id = resp.json()["instanceActions"][-1]["request_id"]
-    resp = await admin.get(f"{SERVERS}/{server_id}/os-instance-actions/{request_id}",
-                           headers={"OpenStack-API-Version": "compute 2.84"})
-    return [e for e in resp.json()["instanceAction"]["events"] if e["event"] == BUILD_EVENT]
-
-
-async def ports_of(admin: httpx.AsyncClient, server_id: str) -> list[dict[str, Any]]:
-    resp = await admin.get("/network/v2.0/ports", params={"device_id": server_id})
-    return list(resp.json()["ports"])
 
 
 # -- (a) access IPs: the user's stay ------------------------------------------------
