@@ -16,8 +16,6 @@ from cirrus.virt.fake import FaultRule, fail_on_host
 from tests.functional.servers import (build_events, create_server, db_count, fake_drivers,
                                       ports_of, server_body, upload_image, wait_for_status)
 
-SERVERS = "/compute/v2.1/servers"
-
 
 @pytest.fixture
 async def image(demo: httpx.AsyncClient) -> str:
