@@ -59,13 +59,6 @@ def no_leaked_tasks(request: pytest.FixtureRequest) -> None:
         request.getfixturevalue("_leaked_task_check")
 
 
-# TODO(lead): ComputeManager.stop cancels its builds (RunningBuilds.cancel_all,
-# compute/builds.py) but does not await them, so a build (and the network
-# allocation it awaits) is still unwinding when the cloud is gone. Await them
-# there (cancel, then gather), then empty this.
-KNOWN_LEAKS = ("build:", "allocate-network:")
-
-
 @pytest.fixture
 async def _leaked_task_check() -> AsyncIterator[None]:
     before = asyncio.all_tasks()
@@ -77,7 +70,7 @@ async def _leaked_task_check() -> AsyncIterator[None]:
         # Let them unwind before the loop closes (bounded: a task may ignore
         # cancellation).
         await asyncio.wait(pending, timeout=10)
-    leaked = {t for t in pending if not t.get_name().startswith(KNOWN_LEAKS)}
+    leaked = pending
     if leaked:
         names = ", ".join(sorted(t.get_name() for t in leaked))
         pytest.fail(f"test left {len(leaked)} asyncio task(s) pending: {names}", pytrace=False)

@@ -26,7 +26,9 @@ from cirrus.db.rows import PreparedRead
 
 cn = compute_nodes
 # Bind names must not be column names (SQLAlchemy keeps those for VALUES/SET).
-_vcpus, _memory, _disk = sa.bindparam("want_vcpus"), sa.bindparam("want_ram"), sa.bindparam("want_disk")
+_vcpus: sa.BindParameter[int] = sa.bindparam("want_vcpus")
+_memory: sa.BindParameter[int] = sa.bindparam("want_ram")
+_disk: sa.BindParameter[int] = sa.bindparam("want_disk")
 
 _CLAIM = Prepared(cn.update().where(
     cn.c.id == sa.bindparam("node"),
@@ -128,7 +130,7 @@ def move(conn: sa.Connection, from_consumer: str, to_consumer: str) -> bool:
     claim already (nothing changed)."""
     if held(conn, to_consumer) is not None:
         raise AlreadyClaimed(to_consumer)
-    return _MOVE.execute(conn, src=from_consumer, dst=to_consumer).rowcount == 1
+    return bool(_MOVE.execute(conn, src=from_consumer, dst=to_consumer).rowcount == 1)
 
 
 def release(conn: sa.Connection, consumer_uuid: str) -> None:

@@ -32,7 +32,7 @@ from cirrus.compute.states import TaskState, VmState
 from cirrus.conductor.rpcapi import ComputeTaskAPI
 from cirrus.config import Settings
 from cirrus.context import RequestContext
-from cirrus.exception import ConsoleTypeUnavailable
+from cirrus.exception import CirrusException, ConsoleTypeUnavailable
 from cirrus.db.base import utcnow
 from cirrus.db.engine import Database
 from cirrus.db.prepared import Prepared
@@ -268,7 +268,7 @@ class API:
         def caught(fn: Any, *args: Any) -> Any:
             try:
                 return fn(conn, *args)
-            except exc.CirrusException as error:
+            except CirrusException as error:
                 return error
         flavor = get_flavor(conn, req.flavor_id)
         return _Found(flavor=flavor,
@@ -292,7 +292,8 @@ class API:
 
     def _image(self, conn: sa.Connection, ctx: RequestContext, image_id: str) -> dict[str, Any]:
         try:
-            return self.images.lookup(conn, ctx, image_id)
+            image: dict[str, Any] = self.images.lookup(conn, ctx, image_id)
+            return image
         except NotFound:
             raise exc.ImageNotFound(image_id=image_id) from None
 
@@ -311,7 +312,8 @@ class API:
         if key_name is None:
             return None
         try:
-            return keypairs.get(conn, user_id or "", key_name)["public_key"]
+            key: str | None = keypairs.get(conn, user_id or "", key_name)["public_key"]
+            return key
         except exc.KeyPairMissing:
             raise exc.KeypairNotFound() from None
 

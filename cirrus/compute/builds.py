@@ -2,7 +2,7 @@
 
 The delete cancels a build of the instance it deletes; the build-time sweep
 cancels builds that overran; ``sync_power_states`` leaves building instances
-alone. Each is handed this registry, not the manager.
+alone. Each is handed this registry.
 """
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ class RunningBuilds:
         if tasks:
             await asyncio.wait(tasks, timeout=timeout)
 
-    def cancel_all(self) -> None:
-        """At service stop: every build cancelled (they unwind on their own)."""
-        for task in list(self._tasks.values()):
-            task.cancel()
+    async def cancel_all(self, timeout: float = 30.0) -> None:
+        """At service stop: every build cancelled, and waited for while it
+        unwinds (≤ ``timeout`` s) — none is left running after its service."""
+        await self.cancel_many(list(self._tasks), timeout)

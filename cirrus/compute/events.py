@@ -16,12 +16,13 @@ class InstanceEvents:
     def __init__(self) -> None:
         self._waiters: dict[str, dict[str, asyncio.Future[dict[str, Any]]]] = {}
 
-    def prepare(self, instance_uuid: str, keys: Iterable[str]) -> dict[str, asyncio.Future]:
+    def prepare(self, instance_uuid: str, keys: Iterable[str]
+                ) -> dict[str, asyncio.Future[dict[str, Any]]]:
         loop = asyncio.get_running_loop()
         mine = self._waiters.setdefault(instance_uuid, {})
         return {k: mine.setdefault(k, loop.create_future()) for k in keys}
 
-    def pop(self, instance_uuid: str, key: str) -> asyncio.Future | None:
+    def pop(self, instance_uuid: str, key: str) -> asyncio.Future[dict[str, Any]] | None:
         return self._waiters.get(instance_uuid, {}).pop(key, None)
 
     def clear(self, instance_uuid: str) -> None:
@@ -37,6 +38,12 @@ class InstanceEvents:
             return False
         fut.set_result(event)
         return True
+
+    async def external_instance_event(self, ctx: Any, events: list[dict[str, Any]]) -> None:
+        """Deliver the VIF events among ``events`` (others have no waiter here)."""
+        for event in events:
+            if event.get("name") in ("network-vif-plugged", "network-vif-unplugged"):
+                self.deliver(event)
 
     @contextlib.asynccontextmanager
     async def wait_for_instance_event(self, instance_uuid: str, keys: list[str], *,

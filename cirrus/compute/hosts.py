@@ -26,7 +26,8 @@ def is_up(row: dict[str, Any], down_time: float, now: dt.datetime | None = None)
     """Up = heartbeat within ``down_time`` seconds and not forced down."""
     if row.get("forced_down") or row.get("last_seen_up") is None:
         return False
-    return ((now or utcnow()) - row["last_seen_up"]).total_seconds() <= down_time
+    seen: dt.datetime = row["last_seen_up"]
+    return ((now or utcnow()) - seen).total_seconds() <= down_time
 
 
 def list_services(conn: sa.Connection, host: str | None = None,

@@ -64,7 +64,7 @@ def _expectation(expected: Any) -> tuple[tuple[int, bool] | None, list[str]]:
     return (len(listed), len(listed) < len(states)), listed
 
 
-def _one_of(column: sa.Column, prefix: str, count: int) -> sa.ColumnElement[bool]:
+def _one_of(column: sa.Column[Any], prefix: str, count: int) -> sa.ColumnElement[bool]:
     """``column IN (:prefix0, …)``; false for none (no expanding parameter)."""
     if not count:
         return sa.false()

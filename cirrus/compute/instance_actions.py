@@ -70,9 +70,10 @@ def action_start(conn: sa.Connection, ctx: RequestContext, instance_uuid: str,
                  action: str) -> int:
     """Record ``action`` on the instance for the request in ``ctx``."""
     now = utcnow()
-    return _ACTION_START.execute(conn, v_uuid=instance_uuid, v_action=action,
-                                 v_request=ctx.request_id, v_user=ctx.user_id,
-                                 v_project=ctx.project_id, v_now=now).fetchone()[0]
+    action_id: int = _ACTION_START.execute(conn, v_uuid=instance_uuid, v_action=action,
+                                           v_request=ctx.request_id, v_user=ctx.user_id,
+                                           v_project=ctx.project_id, v_now=now).fetchone()[0]
+    return action_id
 
 
 def _insert_event(conn: sa.Connection, ctx: RequestContext, instance_uuid: str,

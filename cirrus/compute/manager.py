@@ -13,6 +13,9 @@ from typing import Any
 from cirrus.claims import ClaimsClient
 from cirrus.compute.action import ActionRunner
 from cirrus.compute.build import Builder
+from cirrus.compute.build_failure import BuildFailures
+from cirrus.compute.build_request import (BuildParams, BuildRequest, FilterProperties,
+                                          RequestSpec)
 from cirrus.compute.builds import RunningBuilds
 from cirrus.compute.consoles import Consoles
 from cirrus.compute.delete import Terminate
@@ -27,6 +30,8 @@ from cirrus.conductor.rpcapi import ComputeTaskAPI
 from cirrus.config import Settings
 from cirrus.context import RequestContext
 from cirrus.db.engine import Database
+from cirrus.image.api import make_image_api
+from cirrus.network.api import make_network_api
 from cirrus.notifications import Notifier
 from cirrus.rpc import Transport
 from cirrus.service import PeriodicTask, Service
@@ -47,9 +52,6 @@ class ComputeManager:
 
     def __init__(self, settings: Settings, db: Database, transport: Transport, host: str,
                  driver: ComputeDriver) -> None:
-        from cirrus.image.api import make_image_api
-        from cirrus.network.api import make_network_api
-
         self.settings = settings
         self.db = db
         self.host = host
@@ -66,11 +68,17 @@ class ComputeManager:
                                  settings.vif_plugging_is_fatal, self.images)
         self.notifier = Notifier(f"compute.{host}")
         self.rt = ResourceTracker(settings, db, host, driver)
-        self.network_api = make_network_api(settings, db, host, self._deliver_events)
-        self.compute_task_api = ComputeTaskAPI(transport)
-        self.build_semaphore = asyncio.Semaphore(settings.max_concurrent_builds)
+        self.network_api = make_network_api(settings, db, host,
+                                             self.events.external_instance_event)
+        failures = BuildFailures(self.store, driver, self.network_api, self.claims,
+                                 ComputeTaskAPI(transport), self.notifier)
+        self.builder = Builder(
+            store=self.store, locks=self.locks, builds=self.builds,
+            semaphore=asyncio.Semaphore(settings.max_concurrent_builds), tracker=self.rt,
+            driver=driver, network=self.network_api, images=self.images, notifier=self.notifier,
+            failures=failures, network_allocate_retries=settings.network_allocate_retries,
+            default_access_ip_network_name=settings.default_access_ip_network_name)
         runner = ActionRunner(self.store, self.locks, self.notifier)
-        self.builder = Builder(self)
         self.power = PowerActions(runner, self.store, driver, self.network_api,
                                   settings.shutdown_timeout)
         self.terminate = Terminate(self.store, self.locks, driver, self.network_api, self.builds,
@@ -78,11 +86,9 @@ class ComputeManager:
         self.interfaces = Interfaces(self.store, self.locks, driver, self.network_api)
         self.consoles = Consoles(self.store, driver, settings.serial_console_enabled,
                                  settings.host_netns)
-        self.periodics = ComputePeriodics(self)
-
-    def instance_lock(self, uuid: str) -> Any:
-        """The per-instance lock every operation on ``uuid`` holds (``async with``)."""
-        return self.locks(uuid)
+        self.periodics = ComputePeriodics(
+            store=self.store, locks=self.locks, builds=self.builds, driver=driver,
+            network=self.network_api, build_timeout=settings.instance_build_timeout)
 
     async def start(self) -> None:
         await self.driver.init_host(self.host)
@@ -91,20 +97,17 @@ class ComputeManager:
         await self.periodics.init_instances()
 
     async def stop(self) -> None:
-        self.builds.cancel_all()
+        await self.builds.cancel_all()
         await self.network_api.stop()
         await self.driver.cleanup_host(self.host)
 
-    async def release_claim(self, instance_uuid: str) -> None:
-        await self.claims.release(instance_uuid)
-
     # -- RPC API -------------------------------------------------------------------
     async def build_and_run_instance(self, ctx: RequestContext, instance_uuid: str, node: str,
-                                     request_spec: dict[str, Any],
-                                     filter_properties: dict[str, Any],
-                                     build_params: dict[str, Any]) -> None:
-        self.builder.build_and_run_instance(ctx, instance_uuid, node, request_spec,
-                                            filter_properties, build_params)
+                                     request_spec: RequestSpec,
+                                     filter_properties: FilterProperties,
+                                     build_params: BuildParams) -> None:
+        self.builder.build_and_run_instance(ctx, BuildRequest.from_cast(
+            instance_uuid, node, request_spec, filter_properties, build_params))
 
     async def terminate_instance(self, ctx: RequestContext, instance_uuid: str) -> None:
         await self.terminate(ctx, instance_uuid)
@@ -136,12 +139,7 @@ class ComputeManager:
 
     async def external_instance_event(self, ctx: RequestContext,
                                       events: list[dict[str, Any]]) -> None:
-        await self._deliver_events(ctx, events)
-
-    async def _deliver_events(self, ctx: RequestContext, events: list[dict[str, Any]]) -> None:
-        for event in events:
-            if event.get("name") in ("network-vif-plugged", "network-vif-unplugged"):
-                self.events.deliver(event)
+        await self.events.external_instance_event(ctx, events)
 
     # -- periodic ------------------------------------------------------------------
     def periodic_tasks(self) -> list[PeriodicTask]:

@@ -11,25 +11,38 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol, TypeVar
 
 import sqlalchemy as sa
 
+from cirrus import claims
 from cirrus.compute import exception as exc
 from cirrus.compute import instance as inst
+from cirrus.compute.builds import RunningBuilds
 from cirrus.compute.models import instances
 from cirrus.compute.states import PowerState, TaskState, VmState
+from cirrus.compute.store import Instance, InstanceStore
 from cirrus.context import admin_context
 from cirrus.exception import CirrusException
 from cirrus.db.base import utcnow
 from cirrus.db.engine import fetch_all
+from cirrus.network.api import API as NetworkAPI
+from cirrus.utils import KeyedLocks
 from cirrus.virt import exception as vexc
-
-if TYPE_CHECKING:
-    from cirrus.compute.manager import ComputeManager
+from cirrus.virt.driver import ComputeDriver
 
 LOG = logging.getLogger(__name__)
 BUILD_UNWIND_TIMEOUT = 30.0  # a cancelled build's own clean-up, before the sweep's
+
+
+T = TypeVar("T")
+
+
+class Transactions(Protocol):
+    """Where the sweep writes: the database, or a host's InstanceStore."""
+
+    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T: ...
 
 
 class BuildTimedOut(CirrusException):
@@ -49,20 +62,19 @@ def stuck_builds(conn: sa.Connection, timeout: float, hosts: list[str] | None,
     return fetch_all(conn, sa.select(instances).where(*where))
 
 
-async def fail_stuck_builds(db: Any, network_api: Any, rows: list[dict[str, Any]],
-                            timeout: float, reporter: str) -> list[str]:
+async def fail_stuck_builds(db: Transactions, network_api: NetworkAPI,
+                            rows: list[dict[str, Any]], timeout: float,
+                            reporter: str) -> list[str]:
     """ERROR + fault for each row still building; claims and ports released."""
-    from cirrus.claims import release
-
     def to_error(conn: sa.Connection, uuid: str, error: BuildTimedOut) -> None:
         # One transaction: nobody sees the ERROR without its fault, or a claim
         # held by an instance that no longer builds.
         inst.save(conn, uuid, {"vm_state": VmState.ERROR, "task_state": None},
                   expected_vm_state=VmState.BUILDING)
         inst.add_fault(conn, uuid, error, reporter)
-        release(conn, uuid)
+        claims.release(conn, uuid)
 
-    failed = []
+    failed: list[str] = []
     ctx = admin_context()
     for row in rows:
         try:
@@ -79,35 +91,40 @@ async def fail_stuck_builds(db: Any, network_api: Any, rows: list[dict[str, Any]
     return failed
 
 
+@dataclass
 class ComputePeriodics:
-    """The periodic tasks one compute host runs."""
+    """The periodic tasks one compute host runs, handed what they use."""
 
-    def __init__(self, manager: "ComputeManager") -> None:
-        self.m = manager
-        self._heal_queue: list[str] = []
+    store: InstanceStore
+    locks: KeyedLocks
+    builds: RunningBuilds
+    driver: ComputeDriver
+    network: NetworkAPI
+    build_timeout: float  # instance_build_timeout (0: no sweep)
+    _heal_queue: list[str] = field(default_factory=list, init=False)
 
     async def check_instance_build_time(self) -> list[str]:
-        timeout = self.m.settings.instance_build_timeout
+        timeout = self.build_timeout
         if timeout <= 0:
             return []
-        rows = await self.m.db.read(stuck_builds, timeout, [self.m.host], False)
+        rows = await self.store.read(stuck_builds, timeout, [self.store.host], False)
         # Let the builds unwind first: one cancelled while its ports were
         # being written rolls them back itself, and the sweep's release must
         # come after, not race it.
-        await self.m.builds.cancel_many([r["uuid"] for r in rows], BUILD_UNWIND_TIMEOUT)
-        return await fail_stuck_builds(self.m.db, self.m.network_api, rows, timeout, self.m.host)
+        await self.builds.cancel_many([r["uuid"] for r in rows], BUILD_UNWIND_TIMEOUT)
+        return await fail_stuck_builds(self.store, self.network, rows, timeout, self.store.host)
 
     async def sync_power_states(self) -> None:
-        rows = await self.m.db.read(_host_instances, self.m.host)
+        rows = await self.store.read(_host_instances, self.store.host)
         for row in rows:
-            if row["task_state"] is not None or row["uuid"] in self.m.builds:
+            if row["task_state"] is not None or row["uuid"] in self.builds:
                 continue
-            async with self.m.instance_lock(row["uuid"]):
+            async with self.locks(row["uuid"]):
                 await self._sync_instance_power_state(row)
 
-    async def _sync_instance_power_state(self, row: dict[str, Any]) -> None:
+    async def _sync_instance_power_state(self, row: Instance) -> None:
         try:
-            power = (await self.m.driver.get_info(row)).state
+            power = (await self.driver.get_info(row)).state
         except vexc.InstanceNotFound:
             power = PowerState.NOSTATE
         values: dict[str, Any] = {}
@@ -120,37 +137,37 @@ class ComputePeriodics:
             values["vm_state"] = VmState.STOPPED
         elif row["vm_state"] == VmState.STOPPED.value and power == PowerState.RUNNING:
             LOG.warning("stopped instance %s is running; powering it off", row["uuid"])
-            await self.m.driver.power_off(row)
+            await self.driver.power_off(row)
             values["power_state"] = int(PowerState.SHUTDOWN)
         if values:
             try:
-                await self.m.db.run(inst.save, row["uuid"], values, expected_task_state=[None])
+                await self.store.save(row["uuid"], values, expected_task_state=[None])
             except (exc.InstanceNotFound, exc.UnexpectedTaskStateError):
                 pass
 
     async def heal_instance_info_cache(self) -> None:
         if not self._heal_queue:
-            self._heal_queue = await self.m.db.read(_host_instance_uuids, self.m.host)
+            self._heal_queue.extend(await self.store.read(_host_instance_uuids, self.store.host))
         while self._heal_queue:
             uuid = self._heal_queue.pop(0)
             try:
-                row = await self.m.db.read(inst.get, uuid)
+                row = await self.store.get(uuid)
             except exc.InstanceNotFound:
                 continue
-            await self.m.network_api.get_instance_nw_info(admin_context(), row)
+            await self.network.get_instance_nw_info(admin_context(), row)
             return
 
     async def init_instances(self) -> None:
         """At start: builds that died with the previous process go to ERROR;
         other interrupted tasks are cleared."""
-        rows = await self.m.db.read(_host_instances, self.m.host)
+        rows = await self.store.read(_host_instances, self.store.host)
         building = [r for r in rows if r["vm_state"] == VmState.BUILDING.value]
-        await fail_stuck_builds(self.m.db, self.m.network_api, building, 0, self.m.host)
+        await fail_stuck_builds(self.store, self.network, building, 0, self.store.host)
         for row in rows:
             if row["vm_state"] != VmState.BUILDING.value and row["task_state"] not in (
                     None, TaskState.DELETING.value):
                 try:
-                    await self.m.db.run(inst.save, row["uuid"], {"task_state": None})
+                    await self.store.save(row["uuid"], {"task_state": None})
                 except exc.InstanceNotFound:
                     pass
 

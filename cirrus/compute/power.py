@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, cast
 
 from cirrus.compute.action import ActionRunner, ActionSpec
 from cirrus.compute.states import TaskState, VmState
@@ -38,7 +39,8 @@ class PowerActions:
     async def _power_on(self, ctx: RequestContext, instance: Instance) -> None:
         network_info = await self.network.get_instance_nw_info(ctx, instance)
         block_device_info = await self.store.block_device_info(instance["uuid"])
-        await self.driver.power_on(ctx, instance, network_info, block_device_info)
+        await self.driver.power_on(ctx, instance, network_info,
+                                   cast(dict[str, Any], block_device_info))
 
     async def _saved_power_state(self, instance: Instance, vm_state: VmState,
                                  expected: TaskState) -> None:

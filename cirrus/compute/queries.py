@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import sqlalchemy as sa
 
@@ -205,8 +205,8 @@ def network_info_of(stored: Any) -> list[dict[str, Any]]:
     the JSON text of SQLite (their addresses are remembered by text, see
     cirrus/api/compute/views.py), PostgreSQL's driver parses it."""
     if isinstance(stored, (str, bytes)):
-        return json_loads(stored)
-    return stored or []
+        return cast(list[dict[str, Any]], json_loads(stored))
+    return cast(list[dict[str, Any]], stored or [])
 
 
 def _after_marker(conn: sa.Connection, stmt: Any, q: ListQuery) -> Any:

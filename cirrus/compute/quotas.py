@@ -39,7 +39,7 @@ def _own_limit(resource: str) -> sa.ScalarSelect[Any]:
         quota_limits.c.resource == resource).scalar_subquery()
 
 
-def _usage_of_project(*extra: Any) -> Prepared:
+def _usage_of_project(*extra: Any) -> Prepared[Any]:
     """The project's live instances, vCPUs and RAM (then ``extra`` columns):
     its usage row, read through an aggregate so that a project without a row
     still gives one row, of zeros."""

@@ -35,11 +35,13 @@ def _upsert_node(conn: sa.Connection, host: str, res: NodeResources, settings: S
     if row:
         conn.execute(compute_nodes.update().where(compute_nodes.c.id == row.id).values(
             updated_at=utcnow(), **values))
-        return row.id
-    return conn.execute(compute_nodes.insert().values(
+        return int(row.id)
+    key = conn.execute(compute_nodes.insert().values(
         uuid=str(uuidlib.uuid4()), hypervisor_hostname=res.hypervisor_hostname,
         vcpus_used=0, memory_mb_used=0, local_gb_used=0, reserved_memory_mb=0, running_vms=0,
-        created_at=utcnow(), **values)).inserted_primary_key[0]
+        created_at=utcnow(), **values)).inserted_primary_key
+    assert key is not None  # a single-row INSERT
+    return int(key[0])
 
 
 def _heal_usage(conn: sa.Connection, node_id: int) -> None:

@@ -46,18 +46,21 @@ class ComputeAPI:
 
     async def get_console_output(self, ctx: RequestContext, host: str, instance_uuid: str,
                                  tail_length: int | None) -> str:
-        return await self.client.prepare(server=host, timeout=30).call(
+        output: str = await self.client.prepare(server=host, timeout=30).call(
             ctx, "get_console_output", instance_uuid=instance_uuid, tail_length=tail_length)
+        return output
 
     async def get_serial_console(self, ctx: RequestContext, host: str,
                                  instance_uuid: str) -> dict[str, Any]:
-        return await self.client.prepare(server=host, timeout=30).call(
+        where: dict[str, Any] = await self.client.prepare(server=host, timeout=30).call(
             ctx, "get_serial_console", instance_uuid=instance_uuid)
+        return where
 
     async def attach_interface(self, ctx: RequestContext, host: str, instance_uuid: str,
                                request: dict[str, Any]) -> str:
-        return await self.client.prepare(server=host, timeout=120).call(
+        port_id: str = await self.client.prepare(server=host, timeout=120).call(
             ctx, "attach_interface", instance_uuid=instance_uuid, request=request)
+        return port_id
 
     async def detach_interface(self, ctx: RequestContext, host: str, instance_uuid: str,
                                port_id: str) -> None:

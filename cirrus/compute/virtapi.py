@@ -29,11 +29,13 @@ class VirtAPI:
 
     async def image_meta(self, context: Any, image_id: str) -> dict[str, Any]:
         """The image record (ImageNotFound if it is gone)."""
-        return await self.images.get(context.elevated(), image_id)
+        image: dict[str, Any] = await self.images.get(context.elevated(), image_id)
+        return image
 
     def image_path(self, image_id: str) -> Path:
         """Where the image's data is on this host."""
-        return self.images.image_path(image_id)
+        path: Path = self.images.image_path(image_id)
+        return path
 
     @contextlib.asynccontextmanager
     async def wait_for_vif_plugged(self, instance: dict[str, Any],

@@ -99,6 +99,27 @@ class PortLimitExceeded(Forbidden):
     msg_fmt = "Maximum number of ports exceeded"
 
 
+class NoMoreFixedIps(Conflict):
+    """Nova's name for a network with no address left for an instance. cirrus's
+    IPAM says so with Neutron's IpAddressGenerationFailure; this name stays so a
+    backend that raises it aborts the build as seed 004 does."""
+
+    msg_fmt = "No fixed IP addresses available for network: %(net)s"
+
+
+class FixedIpLimitExceeded(Forbidden):
+    """Nova's name for the project's fixed-IP quota reached by a build (cirrus
+    has no such quota yet; the port quota is PortLimitExceeded)."""
+
+    msg_fmt = "Maximum number of fixed IPs exceeded"
+
+
+class NoMoreNetworks(CirrusException):
+    """Nova's name for no network left to give an instance (seed 004 aborts on it)."""
+
+    msg_fmt = "No more available networks."
+
+
 class NetworkError(CirrusException):
     msg_fmt = "%(reason)s"
 

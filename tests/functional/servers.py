@@ -66,3 +66,21 @@ async def db_count(cloud: Cloud, table: Any, *where: Any) -> int:
         return conn.execute(sa.select(sa.func.count()).select_from(table).where(*where)).scalar_one()
     assert cloud.db is not None
     return await cloud.db.read(count)
+
+
+async def build_events(admin: httpx.AsyncClient, server_id: str) -> list[dict[str, Any]]:
+    """The build events (``compute__do_build_and_run_instance``, one per host
+    tried) of the server's last action."""
+    resp = await admin.get(f"/compute/v2.1/servers/{server_id}/os-instance-actions")
+    request_id = resp.json()["instanceActions"][-1]["request_id"]
+    resp = await admin.get(f"/compute/v2.1/servers/{server_id}/os-instance-actions/{request_id}",
+                           headers={"OpenStack-API-Version": "compute 2.84"})
+    return [e for e in resp.json()["instanceAction"]["events"]
+            if e["event"] == "compute__do_build_and_run_instance"]
+
+
+async def ports_of(admin: httpx.AsyncClient, server_id: str) -> list[dict[str, Any]]:
+    """The ports whose device is the server."""
+    resp = await admin.get("/network/v2.0/ports", params={"device_id": server_id})
+    assert resp.status_code == 200, resp.text
+    return list(resp.json()["ports"])

@@ -13,8 +13,8 @@ from cirrus.bootstrap import Cloud
 from cirrus.compute.models import allocations, compute_nodes, instances
 from cirrus.virt.fake import fail_on_host, hang
 from tests.conftest import Api
-from tests.functional.servers import (create_server, db_count, fake_drivers, server_body,
-                                      upload_image, wait_for_status)
+from tests.functional.servers import (create_server, db_count, fake_drivers, ports_of,
+                                      server_body, upload_image, wait_for_status)
 
 SERVERS = "/compute/v2.1/servers"
 
@@ -22,12 +22,6 @@ SERVERS = "/compute/v2.1/servers"
 @pytest.fixture
 async def image(demo: httpx.AsyncClient) -> str:
     return await upload_image(demo)
-
-
-async def ports_of(admin: httpx.AsyncClient, server_id: str) -> list[dict[str, Any]]:
-    resp = await admin.get("/network/v2.0/ports", params={"device_id": server_id})
-    assert resp.status_code == 200, resp.text
-    return resp.json()["ports"]
 
 
 async def actions_events(admin: httpx.AsyncClient, server_id: str) -> list[dict[str, Any]]:

@@ -20,10 +20,10 @@ from cirrus.compute.models import allocations, compute_nodes, instances
 from cirrus.compute.rpcapi import ComputeAPI
 from cirrus.conductor.rpcapi import ComputeTaskAPI
 from cirrus.context import admin_context
-from tests.functional.servers import db_count, server_body, upload_image, wait_for_status
+from tests.functional.servers import (build_events, db_count, server_body, upload_image,
+                                      wait_for_status)
 
 SERVERS = "/compute/v2.1/servers"
-BUILD_EVENT = "compute__do_build_and_run_instance"
 
 
 @pytest.fixture
@@ -40,14 +40,6 @@ def every_cast_twice(cloud: Cloud, monkeypatch: pytest.MonkeyPatch) -> None:
         await original(topic, server, message)
         await original(topic, server, message)
     monkeypatch.setattr(transport, "cast", cast)
-
-
-async def build_events(admin: httpx.AsyncClient, server_id: str) -> list[dict[str, Any]]:
-    resp = await admin.get(f"{SERVERS}/{server_id}/os-instance-actions")
-    request_id = resp.json()["instanceActions"][-1]["request_id"]
-    resp = await admin.get(f"{SERVERS}/{server_id}/os-instance-actions/{request_id}",
-                           headers={"OpenStack-API-Version": "compute 2.84"})
-    return [e for e in resp.json()["instanceAction"]["events"] if e["event"] == BUILD_EVENT]
 
 
 async def assert_built_once(cloud: Cloud, admin: httpx.AsyncClient, ids: list[str]) -> None:

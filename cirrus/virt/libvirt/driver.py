@@ -38,6 +38,7 @@ LIBVIRT_POWER_STATE = {0: PowerState.NOSTATE, 1: PowerState.RUNNING, 2: PowerSta
                        3: PowerState.PAUSED, 4: PowerState.SHUTDOWN, 5: PowerState.SHUTDOWN,
                        6: PowerState.CRASHED, 7: PowerState.SUSPENDED}
 LAYOUT = "layout.json"  # what hard reboot needs to rebuild the XML
+RUNNING_TIMEOUT = 60.0  # a started guest must be RUNNING by then, or the spawn failed
 
 
 def domain_name(instance: dict[str, Any]) -> str:
@@ -54,6 +55,7 @@ class LibvirtDriver(ComputeDriver):
         self.instances_path = Path(settings.instances_path)
         self.image_cache = imagebackend.ImageCache(self.instances_path)
         self.virt_type = "qemu"
+        self.running_timeout = RUNNING_TIMEOUT
         self._host: Host | None = None
 
     @property
@@ -172,8 +174,20 @@ class LibvirtDriver(ComputeDriver):
         layout = await self._create_image(context, instance, image_meta, disk_info,
                                           injected_files, admin_password, network_info)
         xml = self._get_guest_xml(instance, layout, network_info)
-        await self._create_domain_and_network(instance, xml, network_info)
+        await self._spawn_domain(context, instance, xml, network_info)
         LOG.info("instance %s spawned as %s", instance["uuid"], domain_name(instance))
+
+    async def _spawn_domain(self, context: Any, instance: dict[str, Any], xml: str,
+                            network_info: Any) -> None:
+        """``_create_domain_and_network``; a guest that did not come up is
+        destroyed (domain, VIFs, disks) before the error goes on to compute,
+        which reschedules an InstanceSpawnError."""
+        try:
+            await self._create_domain_and_network(instance, xml, network_info)
+        except vexc.InstanceSpawnError:
+            with contextlib.suppress(Exception):
+                await self.destroy(context, instance, network_info)
+            raise
 
     async def _create_domain(self, xml: str, pause: bool, uuid: str) -> None:
         libvirt = self.host.libvirt
@@ -200,7 +214,11 @@ class LibvirtDriver(ComputeDriver):
             await self._create_domain(xml, pause=bool(wait), uuid=uuid)
         if wait:
             await self._domain_op(instance, "resume")
-        await self._wait_for_state(instance, PowerState.RUNNING, timeout=60)
+        if not await self._wait_for_state(instance, PowerState.RUNNING,
+                                          timeout=self.running_timeout):
+            raise vexc.InstanceSpawnError(
+                instance_uuid=uuid,
+                reason=f"the guest is not running {self.running_timeout:g}s after it started")
 
     async def _domain_op(self, instance: dict[str, Any], op: str, *args: Any) -> None:
         libvirt = self.host.libvirt
