@@ -20,7 +20,8 @@ from cirrus import policy
 from cirrus.compute import exception as exc
 from cirrus.compute.admission import BuildAdmission
 from cirrus.compute import instance as inst
-from cirrus.compute import destinations, instance_actions, keypairs, quotas, records, server_groups
+from cirrus.compute import (destinations, flavors, instance_actions, keypairs, quotas, records,
+                            server_groups)
 from cirrus.compute.flavors import get_flavor
 from cirrus.compute.models import (block_device_mappings, instance_group_members,
                                    instance_info_caches, instances)
@@ -268,7 +269,9 @@ class API:
                 return fn(conn, *args)
             except exc.CirrusException as error:
                 return error
-        flavor = get_flavor(conn, req.flavor_id)
+        # A private flavor the project may not use is missing (Nova: 400).
+        flavor = flavors.visible(conn, get_flavor(conn, req.flavor_id), ctx.project_id,
+                                 ctx.is_admin)
         return _Found(flavor=flavor,
                       image=caught(self._image, ctx, image_id) if image_id else None,
                       zone_error=caught(self._check_zone_and_host, az, forced_host),

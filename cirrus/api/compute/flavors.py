@@ -15,7 +15,8 @@ from cirrus.api.compute.microversion import api_version
 from cirrus.api.compute.parameters import MAX_INT, encodable, integer, text
 from cirrus.api.wsgi import context, json_body, no_content, query_int, reply
 from cirrus.compute import flavors as flavor_db
-from cirrus.compute.exception import FlavorExtraSpecNotFound, FlavorMissing
+from cirrus.compute.exception import (FlavorAccessListPublic, FlavorAccessPublic,
+                                      FlavorExtraSpecNotFound, FlavorMissing)
 from cirrus.exception import ValidationError
 
 Version = tuple[int, int]
@@ -47,15 +48,48 @@ def view(base: str, f: dict[str, Any], version: Version, detail: bool = True) ->
     return out
 
 
+TRUE_WORDS = frozenset({"1", "t", "true", "on", "y", "yes"})
+FALSE_WORDS = frozenset({"0", "f", "false", "off", "n", "no"})
+
+
+def _is_public_filter(request: Request) -> bool | None:
+    """Nova's ``is_public`` query for admins: absent → True, ``none`` → every
+    flavor (None), else a strict boolean (400 otherwise)."""
+    raw = request.query_params.get("is_public")
+    if raw is None:
+        return True
+    word = raw.strip().lower()
+    if word == "none":
+        return None
+    if word in TRUE_WORDS | FALSE_WORDS:
+        return word in TRUE_WORDS
+    raise ValidationError(field="is_public", reason=f"Invalid is_public filter [{raw[:64]}]")
+
+
+def _listable(rows: list[dict[str, Any]], is_public: bool | None, open_to: set[str]
+              ) -> list[dict[str, Any]]:
+    """Nova's filter: True → public ones and those open to the caller's
+    project; False → private ones; None → all."""
+    if is_public is None:
+        return rows
+    if is_public:
+        return [r for r in rows if r["is_public"] or r["flavorid"] in open_to]
+    return [r for r in rows if not r["is_public"]]
+
+
+def _flavors_and_access(conn: Any, project_id: str | None
+                        ) -> tuple[list[dict[str, Any]], set[str]]:
+    return flavor_db.list_flavors(conn), flavor_db.open_to(conn, project_id)
+
+
 async def _list(request: Request, detail: bool) -> Response:
     ctx = context(request)
     params = request.query_params
-    rows = await request.app.state.db.read(flavor_db.list_flavors)
-    is_public = params.get("is_public", "true").lower()
-    if is_public in ("true", "1", "t", "yes") or not ctx.is_admin:
-        rows = [r for r in rows if r["is_public"]]
-    elif is_public in ("false", "0", "f", "no"):
-        rows = [r for r in rows if not r["is_public"]]
+    is_public = _is_public_filter(request) if ctx.is_admin else True
+    rows, open_to = await request.app.state.db.read(_flavors_and_access, ctx.project_id)
+    rows = _listable(rows, is_public, open_to)
+    if not ctx.is_admin:
+        rows = [r for r in rows if not r["disabled"]]
     for key, column in (("minRam", "memory_mb"), ("minDisk", "root_gb")):
         minimum = query_int(request, key, None)
         if minimum is not None:
@@ -97,9 +131,16 @@ async def detail(request: Request) -> Response:
     return await _list(request, detail=True)
 
 
+def _get_visible(conn: Any, flavorid: str, project_id: str | None, is_admin: bool
+                 ) -> dict[str, Any] | None:
+    return flavor_db.visible(conn, flavor_db.get_flavor(conn, flavorid), project_id, is_admin)
+
+
 async def _get(request: Request) -> dict[str, Any]:
+    """The flavor in the path, as the caller may see it (404 otherwise)."""
+    ctx = context(request)
     flavorid = request.path_params["flavor_id"]
-    row = await request.app.state.db.read(flavor_db.get_flavor, flavorid)
+    row = await request.app.state.db.read(_get_visible, flavorid, ctx.project_id, ctx.is_admin)
     if row is None:
         raise FlavorMissing(flavor_id=flavorid)
     return row
@@ -258,12 +299,45 @@ async def delete_spec(request: Request) -> Response:
     return no_content()
 
 
+def _access_view(flavorid: str, projects: list[str]) -> dict[str, Any]:
+    return {"flavor_access": [{"flavor_id": flavorid, "tenant_id": p} for p in projects]}
+
+
 async def flavor_access(request: Request) -> Response:
-    context(request)
+    """``GET /flavors/{id}/os-flavor-access``: the projects a private flavor is open to."""
+    policy.enforce(context(request), "compute:flavor_access")
     row = await _get(request)
     if row["is_public"]:
-        raise ValidationError(field="flavor", reason="Access list not available for public flavors.")
-    return reply({"flavor_access": []})
+        raise FlavorAccessListPublic()
+    projects = await request.app.state.db.read(flavor_db.projects_of, row["flavorid"])
+    return reply(_access_view(row["flavorid"], projects))
+
+
+def _tenant(body: Any, verb: str) -> str:
+    data = body.get(verb)
+    if set(body) != {verb} or not isinstance(data, dict) or set(data) != {"tenant"}:
+        raise ValidationError(field=verb, reason=f"'{verb}' must be an object with only 'tenant'")
+    return text(data["tenant"], f"{verb}/tenant", min_len=1, max_len=255)
+
+
+async def action(request: Request) -> Response:
+    """``addTenantAccess`` / ``removeTenantAccess`` on ``POST /flavors/{id}/action``."""
+    policy.enforce(context(request), "compute:flavor_access")
+    body = await json_body(request)
+    verb = next(iter(body), None) if isinstance(body, dict) and len(body) == 1 else None
+    if verb not in ("addTenantAccess", "removeTenantAccess"):
+        raise ValidationError(field="action", reason="addTenantAccess or removeTenantAccess")
+    tenant = _tenant(body, verb)
+    row = await _get(request)
+    db = request.app.state.db
+    if verb == "addTenantAccess":
+        if row["is_public"] and api_version(request) >= (2, 7):
+            raise FlavorAccessPublic()
+        await db.run(flavor_db.add_access, row["flavorid"], tenant)
+    else:
+        await db.run(flavor_db.remove_access, row["flavorid"], tenant)
+    projects = await db.read(flavor_db.projects_of, row["flavorid"])
+    return reply(_access_view(row["flavorid"], projects))
 
 
 ROUTES = [
@@ -279,4 +353,5 @@ ROUTES = [
     Route("/v2.1/flavors/{flavor_id}/os-extra_specs/{key}", put_spec, methods=["PUT"]),
     Route("/v2.1/flavors/{flavor_id}/os-extra_specs/{key}", delete_spec, methods=["DELETE"]),
     Route("/v2.1/flavors/{flavor_id}/os-flavor-access", flavor_access, methods=["GET"]),
+    Route("/v2.1/flavors/{flavor_id}/action", action, methods=["POST"]),
 ]
