@@ -202,7 +202,9 @@ class API:
         if max_count < req.min_count:
             max_count = req.min_count  # the network API raises if truly impossible
         reservation_id = "r-" + uuidlib.uuid4().hex[:8]
-        az = az or self.settings.default_availability_zone
+        # The scheduler gets the zone asked for (none: any host will do, as in
+        # Nova); the record the default until a host's zone replaces it.
+        requested_az, az = az, az or self.settings.default_availability_zone
         async with self.admission.admitted(max_count):
             # The records are built before the transaction, outside the write
             # lock (all of them fit, nearly always; built again inside if not).
@@ -210,7 +212,7 @@ class API:
                                              reservation_id, max_count, utcnow())
             rows = await self.db.run(self._provision_instances, ctx, req, flavor, image, az,
                                      key_data, group, reservation_id, max_count, prepared)
-        request_spec = records.request_spec(ctx, rows, flavor, image, az, forced_host,
+        request_spec = records.request_spec(ctx, rows, flavor, image, requested_az, forced_host,
                                             forced_node, req.scheduler_hints, group, destination)
         build_params = {"admin_password": req.admin_password,
                         "injected_files": [list(f) for f in req.injected_files],

@@ -52,7 +52,7 @@ ROUTES: dict[tuple[str, str], Rule] = {
     ("PUT", f"{F}/os-extra_specs/{{key}}"): _r("os-flavor-extra-specs:update", A),
     ("DELETE", f"{F}/os-extra_specs/{{key}}"): _r("os-flavor-extra-specs:delete", A),
     ("GET", f"{F}/os-flavor-access"): _r("os-flavor-access", A),
-    ("POST", f"{F}/action"): _r("os-flavor-access:add_tenant_access|remove_tenant_access", A),
+    ("POST", f"{F}/action"): _r("os-flavor-access:add_tenant_access,remove_tenant_access", A),
     # key pairs are the caller's own (a user's, not a project's)
     # Nova lets any user of a project keep their own (the owner is the user)
     ("GET", "/v2.1/os-keypairs"): _r("os-keypairs:index", R),
@@ -80,7 +80,7 @@ ROUTES: dict[tuple[str, str], Rule] = {
     ("GET", AG): _r("os-aggregates:show", A),
     ("PUT", AG): _r("os-aggregates:update", A),
     ("DELETE", AG): _r("os-aggregates:delete", A),
-    ("POST", f"{AG}/action"): _r("os-aggregates:add_host|remove_host|set_metadata", A),
+    ("POST", f"{AG}/action"): _r("os-aggregates:add_host,remove_host,set_metadata", A),
     # usage: a project reads its own, admins every project's
     ("GET", "/v2.1/os-simple-tenant-usage"): _r("os-simple-tenant-usage:list", A),
     ("GET", "/v2.1/os-simple-tenant-usage/{tenant_id}"): _r("os-simple-tenant-usage:show", R),

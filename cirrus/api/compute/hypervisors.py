@@ -1,6 +1,8 @@
 """``os-hypervisors`` (admin): the compute nodes and their usage."""
 from __future__ import annotations
 
+import datetime as dt
+import os
 from typing import Any
 
 from starlette.requests import Request
@@ -11,13 +13,18 @@ from cirrus import policy
 from cirrus.api.compute.microversion import api_version
 from cirrus.api.wsgi import context, reply
 from cirrus.compute import hosts
-from cirrus.exception import NotFound
+from cirrus.exception import CirrusException, Invalid, NotFound
 
 Version = tuple[int, int]
 
 
 class HypervisorNotFound(NotFound):
     msg_fmt = "Hypervisor %(id)s could not be found."
+
+
+class NotImplementedYet(CirrusException):
+    code = 501
+    msg_fmt = "Feature not supported with instances that have this host's driver."
 
 
 def _basic(node: dict[str, Any], version: Version, down: float) -> dict[str, Any]:
@@ -70,13 +77,50 @@ async def detail(request: Request) -> Response:
     return reply({"hypervisors": [_detail(n, version, down) for n in await _nodes(request)]})
 
 
-async def show(request: Request) -> Response:
-    down, version = request.app.state.settings.service_down_time, api_version(request)
+async def _node(request: Request) -> dict[str, Any]:
     ident = request.path_params["hypervisor_id"]
     for node in await _nodes(request):
         if ident in (str(node["id"]), node["uuid"]):
-            return reply({"hypervisor": _detail(node, version, down)})
-    raise HypervisorNotFound(id=ident)
+            return node
+    raise HypervisorNotFound(id=ident[:64])
+
+
+async def show(request: Request) -> Response:
+    down, version = request.app.state.settings.service_down_time, api_version(request)
+    return reply({"hypervisor": _detail(await _node(request), version, down)})
+
+
+def host_uptime(now: dt.datetime | None = None) -> str:
+    """The ``uptime`` command's line for the machine this runs on (cirrus's
+    hosts are processes on it); NotImplementedError where it cannot tell."""
+    try:
+        with open("/proc/uptime") as fh:
+            seconds = int(float(fh.read().split()[0]))
+        load = os.getloadavg()
+    except (OSError, ValueError, IndexError) as exc:
+        raise NotImplementedError("host uptime") from exc
+    days, rest = divmod(seconds, 86400)
+    since = f"{days} day{'s' if days != 1 else ''}, " if days else ""
+    clock = (now or dt.datetime.now()).strftime("%H:%M:%S")
+    return (f" {clock} up {since}{rest // 3600}:{rest % 3600 // 60:02d},  0 users,  "
+            f"load average: {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f}")
+
+
+async def uptime(request: Request) -> Response:
+    """Before 2.88 (which put ``uptime`` in the detail view): the host's uptime
+    line; 400 while its compute service is down, 501 where it cannot be told."""
+    down, version = request.app.state.settings.service_down_time, api_version(request)
+    if version >= (2, 88):
+        raise NotFound()
+    node = await _node(request)
+    out = _basic(node, version, down)
+    if out["state"] != "up":
+        raise Invalid(f"Compute service of {node['host']} is unavailable at this time.")
+    try:
+        out["uptime"] = host_uptime()
+    except NotImplementedError:
+        raise NotImplementedYet() from None
+    return reply({"hypervisor": out})
 
 
 async def statistics(request: Request) -> Response:
@@ -99,4 +143,5 @@ ROUTES = [
     Route("/v2.1/os-hypervisors/detail", detail, methods=["GET"]),
     Route("/v2.1/os-hypervisors/statistics", statistics, methods=["GET"]),
     Route("/v2.1/os-hypervisors/{hypervisor_id}", show, methods=["GET"]),
+    Route("/v2.1/os-hypervisors/{hypervisor_id}/uptime", uptime, methods=["GET"]),
 ]
