@@ -47,8 +47,10 @@ def parse_time(raw: str | None, now: dt.datetime) -> dt.datetime:
 
 
 def _window(request: Request, now: dt.datetime) -> tuple[dt.datetime, dt.datetime]:
-    start, stop = parse_time(_first(request, "start"), now), parse_time(_first(request, "end"), now)
-    if not start < stop:
+    raw_start, raw_end = _first(request, "start"), _first(request, "end")
+    start, stop = parse_time(raw_start, now), parse_time(raw_end, now)
+    # Nova reads "now" once for each missing end: two readings, never equal.
+    if not start < stop and (raw_start or raw_end):
         raise bad("start", "Invalid start time. The start time cannot occur after the end time.")
     return start, min(stop, now)
 
