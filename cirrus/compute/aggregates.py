@@ -58,14 +58,15 @@ def _load(conn: sa.Connection, where: sa.ColumnElement[bool] | None = None) -> l
     if not found:
         return []
     ids = list(found)
-    for row in conn.execute(sa.select(aggregate_hosts.c.aggregate_id, aggregate_hosts.c.host)
-                            .where(aggregate_hosts.c.aggregate_id.in_(ids))
-                            .order_by(aggregate_hosts.c.id)):
-        found[row.aggregate_id].hosts.append(row.host)
-    for row in conn.execute(sa.select(aggregate_metadata.c.aggregate_id, aggregate_metadata.c.key,
-                                      aggregate_metadata.c.value)
-                            .where(aggregate_metadata.c.aggregate_id.in_(ids))):
-        found[row.aggregate_id].metadata[row.key] = row.value
+    for aggregate_id, host in conn.execute(
+            sa.select(aggregate_hosts.c.aggregate_id, aggregate_hosts.c.host)
+            .where(aggregate_hosts.c.aggregate_id.in_(ids)).order_by(aggregate_hosts.c.id)):
+        found[aggregate_id].hosts.append(host)
+    for aggregate_id, key, value in conn.execute(
+            sa.select(aggregate_metadata.c.aggregate_id, aggregate_metadata.c.key,
+                      aggregate_metadata.c.value)
+            .where(aggregate_metadata.c.aggregate_id.in_(ids))):
+        found[aggregate_id].metadata[key] = value
     return list(found.values())
 
 
@@ -137,8 +138,9 @@ def check_zone_change(conn: sa.Connection, agg: Aggregate, metadata: dict[str, s
     if not zone:
         raise error(aggregate_id=agg.id,
                     reason=f"Aggregate {agg.name} does not support empty named availability zone")
-    conflicting = sorted({z for other in _others_with_zone(conn, agg.id, hosts)
-                          if (z := other.availability_zone) != zone})
+    conflicting = sorted({other.availability_zone or "" for other in
+                          _others_with_zone(conn, agg.id, hosts)
+                          if other.availability_zone != zone})
     if conflicting:
         raise error(aggregate_id=agg.id,
                     reason=f"One or more hosts already in availability zone(s) {conflicting}")
@@ -219,8 +221,10 @@ def create_aggregate(conn: sa.Connection, name: str, zone: str | None) -> Aggreg
     """A new, empty aggregate; :class:`AggregateNameExists` (409) on a taken name."""
     _name_free(conn, name)
     now = utcnow()
-    new_id = conn.execute(aggregates.insert().values(
-        uuid=str(uuidlib.uuid4()), name=name, created_at=now)).inserted_primary_key[0]
+    key = conn.execute(aggregates.insert().values(
+        uuid=str(uuidlib.uuid4()), name=name, created_at=now)).inserted_primary_key
+    assert key is not None
+    new_id = int(key[0])
     if zone:
         _apply_metadata(conn, new_id, {AZ_KEY: zone}, now)
     return get_aggregate(conn, new_id)

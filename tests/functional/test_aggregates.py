@@ -128,8 +128,8 @@ async def test_a_host_is_in_one_zone(admin: httpx.AsyncClient) -> None:
     west = await make(admin, "west", zone="west")
     plain = await make(admin, "plain")
     await act(admin, east["id"], {"add_host": {"host": "compute1"}})
-    resp = await act(admin, west["id"], {"add_host": {"host": "compute1"}}, 409)
-    assert "east" in resp["conflictingRequest"]["message"]
+    error = await act(admin, west["id"], {"add_host": {"host": "compute1"}}, 409)
+    assert "['east']" in error["conflictingRequest"]["message"]
     await act(admin, plain["id"], {"add_host": {"host": "compute1"}})  # no zone: no conflict
     # Giving a zone to an aggregate whose host has another: 400 (set_metadata, update).
     await act(admin, plain["id"], {"set_metadata": {"metadata": {"availability_zone": "x"}}}, 400)
