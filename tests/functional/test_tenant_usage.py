@@ -122,6 +122,13 @@ async def test_paging_from_2_40(admin: httpx.AsyncClient, demo: httpx.AsyncClien
     # A last page shorter than the limit has no link; before 2.40 there is none at all.
     last = (await admin.get(f"{USAGE}?{DAY}&limit=5", headers=v("2.40"))).json()
     assert "tenant_usages_links" not in last
+    for limit in ("0" * 20 + "1", "9" * 5000):  # leading zeros; far above the most
+        page = (await admin.get(f"{USAGE}?{DAY}&limit={limit}&detailed=1", headers=v("2.40")))
+        assert page.status_code == 200, page.text
+        count = len(page.json()["tenant_usages"][0]["server_usages"])
+        assert count == (1 if limit.endswith("1") else 2)
+    empty = (await admin.get(f"{USAGE}?{DAY}&limit=0", headers=v("2.40"))).json()
+    assert empty == {"tenant_usages": []}
     old = (await admin.get(f"{USAGE}?{DAY}&limit=1")).json()
     assert "tenant_usages_links" not in old and old["tenant_usages"][0]["total_hours"] == 26.0
     shown = (await demo.get(f"{USAGE}/{project}?{DAY}&limit=1", headers=v("2.40"))).json()

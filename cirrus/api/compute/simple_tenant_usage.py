@@ -68,7 +68,10 @@ def _paging(request: Request, show: bool) -> tuple[int, str | None]:
     raw = _first(request, "limit")
     if raw is not None and (not raw.isascii() or not raw.isdigit()):
         raise bad("limit", f"{raw[:32]!r} is not a non-negative integer")
-    limit = min(int(raw[:12]), MAX_LIMIT) if raw is not None else MAX_LIMIT
+    digits = raw.lstrip("0") if raw is not None else None
+    # Any number of more digits than MAX_LIMIT has is above it (and int() of
+    # thousands of digits would raise).
+    limit = MAX_LIMIT if digits is None or len(digits) > 6 else min(int(digits or "0"), MAX_LIMIT)
     return limit, _first(request, "marker")
 
 
