@@ -221,8 +221,12 @@ def create_aggregate(conn: sa.Connection, name: str, zone: str | None) -> Aggreg
     """A new, empty aggregate; :class:`AggregateNameExists` (409) on a taken name."""
     _name_free(conn, name)
     now = utcnow()
-    key = conn.execute(aggregates.insert().values(
-        uuid=str(uuidlib.uuid4()), name=name, created_at=now)).inserted_primary_key
+    try:  # a create racing this one for the name: the unique index decides
+        with conn.begin_nested():
+            key = conn.execute(aggregates.insert().values(
+                uuid=str(uuidlib.uuid4()), name=name, created_at=now)).inserted_primary_key
+    except sa.exc.IntegrityError:
+        raise exc.AggregateNameExists(aggregate_name=name) from None
     assert key is not None
     new_id = int(key[0])
     if zone:
@@ -289,8 +293,12 @@ def add_host(conn: sa.Connection, aggregate_id: int, host: str, default_zone: st
     check_zone_change(conn, agg, dict(agg.metadata), [host], exc.InvalidAggregateActionAdd)
     _zone_move(conn, agg, host, adding=True)
     now = utcnow()
-    conn.execute(aggregate_hosts.insert().values(aggregate_id=aggregate_id, host=host,
-                                                 created_at=now))
+    try:
+        with conn.begin_nested():
+            conn.execute(aggregate_hosts.insert().values(aggregate_id=aggregate_id, host=host,
+                                                         created_at=now))
+    except sa.exc.IntegrityError:
+        raise exc.AggregateHostExists(aggregate_id=aggregate_id, host=host) from None
     _touch(conn, aggregate_id, now)
     sync_zones(conn, [host], default_zone)
     return get_aggregate(conn, aggregate_id)

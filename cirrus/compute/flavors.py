@@ -94,8 +94,12 @@ def add_access(conn: sa.Connection, flavorid: str, project_id: str) -> None:
     """Open a flavor to a project; :class:`FlavorAccessExists` (409) if it is."""
     if project_id in projects_of(conn, flavorid):
         raise exc.FlavorAccessExists(flavor_id=flavorid, project_id=project_id)
-    conn.execute(flavor_projects.insert().values(flavorid=flavorid, project_id=project_id,
-                                                 created_at=utcnow()))
+    try:
+        with conn.begin_nested():
+            conn.execute(flavor_projects.insert().values(flavorid=flavorid, project_id=project_id,
+                                                         created_at=utcnow()))
+    except sa.exc.IntegrityError:
+        raise exc.FlavorAccessExists(flavor_id=flavorid, project_id=project_id) from None
 
 
 def remove_access(conn: sa.Connection, flavorid: str, project_id: str) -> None:

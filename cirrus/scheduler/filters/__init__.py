@@ -22,8 +22,10 @@ FILTERS: dict[str, type[BaseHostFilter]] = {cls.name: cls for cls in (
     ImagePropertiesFilter, AggregateInstanceExtraSpecsFilter, ServerGroupAffinityFilter,
     ServerGroupAntiAffinityFilter, SameHostFilter, DifferentHostFilter)}
 
-# Every filter but the aggregate ones, which Nova too leaves to the operator.
-DEFAULT_FILTERS = tuple(name for name in FILTERS if not name.startswith("Aggregate"))
+# Filters that run only when enabled_filters names them (Nova too leaves the
+# aggregate filters to the operator); every other runs by default.
+OPT_IN = frozenset({AggregateInstanceExtraSpecsFilter.name, AggregateMultiTenancyIsolation.name})
+DEFAULT_FILTERS = tuple(name for name in FILTERS if name not in OPT_IN)
 
 
 def enabled(setting: str) -> tuple[str, ...]:
