@@ -35,7 +35,9 @@ def _basic(node: dict[str, Any], version: Version, down: float) -> dict[str, Any
             "status": "disabled" if svc.get("disabled") else "enabled"}
 
 
-def _detail(node: dict[str, Any], version: Version, down: float) -> dict[str, Any]:
+def _detail(node: dict[str, Any], version: Version, down: float,
+            uptime: str | None = None) -> dict[str, Any]:
+    """The detail view; from 2.88 with ``uptime`` (None for a host that is down)."""
     svc = node["service"] or {}
     out = _basic(node, version, down)
     out.update({"host_ip": node["host_ip"], "hypervisor_type": node["hypervisor_type"],
@@ -54,7 +56,7 @@ def _detail(node: dict[str, Any], version: Version, down: float) -> dict[str, An
                     "cpu_info": {"arch": node["cpu_arch"]} if version >= (2, 28) else
                     f'{{"arch": "{node["cpu_arch"]}"}}'})
     else:
-        out["uptime"] = None
+        out["uptime"] = uptime if out["state"] == "up" else None
     return out
 
 
@@ -74,7 +76,9 @@ async def index(request: Request) -> Response:
 
 async def detail(request: Request) -> Response:
     down, version = request.app.state.settings.service_down_time, api_version(request)
-    return reply({"hypervisors": [_detail(n, version, down) for n in await _nodes(request)]})
+    uptime = _uptime_or_none() if version >= (2, 88) else None
+    return reply({"hypervisors": [_detail(n, version, down, uptime)
+                                  for n in await _nodes(request)]})
 
 
 async def _node(request: Request) -> dict[str, Any]:
@@ -87,7 +91,8 @@ async def _node(request: Request) -> dict[str, Any]:
 
 async def show(request: Request) -> Response:
     down, version = request.app.state.settings.service_down_time, api_version(request)
-    return reply({"hypervisor": _detail(await _node(request), version, down)})
+    uptime = _uptime_or_none() if version >= (2, 88) else None
+    return reply({"hypervisor": _detail(await _node(request), version, down, uptime)})
 
 
 def host_uptime(now: dt.datetime | None = None) -> str:
@@ -104,6 +109,13 @@ def host_uptime(now: dt.datetime | None = None) -> str:
     clock = (now or dt.datetime.now()).strftime("%H:%M:%S")
     return (f" {clock} up {since}{rest // 3600}:{rest % 3600 // 60:02d},  0 users,  "
             f"load average: {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f}")
+
+
+def _uptime_or_none() -> str | None:
+    try:
+        return host_uptime()
+    except NotImplementedError:
+        return None
 
 
 async def uptime(request: Request) -> Response:
