@@ -154,7 +154,8 @@ def _others_with_zone(conn: sa.Connection, aggregate_id: int, hosts: list[str]
     if not hosts:
         return []
     member = sa.select(aggregate_hosts.c.aggregate_id).where(aggregate_hosts.c.host.in_(hosts))
-    return [a for a in _load(conn, sa.and_(aggregates.c.id.in_(member), aggregates.c.id != aggregate_id))
+    others = sa.and_(aggregates.c.id.in_(member), aggregates.c.id != aggregate_id)
+    return [a for a in _load(conn, others)
             if a.availability_zone is not None]
 
 
@@ -271,7 +272,8 @@ def delete_aggregate(conn: sa.Connection, aggregate_id: int) -> None:
     if agg.hosts:
         raise exc.InvalidAggregateActionDelete(aggregate_id=aggregate_id,
                                                reason="Host aggregate is not empty")
-    conn.execute(aggregate_metadata.delete().where(aggregate_metadata.c.aggregate_id == aggregate_id))
+    md = aggregate_metadata
+    conn.execute(md.delete().where(md.c.aggregate_id == aggregate_id))
     conn.execute(aggregates.delete().where(aggregates.c.id == aggregate_id))
 
 

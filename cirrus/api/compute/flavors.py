@@ -15,8 +15,7 @@ from cirrus.api.compute.microversion import api_version
 from cirrus.api.compute.parameters import MAX_INT, encodable, integer, text
 from cirrus.api.wsgi import context, json_body, no_content, query_int, reply
 from cirrus.compute import flavors as flavor_db
-from cirrus.compute.exception import (FlavorAccessListPublic, FlavorAccessPublic,
-                                      FlavorExtraSpecNotFound, FlavorMissing)
+from cirrus.compute.exception import FlavorExtraSpecNotFound, FlavorMissing
 from cirrus.exception import ValidationError
 
 Version = tuple[int, int]
@@ -136,7 +135,7 @@ def _get_visible(conn: Any, flavorid: str, project_id: str | None, is_admin: boo
     return flavor_db.visible(conn, flavor_db.get_flavor(conn, flavorid), project_id, is_admin)
 
 
-async def _get(request: Request) -> dict[str, Any]:
+async def flavor_in_path(request: Request) -> dict[str, Any]:
     """The flavor in the path, as the caller may see it (404 otherwise)."""
     ctx = context(request)
     flavorid = request.path_params["flavor_id"]
@@ -148,7 +147,8 @@ async def _get(request: Request) -> dict[str, Any]:
 
 async def show(request: Request) -> Response:
     context(request)
-    return reply({"flavor": view(_base(request), await _get(request), api_version(request))})
+    row = await flavor_in_path(request)
+    return reply({"flavor": view(_base(request), row, api_version(request))})
 
 
 def _int_field(data: dict[str, Any], key: str, default: int | None, minimum: int,
@@ -223,15 +223,16 @@ async def update(request: Request) -> Response:
     if not isinstance(data, dict) or set(data) != {"description"}:
         raise ValidationError(field="flavor", reason="only 'description' can be updated")
     data = {"description": _description(data["description"])}
-    row = await _get(request)
+    row = await flavor_in_path(request)
     await request.app.state.db.run(flavor_db.update_flavor, row["flavorid"], data)
-    return reply({"flavor": view(_base(request), await _get(request), api_version(request))})
+    row = await flavor_in_path(request)
+    return reply({"flavor": view(_base(request), row, api_version(request))})
 
 
 async def delete(request: Request) -> Response:
     ctx = context(request)
     policy.enforce(ctx, "compute:flavor:manage")
-    row = await _get(request)
+    row = await flavor_in_path(request)
     await request.app.state.db.run(flavor_db.delete_flavor, row["flavorid"])
     return Response(status_code=202)
 
@@ -253,13 +254,13 @@ def _specs(data: Any, key: str) -> dict[str, str]:
 
 async def list_specs(request: Request) -> Response:
     context(request)
-    return reply({"extra_specs": (await _get(request))["extra_specs"] or {}})
+    return reply({"extra_specs": (await flavor_in_path(request))["extra_specs"] or {}})
 
 
 async def add_specs(request: Request) -> Response:
     policy.enforce(context(request), "compute:flavor:manage")
     specs = _specs(await json_body(request), "extra_specs")
-    row = await _get(request)
+    row = await flavor_in_path(request)
     merged = {**(row["extra_specs"] or {}), **specs}
     await request.app.state.db.run(flavor_db.update_flavor, row["flavorid"], {"extra_specs": merged})
     return reply({"extra_specs": specs})
@@ -267,7 +268,7 @@ async def add_specs(request: Request) -> Response:
 
 async def show_spec(request: Request) -> Response:
     context(request)
-    row = await _get(request)
+    row = await flavor_in_path(request)
     key = request.path_params["key"]
     if key not in (row["extra_specs"] or {}):
         raise FlavorExtraSpecNotFound(flavor_id=row["flavorid"], key=key)
@@ -281,7 +282,7 @@ async def put_spec(request: Request) -> Response:
     if not isinstance(body, dict) or list(body) != [key]:
         raise ValidationError(field="body", reason="must hold exactly the key in the URL")
     spec = _specs({"spec": body}, "spec")
-    row = await _get(request)
+    row = await flavor_in_path(request)
     merged = {**(row["extra_specs"] or {}), **spec}
     await request.app.state.db.run(flavor_db.update_flavor, row["flavorid"], {"extra_specs": merged})
     return reply(spec)
@@ -289,7 +290,7 @@ async def put_spec(request: Request) -> Response:
 
 async def delete_spec(request: Request) -> Response:
     policy.enforce(context(request), "compute:flavor:manage")
-    row = await _get(request)
+    row = await flavor_in_path(request)
     key = request.path_params["key"]
     specs = dict(row["extra_specs"] or {})
     if key not in specs:
@@ -297,47 +298,6 @@ async def delete_spec(request: Request) -> Response:
     specs.pop(key)
     await request.app.state.db.run(flavor_db.update_flavor, row["flavorid"], {"extra_specs": specs})
     return no_content()
-
-
-def _access_view(flavorid: str, projects: list[str]) -> dict[str, Any]:
-    return {"flavor_access": [{"flavor_id": flavorid, "tenant_id": p} for p in projects]}
-
-
-async def flavor_access(request: Request) -> Response:
-    """``GET /flavors/{id}/os-flavor-access``: the projects a private flavor is open to."""
-    policy.enforce(context(request), "compute:flavor_access")
-    row = await _get(request)
-    if row["is_public"]:
-        raise FlavorAccessListPublic()
-    projects = await request.app.state.db.read(flavor_db.projects_of, row["flavorid"])
-    return reply(_access_view(row["flavorid"], projects))
-
-
-def _tenant(body: Any, verb: str) -> str:
-    data = body.get(verb)
-    if set(body) != {verb} or not isinstance(data, dict) or set(data) != {"tenant"}:
-        raise ValidationError(field=verb, reason=f"'{verb}' must be an object with only 'tenant'")
-    return text(data["tenant"], f"{verb}/tenant", min_len=1, max_len=255)
-
-
-async def action(request: Request) -> Response:
-    """``addTenantAccess`` / ``removeTenantAccess`` on ``POST /flavors/{id}/action``."""
-    policy.enforce(context(request), "compute:flavor_access")
-    body = await json_body(request)
-    verb = next(iter(body), None) if isinstance(body, dict) and len(body) == 1 else None
-    if verb not in ("addTenantAccess", "removeTenantAccess"):
-        raise ValidationError(field="action", reason="addTenantAccess or removeTenantAccess")
-    tenant = _tenant(body, verb)
-    row = await _get(request)
-    db = request.app.state.db
-    if verb == "addTenantAccess":
-        if row["is_public"] and api_version(request) >= (2, 7):
-            raise FlavorAccessPublic()
-        await db.run(flavor_db.add_access, row["flavorid"], tenant)
-    else:
-        await db.run(flavor_db.remove_access, row["flavorid"], tenant)
-    projects = await db.read(flavor_db.projects_of, row["flavorid"])
-    return reply(_access_view(row["flavorid"], projects))
 
 
 ROUTES = [
@@ -352,6 +312,4 @@ ROUTES = [
     Route("/v2.1/flavors/{flavor_id}/os-extra_specs/{key}", show_spec, methods=["GET"]),
     Route("/v2.1/flavors/{flavor_id}/os-extra_specs/{key}", put_spec, methods=["PUT"]),
     Route("/v2.1/flavors/{flavor_id}/os-extra_specs/{key}", delete_spec, methods=["DELETE"]),
-    Route("/v2.1/flavors/{flavor_id}/os-flavor-access", flavor_access, methods=["GET"]),
-    Route("/v2.1/flavors/{flavor_id}/action", action, methods=["POST"]),
 ]

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute
 
-from cirrus.api.compute import (aggregates, availability_zones, external_events, flavors,
+from cirrus.api.compute import (aggregates, availability_zones, external_events, flavor_access,
+                                flavors,
                                 hypervisors, instance_actions, interfaces, keypairs, quota_sets,
                                 server_actions, server_groups, server_metadata, servers,
                                 services, simple_tenant_usage, versions)
@@ -14,6 +15,7 @@ ROUTES: list[BaseRoute] = [
     *servers.ROUTES,
     *versions.ROUTES,
     *flavors.ROUTES,
+    *flavor_access.ROUTES,
     *keypairs.ROUTES,
     *availability_zones.ROUTES,
     *server_groups.ROUTES,
