@@ -108,6 +108,9 @@ class Settings:
     disk_weight_multiplier: float = 1.0
     host_subset_size: int = 1
     scheduler_cache_seconds: float = 1.0
+    # Comma-separated filter names (Nova's enabled_filters); empty: the default
+    # set (every filter but the aggregate ones). See docs/configuration.md.
+    enabled_filters: str = ""
 
     # service frame
     report_interval: float = 10.0

@@ -65,6 +65,10 @@ RULES: dict[str, str] = {
     "compute:services": ADMIN,
     "compute:hypervisors": ADMIN,
     "compute:quotas:update": ADMIN,
+    "compute:aggregates": ADMIN,
+    "compute:flavor_access": ADMIN,
+    "compute:usage:list": ADMIN,
+    "compute:usage:show": READER,
     # network
     "network:get": READER,
     "network:create": MEMBER,

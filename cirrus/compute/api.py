@@ -20,7 +20,8 @@ from cirrus import policy
 from cirrus.compute import exception as exc
 from cirrus.compute.admission import BuildAdmission
 from cirrus.compute import instance as inst
-from cirrus.compute import destinations, instance_actions, keypairs, quotas, records, server_groups
+from cirrus.compute import (destinations, flavors, instance_actions, keypairs, quotas, records,
+                            server_groups)
 from cirrus.compute.flavors import get_flavor
 from cirrus.compute.models import (block_device_mappings, instance_group_members,
                                    instance_info_caches, instances)
@@ -203,7 +204,9 @@ class API:
         if max_count < req.min_count:
             max_count = req.min_count  # the network API raises if truly impossible
         reservation_id = "r-" + uuidlib.uuid4().hex[:8]
-        az = az or self.settings.default_availability_zone
+        # The scheduler gets the zone asked for (none: any host will do, as in
+        # Nova); the record the default until a host's zone replaces it.
+        requested_az, az = az, az or self.settings.default_availability_zone
         async with self.admission.admitted(max_count):
             # The records are built before the transaction, outside the write
             # lock (all of them fit, nearly always; built again inside if not).
@@ -211,7 +214,7 @@ class API:
                                              reservation_id, max_count, utcnow())
             rows = await self.db.run(self._provision_instances, ctx, req, flavor, image, az,
                                      key_data, group, reservation_id, max_count, prepared)
-        request_spec = records.request_spec(ctx, rows, flavor, image, az, forced_host,
+        request_spec = records.request_spec(ctx, rows, flavor, image, requested_az, forced_host,
                                             forced_node, req.scheduler_hints, group, destination)
         build_params = {"admin_password": req.admin_password,
                         "injected_files": [list(f) for f in req.injected_files],
@@ -270,7 +273,9 @@ class API:
                 return fn(conn, *args)
             except CirrusException as error:
                 return error
-        flavor = get_flavor(conn, req.flavor_id)
+        # A private flavor the project may not use is missing (Nova: 400).
+        flavor = flavors.visible(conn, get_flavor(conn, req.flavor_id), ctx.project_id,
+                                 ctx.is_admin)
         return _Found(flavor=flavor,
                       image=caught(self._image, ctx, image_id) if image_id else None,
                       zone_error=caught(self._check_zone_and_host, az, forced_host),

@@ -165,3 +165,62 @@ class VirtualInterfaceCreateException(CirrusException):
 
 class MaxRetriesExceeded(CirrusException):
     msg_fmt = "%(reason)s"
+
+
+# -- host aggregates (Nova's codes as its aggregates API maps them) --------------
+class ComputeHostMissing(NotFound):
+    msg_fmt = "Compute host %(host)s could not be found."
+
+
+class AggregateNotFound(NotFound):
+    msg_fmt = "Aggregate %(aggregate_id)s could not be found."
+
+
+class AggregateNameExists(Conflict):
+    msg_fmt = "Aggregate %(aggregate_name)s already exists."
+
+
+class AggregateHostExists(Conflict):
+    msg_fmt = "Aggregate %(aggregate_id)s already has host %(host)s."
+
+
+class AggregateHostRemoveFailed(NotFound):
+    msg_fmt = "Cannot remove host %(host)s in aggregate %(id)s"
+
+
+class InvalidAggregateActionAdd(Conflict):
+    msg_fmt = "Cannot add host to aggregate %(aggregate_id)s. Reason: %(reason)s."
+
+
+class InvalidAggregateActionRemoveHost(Conflict):
+    msg_fmt = "Cannot remove host from aggregate %(aggregate_id)s. Reason: %(reason)s."
+
+
+class InvalidAggregateActionDelete(Invalid):
+    msg_fmt = "Cannot remove host from aggregate %(aggregate_id)s. Reason: %(reason)s."
+
+
+class InvalidAggregateActionUpdate(Invalid):
+    msg_fmt = "Cannot update aggregate %(aggregate_id)s. Reason: %(reason)s."
+
+
+class InvalidAggregateActionUpdateMeta(Invalid):
+    msg_fmt = "Cannot update metadata of aggregate %(aggregate_id)s. Reason: %(reason)s."
+
+
+# -- flavor access ---------------------------------------------------------------
+class FlavorAccessExists(Conflict):
+    msg_fmt = ("Flavor access already exists for flavor %(flavor_id)s and project "
+               "%(project_id)s combination.")
+
+
+class FlavorAccessNotFound(NotFound):
+    msg_fmt = "Flavor access not found for %(flavor_id)s / %(project_id)s combination."
+
+
+class FlavorAccessPublic(Conflict):
+    msg_fmt = "Can not add access to a public flavor."
+
+
+class FlavorAccessListPublic(NotFound):
+    msg_fmt = "Access list not available for public flavors."

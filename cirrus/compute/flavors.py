@@ -5,7 +5,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from cirrus.compute.models import flavors
+from cirrus.compute import exception as exc
+from cirrus.compute.models import flavor_projects, flavors
 from cirrus.db.base import utcnow
 from cirrus.db.engine import fetch_all
 from cirrus.db.rows import PreparedRead
@@ -47,12 +48,10 @@ def list_flavors(conn: sa.Connection) -> list[dict[str, Any]]:
 
 def create_flavor(conn: sa.Connection, values: dict[str, Any]) -> dict[str, Any]:
     """Insert a flavor; FlavorExists (409) on a duplicate id or name."""
-    from cirrus.compute.exception import FlavorExists
-
     clash = conn.execute(sa.select(flavors.c.flavorid).where(sa.or_(
         flavors.c.flavorid == values["flavorid"], flavors.c.name == values["name"]))).first()
     if clash:
-        raise FlavorExists(name=values["name"], flavor_id=values["flavorid"])
+        raise exc.FlavorExists(name=values["name"], flavor_id=values["flavorid"])
     conn.execute(flavors.insert().values(created_at=utcnow(), disabled=False, **values))
     return get_flavor(conn, values["flavorid"]) or {}
 
@@ -63,4 +62,49 @@ def update_flavor(conn: sa.Connection, flavorid: str, values: dict[str, Any]) ->
 
 
 def delete_flavor(conn: sa.Connection, flavorid: str) -> bool:
+    conn.execute(flavor_projects.delete().where(flavor_projects.c.flavorid == flavorid))
     return conn.execute(flavors.delete().where(flavors.c.flavorid == flavorid)).rowcount == 1
+
+
+# -- access to private flavors (Nova's flavor_projects) ------------------------------
+def projects_of(conn: sa.Connection, flavorid: str) -> list[str]:
+    """The projects a private flavor is open to, in the order they were added."""
+    return list(conn.execute(sa.select(flavor_projects.c.project_id).where(
+        flavor_projects.c.flavorid == flavorid).order_by(flavor_projects.c.id)).scalars())
+
+
+def open_to(conn: sa.Connection, project_id: str | None) -> set[str]:
+    """The private flavors open to ``project_id``."""
+    if project_id is None:
+        return set()
+    return set(conn.execute(sa.select(flavor_projects.c.flavorid).where(
+        flavor_projects.c.project_id == project_id)).scalars())
+
+
+def visible(conn: sa.Connection, flavor: dict[str, Any] | None, project_id: str | None,
+            is_admin: bool) -> dict[str, Any] | None:
+    """``flavor`` if the caller may see it (public, admin, or a project it is
+    open to), else None: Nova reads a private flavor as missing."""
+    if flavor is None or flavor["is_public"] or is_admin:
+        return flavor
+    return flavor if flavor["flavorid"] in open_to(conn, project_id) else None
+
+
+def add_access(conn: sa.Connection, flavorid: str, project_id: str) -> None:
+    """Open a flavor to a project; :class:`FlavorAccessExists` (409) if it is."""
+    if project_id in projects_of(conn, flavorid):
+        raise exc.FlavorAccessExists(flavor_id=flavorid, project_id=project_id)
+    try:
+        with conn.begin_nested():
+            conn.execute(flavor_projects.insert().values(flavorid=flavorid, project_id=project_id,
+                                                         created_at=utcnow()))
+    except sa.exc.IntegrityError:
+        raise exc.FlavorAccessExists(flavor_id=flavorid, project_id=project_id) from None
+
+
+def remove_access(conn: sa.Connection, flavorid: str, project_id: str) -> None:
+    """Close a flavor to a project; :class:`FlavorAccessNotFound` (404) if it was not open."""
+    gone = conn.execute(flavor_projects.delete().where(
+        flavor_projects.c.flavorid == flavorid, flavor_projects.c.project_id == project_id))
+    if gone.rowcount == 0:
+        raise exc.FlavorAccessNotFound(flavor_id=flavorid, project_id=project_id)

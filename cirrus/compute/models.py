@@ -233,3 +233,42 @@ quota_limits = sa.Table(
     sa.Column("hard_limit", sa.Integer, nullable=False),
     *timestamps(),
 )
+
+# Host aggregates (Nova's API-database tables): named groups of compute hosts
+# with metadata; the ``availability_zone`` key makes one a zone (migration 0014).
+aggregates = sa.Table(
+    "aggregates", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("uuid", sa.String(36), nullable=False, unique=True),
+    sa.Column("name", sa.String(255), nullable=False, unique=True),
+    *timestamps(),
+)
+
+aggregate_hosts = sa.Table(
+    "aggregate_hosts", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("aggregate_id", sa.Integer, sa.ForeignKey("aggregates.id"), nullable=False),
+    sa.Column("host", sa.String(255), nullable=False, index=True),
+    *timestamps(),
+    sa.UniqueConstraint("aggregate_id", "host"),
+)
+
+aggregate_metadata = sa.Table(
+    "aggregate_metadata", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("aggregate_id", sa.Integer, sa.ForeignKey("aggregates.id"), nullable=False),
+    sa.Column("key", sa.String(255), nullable=False),
+    sa.Column("value", sa.String(255), nullable=False),
+    *timestamps(),
+    sa.UniqueConstraint("aggregate_id", "key"),
+)
+
+# The projects a private flavor is open to (Nova's flavor_projects).
+flavor_projects = sa.Table(
+    "flavor_projects", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("flavorid", sa.String(255), sa.ForeignKey("flavors.flavorid"), nullable=False),
+    sa.Column("project_id", sa.String(255), nullable=False, index=True),
+    *timestamps(),
+    sa.UniqueConstraint("flavorid", "project_id"),
+)

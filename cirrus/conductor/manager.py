@@ -135,8 +135,11 @@ class ConductorManager:
                      dest: Destination, details: str | None) -> bool:
         """Put ``uuid`` on its host if it still waits for one; False otherwise."""
         try:
+            # The instance is in its host's zone (Nova's conductor sets it so).
+            zone = {"availability_zone": dest["availability_zone"]} \
+                if dest.get("availability_zone") else {}
             inst.save(conn, uuid, {"host": dest["host"], "node": dest["nodename"],
-                                   "launched_on": dest["host"], "scheduled_at": utcnow()},
+                                   "launched_on": dest["host"], "scheduled_at": utcnow(), **zone},
                       expected_task_state=[TaskState.SCHEDULING],
                       expected_vm_state=[VmState.BUILDING], expected_host=None)
         except (exc.InstanceNotFound, exc.UnexpectedTaskStateError):

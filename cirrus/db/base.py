@@ -80,3 +80,9 @@ def isotime(value: _dt.datetime | None) -> str | None:
     # timespec="seconds" drops the microseconds as replace(microsecond=0) did,
     # at half the cost (four per server in a listing of thousands).
     return value.isoformat(timespec="seconds") + "Z"
+
+
+def nova_time(value: _dt.datetime | None) -> str | None:
+    """The form Nova's JSON gives a naive timestamp where its API returns a
+    datetime as stored (aggregates, usage): ``2026-01-01T00:00:00.000000``."""
+    return None if value is None else value.strftime("%Y-%m-%dT%H:%M:%S.%f")

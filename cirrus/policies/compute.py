@@ -9,6 +9,7 @@ P, R, M, A = Level.PUBLIC, Level.READER, Level.MEMBER, Level.ADMIN
 S = "/v2.1/servers/{server_id}"
 F = "/v2.1/flavors/{flavor_id}"
 Q = "/v2.1/os-quota-sets/{project_id}"
+AG = "/v2.1/os-aggregates/{aggregate_id}"
 
 
 def _r(name: str, level: Level) -> Rule:
@@ -51,6 +52,7 @@ ROUTES: dict[tuple[str, str], Rule] = {
     ("PUT", f"{F}/os-extra_specs/{{key}}"): _r("os-flavor-extra-specs:update", A),
     ("DELETE", f"{F}/os-extra_specs/{{key}}"): _r("os-flavor-extra-specs:delete", A),
     ("GET", f"{F}/os-flavor-access"): _r("os-flavor-access", A),
+    ("POST", f"{F}/action"): _r("os-flavor-access:add_tenant_access,remove_tenant_access", A),
     # key pairs are the caller's own (a user's, not a project's)
     # Nova lets any user of a project keep their own (the owner is the user)
     ("GET", "/v2.1/os-keypairs"): _r("os-keypairs:index", R),
@@ -71,7 +73,17 @@ ROUTES: dict[tuple[str, str], Rule] = {
     ("GET", "/v2.1/os-hypervisors/detail"): _r("os-hypervisors:list-detail", A),
     ("GET", "/v2.1/os-hypervisors/statistics"): _r("os-hypervisors:statistics", A),
     ("GET", "/v2.1/os-hypervisors/{hypervisor_id}"): _r("os-hypervisors:show", A),
+    ("GET", "/v2.1/os-hypervisors/{hypervisor_id}/uptime"): _r("os-hypervisors:uptime", A),
     ("POST", "/v2.1/os-server-external-events"): _r("os-server-external-events:create", A),
+    ("GET", "/v2.1/os-aggregates"): _r("os-aggregates:index", A),
+    ("POST", "/v2.1/os-aggregates"): _r("os-aggregates:create", A),
+    ("GET", AG): _r("os-aggregates:show", A),
+    ("PUT", AG): _r("os-aggregates:update", A),
+    ("DELETE", AG): _r("os-aggregates:delete", A),
+    ("POST", f"{AG}/action"): _r("os-aggregates:add_host,remove_host,set_metadata", A),
+    # usage: a project reads its own, admins every project's
+    ("GET", "/v2.1/os-simple-tenant-usage"): _r("os-simple-tenant-usage:list", A),
+    ("GET", "/v2.1/os-simple-tenant-usage/{tenant_id}"): _r("os-simple-tenant-usage:show", R),
     # quotas: a project reads its own, admins set them
     ("GET", Q): _r("os-quota-sets:show", R),
     ("GET", f"{Q}/detail"): _r("os-quota-sets:detail", R),

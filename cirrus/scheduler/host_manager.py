@@ -14,6 +14,11 @@ committed later than that) is caught by a full load: when a decision finds no
 host (so that a missed release never turns into NoValidHost), and every
 ``FULL_RELOAD_SECONDS``.
 
+Aggregates: a change to an aggregate's hosts or metadata moves the aggregate's
+``updated_at`` (and, through the zone it writes, its hosts' service rows'):
+a look that finds an aggregate changed since the last one reads every host's
+aggregate metadata again (a small table, read only then).
+
 Claims this scheduler makes are applied at once (:meth:`HostManager.consume`).
 Hosts are kept by node id — the order the full scan weighs them in — and in a
 :class:`~cirrus.scheduler.host_index.HostIndex` over the hosts that pass the
@@ -25,10 +30,11 @@ import asyncio
 import datetime as dt
 import time
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
+from cirrus.compute import aggregates as agg_db
 from cirrus.compute.hosts import is_up
 from cirrus.compute.models import compute_nodes
 from cirrus.db.base import utcnow
@@ -90,8 +96,21 @@ def _set_service(host: HostState, service: Any) -> None:
     host.forced_down, host.last_seen_up = bool(service.forced_down), service.last_seen_up
 
 
+def split_metadata(metadata: dict[str, str]) -> dict[str, frozenset[str]]:
+    """Nova's ``aggregate_metadata_get_by_host``: comma-separated values split
+    and stripped (the values of a key across aggregates arrive joined)."""
+    return {key: frozenset(v.strip() for v in value.split(",")) for key, value in metadata.items()}
+
+
+def _set_aggregates(hosts: Iterable[HostState], by_host: dict[str, dict[str, str]]) -> None:
+    split = {name: split_metadata(md) for name, md in by_host.items()}
+    for host in hosts:
+        host.aggregate_metadata = split.get(host.host, {})
+
+
 def load_host_states(conn: sa.Connection, down_time: float) -> list[HostState]:
-    """Every compute node with its service's state, by node id."""
+    """Every compute node with its service's state and its aggregates'
+    metadata, by node id."""
     by_host = {s.host: s for s in _compute_services(conn)}
     now = utcnow()
     hosts = []
@@ -100,6 +119,7 @@ def load_host_states(conn: sa.Connection, down_time: float) -> list[HostState]:
         _set_service(host, by_host.get(host.host))
         host.up = _up(host, down_time, now)
         hosts.append(host)
+    _set_aggregates(hosts, agg_db.metadata_by_host(conn))
     return hosts
 
 
@@ -107,15 +127,23 @@ def _load(conn: sa.Connection, down_time: float) -> tuple[list[HostState], tuple
     return load_host_states(conn, down_time), _shape(conn)
 
 
-def _read_changes(conn: sa.Connection, since: dt.datetime, stale: Sequence[int]
-                  ) -> tuple[list[Any], list[Any], tuple[int, int | None]]:
-    """Node rows changed since ``since`` (or asked for by id), compute services
-    changed since then, and the node table's shape."""
+class Changes(NamedTuple):
+    """What one look read."""
+
+    nodes: list[Any]  # node rows changed (or asked for by id)
+    services: list[Any]  # compute service rows changed
+    shape: tuple[int, int | None]  # the node table's
+    aggregates: dict[str, dict[str, str]] | None  # every host's, if any aggregate changed
+
+
+def _read_changes(conn: sa.Connection, since: dt.datetime, stale: Sequence[int]) -> Changes:
+    """What changed since ``since``."""
     changed = _touched(cn, since)
     if stale:
         changed = sa.or_(changed, cn.c.id.in_(list(stale)))
     nodes = list(conn.execute(sa.select(*NODE_COLUMNS).where(changed)))
-    return nodes, _compute_services(conn, since), _shape(conn)
+    aggregates = agg_db.metadata_by_host(conn) if agg_db.changed_since(conn, since) else None
+    return Changes(nodes, _compute_services(conn, since), _shape(conn), aggregates)
 
 
 class HostManager:
@@ -180,9 +208,8 @@ class HostManager:
                 await self._reload()
                 return
             started, since = time.monotonic(), utcnow()
-            nodes, changed_services, shape = await self.db.read(
-                _read_changes, self._since, sorted(self._stale))
-            if not self._apply(nodes, changed_services, shape, started):
+            changes = await self.db.read(_read_changes, self._since, sorted(self._stale))
+            if not self._apply(changes, started):
                 await self._reload()
                 return
             self._stale.clear()
@@ -213,13 +240,14 @@ class HostManager:
         self._oldest_seen = min((h.last_seen_up for h in self.hosts
                                  if h.up and h.last_seen_up is not None), default=None)
 
-    def _apply(self, nodes: list[Any], changed_services: list[Any],
-               shape: tuple[int, int | None], started: float) -> bool:
+    def _apply(self, changes: Changes, started: float) -> bool:
         """Take in a look's rows; False when only a full load will do."""
-        if shape != self._shape:
+        if changes.shape != self._shape:
             return False
+        if changes.aggregates is not None:
+            _set_aggregates(self.hosts, changes.aggregates)
         changed: dict[int, HostState] = {}
-        for row in nodes:
+        for row in changes.nodes:
             host = self.by_node.get(row.node_id)
             if host is None or host.host != row.host or not self.index.knows(row.node_id):
                 return False
@@ -232,7 +260,7 @@ class HostManager:
             changed[host.node_id] = host
         now = utcnow()
         down_time = self.settings.service_down_time
-        for service in changed_services:
+        for service in changes.services:
             for host in self.by_host.get(service.host, ()):
                 _set_service(host, service)
                 host.up = _up(host, down_time, now)

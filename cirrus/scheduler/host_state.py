@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(slots=True)
@@ -30,6 +30,10 @@ class HostState:
     # passes without the row changing (the host manager re-evaluates it).
     forced_down: bool = False
     last_seen_up: dt.datetime | None = None
+    # Nova's ``aggregate_metadata_get_by_host``: each key of the host's
+    # aggregates with every value (comma-separated values split), for the
+    # aggregate filters; loaded with the host, never read per request.
+    aggregate_metadata: dict[str, frozenset[str]] = field(default_factory=dict)
 
     @property
     def free_ram_mb(self) -> float:

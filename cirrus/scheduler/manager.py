@@ -26,7 +26,7 @@ from cirrus.db.engine import Database
 from cirrus.rpc import Transport
 from cirrus import claims
 from cirrus.scheduler.exception import NoValidHost
-from cirrus.scheduler.filters import DEFAULT_FILTERS, FILTERS, BaseHostFilter
+from cirrus.scheduler.filters import DEFAULT_FILTERS, FILTERS, BaseHostFilter, enabled
 from cirrus.scheduler.host_manager import HostManager
 from cirrus.scheduler.host_state import HostState
 from cirrus.scheduler.selection import Decision, Destination, FilterStep, Selection
@@ -291,7 +291,8 @@ class FilterScheduler:
                 claimed.append(uuid)
             spec.chose(host.host)
             chosen_hosts.append(host.host)
-            destinations.append({"host": host.host, "nodename": host.nodename, "node_id": node_id})
+            destinations.append({"host": host.host, "nodename": host.nodename, "node_id": node_id,
+                                 "availability_zone": host.availability_zone})
         return {"destinations": destinations, "decision": decision}
 
     async def _undo(self, claimed: list[str], hosts: list[str], spec: Spec) -> None:
@@ -309,7 +310,8 @@ class SchedulerManager:
 
     def __init__(self, settings: Settings, db: Database) -> None:
         self.host_manager = HostManager(settings, db)
-        self.driver = FilterScheduler(settings, db, self.host_manager)
+        self.driver = FilterScheduler(settings, db, self.host_manager,
+                                      enabled(settings.enabled_filters))
 
     async def select_destinations(self, ctx: RequestContext,
                                   request_spec: dict[str, Any]) -> Selection:

@@ -33,6 +33,7 @@ class Destination(TypedDict):
     host: str
     nodename: str
     node_id: int
+    availability_zone: str  # the host's (its aggregate's, or the default)
 
 
 class Selection(TypedDict):

@@ -23,6 +23,8 @@ class Spec:
     same_host: set[str] | None = None  # hosts of the hinted instances
     different_host: set[str] = field(default_factory=set)
     max_server_per_host: int | None = None
+    project_id: str | None = None  # AggregateMultiTenancyIsolation
+    extra_specs: dict[str, str] = field(default_factory=dict)  # AggregateInstanceExtraSpecsFilter
 
     @classmethod
     def from_request(cls, request_spec: dict[str, Any]) -> "Spec":
@@ -39,7 +41,9 @@ class Spec:
                    force_nodes=list(request_spec.get("force_nodes") or []),
                    requested_host=destination.get("host"),
                    requested_node=destination.get("node"),
-                   group_policy=((request_spec.get("instance_group") or {}).get("policy")))
+                   group_policy=((request_spec.get("instance_group") or {}).get("policy")),
+                   project_id=request_spec.get("project_id"),
+                   extra_specs=dict(flavor.get("extra_specs") or {}))
 
     def chose(self, host: str) -> None:
         """An instance of this request went to ``host`` (for group policies)."""

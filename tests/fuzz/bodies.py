@@ -110,6 +110,21 @@ COMPUTE: dict[tuple[str, str], tuple[Example, ...]] = {
     ("PUT", "/compute/v2.1/flavors/{flavor_id}/os-extra_specs/{key}"): (
         Example({"hw:mem_page_size": "large"}, params={"key": "hw:mem_page_size"}, persona="admin"),),
     ("DELETE", "/compute/v2.1/flavors/{flavor_id}/os-extra_specs/{key}"): (ADMIN_NO_BODY,),
+    ("POST", "/compute/v2.1/flavors/{flavor_id}/action"): (
+        Example({"addTenantAccess": {"tenant": Unique("fz-project-{n}")}}, persona="admin"),),
+    ("POST", "/compute/v2.1/os-aggregates"): (
+        Example({"aggregate": {"name": Unique("fz-agg-{n}")}}, persona="admin"),
+        Example({"aggregate": {"name": Unique("fz-agg-{n}"), "availability_zone":
+                               Unique("fz-az-{n}")}}, headers=v("2.41"), persona="admin"),
+    ),
+    ("PUT", "/compute/v2.1/os-aggregates/{aggregate_id}"): (
+        Example({"aggregate": {"name": Unique("fz-agg-{n}")}}, persona="admin"),),
+    ("POST", "/compute/v2.1/os-aggregates/{aggregate_id}/action"): (
+        Example({"set_metadata": {"metadata": {"ssd": "true", "fz": None}}}, persona="admin"),
+        Example({"add_host": {"host": "compute1"}}, persona="admin"),
+        Example({"remove_host": {"host": "compute1"}}, persona="admin"),
+    ),
+    ("DELETE", "/compute/v2.1/os-aggregates/{aggregate_id}"): (ADMIN_NO_BODY,),
     ("POST", "/compute/v2.1/os-keypairs"): (
         Example({"keypair": {"name": Unique("fz-key-{n}"), "public_key": PUBLIC_KEY}}),
         Example({"keypair": {"name": Unique("fz-key-{n}"), "type": "ssh",

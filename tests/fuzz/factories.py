@@ -54,6 +54,12 @@ async def _flavor(w: World) -> str:
     return (await w.call("admin", "POST", "/compute/v2.1/flavors", body))["flavor"]["id"]
 
 
+async def _aggregate(w: World) -> str:
+    # No zone: its hosts may then come and go whatever instances they hold.
+    body = {"aggregate": {"name": f"fz-agg-{w.next_serial()}"}}
+    return str((await w.call("admin", "POST", "/compute/v2.1/os-aggregates", body))["aggregate"]["id"])
+
+
 async def _extra_spec(w: World) -> str:
     key = f"fz:spec{w.next_serial()}"
     await w.call("admin", "PUT", f"/compute/v2.1/flavors/{w.seeds['flavor']}/os-extra_specs/{key}",
@@ -155,6 +161,7 @@ FACTORIES: dict[str, Factory] = {
     "network": _network, "subnet": _subnet, "port": _port, "security_group": _security_group,
     "security_group_rule": _security_group_rule, "image": _image, "tag": _tag,
     "member": _member, "free_port": _port, "fresh_token": _token, "service": _spare_service,
+    "aggregate": _aggregate,
 }
 # Kinds that are always made fresh: a free port is used up by the request.
 FRESH_ONLY = {"free_port", "fresh_token"}

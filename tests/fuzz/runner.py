@@ -36,7 +36,8 @@ def listings(world: World, services: set[str] | None = None) -> list[tuple[str, 
             "/image/v2/images", "/identity/v3/auth/projects", f"/compute/v2.1/servers/{server}"]
     admin_only = ["/compute/v2.1/servers/detail?all_tenants=1", "/compute/v2.1/os-services",
                   "/compute/v2.1/os-hypervisors/detail", "/identity/v3/projects", "/identity/v3/roles",
-                  "/identity/v3/users", "/compute/v2.1/os-server-groups?all_projects=1"]
+                  "/identity/v3/users", "/compute/v2.1/os-server-groups?all_projects=1",
+                  "/compute/v2.1/os-aggregates", "/compute/v2.1/os-availability-zone/detail"]
     every = ([("member", p) for p in both] + [("admin", p) for p in both]
              + [("admin", p) for p in admin_only])
     always = {"/compute/v2.1/servers/detail", "/compute/v2.1/servers/detail?all_tenants=1",

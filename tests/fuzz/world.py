@@ -39,14 +39,14 @@ COLLECTION_KINDS = {
     "images": "image", "tags": "tag", "members": "member",
     "projects": "project", "users": "user", "roles": "role", "domains": "domain",
     "quotas": "quota_project", "auto-allocated-topology": "demo_project",
-    "os-hypervisors": "hypervisor",
+    "os-hypervisors": "hypervisor", "os-aggregates": "aggregate",
 }
 # … or by its own name, which wins.
 NAMED_KINDS = {"target": "assignment_target", "tid": "project", "uid": "user",
                "rid": "granted_role"}
 
 # Who creates a fresh resource of a kind.
-ADMIN_KINDS = {"flavor", "extra_spec", "project", "user", "role", "granted_role"}
+ADMIN_KINDS = {"flavor", "extra_spec", "project", "user", "role", "granted_role", "aggregate"}
 
 # The cloud's settings for the fuzz: the suite's defaults, room for servers.
 # compute3 is there to be deleted (DELETE /os-services/{id}).
@@ -216,7 +216,7 @@ class World:
         s["subnet"] = (await self.call("member", "POST", "/network/v2.0/subnets", {"subnet": {
             "network_id": s["network"], "cidr": "10.77.0.0/24", "ip_version": 4,
             "name": "fz-seed-sub"}}))["subnet"]["id"]
-        for kind in ("port", "security_group", "keypair", "server_group", "flavor"):
+        for kind in ("port", "security_group", "keypair", "server_group", "flavor", "aggregate"):
             s[kind] = await FACTORIES[kind](self)
         s["security_group_rule"] = await FACTORIES["security_group_rule"](self)
         s["extra_spec"] = "hw:cpu_policy"

@@ -96,6 +96,9 @@ async def _a_resources(t: Tenants) -> dict[str, str]:
     assert flavor.status_code == 200, flavor.text
     await a.post("/compute/v2.1/flavors/matrix/os-extra_specs", json={"extra_specs": {"k": "v"}})
     ids["flavor"] = "matrix"
+    agg = await a.post("/compute/v2.1/os-aggregates", json={"aggregate": {"name": "matrix-agg"}})
+    assert agg.status_code == 200, agg.text
+    ids["aggregate"] = str(agg.json()["aggregate"]["id"])
     services = (await a.get("/compute/v2.1/os-services")).json()["services"]
     ids["service"] = str(next(s["id"] for s in services if s["binary"] == "nova-compute"))
     ids["hypervisor"] = str((await a.get("/compute/v2.1/os-hypervisors")).json()["hypervisors"][0]["id"])
@@ -121,7 +124,7 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
         nonlocal private
         name = match.group(1).split(":")[0]
         collection = path.split("/")[2] if prefix in ("/network", "/identity") else ""
-        shared = {"flavor_id", "service_id", "hypervisor_id", "target", "rid"}
+        shared = {"flavor_id", "service_id", "hypervisor_id", "target", "rid", "aggregate_id"}
         if name == "id" and collection in ("roles", "domains"):
             shared.add("id")
         if path.startswith("/v2.1/flavors/"):
@@ -139,7 +142,8 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
                 "request_id": ids["request"], "port_id": ids["server_port"],
                 "image_id": ids["image"], "tag": "t", "member": t.project["other"],
                 "target": "projects", "tid": t.project["demo"], "uid": t.user["alice"],
-                "rid": ids["reader_role"], "console_token": "no-such-token"}[name]
+                "rid": ids["reader_role"], "aggregate_id": ids["aggregate"],
+                "tenant_id": t.project["demo"], "console_token": "no-such-token"}[name]
     return re.sub(r"\{([^}]+)\}", value, path), private
 
 
@@ -159,6 +163,11 @@ def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str,
         ("PUT", "/v2.1/flavors/{flavor_id}"): {"flavor": {"description": "d"}},
         ("POST", "/v2.1/flavors/{flavor_id}/os-extra_specs"): {"extra_specs": {"k": "v"}},
         ("PUT", "/v2.1/flavors/{flavor_id}/os-extra_specs/{key}"): {"k": "v"},
+        ("POST", "/v2.1/flavors/{flavor_id}/action"): {"addTenantAccess": {"tenant": "p"}},
+        ("POST", "/v2.1/os-aggregates"): {"aggregate": {"name": "agg2"}},
+        ("PUT", "/v2.1/os-aggregates/{aggregate_id}"): {"aggregate": {"name": "agg3"}},
+        ("POST", "/v2.1/os-aggregates/{aggregate_id}/action"): {"set_metadata": {
+            "metadata": {"k": "v"}}},
         ("POST", "/v2.1/os-keypairs"): {"keypair": {"name": "k2"}},
         ("POST", "/v2.1/os-server-groups"): {"server_group": {"name": "g", "policies": ["affinity"]}},
         ("PUT", "/v2.1/os-services/{service_id}"): {"status": "enabled"},
@@ -226,7 +235,7 @@ async def test_every_route_answers_each_persona_by_its_rule(cloud: Any, tenants:
     t = tenants
     ids = await _a_resources(t)
     private_ids = [v for k, v in ids.items() if k not in ("flavor", "service", "hypervisor",
-                                                          "reader_role")]
+                                                          "reader_role", "aggregate")]
     routes = app_routes(cloud.app)
     assert len(routes) > 100
     failures: list[str] = []

@@ -47,15 +47,48 @@ def view(base: str, f: dict[str, Any], version: Version, detail: bool = True) ->
     return out
 
 
+TRUE_WORDS = frozenset({"1", "t", "true", "on", "y", "yes"})
+FALSE_WORDS = frozenset({"0", "f", "false", "off", "n", "no"})
+
+
+def _is_public_filter(request: Request) -> bool | None:
+    """Nova's ``is_public`` query for admins: absent → True, ``none`` → every
+    flavor (None), else a strict boolean (400 otherwise)."""
+    raw = request.query_params.get("is_public")
+    if raw is None:
+        return True
+    word = raw.strip().lower()
+    if word == "none":
+        return None
+    if word in TRUE_WORDS | FALSE_WORDS:
+        return word in TRUE_WORDS
+    raise ValidationError(field="is_public", reason=f"Invalid is_public filter [{raw[:64]}]")
+
+
+def _listable(rows: list[dict[str, Any]], is_public: bool | None, open_to: set[str]
+              ) -> list[dict[str, Any]]:
+    """Nova's filter: True → public ones and those open to the caller's
+    project; False → private ones; None → all."""
+    if is_public is None:
+        return rows
+    if is_public:
+        return [r for r in rows if r["is_public"] or r["flavorid"] in open_to]
+    return [r for r in rows if not r["is_public"]]
+
+
+def _flavors_and_access(conn: Any, project_id: str | None
+                        ) -> tuple[list[dict[str, Any]], set[str]]:
+    return flavor_db.list_flavors(conn), flavor_db.open_to(conn, project_id)
+
+
 async def _list(request: Request, detail: bool) -> Response:
     ctx = context(request)
     params = request.query_params
-    rows = await request.app.state.db.read(flavor_db.list_flavors)
-    is_public = params.get("is_public", "true").lower()
-    if is_public in ("true", "1", "t", "yes") or not ctx.is_admin:
-        rows = [r for r in rows if r["is_public"]]
-    elif is_public in ("false", "0", "f", "no"):
-        rows = [r for r in rows if not r["is_public"]]
+    is_public = _is_public_filter(request) if ctx.is_admin else True
+    rows, open_to = await request.app.state.db.read(_flavors_and_access, ctx.project_id)
+    rows = _listable(rows, is_public, open_to)
+    if not ctx.is_admin:
+        rows = [r for r in rows if not r["disabled"]]
     for key, column in (("minRam", "memory_mb"), ("minDisk", "root_gb")):
         minimum = query_int(request, key, None)
         if minimum is not None:
@@ -97,9 +130,16 @@ async def detail(request: Request) -> Response:
     return await _list(request, detail=True)
 
 
-async def _get(request: Request) -> dict[str, Any]:
+def _get_visible(conn: Any, flavorid: str, project_id: str | None, is_admin: bool
+                 ) -> dict[str, Any] | None:
+    return flavor_db.visible(conn, flavor_db.get_flavor(conn, flavorid), project_id, is_admin)
+
+
+async def flavor_in_path(request: Request) -> dict[str, Any]:
+    """The flavor in the path, as the caller may see it (404 otherwise)."""
+    ctx = context(request)
     flavorid = request.path_params["flavor_id"]
-    row = await request.app.state.db.read(flavor_db.get_flavor, flavorid)
+    row = await request.app.state.db.read(_get_visible, flavorid, ctx.project_id, ctx.is_admin)
     if row is None:
         raise FlavorMissing(flavor_id=flavorid)
     return row
@@ -107,7 +147,8 @@ async def _get(request: Request) -> dict[str, Any]:
 
 async def show(request: Request) -> Response:
     context(request)
-    return reply({"flavor": view(_base(request), await _get(request), api_version(request))})
+    row = await flavor_in_path(request)
+    return reply({"flavor": view(_base(request), row, api_version(request))})
 
 
 def _int_field(data: dict[str, Any], key: str, default: int | None, minimum: int,
@@ -182,15 +223,16 @@ async def update(request: Request) -> Response:
     if not isinstance(data, dict) or set(data) != {"description"}:
         raise ValidationError(field="flavor", reason="only 'description' can be updated")
     data = {"description": _description(data["description"])}
-    row = await _get(request)
+    row = await flavor_in_path(request)
     await request.app.state.db.run(flavor_db.update_flavor, row["flavorid"], data)
-    return reply({"flavor": view(_base(request), await _get(request), api_version(request))})
+    row = await flavor_in_path(request)
+    return reply({"flavor": view(_base(request), row, api_version(request))})
 
 
 async def delete(request: Request) -> Response:
     ctx = context(request)
     policy.enforce(ctx, "compute:flavor:manage")
-    row = await _get(request)
+    row = await flavor_in_path(request)
     await request.app.state.db.run(flavor_db.delete_flavor, row["flavorid"])
     return Response(status_code=202)
 
@@ -212,13 +254,13 @@ def _specs(data: Any, key: str) -> dict[str, str]:
 
 async def list_specs(request: Request) -> Response:
     context(request)
-    return reply({"extra_specs": (await _get(request))["extra_specs"] or {}})
+    return reply({"extra_specs": (await flavor_in_path(request))["extra_specs"] or {}})
 
 
 async def add_specs(request: Request) -> Response:
     policy.enforce(context(request), "compute:flavor:manage")
     specs = _specs(await json_body(request), "extra_specs")
-    row = await _get(request)
+    row = await flavor_in_path(request)
     merged = {**(row["extra_specs"] or {}), **specs}
     await request.app.state.db.run(flavor_db.update_flavor, row["flavorid"], {"extra_specs": merged})
     return reply({"extra_specs": specs})
@@ -226,7 +268,7 @@ async def add_specs(request: Request) -> Response:
 
 async def show_spec(request: Request) -> Response:
     context(request)
-    row = await _get(request)
+    row = await flavor_in_path(request)
     key = request.path_params["key"]
     if key not in (row["extra_specs"] or {}):
         raise FlavorExtraSpecNotFound(flavor_id=row["flavorid"], key=key)
@@ -240,7 +282,7 @@ async def put_spec(request: Request) -> Response:
     if not isinstance(body, dict) or list(body) != [key]:
         raise ValidationError(field="body", reason="must hold exactly the key in the URL")
     spec = _specs({"spec": body}, "spec")
-    row = await _get(request)
+    row = await flavor_in_path(request)
     merged = {**(row["extra_specs"] or {}), **spec}
     await request.app.state.db.run(flavor_db.update_flavor, row["flavorid"], {"extra_specs": merged})
     return reply(spec)
@@ -248,7 +290,7 @@ async def put_spec(request: Request) -> Response:
 
 async def delete_spec(request: Request) -> Response:
     policy.enforce(context(request), "compute:flavor:manage")
-    row = await _get(request)
+    row = await flavor_in_path(request)
     key = request.path_params["key"]
     specs = dict(row["extra_specs"] or {})
     if key not in specs:
@@ -256,14 +298,6 @@ async def delete_spec(request: Request) -> Response:
     specs.pop(key)
     await request.app.state.db.run(flavor_db.update_flavor, row["flavorid"], {"extra_specs": specs})
     return no_content()
-
-
-async def flavor_access(request: Request) -> Response:
-    context(request)
-    row = await _get(request)
-    if row["is_public"]:
-        raise ValidationError(field="flavor", reason="Access list not available for public flavors.")
-    return reply({"flavor_access": []})
 
 
 ROUTES = [
@@ -278,5 +312,4 @@ ROUTES = [
     Route("/v2.1/flavors/{flavor_id}/os-extra_specs/{key}", show_spec, methods=["GET"]),
     Route("/v2.1/flavors/{flavor_id}/os-extra_specs/{key}", put_spec, methods=["PUT"]),
     Route("/v2.1/flavors/{flavor_id}/os-extra_specs/{key}", delete_spec, methods=["DELETE"]),
-    Route("/v2.1/flavors/{flavor_id}/os-flavor-access", flavor_access, methods=["GET"]),
 ]

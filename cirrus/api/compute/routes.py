@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute
 
-from cirrus.api.compute import (availability_zones, external_events, flavors, hypervisors, instance_actions,
-                                interfaces, keypairs, quota_sets, remote_consoles, server_actions,
-                                server_groups, server_metadata, servers, services, versions)
+from cirrus.api.compute import (aggregates, availability_zones, external_events, flavor_access,
+                                flavors, hypervisors, instance_actions, interfaces, keypairs,
+                                quota_sets, remote_consoles, server_actions, server_groups,
+                                server_metadata, servers, services, simple_tenant_usage, versions)
 
 # Starlette tries routes in order, ~1.5 µs each: the servers' come first, as
 # the most requested (no other pattern matches their paths, so order is free).
@@ -13,6 +14,7 @@ ROUTES: list[BaseRoute] = [
     *servers.ROUTES,
     *versions.ROUTES,
     *flavors.ROUTES,
+    *flavor_access.ROUTES,
     *keypairs.ROUTES,
     *availability_zones.ROUTES,
     *server_groups.ROUTES,
@@ -25,4 +27,6 @@ ROUTES: list[BaseRoute] = [
     *interfaces.ROUTES,
     *external_events.ROUTES,
     *remote_consoles.ROUTES,
+    *aggregates.ROUTES,
+    *simple_tenant_usage.ROUTES,
 ]

@@ -10,7 +10,7 @@ from starlette.routing import Route
 from cirrus import policy
 from cirrus.api.compute.microversion import api_version
 from cirrus.api.wsgi import context, json_body, no_content, reply
-from cirrus.compute import hosts
+from cirrus.compute import aggregates, hosts
 from cirrus.db.base import isotime
 from cirrus.exception import ValidationError
 
@@ -117,7 +117,12 @@ async def delete(request: Request) -> Response:
 
     db = request.app.state.db
     row = await db.read(hosts.get_service, request.path_params["service_id"])
-    await db.run(lambda conn: conn.execute(table.delete().where(table.c.id == row["id"])))
+
+    def remove(conn: Any) -> None:
+        conn.execute(table.delete().where(table.c.id == row["id"]))
+        if row["binary"] == "cirrus-compute":  # its host leaves its aggregates (Nova)
+            aggregates.forget_host(conn, row["host"])
+    await db.run(remove)
     return no_content()
 
 
