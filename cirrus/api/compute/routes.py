@@ -1,11 +1,13 @@
 """Compute v2.1 HTTP API: one route table built from each resource's module."""
 from __future__ import annotations
 
+from starlette.requests import Request
 from starlette.routing import BaseRoute
 
 from cirrus.api.compute import (availability_zones, external_events, flavors, hypervisors, instance_actions,
-                                interfaces, keypairs, quota_sets, server_actions,
-                                server_groups, server_metadata, servers, services, versions)
+                                interfaces, ips, keypairs, quota_sets, security_groups, server_actions,
+                                server_groups, server_metadata, server_password, server_tags,
+                                servers, services, versions)
 
 # Starlette tries routes in order, ~1.5 µs each: the servers' come first, as
 # the most requested (no other pattern matches their paths, so order is free).
@@ -24,4 +26,17 @@ ROUTES: list[BaseRoute] = [
     *instance_actions.ROUTES,
     *interfaces.ROUTES,
     *external_events.ROUTES,
+    *ips.ROUTES,
+    *server_tags.ROUTES,
+    *server_password.ROUTES,
+    *security_groups.ROUTES,
 ]
+
+
+async def locate(request: Request) -> None:
+    """Before a route rule's 403 on a server's path: 404 if the server is not
+    the caller's project's (Nova finds it, or not, before checking roles)."""
+    uuid = request.path_params.get("server_id")
+    ctx = getattr(request.state, "context", None)
+    if uuid is not None and ctx is not None and ctx.project_id:
+        await request.app.state.compute_api.lookup(ctx, uuid)
