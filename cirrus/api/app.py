@@ -7,7 +7,7 @@ services the handlers use (``app.state``).
 """
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Sequence
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -28,7 +28,7 @@ from cirrus.exception import CirrusException, Forbidden
 Locate = Callable[[Request], Awaitable[None]]
 
 
-def _route_tables() -> list[tuple[str, list[BaseRoute], Locate | None]]:
+def _route_tables() -> list[tuple[str, Sequence[BaseRoute], Locate | None]]:
     # Imported here so each family's modules load only when an app is built.
     from cirrus.api.compute.routes import ROUTES as compute
     from cirrus.api.compute.routes import locate as compute_locate
@@ -70,7 +70,7 @@ def _guarded(endpoint: Any, rules: dict[str, policy.Rule], locate: Locate | None
     return guarded
 
 
-def guard_routes(prefix: str, table: list[BaseRoute],
+def guard_routes(prefix: str, table: Sequence[BaseRoute],
                  locate: Locate | None = None) -> list[BaseRoute]:
     """A copy of ``table`` whose every route checks its rule first (see
     :func:`_guarded` for ``locate``).

@@ -66,3 +66,11 @@ async def db_count(cloud: Cloud, table: Any, *where: Any) -> int:
         return conn.execute(sa.select(sa.func.count()).select_from(table).where(*where)).scalar_one()
     assert cloud.db is not None
     return await cloud.db.read(count)
+
+
+async def active_server(client: httpx.AsyncClient, name: str = "vm", **extra: Any) -> str:
+    """A new server of a new image, once it is ACTIVE: its id."""
+    image = await upload_image(client)
+    server = await create_server(client, server_body(image, name=name, **extra))
+    await wait_for_status(client, server["id"], {"ACTIVE"})
+    return str(server["id"])

@@ -9,7 +9,8 @@ import pytest
 from cirrus.bootstrap import Cloud
 from cirrus.compute import password
 from tests.conftest import Api
-from tests.functional.servers import create_server, server_body, upload_image, wait_for_status
+from tests.functional.servers import (active_server, create_server, server_body, upload_image,
+                                      wait_for_status)
 
 COMPUTE = "/compute/v2.1"
 SERVERS = f"{COMPUTE}/servers"
@@ -21,10 +22,7 @@ def _v(version: str) -> dict[str, str]:
 
 @pytest.fixture
 async def active(demo: httpx.AsyncClient) -> str:
-    image = await upload_image(demo)
-    server = await create_server(demo, server_body(image))
-    await wait_for_status(demo, server["id"], {"ACTIVE"})
-    return server["id"]
+    return await active_server(demo)
 
 
 # -- versions ------------------------------------------------------------------------

@@ -10,8 +10,8 @@ import pytest
 
 from cirrus.bootstrap import Cloud
 from cirrus.compute.models import tags as tags_table
-from tests.functional.servers import (create_server, db_count, server_body, upload_image,
-                                      wait_for_status)
+from tests.functional.servers import (active_server, create_server, db_count, server_body,
+                                      upload_image, wait_for_status)
 
 SERVERS = "/compute/v2.1/servers"
 V226 = {"OpenStack-API-Version": "compute 2.26"}
@@ -23,10 +23,8 @@ async def image(demo: httpx.AsyncClient) -> str:
 
 
 @pytest.fixture
-async def active(demo: httpx.AsyncClient, image: str) -> str:
-    server = await create_server(demo, server_body(image, name="tagged"))
-    await wait_for_status(demo, server["id"], {"ACTIVE"})
-    return server["id"]
+async def active(demo: httpx.AsyncClient) -> str:
+    return await active_server(demo, name="tagged")
 
 
 async def _tags(client: httpx.AsyncClient, server: str) -> list[str]:

@@ -8,7 +8,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.functional.servers import create_server, server_body, upload_image, wait_for_status
+from tests.functional.servers import (active_server, create_server, server_body, upload_image,
+                                      wait_for_status)
 
 SERVERS = "/compute/v2.1/servers"
 
@@ -32,10 +33,7 @@ def _expected_keys(version: tuple[int, int]) -> set[str]:
 
 @pytest.fixture
 async def active(demo: httpx.AsyncClient) -> str:
-    image = await upload_image(demo)
-    server = await create_server(demo, server_body(image, name="before"))
-    await wait_for_status(demo, server["id"], {"ACTIVE"})
-    return server["id"]
+    return await active_server(demo, name="before")
 
 
 async def _put(client: httpx.AsyncClient, server: str, body: Any, version: str) -> httpx.Response:
