@@ -96,6 +96,15 @@ async def test_a_tag_in_the_path_is_checked_and_takes_no_body(demo: httpx.AsyncC
     assert await _tags(demo, active) == ["a"]
 
 
+async def test_a_tag_of_any_text_has_a_location(demo: httpx.AsyncClient, active: str) -> None:
+    tag = "prod €uro ü"
+    resp = await demo.put(f"{SERVERS}/{active}/tags/{tag}", headers=V226)
+    assert resp.status_code == 201, resp.text
+    assert resp.headers["Location"].endswith("/tags/prod%20%E2%82%ACuro%20%C3%BC")
+    assert (await demo.get(f"{SERVERS}/{active}/tags/{tag}", headers=V226)).status_code == 204
+    assert await _tags(demo, active) == [tag]
+
+
 async def test_fifty_tags_at_most(demo: httpx.AsyncClient, active: str) -> None:
     fifty = [f"t{i:02}" for i in range(50)]
     resp = await demo.put(f"{SERVERS}/{active}/tags", json={"tags": fifty}, headers=V226)

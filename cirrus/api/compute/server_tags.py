@@ -3,6 +3,7 @@ add, remove one."""
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -11,7 +12,7 @@ from starlette.routing import Route
 from cirrus.api.compute.microversion import require
 from cirrus.api.compute.parameters import bad
 from cirrus.api.compute.server_schema import tag as checked_tag, tags as checked_tags
-from cirrus.api.wsgi import context, json_body, no_content, parse_json, reply
+from cirrus.api.wsgi import context, json_body, no_content, reply
 from cirrus.compute import server_tags, tags
 from cirrus.compute.exception import InstanceTagNotFound
 from cirrus.exception import ValidationError
@@ -46,9 +47,12 @@ def parse_update_all(body: Any) -> list[str]:
 
 
 async def _no_body(request: Request) -> None:
-    """Nova's ``update`` schema for one tag: no body, or JSON ``null``."""
-    raw = await request.body()
-    if raw.strip() and parse_json(raw) is not None:
+    """Nova's ``update`` schema for one tag: no body, or JSON ``null`` (read
+    within the body limit, as every body)."""
+    headers = request.headers
+    if headers.get("content-length", "0") == "0" and "transfer-encoding" not in headers:
+        return
+    if await json_body(request) is not None:
         raise bad("body", "None is the only body allowed (the tag is in the URL)")
 
 
@@ -80,8 +84,9 @@ async def update(request: Request) -> Response:
     if not await server_tags.update(request.app.state.db, row["uuid"], tag):
         return no_content()
     base = request.app.state.settings.public_url.rstrip("/")
+    # Quoted: a tag may hold any character but ',' and '/', a header only Latin-1.
     return Response(status_code=201, headers={
-        "Location": f"{base}/compute/v2.1/servers/{row['uuid']}/tags/{tag}"})
+        "Location": f"{base}/compute/v2.1/servers/{row['uuid']}/tags/{quote(tag, safe='')}"})
 
 
 async def delete(request: Request) -> Response:
