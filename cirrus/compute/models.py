@@ -92,7 +92,7 @@ tags = sa.Table(
     "tags", metadata,
     sa.Column("resource_id", sa.String(36), primary_key=True),
     sa.Column("tag", sa.String(60), primary_key=True),
-    sa.Index("ix_tags_tag", "tag"),
+    sa.Index("ix_tags_tag", "tag", "resource_id"),  # covering: a tag's servers
 )
 
 instance_info_caches = sa.Table(

@@ -29,7 +29,7 @@ def upgrade() -> None:
                     sa.Column('resource_id', sa.String(length=36), nullable=False),
                     sa.Column('tag', sa.String(length=60), nullable=False),
                     sa.PrimaryKeyConstraint('resource_id', 'tag', name=op.f('pk_tags')))
-    op.create_index('ix_tags_tag', 'tags', ['tag'], unique=False)
+    op.create_index('ix_tags_tag', 'tags', ['tag', 'resource_id'], unique=False)
     conn = op.get_bind()
     rows = conn.execute(sa.select(_instances.c.uuid, _instances.c.tags).where(
         _instances.c.deleted.is_(False))).fetchall()
