@@ -2,7 +2,6 @@
 table's indexes: no filter reads every tag, or every server's row."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,6 +9,7 @@ import sqlalchemy as sa
 
 from cirrus.compute import queries
 from cirrus.db import migrate
+from tests.unit.plans import listing_plan
 
 FILTERS = [{"tags": ["a", "b"]}, {"tags_any": ["a", "b"]}, {"not_tags": ["a"]},
            {"not_tags_any": ["a", "b"]}, {"tags": ["a"], "not_tags_any": ["b"]}]
@@ -24,25 +24,14 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Any:
     engine.dispose()
 
 
-def _plan(engine: Any, q: queries.ListQuery) -> str:
-    sent: list[tuple[str, Any]] = []
-    with engine.connect() as conn:
-        sa.event.listen(conn, "before_cursor_execute",
-                        lambda _c, _cur, stmt, params, *_: sent.append((stmt, params)))
-        queries.list_instances(conn, q, columns=queries.BASIC_COLUMNS)
-        stmt, params = sent[0]
-        cursor = conn.connection.driver_connection.cursor()
-        return str(cursor.execute("EXPLAIN QUERY PLAN " + stmt, params).fetchall())
-
-
 @pytest.mark.parametrize("tag_filter", FILTERS)
 def test_a_tag_filter_searches_an_index(engine: Any, tag_filter: dict[str, list[str]]) -> None:
-    plan = _plan(engine, queries.ListQuery(project_id="p", limit=10, **tag_filter))
+    plan = listing_plan(engine, queries.ListQuery(project_id="p", limit=10, **tag_filter))
     assert "SCAN tags" not in plan, plan
     assert "SEARCH tags USING COVERING INDEX" in plan, plan
     assert "ix_instances_project_id_deleted_created_at" in plan, plan
 
 
 def test_a_listing_without_tag_filters_does_not_read_tags(engine: Any) -> None:
-    plan = _plan(engine, queries.ListQuery(project_id="p", limit=10))
+    plan = listing_plan(engine, queries.ListQuery(project_id="p", limit=10))
     assert "tags" not in plan, plan
