@@ -14,6 +14,7 @@ import sqlalchemy as sa
 
 from cirrus.compute import exception as exc
 from cirrus.compute.models import instances, tags
+from cirrus.db.prepared import statement_savepoint
 
 MAX_TAG_COUNT = 50  # Nova's objects.instance.MAX_TAG_COUNT
 
@@ -52,10 +53,25 @@ def instance_tag_set(conn: sa.Connection, uuid: str, new_tags: Iterable[str]) ->
     gone = current - set(wanted)
     if gone:
         conn.execute(tags.delete().where(tags.c.resource_id == uuid, tags.c.tag.in_(gone)))
-    added = [{"resource_id": uuid, "tag": t} for t in wanted if t not in current]
-    if added:
-        conn.execute(tags.insert(), added)
+    _insert_new(conn, uuid, [t for t in wanted if t not in current])
     return sorted(wanted)
+
+
+def _insert_new(conn: sa.Connection, uuid: str, new_tags: list[str]) -> None:
+    """Insert ``new_tags``; a tag a concurrent request added meanwhile (the
+    key clashes) is there, as asked."""
+    if not new_tags:
+        return
+    try:
+        with statement_savepoint(conn):
+            conn.execute(tags.insert(), [{"resource_id": uuid, "tag": t} for t in new_tags])
+    except sa.exc.IntegrityError:
+        for tag in new_tags:  # one by one, each clash passed over
+            try:
+                with statement_savepoint(conn):
+                    conn.execute(tags.insert().values(resource_id=uuid, tag=tag))
+            except sa.exc.IntegrityError:
+                pass
 
 
 def instance_tags_create(conn: sa.Connection, uuids: list[str], new_tags: list[str]) -> None:
@@ -74,7 +90,11 @@ def instance_tag_add(conn: sa.Connection, uuid: str, tag: str) -> bool:
         raise exc.TooManyTags(limit=MAX_TAG_COUNT)
     if tag in current:
         return False
-    conn.execute(tags.insert().values(resource_id=uuid, tag=tag))
+    try:
+        with statement_savepoint(conn):
+            conn.execute(tags.insert().values(resource_id=uuid, tag=tag))
+    except sa.exc.IntegrityError:
+        return False  # a concurrent request added it first
     return True
 
 

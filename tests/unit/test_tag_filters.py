@@ -35,3 +35,17 @@ def test_a_tag_filter_searches_an_index(engine: Any, tag_filter: dict[str, list[
 def test_a_listing_without_tag_filters_does_not_read_tags(engine: Any) -> None:
     plan = listing_plan(engine, queries.ListQuery(project_id="p", limit=10))
     assert "tags" not in plan, plan
+
+
+def test_tags_another_request_added_meanwhile_are_kept_not_refused(engine: Any) -> None:
+    """Two requests adding the same tag: the second's insert clashes on the
+    key, and finds the tag there (no error)."""
+    from cirrus.compute import tags
+
+    with engine.begin() as conn:
+        tags.instance_tags_create(conn, ["s1"], ["a", "b"])
+        assert tags._insert_new(conn, "s1", ["a", "c"]) is None  # "a" clashes
+        assert tags.instance_tag_get_by_instance_uuid(conn, "s1") == ["a", "b", "c"]
+        assert tags.instance_tag_set(conn, "s1", ["c", "d"]) == ["c", "d"]
+        assert tags.instance_tag_get_by_instance_uuid(conn, "s1") == ["c", "d"]
+        tags.instance_tag_delete_all(conn, "s1")
