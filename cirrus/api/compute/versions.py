@@ -1,6 +1,10 @@
 """Compute version documents (``/compute/``, ``/compute/v2`` and
 ``/compute/v2.1``): v2.1 with its microversions, and the legacy v2.0 entry
-Nova still lists as SUPPORTED (no microversions: empty version strings)."""
+Nova still lists as SUPPORTED (no microversions: empty version strings).
+
+Clients pick v2.1 from the list (keystoneauth: the highest; novaclient reads
+the catalog's ``/compute/v2.1``). Only the v2.0 document is served under
+``/compute/v2``: the API itself is at ``/compute/v2.1``."""
 from __future__ import annotations
 
 from typing import Any
