@@ -7,7 +7,7 @@ services the handlers use (``app.state``).
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Awaitable, Callable, Sequence
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -19,18 +19,25 @@ from starlette.routing import BaseRoute, Mount, Route
 from cirrus import policies, policy
 from cirrus.api import errors
 from cirrus.api.auth import AuthMiddleware
-from cirrus.exception import CirrusException
+from cirrus.exception import CirrusException, Forbidden
 
 
-def _route_tables() -> list[tuple[str, Sequence[BaseRoute]]]:
+# Called when a route rule refuses a request, before the 403: raises the 404
+# of a resource the path names that the caller may not see at all (Nova looks
+# a server up within the caller's project before it checks the caller's role).
+Locate = Callable[[Request], Awaitable[None]]
+
+
+def _route_tables() -> list[tuple[str, Sequence[BaseRoute], Locate | None]]:
     # Imported here so each family's modules load only when an app is built.
     from cirrus.api.compute.routes import ROUTES as compute
+    from cirrus.api.compute.routes import locate as compute_locate
     from cirrus.identity.routes import ROUTES as identity
     from cirrus.image.routes import ROUTES as image
     from cirrus.network.routes import ROUTES as network
 
-    return [("/identity", identity), ("/compute", compute),
-            ("/network", network), ("/image", image)]
+    return [("/identity", identity, None), ("/compute", compute, compute_locate),
+            ("/network", network, None), ("/image", image, None)]
 
 
 async def index(request: Request) -> Response:
@@ -44,20 +51,29 @@ class MissingRule(LookupError):
     """A route with no rule in :mod:`cirrus.policies`: the app refuses to start."""
 
 
-def _guarded(endpoint: Any, rules: dict[str, policy.Rule]) -> Any:
+def _guarded(endpoint: Any, rules: dict[str, policy.Rule], locate: Locate | None) -> Any:
     """``endpoint`` behind its route rules (by method): the caller's role and
-    scope are checked before the handler reads a byte of the body."""
+    scope are checked before the handler reads a byte of the body; a refused
+    caller is told 404 instead of 403 where ``locate`` finds the resource is
+    not one it may see."""
     async def guarded(request: Request) -> Response:
-        policy.enforce_route(getattr(request.state, "context", None),
-                             rules[request.method])
+        try:
+            policy.enforce_route(getattr(request.state, "context", None),
+                                 rules[request.method])
+        except Forbidden:
+            if locate is not None:
+                await locate(request)
+            raise
         return await endpoint(request)
     guarded.__name__ = getattr(endpoint, "__name__", "guarded")
     guarded.__wrapped__ = endpoint  # type: ignore[attr-defined]
     return guarded
 
 
-def guard_routes(prefix: str, table: Sequence[BaseRoute]) -> list[BaseRoute]:
-    """A copy of ``table`` whose every route checks its rule first.
+def guard_routes(prefix: str, table: Sequence[BaseRoute],
+                 locate: Locate | None = None) -> list[BaseRoute]:
+    """A copy of ``table`` whose every route checks its rule first (see
+    :func:`_guarded` for ``locate``).
 
     Raises :class:`MissingRule` for a route (or one of its methods) without a
     rule, so a route cannot be added without saying who may call it.
@@ -72,7 +88,7 @@ def guard_routes(prefix: str, table: Sequence[BaseRoute]) -> list[BaseRoute]:
             if rule is None:
                 raise MissingRule(f"no policy rule for {method} {prefix}{route.path}")
             rules[method] = rule
-        out.append(Route(route.path, _guarded(route.endpoint, rules),
+        out.append(Route(route.path, _guarded(route.endpoint, rules, locate),
                          methods=list(route.methods or ()), name=route.name))
     return out
 
@@ -82,9 +98,10 @@ def build_app(state: dict[str, Any]) -> Starlette:
     routes: list[BaseRoute] = [Route("/", index, methods=["GET"])]
     from cirrus.api.compute.microversion import MicroversionMiddleware
 
-    for prefix, table in _route_tables():
+    for prefix, table, locate in _route_tables():
         middleware = [Middleware(MicroversionMiddleware)] if prefix == "/compute" else None
-        routes.append(Mount(prefix, routes=guard_routes(prefix, table), middleware=middleware))
+        routes.append(Mount(prefix, routes=guard_routes(prefix, table, locate),
+                            middleware=middleware))
     app = Starlette(
         routes=routes,
         middleware=[Middleware(AuthMiddleware)],

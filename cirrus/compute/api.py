@@ -21,7 +21,7 @@ from cirrus.compute import exception as exc
 from cirrus.compute.admission import BuildAdmission
 from cirrus.compute import instance as inst
 from cirrus.compute import (destinations, flavors, instance_actions, keypairs, quotas, records,
-                            server_groups)
+                            server_groups, tags)
 from cirrus.compute.flavors import get_flavor
 from cirrus.compute.models import (block_device_mappings, instance_group_members,
                                    instance_info_caches, instances)
@@ -59,7 +59,7 @@ INSTANCE_COLUMNS = (
     "task_state", "power_state", "availability_zone", "key_name", "key_data", "user_data",
     "config_drive", "metadata", "system_metadata", "security_groups", "requested_networks",
     "access_ip_v4", "access_ip_v6", "reservation_id", "launch_index", "locked", "progress",
-    "tags", "deleted", "created_at")
+    "deleted", "created_at")
 BDM_COLUMNS = ("instance_uuid", "source_type", "destination_type", "image_id", "boot_index",
                "device_name", "volume_size", "delete_on_termination", "created_at")
 
@@ -372,6 +372,7 @@ class API:
         for uuid in uuids:
             for bdm in bdms:
                 _INSERT_BDM.execute(conn, **_params({**bdm, "instance_uuid": uuid}, BDM_COLUMNS))
+        tags.instance_tags_create(conn, uuids, req.tags)
         if group is not None:
             self._add_group_members(conn, group, uuids)
         for uuid in uuids:
@@ -388,9 +389,23 @@ class API:
             _INSERT_GROUP_MEMBER.execute(conn, v_group_uuid=group["uuid"], v_instance_uuid=uuid)
 
     # -- read ----------------------------------------------------------------------
-    async def get(self, ctx: RequestContext, uuid: str) -> dict[str, Any]:
-        """The instance if the caller may see it; 404 otherwise."""
-        row = await self.db.read(inst.get, uuid)
+    async def lookup(self, ctx: RequestContext, uuid: str, *,
+                     read_deleted: bool = False) -> dict[str, Any]:
+        """The instance, looked up within the caller's project (an admin's:
+        anywhere), whatever the caller's roles: :class:`InstanceNotFound` for
+        another project's, as Nova's project-scoped read. Whether the caller
+        may then act on it is a 403 that comes after this 404, for every
+        route on a server (``cirrus/api/compute/routes.py``)."""
+        row = await self.db.read(inst.get, uuid, read_deleted=read_deleted)
+        if not ctx.is_admin and row["project_id"] != require_project(ctx):
+            raise exc.InstanceNotFound(instance_id=uuid)
+        return row
+
+    async def get(self, ctx: RequestContext, uuid: str, *,
+                  read_deleted: bool = False) -> dict[str, Any]:
+        """The instance if the caller may see it; 404 otherwise (deleted ones
+        too with ``read_deleted``)."""
+        row = await self.lookup(ctx, uuid, read_deleted=read_deleted)
         if not policy.check(ctx, "compute:server:get", row):
             raise exc.InstanceNotFound(instance_id=uuid)
         return row
@@ -430,6 +445,16 @@ class API:
             instance_group_members.c.instance_uuid == row["uuid"]))
         inst.soft_delete(conn, row["uuid"])
         instance_actions.action_finish(conn, ctx, row["uuid"])
+
+    # -- update ------------------------------------------------------------------
+    async def update_instance(self, ctx: RequestContext, uuid: str,
+                              updates: dict[str, Any]) -> None:
+        """Change the server's name, description, access IPs or hostname
+        (``PUT /servers/{id}``); in any state but deleted."""
+        row = await self.get(ctx, uuid)
+        policy.enforce(ctx, "compute:server:action", row)
+        if updates:
+            await self.db.run(inst.save, uuid, updates)
 
     # -- metadata ----------------------------------------------------------------
     async def update_metadata(self, ctx: RequestContext, uuid: str, metadata: dict[str, str],

@@ -35,6 +35,14 @@ class MetadataLimitExceeded(Forbidden):
     msg_fmt = "Maximum number of metadata items exceeds %(allowed)d"
 
 
+class InstanceTagNotFound(NotFound):
+    msg_fmt = "Server %(instance_id)s has no tag '%(tag)s'"
+
+
+class TooManyTags(Invalid):
+    msg_fmt = "The number of tags exceeded the per-server limit %(limit)d"
+
+
 class FlavorExists(Conflict):
     msg_fmt = "Flavor with name %(name)s or ID %(flavor_id)s already exists."
 

@@ -12,7 +12,7 @@ from typing import Any, Iterable, NoReturn
 import sqlalchemy as sa
 
 from cirrus.compute import exception as exc
-from cirrus.compute.models import block_device_mappings, instance_faults, instances
+from cirrus.compute.models import block_device_mappings, instance_faults, instances, tags
 from cirrus.compute.states import TaskState, VmState
 from cirrus.db.base import utcnow
 from cirrus.db.engine import fetch_all
@@ -195,11 +195,13 @@ def set_error(conn: sa.Connection, uuid: str, error: BaseException, host: str | 
 
 
 def soft_delete(conn: sa.Connection, uuid: str) -> None:
-    """Mark deleted (kept for actions and accounting, hidden from users)."""
+    """Mark deleted (kept for actions and accounting, hidden from users); its
+    tags go, as Nova's ``instance_destroy`` deletes them."""
     now = utcnow()
     conn.execute(instances.update().where(instances.c.uuid == uuid).values(
         deleted=True, deleted_at=now, terminated_at=now, vm_state=VmState.DELETED.value,
         task_state=None, power_state=0, updated_at=now))
+    conn.execute(tags.delete().where(tags.c.resource_id == uuid))
 
 
 _BDMS = PreparedRead(sa.select(block_device_mappings).where(

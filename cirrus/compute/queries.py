@@ -15,7 +15,9 @@ from typing import Any, Callable, cast
 import sqlalchemy as sa
 
 from cirrus.compute import exception as exc
-from cirrus.compute.models import instance_faults, instance_info_caches, instances
+from cirrus.compute import tags
+from cirrus.compute.models import (instance_faults, instance_group_members, instance_info_caches,
+                                   instances)
 from cirrus.compute.regex import Matcher, compile_filter
 from cirrus.compute.states import TaskState, VmState
 from cirrus.db.engine import fetch_all
@@ -43,14 +45,14 @@ VIEW_COLUMNS = ("id", "uuid", "project_id", "user_id", "display_name", "display_
                 "hostname", "image_ref", "flavor", "vm_state", "task_state", "power_state",
                 "host", "node", "availability_zone", "key_name", "user_data", "config_drive",
                 "metadata", "system_metadata", "security_groups", "access_ip_v4",
-                "access_ip_v6", "reservation_id", "launch_index", "locked", "progress", "tags",
+                "access_ip_v6", "reservation_id", "launch_index", "locked", "progress",
                 "launched_at", "terminated_at", "created_at", "updated_at")
 # Read as the database gives them (RowReader's raw): the views need the info
 # cache's addresses and the timestamps' ISO text, and get both cheaper from
 # SQLite's text than from parsed values (see cirrus/api/compute/views.py).
 AS_STORED = ("network_info", "created_at", "updated_at", "launched_at", "terminated_at")
 # What GET /servers (id, name, links) and its filters and next link need.
-BASIC_COLUMNS = ("id", "uuid", "display_name", "tags")
+BASIC_COLUMNS = ("id", "uuid", "display_name")
 
 SORT_KEYS = {"created_at", "updated_at", "display_name", "uuid", "vm_state", "task_state",
              "host", "launched_at", "project_id", "user_id", "hostname", "availability_zone"}
@@ -73,7 +75,12 @@ class ListQuery:
     deleted: bool = False
     ip: str | None = None  # a regex on the servers' IPv4 addresses (re.match, as Nova)
     ip6: str | None = None  # the same on their IPv6 addresses
+    # 2.26's tag filters: every tag of ``tags``, any of ``tags_any``, not every
+    # one of ``not_tags``, none of ``not_tags_any`` (in the database, see tags.py).
     tags: list[str] = field(default_factory=list)
+    tags_any: list[str] = field(default_factory=list)
+    not_tags: list[str] = field(default_factory=list)
+    not_tags_any: list[str] = field(default_factory=list)
     reservation_id: str | None = None
     limit: int | None = None
     marker: str | None = None
@@ -93,18 +100,16 @@ def list_instances(conn: sa.Connection, q: ListQuery, *, columns: tuple[str, ...
         return []
     name_match = compile_filter("name", q.name) if q.name else None
     ip_match = _ip_matcher(q)
-    if not (name_match or q.tags or ip_match):
+    if not (name_match or ip_match):
         # The database stops at the page (and reads no more rows).
         return _read(conn, q, columns, network_info, limit=q.limit)
-    # The name, tag and address filters run here, so they must see every row:
+    # The name and address filters run here, so they must see every row:
     # they read only what they test, and the page's rows are read after — a
     # filter that keeps few of a thousand servers costs a fraction of reading
     # them all in full.
     rows = _read(conn, q, FILTER_COLUMNS, bool(ip_match))
     if name_match:
         rows = [r for r in rows if name_match(r["display_name"] or "")]
-    if q.tags:
-        rows = [r for r in rows if set(q.tags) <= set(r["tags"] or [])]
     if ip_match:
         rows = [r for r in rows if ip_match(network_info_of(r["network_info"]))]
     if q.limit is not None:
@@ -115,7 +120,7 @@ def list_instances(conn: sa.Connection, q: ListQuery, *, columns: tuple[str, ...
 
 
 # What the Python-side filters read of every candidate row.
-FILTER_COLUMNS = ("id", "uuid", "display_name", "tags")
+FILTER_COLUMNS = ("id", "uuid", "display_name")
 
 
 def _read(conn: sa.Connection, q: ListQuery, columns: tuple[str, ...], network_info: bool, *,
@@ -173,7 +178,7 @@ def _where(conn: sa.Connection, stmt: Any, q: ListQuery) -> Any:
         stmt = stmt.where(instances.c.host == q.host)
     if q.reservation_id:
         stmt = stmt.where(instances.c.reservation_id == q.reservation_id)
-    return stmt
+    return stmt.where(*tags.filters(q.tags, q.tags_any, q.not_tags, q.not_tags_any))
 
 
 def _ip_matcher(q: ListQuery) -> Callable[[list[dict[str, Any]]], bool] | None:
@@ -248,6 +253,21 @@ def get_for_view(conn: sa.Connection, uuid: str) -> dict[str, Any]:
     if row is None:
         raise exc.InstanceNotFound(instance_id=uuid)
     return row
+
+
+def with_tags(conn: sa.Connection, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` with each one's ``tags`` (the views show them from 2.26): one
+    query for all of them."""
+    found = tags.instance_tag_get_by_instance_uuids(conn, [r["uuid"] for r in rows])
+    for row in rows:
+        row["tags"] = found.get(row["uuid"], [])
+    return rows
+
+
+def server_groups_of(conn: sa.Connection, uuid: str) -> list[str]:
+    """The uuids of the server groups the server is in (2.71's ``server_groups``)."""
+    return list(conn.execute(sa.select(instance_group_members.c.group_uuid).where(
+        instance_group_members.c.instance_uuid == uuid)).scalars())
 
 
 def faults(conn: sa.Connection, uuids: list[str]) -> dict[str, dict[str, Any]]:

@@ -91,7 +91,7 @@ def instance_rows(ctx: RequestContext, req: CreateRequest, flavor: dict[str, Any
             "requested_networks": req.requested_networks,
             "access_ip_v4": req.access_ip_v4, "access_ip_v6": req.access_ip_v6,
             "reservation_id": reservation_id, "launch_index": index, "locked": False,
-            "progress": 0, "tags": list(req.tags), "deleted": False, "created_at": now,
+            "progress": 0, "deleted": False, "created_at": now,
         })
     return rows
 

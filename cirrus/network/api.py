@@ -510,6 +510,17 @@ class API:
         return await self.db.read(load)
 
 
+    async def get_instance_security_groups(self, ctx: RequestContext,
+                                           device_id: str) -> list[dict[str, Any]]:
+        """The security groups on the ports of server ``device_id``, each with
+        its ``rules``: a group once for each port that has it, in port order
+        (as Nova's ``get_instance_security_groups``)."""
+        ports = await self.list_ports(ctx, device_id)
+        ids = [g for p in ports for g in p["security_groups"] or []]
+        found = await self.db.read(sg_db.groups_with_rules, sorted(set(ids)))
+        return [found[g] for g in ids if g in found]
+
+
 def _check_fixed_ips(conn: sa.Connection, requested: list[tuple[str, Any]]) -> None:
     """Each (network id, fixed IP) of a server create is an address a subnet
     of the network can give and no port holds, asked once (Nova refuses

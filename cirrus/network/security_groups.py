@@ -131,6 +131,23 @@ def rules_of(conn: sa.Connection, group_ids: list[str]) -> dict[str, list[dict[s
     return out
 
 
+def groups_with_rules(conn: sa.Connection, group_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """The groups of ``group_ids`` that exist, by id, each with its ``rules``;
+    a rule's ``remote_group`` is the name and project of its remote group
+    (None if it has none, or it is gone)."""
+    if not group_ids:
+        return {}
+    groups = fetch_all(conn, sa.select(security_groups).where(security_groups.c.id.in_(group_ids)))
+    rules = rules_of(conn, [g["id"] for g in groups])
+    remote_ids = {r["remote_group_id"] for found in rules.values() for r in found
+                  if r["remote_group_id"]}
+    remotes = {r.id: {"name": r.name, "project_id": r.project_id} for r in conn.execute(
+        sa.select(security_groups.c.id, security_groups.c.name, security_groups.c.project_id)
+        .where(security_groups.c.id.in_(remote_ids)))} if remote_ids else {}
+    return {g["id"]: {**g, "rules": [{**r, "remote_group": remotes.get(r["remote_group_id"])}
+                                     for r in rules[g["id"]]]} for g in groups}
+
+
 def delete_group(conn: sa.Connection, ctx: RequestContext, group_id: str) -> None:
     row = get_group(conn, ctx, group_id)
     for port in conn.execute(sa.select(ports.c.security_groups).where(

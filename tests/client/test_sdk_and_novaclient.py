@@ -89,3 +89,40 @@ def test_restart_keeps_data_and_stops_cleanly(tmp_path: Path, sig: int) -> None:
         assert conn.authorize()
     finally:
         assert stop(proc) == 0
+
+
+def test_the_clients_use_the_server_resources_of_issue_19(running: RunningCloud) -> None:
+    """Rename, tags, addresses, password and security groups as openstacksdk
+    and novaclient call them (their own microversions and parsing)."""
+    from novaclient import client as nova_client
+
+    conn = connect(running)
+    image = conn.image.create_image(name="i19-img", data=b"\0" * 1024, disk_format="raw",
+                                    container_format="bare", allow_duplicates=True)
+    server = conn.compute.create_server(name="i19-vm", image_id=image.id, networks="auto",
+                                        flavor_id=conn.compute.find_flavor("m1.tiny").id)
+    server = conn.compute.wait_for_server(server, status="ACTIVE", wait=60)
+    renamed = conn.compute.update_server(server, name="i19-renamed", description="d")
+    assert (renamed.name, renamed.description) == ("i19-renamed", "d")
+    conn.compute.add_tag_to_server(server, "blue")
+    assert conn.compute.get_server(server.id).tags == ["blue"]
+    assert [s.name for s in conn.compute.servers(tags="blue")] == ["i19-renamed"]
+    conn.compute.remove_tags_from_server(server)
+    assert conn.compute.get_server_password(server) == ""
+    groups = conn.compute.fetch_server_security_groups(server).security_groups
+    assert [g["name"] for g in groups] == ["default"]
+
+    nova = nova_client.Client("2.79", session=conn.session)
+    assert [v.id for v in nova.versions.list()] == ["v2.0", "v2.1"]
+    found = nova.servers.get(server.id)
+    nova.servers.set_tags(found, ["a", "b"])
+    assert sorted(nova.servers.tag_list(found)) == ["a", "b"]
+    nova.servers.delete_tag(found, "a")
+    assert nova.servers.tag_list(found) == ["b"]
+    assert set(nova.servers.ips(found)) == set(found.addresses)
+    nova.servers.clear_password(found)
+    assert [g.name for g in nova.servers.list_security_group(found)] == ["default"]
+    nova.servers.update(found, name="i19-again")
+    assert nova.servers.get(server.id).name == "i19-again"
+    conn.compute.delete_server(server)
+    conn.compute.wait_for_delete(server, wait=60)

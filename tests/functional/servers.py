@@ -84,3 +84,11 @@ async def ports_of(admin: httpx.AsyncClient, server_id: str) -> list[dict[str, A
     resp = await admin.get("/network/v2.0/ports", params={"device_id": server_id})
     assert resp.status_code == 200, resp.text
     return list(resp.json()["ports"])
+
+
+async def active_server(client: httpx.AsyncClient, name: str = "vm", **extra: Any) -> str:
+    """A new server of a new image, once it is ACTIVE: its id."""
+    image = await upload_image(client)
+    server = await create_server(client, server_body(image, name=name, **extra))
+    await wait_for_status(client, server["id"], {"ACTIVE"})
+    return str(server["id"])

@@ -42,7 +42,7 @@ def _instance(conn: sa.Connection, host: str | None = HOST,
         uuid=uuid_, project_id="p", user_id="u", display_name="vm", hostname="vm",
         reservation_id="r-1", image_ref="img", vcpus=1, memory_mb=512, root_gb=1,
         flavor={"name": "m1.tiny"}, vm_state=VmState.BUILDING.value, task_state=task_state,
-        power_state=0, metadata={}, system_metadata={}, tags=[], security_groups=[],
+        power_state=0, metadata={}, system_metadata={}, security_groups=[],
         config_drive=False, locked=False, host=host, node=host,
         created_at=dt.datetime(2026, 1, 1), deleted=False))
     instance_actions.action_start(conn, CTX, uuid_, "create")

@@ -30,7 +30,7 @@ def _add(conn: sa.Connection, **values: Any) -> str:
            "hostname": "vm", "reservation_id": "r-1", "image_ref": "img", "vcpus": 1, "memory_mb": 512, "root_gb": 1,
            "flavor": {"name": "m1.tiny", "extra_specs": {"hw:x": "1"}, "rxtx_factor": 1.0},
            "vm_state": VmState.BUILDING.value, "task_state": TaskState.SCHEDULING.value,
-           "power_state": 0, "metadata": {"k": "v"}, "system_metadata": {}, "tags": ["t"],
+           "power_state": 0, "metadata": {"k": "v"}, "system_metadata": {},
            "security_groups": ["default"], "requested_networks": None, "config_drive": True,
            "locked": False, "created_at": AT, "deleted": False}
     row.update(values)

@@ -74,7 +74,22 @@ COMPUTE: dict[tuple[str, str], tuple[Example, ...]] = {
                             "personality": [{"path": "/etc/motd", "contents": "aGk="}],
                             "adminPass": "secret", "config_drive": True}}),
     ),
+    ("PUT", "/compute/v2.1/servers/{server_id}"): (
+        Example({"server": {"name": "fz-renamed", "accessIPv4": "192.0.2.9"}}),
+        Example({"server": {"description": "d", "accessIPv6": "2001:db8::9",
+                            "OS-DCF:diskConfig": "MANUAL", "hostname": "fz-host"}},
+                headers=v("2.90")),
+    ),
     ("DELETE", "/compute/v2.1/servers/{server_id}"): (NO_BODY,),
+    ("PUT", "/compute/v2.1/servers/{server_id}/tags"): (
+        Example({"tags": ["fz-a", "fz-b", Ref("server_tag")]}, headers=v("2.26")),),
+    ("DELETE", "/compute/v2.1/servers/{server_id}/tags"): (
+        Example(content_type=None, headers=v("2.26")),),
+    ("PUT", "/compute/v2.1/servers/{server_id}/tags/{tag}"): (
+        Example(params={"tag": "fz-tag"}, content_type=None, headers=v("2.26")),),
+    ("DELETE", "/compute/v2.1/servers/{server_id}/tags/{tag}"): (
+        Example(content_type=None, headers=v("2.26")),),
+    ("DELETE", "/compute/v2.1/servers/{server_id}/os-server-password"): (NO_BODY,),
     ("POST", "/compute/v2.1/servers/{server_id}/action"): (
         Example({"os-getConsoleOutput": {"length": 10}}),
         Example({"reboot": {"type": "SOFT"}}),

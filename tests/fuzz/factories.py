@@ -84,6 +84,13 @@ async def _meta_key(w: World) -> str:
     return key
 
 
+async def _server_tag(w: World) -> str:
+    tag = f"fz-stag-{w.next_serial()}"
+    await w.call("member", "PUT", f"/compute/v2.1/servers/{w.seeds['server']}/tags/{tag}",
+                 headers={"OpenStack-API-Version": "compute 2.26"})
+    return tag
+
+
 async def _attached_port(w: World) -> str:
     body = {"interfaceAttachment": {"net_id": w.seeds["network"]}}
     made = await w.call("member", "POST", f"/compute/v2.1/servers/{w.seeds['server']}/os-interface",
@@ -157,7 +164,7 @@ async def _token(w: World) -> str:
 FACTORIES: dict[str, Factory] = {
     "project": _project, "user": _user, "role": _role, "granted_role": _granted_role,
     "server": _server, "flavor": _flavor, "extra_spec": _extra_spec, "keypair": _keypair,
-    "server_group": _server_group, "meta_key": _meta_key, "attached_port": _attached_port,
+    "server_group": _server_group, "meta_key": _meta_key, "server_tag": _server_tag, "attached_port": _attached_port,
     "network": _network, "subnet": _subnet, "port": _port, "security_group": _security_group,
     "security_group_rule": _security_group_rule, "image": _image, "tag": _tag,
     "member": _member, "free_port": _port, "fresh_token": _token, "service": _spare_service,

@@ -44,6 +44,8 @@ COLLECTION_KINDS = {
 # … or by its own name, which wins.
 NAMED_KINDS = {"target": "assignment_target", "tid": "project", "uid": "user",
                "rid": "granted_role"}
+# … or, first of all, by the two collections before it (a server's tag is not an image's).
+NESTED_KINDS = {("servers", "tags"): "server_tag", ("servers", "ips"): "network_label"}
 
 # Who creates a fresh resource of a kind.
 ADMIN_KINDS = {"flavor", "extra_spec", "project", "user", "role", "granted_role", "aggregate"}
@@ -63,10 +65,13 @@ REDOS_NAME = "a" * 26 + "!"
 
 def param_kind(target: Target, param: str) -> str | None:
     """The kind of resource ``param`` of ``target`` names, or None if unknown."""
-    if param in NAMED_KINDS:
-        return NAMED_KINDS[param]
     segments = target.path.split("/")
     index = segments.index("{" + param + "}")
+    nested = NESTED_KINDS.get((segments[index - 3], segments[index - 1])) if index >= 3 else None
+    if nested is not None:
+        return nested
+    if param in NAMED_KINDS:
+        return NAMED_KINDS[param]
     return COLLECTION_KINDS.get(segments[index - 1])
 
 
@@ -142,6 +147,9 @@ class World:
         # Servers are booted in each world: the fake hosts keep their guests in memory.
         s = self.seeds
         s["server"] = await self._server("fz-seed-vm", {"role": "web"})
+        s["server_tag"] = "seed-tag"
+        await self.call("member", "PUT", f"/compute/v2.1/servers/{s['server']}/tags/seed-tag",
+                        headers={"OpenStack-API-Version": "compute 2.26"})
         await self._server(REDOS_NAME, {})
         ports = await self.call("admin", "GET", f"/network/v2.0/ports?device_id={s['server']}")
         s["attached_port"] = ports["ports"][0]["id"]
@@ -229,6 +237,7 @@ class World:
         await self.call("member", "POST", f"/image/v2/images/{s['image']}/members",
                         {"member": s["other_project"]})
         s["meta_key"] = "role"
+        s["network_label"] = "fz-seed-net"
         hypervisors = await self.call("admin", "GET", "/compute/v2.1/os-hypervisors")
         s["hypervisor"] = str(hypervisors["hypervisors"][0]["id"])
         services = await self.call("admin", "GET", "/compute/v2.1/os-services",
@@ -304,5 +313,6 @@ def _snapshot(state_dir: Path, snapshot: Path) -> None:
 
 # Every kind a Ref or a path parameter may name.
 KINDS = sorted(set(FACTORIES) | set(COLLECTION_KINDS.values()) | set(NAMED_KINDS.values())
+               | set(NESTED_KINDS.values())
                | {"boot_image", "demo_project", "other_project", "token", "service",
                   "quota_project", "assignment_target", "domain", "hypervisor", "used_mac"})

@@ -190,3 +190,83 @@ async def test_key_pairs_are_their_users_own(tenants: Tenants) -> None:
                                 headers={"OpenStack-API-Version": "compute 2.10"})
         assert resp.status_code == 403, resp.text
     assert (await tenants.member.get(f"{COMPUTE}/os-keypairs/k")).status_code == 200
+
+
+async def _scoped_to_other(tenants: Tenants, name: str, role: str) -> httpx.AsyncClient:
+    """A new user holding only ``role`` in project B, logged in to B."""
+    admin = tenants.admin
+    roles = (await admin.get("/identity/v3/roles", params={"name": role})).json()["roles"]
+    role_id = roles[0]["id"] if roles else (await admin.post(
+        "/identity/v3/roles", json={"role": {"name": role}})).json()["role"]["id"]
+    user = (await admin.post("/identity/v3/users", json={"user": {
+        "name": name, "password": name, "domain_id": "default"}})).json()["user"]["id"]
+    resp = await admin.put(f"/identity/v3/projects/{tenants.project['other']}/users/{user}"
+                           f"/roles/{role_id}")
+    assert resp.status_code == 204, resp.text
+    return tenants.api.client(await tenants.issue(name, name, "other"))
+
+
+@pytest.mark.parametrize("role", ["reader", "observer"])
+async def test_another_projects_server_is_404_whatever_the_callers_role(
+        tenants: Tenants, victim: Victim, role: str) -> None:
+    """Nova finds the server within the caller's project before it checks the
+    caller's role: a reader (or a holder of a role cirrus does not know) of
+    project B is told project A's server does not exist, not that it may not
+    touch it (issue #19)."""
+    client = await _scoped_to_other(tenants, f"b-{role}", role)
+    async with client:
+        answers = {}
+        for method, path, body in _server_routes(victim):
+            if victim.server not in path:
+                continue  # server groups: Nova reads them unscoped (its 403 is the policy's)
+            resp = await client.request(method, path, json=body)
+            answers[(method, path, str(body))] = resp.status_code
+            assert resp.status_code != 404 or "itemNotFound" in resp.json(), resp.text
+        assert set(answers.values()) == {404}, answers
+        # Its own project's servers: the role decides (403), none is hidden.
+        resp = await client.delete(f"{SERVERS}/{'0' * 8}-0000-4000-8000-{'0' * 12}")
+        assert resp.status_code == 404
+    await _unchanged(tenants, victim)
+
+
+async def test_a_reader_of_the_servers_project_is_refused_not_hidden(
+        tenants: Tenants, victim: Victim) -> None:
+    """The 404 is for what is not the caller's: project A's reader may see
+    the server, and is told 403 when it tries to delete it."""
+    resp = await tenants.reader.delete(f"{SERVERS}/{victim.server}")
+    assert resp.status_code == 403, resp.text
+    assert "forbidden" in resp.json()
+    await _unchanged(tenants, victim)
+
+
+def _routes_of_issue_19(v: Victim) -> list[tuple[str, str, Any]]:
+    """The server routes issue #19 added: method, path, body (at 2.26)."""
+    s = f"{SERVERS}/{v.server}"
+    return [("PUT", s, {"server": {"name": "stolen"}}), ("GET", f"{s}/ips", None),
+            ("GET", f"{s}/ips/private", None), ("GET", f"{s}/tags", None),
+            ("PUT", f"{s}/tags", {"tags": ["stolen"]}), ("DELETE", f"{s}/tags", None),
+            ("GET", f"{s}/tags/t", None), ("PUT", f"{s}/tags/t", None),
+            ("DELETE", f"{s}/tags/t", None), ("GET", f"{s}/os-server-password", None),
+            ("DELETE", f"{s}/os-server-password", None),
+            ("GET", f"{s}/os-security-groups", None)]
+
+
+@pytest.mark.parametrize("persona,expected", [("other", {404}), ("reader", {200, 204, 403}),
+                                              ("norole", {403}), ("unscoped", {403})])
+async def test_the_new_server_routes_by_persona(tenants: Tenants, victim: Victim, persona: str,
+                                                expected: set[int]) -> None:
+    client = getattr(tenants, persona)
+    v226 = {"OpenStack-API-Version": "compute 2.26"}
+    await tenants.member.put(f"{SERVERS}/{victim.server}/tags/t", headers=v226)
+    for method, path, body in _routes_of_issue_19(victim):
+        resp = await client.request(method, path, json=body, headers=v226)
+        if persona == "reader":  # reads, changes nothing
+            assert resp.status_code == (403 if method != "GET" else
+                                        404 if "/ips/" in path else 200 if "/tags/" not in path
+                                        else 204), (method, path, resp.text)
+        else:
+            assert resp.status_code in expected, (method, path, resp.text)
+            assert list(resp.json()) == ["itemNotFound" if persona == "other" else "forbidden"]
+    tags = await tenants.member.get(f"{SERVERS}/{victim.server}/tags", headers=v226)
+    assert tags.json()["tags"] == ["t"]
+    await _unchanged(tenants, victim)

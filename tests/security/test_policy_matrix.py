@@ -141,6 +141,7 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
                 "hypervisor_id": ids["hypervisor"], "project_id": t.project["demo"],
                 "request_id": ids["request"], "port_id": ids["server_port"],
                 "image_id": ids["image"], "tag": "t", "member": t.project["other"],
+                "network_label": "a-net",
                 "target": "projects", "tid": t.project["demo"], "uid": t.user["alice"],
                 "rid": ids["reader_role"], "aggregate_id": ids["aggregate"],
                 "tenant_id": t.project["demo"], "console_token": "no-such-token"}[name]
@@ -157,6 +158,7 @@ def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str,
             "protocol": "serial", "type": "serial"}},
         ("PUT", "/v2.1/servers/{server_id}/metadata"): {"metadata": {"k": "v"}},
         ("PUT", "/v2.1/servers/{server_id}/metadata/{key}"): {"meta": {"k": "v2"}},
+        ("PUT", "/v2.1/servers/{server_id}"): {"server": {"name": "a-vm-renamed"}},
         ("POST", "/v2.1/servers/{server_id}/os-interface"): {"interfaceAttachment": {
             "net_id": ids["network"]}},
         ("POST", "/v2.1/flavors"): {"flavor": {"name": "f2", "ram": 64, "vcpus": 1, "disk": 1}},
@@ -195,6 +197,10 @@ def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str,
         ("POST", "/v3/roles"): {"role": {"name": "r2"}},
         ("PATCH", "/v3/roles/{id}"): {"role": {"name": "reader"}},
     }
+    if prefix == "/compute" and path.startswith("/v2.1/servers/{server_id}/tags"):
+        tagged = {"headers": {"OpenStack-API-Version": "compute 2.26"}}  # tags are 2.26's
+        return {**tagged, "json": {"tags": ["t"]}} if path.endswith("/tags") and method == "PUT" \
+            else tagged
     if (method, path) == ("PATCH", "/v2/images/{image_id}"):
         return {"json": [{"op": "replace", "path": "/name", "value": "x"}],
                 "headers": {"Content-Type": "application/openstack-images-v2.1-json-patch"}}

@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.sqlite import dialect as _sqlite
 
 from cirrus.compute import queries
-from cirrus.compute.models import instance_faults, instance_info_caches, instances
+from cirrus.compute.models import instance_faults, instance_info_caches, instances, tags
 from cirrus.config import Settings
 from cirrus.db import migrate
 from cirrus.db.engine import Database, fetch_all
@@ -86,7 +86,7 @@ def _instance(i: int, **values: Any) -> dict[str, Any]:
                       "root_gb": 1, "extra_specs": {"hw:x": "1"}, "rxtx_factor": 1.0},
            "vm_state": "error" if i == 4 else "active", "power_state": 1, "host": "h1",
            "metadata": {"k": str(i)} if i % 2 else {}, "system_metadata": {"image_kernel_id": "k"},
-           "security_groups": ["default"], "reservation_id": "r-1", "tags": ["t"] if i % 2 else [],
+           "security_groups": ["default"], "reservation_id": "r-1",
            "config_drive": bool(i % 2), "locked": i == 3, "launched_at": now, "created_at": now,
            "deleted": i == 5}
     row.update(values)
@@ -95,6 +95,8 @@ def _instance(i: int, **values: Any) -> dict[str, Any]:
 
 def _populate(conn: sa.Connection) -> None:
     conn.execute(instances.insert(), [_instance(i) for i in range(8)])
+    conn.execute(tags.insert(), [{"resource_id": str(uuid.UUID(int=i + 1)), "tag": "t"}
+                                 for i in range(1, 8, 2)])
     conn.execute(instance_info_caches.insert(), [
         {"instance_uuid": str(uuid.UUID(int=i + 1)), "network_info": [{"id": f"port-{i}"}],
          "created_at": dt.datetime(2026, 1, 1)} for i in range(0, 8, 2)])

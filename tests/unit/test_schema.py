@@ -9,6 +9,7 @@ from alembic.migration import MigrationContext
 
 from cirrus.db import migrate
 from cirrus.db.base import load_all_models, metadata
+from tests.unit.plans import listing_plan
 
 
 def test_migrations_at_head_match_the_models(tmp_path: Path) -> None:
@@ -38,15 +39,8 @@ def test_a_poll_for_changes_reads_a_range_of_an_index(tmp_path: Path) -> None:
     engine = sa.create_engine(url)
     q = queries.ListQuery(project_id="p", status=["ACTIVE"], limit=1000,
                           changes_since=datetime(2026, 11, 23, 15, 0))
-    sent: list[tuple[str, object]] = []
     try:
-        with engine.connect() as conn:
-            sa.event.listen(conn, "before_cursor_execute",
-                            lambda _c, _cur, stmt, params, *_: sent.append((stmt, params)))
-            queries.list_instances(conn, q, columns=queries.BASIC_COLUMNS)
-            stmt, params = sent[0]
-            cursor = conn.connection.driver_connection.cursor()
-            plan = str(cursor.execute("EXPLAIN QUERY PLAN " + stmt, params).fetchall())
+        plan = listing_plan(engine, q)
     finally:
         engine.dispose()
     assert "ix_instances_project_id_changed" in plan, plan

@@ -8,11 +8,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from cirrus import policy
 from cirrus.api.compute.microversion import api_version
 from cirrus.api.wsgi import context, query_int, reply
-from cirrus.compute import instance as inst
-from cirrus.compute.exception import InstanceNotFound
 from cirrus.compute.models import instance_actions, instance_actions_events
 from cirrus.db.base import isotime
 from cirrus.db.engine import fetch_all, fetch_one
@@ -24,12 +21,11 @@ class InstanceActionNotFound(NotFound):
 
 
 async def _instance(request: Request) -> dict[str, Any]:
-    ctx = context(request)
-    uuid = request.path_params["server_id"]
-    row = await request.app.state.db.read(inst.get, uuid, read_deleted=ctx.is_admin)
-    if not policy.check(ctx, "compute:server:get", row):
-        raise InstanceNotFound(instance_id=uuid)
-    return row
+    """The server of the path if the caller may see it; a deleted one too
+    from 2.21 (Nova reads deleted instances for their actions from there)."""
+    return await request.app.state.compute_api.get(
+        context(request), request.path_params["server_id"],
+        read_deleted=api_version(request) >= (2, 21))
 
 
 def _action_view(row: dict[str, Any], version: tuple[int, int]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import re
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from cirrus.exception import CirrusException
+from cirrus.exception import CirrusException, NotFound
 
 MIN_VERSION = (2, 1)
 MAX_VERSION = (2, 90)
@@ -79,6 +79,21 @@ def api_version(request: Request) -> tuple[int, int]:
     if version is None:
         version = parse(request)
         request.state.api_version = version
+    return version
+
+
+class VersionNotFoundForAPIMethod(NotFound):
+    """A resource of a later microversion than the request's: Nova's 404."""
+
+    msg_fmt = "The resource could not be found."
+
+
+def require(request: Request, minimum: tuple[int, int]) -> tuple[int, int]:
+    """The request's version; :class:`VersionNotFoundForAPIMethod` (404) if
+    it is below ``minimum``, where the resource does not exist yet."""
+    version = api_version(request)
+    if version < minimum:
+        raise VersionNotFoundForAPIMethod()
     return version
 
 

@@ -11,6 +11,7 @@ from cirrus import policy
 from cirrus.api.compute.microversion import api_version
 from cirrus.api.compute.parameters import MAX_INT, integer
 from cirrus.api.wsgi import context, json_body, no_content, reply
+from cirrus.compute import exception as exc
 from cirrus.compute import quotas
 from cirrus.compute.scope import require_project
 from cirrus.exception import ValidationError
@@ -18,18 +19,26 @@ from cirrus.exception import ValidationError
 # Quotas cirrus does not enforce but clients expect to see (fixed, generous).
 STATIC = {"metadata_items": 128, "injected_files": 5, "injected_file_content_bytes": 10240,
           "injected_file_path_bytes": 255}
-LEGACY_NETWORK = {"fixed_ips": -1, "floating_ips": 10, "security_groups": 10,
-                  "security_group_rules": 20, "networks": -1}
+# Nova-network's quotas, shown (unlimited: Nova no longer counts them) below 2.36.
+LEGACY_NETWORK = {"fixed_ips": -1, "floating_ips": -1, "security_groups": -1,
+                  "security_group_rules": -1}
+PERSONALITY = ("injected_files", "injected_file_content_bytes", "injected_file_path_bytes")
+
+
+def _quota_keys(version: tuple[int, int]) -> frozenset[str]:
+    """The quotas of a quota set at ``version`` (Nova drops nova-network's at
+    2.36, the personality ones at 2.57)."""
+    keys = set(quotas.ALL_RESOURCES) | set(STATIC)
+    if version < (2, 36):
+        keys |= set(LEGACY_NETWORK)
+    if version >= (2, 57):
+        keys -= set(PERSONALITY)
+    return frozenset(keys)
 
 
 def _quota_set(project_id: str, limits: dict[str, int], version: tuple[int, int]) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": project_id, **STATIC, **limits}
-    if version < (2, 36):
-        out.update(LEGACY_NETWORK)
-    if version >= (2, 57):
-        for key in ("injected_files", "injected_file_content_bytes", "injected_file_path_bytes"):
-            out.pop(key)
-    return out
+    values = {**STATIC, **LEGACY_NETWORK, **limits}
+    return {"id": project_id, **{k: values[k] for k in sorted(_quota_keys(version))}}
 
 
 async def show(request: Request) -> Response:
@@ -74,18 +83,23 @@ async def update(request: Request) -> Response:
     if "force" in values and not isinstance(values["force"], (bool, str)):
         raise ValidationError(field="quota_set/force", reason="must be a boolean")
     values = {k: v for k, v in values.items() if k != "force"}
-    allowed = set(quotas.ALL_RESOURCES) | set(STATIC) | set(LEGACY_NETWORK)
+    version = api_version(request)
+    # "networks" stays in the 2.1 schema, so that clients may send it, and is
+    # refused there (Nova's "removed"); from 2.36 it is unknown like the others.
+    allowed = _quota_keys(version) | ({"networks"} if version < (2, 36) else set())
     for key, value in values.items():
         if key not in allowed:
             raise ValidationError(field=f"quota_set/{str(key)[:64]}", reason="is not a quota")
         # Nova's _common_quota: -1 (unlimited) up to its integer columns' maximum.
         values[key] = integer(value, f"quota_set/{key}", minimum=-1, maximum=MAX_INT)
+    if "networks" in values:
+        raise exc.InvalidRequest(reason="The networks quota has been removed")
     project_id = _project_in_path(request)
     enforced = {k: v for k, v in values.items() if k in quotas.ALL_RESOURCES}
     await request.app.state.db.run(quotas.set_limits, project_id, enforced)
     settings = request.app.state.settings
     limits = await request.app.state.db.read(quotas.limits, settings, project_id)
-    body = _quota_set(project_id, limits, api_version(request))
+    body = _quota_set(project_id, limits, version)
     body.pop("id")
     return reply({"quota_set": body})
 

@@ -1,12 +1,14 @@
 """Compute v2.1 HTTP API: one route table built from each resource's module."""
 from __future__ import annotations
 
+from starlette.requests import Request
 from starlette.routing import BaseRoute
 
 from cirrus.api.compute import (aggregates, availability_zones, external_events, flavor_access,
-                                flavors, hypervisors, instance_actions, interfaces, keypairs,
-                                quota_sets, remote_consoles, server_actions, server_groups,
-                                server_metadata, servers, services, simple_tenant_usage, versions)
+                                flavors, hypervisors, instance_actions, interfaces, ips, keypairs,
+                                quota_sets, remote_consoles, security_groups, server_actions,
+                                server_groups, server_metadata, server_password, server_tags,
+                                servers, services, simple_tenant_usage, versions)
 
 # Starlette tries routes in order, ~1.5 µs each: the servers' come first, as
 # the most requested (no other pattern matches their paths, so order is free).
@@ -29,4 +31,17 @@ ROUTES: list[BaseRoute] = [
     *remote_consoles.ROUTES,
     *aggregates.ROUTES,
     *simple_tenant_usage.ROUTES,
+    *ips.ROUTES,
+    *server_tags.ROUTES,
+    *server_password.ROUTES,
+    *security_groups.ROUTES,
 ]
+
+
+async def locate(request: Request) -> None:
+    """Before a route rule's 403 on a server's path: 404 if the server is not
+    the caller's project's (Nova finds it, or not, before checking roles)."""
+    uuid = request.path_params.get("server_id")
+    ctx = getattr(request.state, "context", None)
+    if uuid is not None and ctx is not None and ctx.project_id:
+        await request.app.state.compute_api.lookup(ctx, uuid)

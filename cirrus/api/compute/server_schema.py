@@ -111,7 +111,7 @@ def _networks(value: Any, version: Version) -> list[dict[str, Any]]:
         if "tag" in item:
             if version < (2, 32) or (2, 32) < version < (2, 42):
                 raise bad(field, "tag is not allowed before microversion 2.42")
-            _tag(item["tag"], f"{field}/tag")
+            tag(item["tag"], f"{field}/tag")
         net = _uuid(item["uuid"], f"{field}/uuid") if item.get("uuid") else None
         port = _uuid(item["port"], f"{field}/port") if item.get("port") else None
         fixed = item.get("fixed_ip")
@@ -244,7 +244,7 @@ def parse_create(body: Any, version: Version) -> tuple[CreateRequest, bool]:
         scheduler_hints=_hints(body),
         access_ip_v4=_ip(server.get("accessIPv4"), "accessIPv4", 4),
         access_ip_v6=_ip(server.get("accessIPv6"), "accessIPv6", 6),
-        tags=_tags(server.get("tags", [])),
+        tags=tags(server.get("tags", [])),
         hostname=_pattern(server["hostname"], "hostname", HOSTNAME, 2, 63)
         if "hostname" in server else None,
         requested_host=_pattern(server["host"], "host", FQDN, 1, 255)
@@ -311,16 +311,51 @@ def _address(value: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
     return ipaddress.ip_address(value)
 
 
-def _tags(value: Any) -> list[str]:
+def tags(value: Any, field: str = "tags") -> list[str]:
+    """Nova's list of at most 50 tags (``tags`` at boot, ``PUT /tags``)."""
     if not isinstance(value, list) or len(value) > MAX_TAGS:
-        raise bad("tags", f"must be a list of at most {MAX_TAGS} tags")
-    for tag in value:
-        _tag(tag, "tags")
-    return list(value)
+        raise bad(field, f"must be a list of at most {MAX_TAGS} tags")
+    return [tag(item, f"{field}/{i}") for i, item in enumerate(value)]
 
 
-def _tag(value: Any, field: str) -> str:
-    tag = _str(value, field, min_len=1, max_len=MAX_TAG_LENGTH)
-    if "," in tag or "/" in tag:
-        raise bad(field, f"{tag!r}: tags may not contain ',' or '/'")
-    return tag
+def tag(value: Any, field: str) -> str:
+    """Nova's ``parameter_types.tag``: 1–60 characters, no ',' or '/'."""
+    checked = _str(value, field, min_len=1, max_len=MAX_TAG_LENGTH)
+    if "," in checked or "/" in checked:
+        raise bad(field, f"{checked!r}: tags may not contain ',' or '/'")
+    return checked
+
+
+def parse_update(body: Any, version: Version) -> dict[str, Any]:
+    """``PUT /servers/{id}`` body (Nova's ``update`` … ``update_v290``) →
+    the instance columns to change."""
+    if not isinstance(body, dict) or not isinstance(body.get("server"), dict):
+        raise bad("server", "'server' is a required property and must be an object")
+    if set(body) != {"server"}:
+        raise bad("body", "Additional properties are not allowed")
+    server = body["server"]
+    allowed = {"name", "OS-DCF:diskConfig", "accessIPv4", "accessIPv6"}
+    allowed |= {"description"} if version >= (2, 19) else set()
+    allowed |= {"hostname"} if version >= (2, 90) else set()
+    unknown = server.keys() - allowed
+    if unknown:
+        raise bad("server", f"Additional properties are not allowed "
+                            f"({', '.join(sorted(map(str, unknown)))[:200]} were unexpected)")
+    _check_unused_keys(server)
+    updates: dict[str, Any] = {}
+    if "name" in server:
+        name = _str(server["name"], "name", min_len=1)
+        if name != name.strip():  # Nova's 'name' format: no surrounding whitespace
+            raise bad("name", "printable characters. Can not start or end with whitespace.")
+        updates["display_name"] = name
+    if "description" in server:  # None removes it
+        description = server["description"]
+        updates["display_description"] = None if description is None else \
+            _str(description, "description")
+    for key, column, ip_version in (("accessIPv4", "access_ip_v4", 4),
+                                    ("accessIPv6", "access_ip_v6", 6)):
+        if key in server:
+            updates[column] = _ip(_str(server[key], key, max_len=45), key, ip_version)
+    if "hostname" in server:
+        updates["hostname"] = _pattern(server["hostname"], "hostname", HOSTNAME, 2, 63)
+    return updates

@@ -1,6 +1,7 @@
 """``/servers``: create, list, show, delete (thin handlers)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -11,7 +12,7 @@ from starlette.routing import Route
 from cirrus import policy
 from cirrus.api.compute import views
 from cirrus.api.compute.microversion import api_version
-from cirrus.api.compute.server_schema import parse_create
+from cirrus.api.compute.server_schema import parse_create, parse_update
 from cirrus.api.wsgi import context, fast_reply, json_body, no_content, query_int, reply
 from cirrus.compute import queries
 from cirrus.compute.exception import InstanceNotFound
@@ -20,6 +21,8 @@ from cirrus.db.rows import read_here
 from cirrus.exception import ValidationError
 
 MAX_LIMIT = 1000
+TAGS_SHOWN = (2, 26)  # the server view carries its tags from here
+GROUPS_SHOWN = (2, 71)  # and one server's view its server groups
 
 
 def _base(request: Request) -> str:
@@ -75,15 +78,22 @@ def _list_query(request: Request, ctx: Any) -> queries.ListQuery:
     host = params.get("host")
     if host and not ctx.is_admin:
         host = None  # Nova ignores admin-only filters for others
-    # ip6: for everyone from 2.5, for admins always (Nova's search options).
-    ip6 = params.get("ip6") if ctx.is_admin or api_version(request) >= (2, 5) else None
+    # ip6: for everyone from 2.5, the tag filters from 2.26, for admins always
+    # (Nova's search options).
+    version = api_version(request)
+    ip6 = params.get("ip6") if ctx.is_admin or version >= (2, 5) else None
+    tagged = ctx.is_admin or version >= (2, 26)
+
+    def tag_filter(name: str) -> list[str]:
+        return [t for t in params.get(name, "").split(",") if t] if tagged else []
     return queries.ListQuery(
         project_id=(project or None) if see_all else own_project,
         all_projects=see_all and not project,
         name=params.get("name"), status=params.getlist("status"), image=params.get("image"),
         flavor=params.get("flavor"), host=host, changes_since=changes_since,
         deleted=ctx.is_admin and params.get("deleted", "").lower() in ("true", "1"),
-        ip=params.get("ip"), ip6=ip6, tags=[t for t in params.get("tags", "").split(",") if t],
+        ip=params.get("ip"), ip6=ip6, tags=tag_filter("tags"), tags_any=tag_filter("tags-any"),
+        not_tags=tag_filter("not-tags"), not_tags_any=tag_filter("not-tags-any"),
         reservation_id=params.get("reservation_id"),
         limit=min(limit if limit is not None else MAX_LIMIT, MAX_LIMIT),
         marker=params.get("marker"), sort=sort)
@@ -115,11 +125,15 @@ async def detail(request: Request) -> Response:
     ctx = context(request)
     q = _list_query(request, ctx)
 
+    version = api_version(request)
+
     def load(conn: Any) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
         rows = queries.list_instances(conn, q, network_info=True)
+        if version >= TAGS_SHOWN:
+            queries.with_tags(conn, rows)
         return rows, queries.latest_faults(conn, rows)
     rows, faults = await request.app.state.db.read(load)
-    view = views.DetailView(_base(request), api_version(request), is_admin=ctx.is_admin)
+    view = views.DetailView(_base(request), version, is_admin=ctx.is_admin)
     body: dict[str, Any] = {"servers": [view(r, r["network_info"], faults.get(r["uuid"]))
                                         for r in rows]}
     links = _next_link(request, rows, q, "servers/detail")
@@ -128,21 +142,53 @@ async def detail(request: Request) -> Response:
     return views.reply_stored(body)
 
 
+@dataclass
+class _OneServer:
+    """What the view of one server needs, read in one transaction."""
+
+    row: dict[str, Any]
+    fault: dict[str, Any] | None
+    server_groups: list[str]
+
+
+def _load_one(conn: Any, uuid: str, version: tuple[int, int]) -> _OneServer:
+    row = queries.get_for_view(conn, uuid)
+    if version >= TAGS_SHOWN:
+        queries.with_tags(conn, [row])
+    groups = queries.server_groups_of(conn, uuid) if version >= GROUPS_SHOWN else []
+    return _OneServer(row, queries.latest_fault(conn, row), groups)
+
+
+def _one_view(request: Request, ctx: Any, one: _OneServer) -> dict[str, Any]:
+    view = views.DetailView(_base(request), api_version(request), is_admin=ctx.is_admin)
+    return view(one.row, one.row["network_info"], one.fault)
+
+
 async def show(request: Request) -> Response:
     ctx = context(request)
     uuid = request.path_params["server_id"]
-
-    def load(conn: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
-        row = queries.get_for_view(conn, uuid)
-        return row, queries.latest_fault(conn, row)
-    # One read for the server, its info cache and its fault (was three), on
-    # SQLite in the loop's own thread (cheaper than the hop to a DB thread).
-    row, fault = await read_here(request.app.state.db, load)
+    version = api_version(request)
+    # One read for the server, its info cache, tags and fault, on SQLite in
+    # the loop's own thread (cheaper than the hop to a DB thread).
+    one = await read_here(request.app.state.db, _load_one, uuid, version)
     # ComputeAPI.get's rule: a server the caller may not see does not exist.
-    if not policy.check(ctx, "compute:server:get", row):
+    if not policy.check(ctx, "compute:server:get", one.row):
         raise InstanceNotFound(instance_id=uuid)
-    view = views.DetailView(_base(request), api_version(request), is_admin=ctx.is_admin)
-    return views.reply_stored({"server": view(row, row["network_info"], fault)})
+    server = _one_view(request, ctx, one)
+    if version >= GROUPS_SHOWN:
+        server["server_groups"] = one.server_groups
+    return views.reply_stored({"server": server})
+
+
+async def update(request: Request) -> Response:
+    ctx = context(request)
+    uuid = request.path_params["server_id"]
+    version = api_version(request)
+    updates = parse_update(await json_body(request), version)
+    await request.app.state.compute_api.update_instance(ctx, uuid, updates)
+    one = await request.app.state.db.read(_load_one, uuid, version)
+    server = views.update_view(_one_view(request, ctx, one), version, one.server_groups)
+    return views.reply_stored({"server": server})
 
 
 async def delete(request: Request) -> Response:
@@ -155,5 +201,6 @@ ROUTES = [
     Route("/v2.1/servers", index, methods=["GET"]),
     Route("/v2.1/servers/detail", detail, methods=["GET"]),
     Route("/v2.1/servers/{server_id}", show, methods=["GET"]),
+    Route("/v2.1/servers/{server_id}", update, methods=["PUT"]),
     Route("/v2.1/servers/{server_id}", delete, methods=["DELETE"]),
 ]

@@ -47,6 +47,13 @@ def addresses(network_info: list[dict[str, Any]]) -> dict[str, list[dict[str, An
     return out
 
 
+def basic_addresses(by_label: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    """:func:`addresses` without each address's type and MAC (Nova's view
+    without ``extend_address``: ``/ips``, and PUT below 2.75)."""
+    return {label: [{"version": a["version"], "addr": a["addr"]} for a in found]
+            for label, found in by_label.items()}
+
+
 def iso_of(stored: Any) -> str | None:
     """:func:`isotime` of a timestamp column as read: a datetime, None, or on
     SQLite the text SQLAlchemy stores (``2026-01-02 03:04:05.678901``), cut
@@ -206,8 +213,10 @@ class DetailView:
             server["host_status"] = "UP" if self.is_admin else ""
         if version >= (2, 19):
             server["description"] = row["display_description"]
-        if version >= (2, 26):
-            server["tags"] = row["tags"] or []
+        if version >= (2, 26):  # loaded by the caller (cirrus/compute/tags.py)
+            server["tags"] = row.get("tags") or []
+        if version >= (2, 63):
+            server["trusted_image_certificates"] = None  # cirrus verifies no certificates
         if version >= (2, 73):
             server["locked_reason"] = None
         if version >= (2, 96):
@@ -219,6 +228,28 @@ def detail(base: str, row: dict[str, Any], version: Version, *, is_admin: bool,
            network_info: list[dict[str, Any]], fault: dict[str, Any] | None) -> dict[str, Any]:
     """The full server body of GET /servers/{id} and /servers/detail."""
     return DetailView(base, version, is_admin=is_admin)(row, network_info, fault)
+
+
+# What PUT /servers/{id} shows of a server below 2.75 (Nova's view with the
+# extended attributes, zone, key, usage, groups, states and volumes off).
+UPDATE_KEYS = frozenset({
+    "id", "name", "status", "tenant_id", "user_id", "metadata", "hostId", "image", "flavor",
+    "created", "updated", "addresses", "accessIPv4", "accessIPv6", "links", "OS-DCF:diskConfig",
+    "fault", "progress", "locked", "locked_reason", "description", "tags",
+    "trusted_image_certificates"})
+
+
+def update_view(server: dict[str, Any], version: Version,
+                server_groups: list[str]) -> dict[str, Any]:
+    """The body of PUT /servers/{id} from the server's detail body: every
+    attribute from 2.75, before that the basic ones and addresses without
+    their type and MAC; the server's groups from 2.71."""
+    if version < (2, 75):
+        server = {k: v for k, v in server.items() if k in UPDATE_KEYS}
+        server["addresses"] = basic_addresses(server["addresses"])
+    if version >= (2, 71):
+        server["server_groups"] = server_groups
+    return server
 
 
 def scrub(value: Any) -> Any:
