@@ -12,8 +12,8 @@ from starlette.routing import Route
 
 from cirrus import policy
 from cirrus.api.compute.microversion import api_version
-from cirrus.api.compute.parameters import MAX_INT, encodable, integer, text
-from cirrus.api.wsgi import context, json_body, no_content, query_int, reply
+from cirrus.api.compute.parameters import MAX_INT, boolean, encodable, integer, text
+from cirrus.api.wsgi import context, json_body, query_int, reply
 from cirrus.compute import flavors as flavor_db
 from cirrus.compute.exception import FlavorExtraSpecNotFound, FlavorMissing
 from cirrus.exception import ValidationError
@@ -47,15 +47,31 @@ def view(base: str, f: dict[str, Any], version: Version, detail: bool = True) ->
     return out
 
 
+# oslo's strict bool_from_string, which Nova's is_public filter uses.
+_FILTER_TRUE = frozenset(("1", "t", "true", "on", "y", "yes"))
+_FILTER_FALSE = frozenset(("0", "f", "false", "off", "n", "no"))
+
+
+def is_public_filter(value: str | None) -> bool | None:
+    """An admin's ``?is_public=``: absent is public only, ``none`` is every
+    flavor, else a boolean spelling (400 for anything else), as Nova."""
+    if value is None:
+        return True
+    lowered = value.strip().lower()
+    if lowered == "none":
+        return None
+    if lowered in _FILTER_TRUE | _FILTER_FALSE:
+        return lowered in _FILTER_TRUE
+    raise ValidationError(field="is_public", reason=f"Invalid is_public filter [{value[:60]}]")
+
+
 async def _list(request: Request, detail: bool) -> Response:
     ctx = context(request)
     params = request.query_params
     rows = await request.app.state.db.read(flavor_db.list_flavors)
-    is_public = params.get("is_public", "true").lower()
-    if is_public in ("true", "1", "t", "yes") or not ctx.is_admin:
-        rows = [r for r in rows if r["is_public"]]
-    elif is_public in ("false", "0", "f", "no"):
-        rows = [r for r in rows if not r["is_public"]]
+    is_public = is_public_filter(params.get("is_public")) if ctx.is_admin else True
+    if is_public is not None:
+        rows = [r for r in rows if r["is_public"] == is_public]
     for key, column in (("minRam", "memory_mb"), ("minDisk", "root_gb")):
         minimum = query_int(request, key, None)
         if minimum is not None:
@@ -156,9 +172,7 @@ async def create(request: Request) -> Response:
     elif not isinstance(flavorid, (str, int)) or isinstance(flavorid, bool) or \
             not re.match(r"^(?! )[\w.-]{1,255}(?<! )$", str(flavorid)):
         raise ValidationError(field="id", reason=f"{flavorid!r} is not a valid flavor id")
-    is_public = data.get("os-flavor-access:is_public", True)
-    if not isinstance(is_public, bool):
-        raise ValidationError(field="os-flavor-access:is_public", reason="must be a boolean")
+    is_public = boolean(data.get("os-flavor-access:is_public", True), "os-flavor-access:is_public")
     rxtx = _rxtx_factor(data.get("rxtx_factor", 1.0))
     if "description" in data and api_version(request) < (2, 55):
         raise ValidationError(field="description", reason="is not allowed before 2.55")
@@ -255,7 +269,7 @@ async def delete_spec(request: Request) -> Response:
         raise FlavorExtraSpecNotFound(flavor_id=row["flavorid"], key=key)
     specs.pop(key)
     await request.app.state.db.run(flavor_db.update_flavor, row["flavorid"], {"extra_specs": specs})
-    return no_content()
+    return Response(status_code=200)  # Nova's: 200 with no body, not 204
 
 
 async def flavor_access(request: Request) -> Response:

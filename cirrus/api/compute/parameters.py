@@ -52,6 +52,20 @@ def integer(value: Any, field: str, *, minimum: int, maximum: int = MAX_INT) -> 
     return value
 
 
+# Nova's parameter_types.boolean: the booleans and exactly these spellings.
+TRUE_TEXT = frozenset(("True", "TRUE", "true", "1", "ON", "On", "on", "YES", "Yes", "yes"))
+FALSE_TEXT = frozenset(("False", "FALSE", "false", "0", "OFF", "Off", "off", "NO", "No", "no"))
+
+
+def boolean(value: Any, field: str) -> bool:
+    """A boolean, or one of Nova's spellings of one (``"True"``, ``"on"``, ``"0"``…)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value in TRUE_TEXT | FALSE_TEXT:
+        return value in TRUE_TEXT
+    raise bad(field, f"{_short(value)} is not of type 'boolean'")
+
+
 def metadata(value: Any, field: str = "metadata", *, max_items: int | None = None
              ) -> dict[str, str]:
     """Nova's metadata object: keys of 1–255 of ``[a-zA-Z0-9-_:. ]``, values
