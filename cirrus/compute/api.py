@@ -523,6 +523,10 @@ class API:
             raise exc.InstanceNotReady(instance_id=uuid)
         return await self.compute_rpcapi.get_console_output(ctx, row["host"], uuid, tail_length)
 
+    async def get_host_uptime(self, ctx: RequestContext, host: str) -> str:
+        """Compute host ``host``'s ``uptime`` line (asked of the host itself)."""
+        return await self.compute_rpcapi.get_host_uptime(ctx, host)
+
     # -- external events (network-vif-plugged) -------------------------------------
     async def external_instance_event(self, ctx: RequestContext,
                                       events: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -32,7 +32,7 @@ class ComputeManager:
     RPC_API = frozenset({"build_and_run_instance", "terminate_instance",
                          "external_instance_event", "start_instance", "stop_instance",
                          "reboot_instance", "get_console_output", "attach_interface",
-                         "detach_interface"})
+                         "detach_interface", "get_host_uptime"})
 
     def __init__(self, settings: Settings, db: Database, transport: Transport, host: str,
                  driver: ComputeDriver) -> None:
@@ -107,6 +107,10 @@ class ComputeManager:
     async def get_console_output(self, ctx: RequestContext, instance_uuid: str,
                                  tail_length: int | None = None) -> str:
         return await self.power.get_console_output(ctx, instance_uuid, tail_length)
+
+    async def get_host_uptime(self, ctx: RequestContext) -> str:
+        """This host's ``uptime`` line, from the driver."""
+        return await self.driver.get_host_uptime()
 
     async def attach_interface(self, ctx: RequestContext, instance_uuid: str,
                                request: dict[str, Any]) -> str:

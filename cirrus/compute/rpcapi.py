@@ -49,6 +49,9 @@ class ComputeAPI:
         return await self.client.prepare(server=host, timeout=30).call(
             ctx, "get_console_output", instance_uuid=instance_uuid, tail_length=tail_length)
 
+    async def get_host_uptime(self, ctx: RequestContext, host: str) -> str:
+        return await self.client.prepare(server=host, timeout=30).call(ctx, "get_host_uptime")
+
     async def attach_interface(self, ctx: RequestContext, host: str, instance_uuid: str,
                                request: dict[str, Any]) -> str:
         return await self.client.prepare(server=host, timeout=120).call(

@@ -71,6 +71,9 @@ ROUTES: dict[tuple[str, str], Rule] = {
     ("GET", "/v2.1/os-hypervisors/detail"): _r("os-hypervisors:list-detail", A),
     ("GET", "/v2.1/os-hypervisors/statistics"): _r("os-hypervisors:statistics", A),
     ("GET", "/v2.1/os-hypervisors/{hypervisor_id}"): _r("os-hypervisors:show", A),
+    ("GET", "/v2.1/os-hypervisors/{hypervisor_id}/uptime"): _r("os-hypervisors:uptime", A),
+    ("GET", "/v2.1/os-hypervisors/{pattern}/search"): _r("os-hypervisors:search", A),
+    ("GET", "/v2.1/os-hypervisors/{pattern}/servers"): _r("os-hypervisors:servers", A),
     ("POST", "/v2.1/os-server-external-events"): _r("os-server-external-events:create", A),
     # quotas: a project reads its own, admins set them
     ("GET", Q): _r("os-quota-sets:show", R),

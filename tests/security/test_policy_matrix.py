@@ -121,7 +121,7 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
         nonlocal private
         name = match.group(1).split(":")[0]
         collection = path.split("/")[2] if prefix in ("/network", "/identity") else ""
-        shared = {"flavor_id", "service_id", "hypervisor_id", "target", "rid"}
+        shared = {"flavor_id", "service_id", "hypervisor_id", "pattern", "target", "rid"}
         if name == "id" and collection in ("roles", "domains"):
             shared.add("id")
         if path.startswith("/v2.1/flavors/"):
@@ -135,7 +135,7 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
                 collection) or ids[by_collection[collection]]
         return {"server_id": ids["server"], "flavor_id": ids["flavor"], "key": "k",
                 "name": "a-key", "group_id": ids["group"], "service_id": ids["service"],
-                "hypervisor_id": ids["hypervisor"], "project_id": t.project["demo"],
+                "hypervisor_id": ids["hypervisor"], "pattern": "compute", "project_id": t.project["demo"],
                 "request_id": ids["request"], "port_id": ids["server_port"],
                 "image_id": ids["image"], "tag": "t", "member": t.project["other"],
                 "target": "projects", "tid": t.project["demo"], "uid": t.user["alice"],

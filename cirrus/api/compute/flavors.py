@@ -12,7 +12,8 @@ from starlette.routing import Route
 
 from cirrus import policy
 from cirrus.api.compute.microversion import api_version
-from cirrus.api.compute.parameters import MAX_INT, boolean, encodable, integer, text
+from cirrus.api.compute.parameters import (MAX_INT, boolean, encodable, integer,
+                                           query_boolean, text)
 from cirrus.api.wsgi import context, json_body, query_int, reply
 from cirrus.compute import flavors as flavor_db
 from cirrus.compute.exception import FlavorExtraSpecNotFound, FlavorMissing
@@ -47,22 +48,14 @@ def view(base: str, f: dict[str, Any], version: Version, detail: bool = True) ->
     return out
 
 
-# oslo's strict bool_from_string, which Nova's is_public filter uses.
-_FILTER_TRUE = frozenset(("1", "t", "true", "on", "y", "yes"))
-_FILTER_FALSE = frozenset(("0", "f", "false", "off", "n", "no"))
-
-
 def is_public_filter(value: str | None) -> bool | None:
     """An admin's ``?is_public=``: absent is public only, ``none`` is every
-    flavor, else a boolean spelling (400 for anything else), as Nova."""
+    flavor, else a boolean (400 for anything else), as Nova."""
     if value is None:
         return True
-    lowered = value.strip().lower()
-    if lowered == "none":
+    if value.strip().lower() == "none":
         return None
-    if lowered in _FILTER_TRUE | _FILTER_FALSE:
-        return lowered in _FILTER_TRUE
-    raise ValidationError(field="is_public", reason=f"Invalid is_public filter [{value[:60]}]")
+    return query_boolean(value, "is_public")
 
 
 async def _list(request: Request, detail: bool) -> Response:

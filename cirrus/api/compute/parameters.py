@@ -66,6 +66,19 @@ def boolean(value: Any, field: str) -> bool:
     raise bad(field, f"{_short(value)} is not of type 'boolean'")
 
 
+# oslo's strict bool_from_string, which Nova's boolean query parameters use.
+QUERY_TRUE = frozenset(("1", "t", "true", "on", "y", "yes"))
+QUERY_FALSE = frozenset(("0", "f", "false", "off", "n", "no"))
+
+
+def query_boolean(value: str, field: str) -> bool:
+    """A boolean query parameter (any case; 400 for anything else)."""
+    lowered = value.strip().lower()
+    if lowered not in QUERY_TRUE | QUERY_FALSE:
+        raise bad(field, f"{_short(value)} is not a boolean")
+    return lowered in QUERY_TRUE
+
+
 def metadata(value: Any, field: str = "metadata", *, max_items: int | None = None
              ) -> dict[str, str]:
     """Nova's metadata object: keys of 1–255 of ``[a-zA-Z0-9-_:. ]``, values
