@@ -24,9 +24,12 @@ class InstanceActionNotFound(NotFound):
 
 
 async def _instance(request: Request) -> dict[str, Any]:
+    """The server, deleted ones too from 2.21 (Nova's read_deleted='yes'), for
+    whoever may see it."""
     ctx = context(request)
     uuid = request.path_params["server_id"]
-    row = await request.app.state.db.read(inst.get, uuid, read_deleted=ctx.is_admin)
+    row = await request.app.state.db.read(inst.get, uuid,
+                                          read_deleted=api_version(request) >= (2, 21))
     if not policy.check(ctx, "compute:server:get", row):
         raise InstanceNotFound(instance_id=uuid)
     return row
