@@ -63,6 +63,17 @@ ROUTES: dict[tuple[str, str], Rule] = {
     ("POST", "/v2.1/os-server-groups"): _r("os-server-groups:create", M),
     ("GET", "/v2.1/os-server-groups/{group_id}"): _r("os-server-groups:show", R),
     ("DELETE", "/v2.1/os-server-groups/{group_id}"): _r("os-server-groups:delete", M),
+    # the image service through compute (the image API applies its own rules)
+    ("GET", "/v2.1/images"): _r("images:index", R),
+    ("GET", "/v2.1/images/detail"): _r("images:detail", R),
+    ("GET", "/v2.1/images/{image_id}"): _r("images:show", R),
+    ("DELETE", "/v2.1/images/{image_id}"): _r("images:delete", M),
+    ("GET", "/v2.1/images/{image_id}/metadata"): _r("image-metadata:index", R),
+    ("POST", "/v2.1/images/{image_id}/metadata"): _r("image-metadata:create", M),
+    ("PUT", "/v2.1/images/{image_id}/metadata"): _r("image-metadata:update_all", M),
+    ("GET", "/v2.1/images/{image_id}/metadata/{key}"): _r("image-metadata:show", R),
+    ("PUT", "/v2.1/images/{image_id}/metadata/{key}"): _r("image-metadata:update", M),
+    ("DELETE", "/v2.1/images/{image_id}/metadata/{key}"): _r("image-metadata:delete", M),
     # the cloud's own machinery
     ("GET", "/v2.1/os-services"): _r("os-services:list", A),
     ("PUT", "/v2.1/os-services/{service_id}"): _r("os-services:update", A),

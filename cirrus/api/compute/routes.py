@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute
 
-from cirrus.api.compute import (availability_zones, external_events, flavors, hypervisors, instance_actions,
-                                interfaces, keypairs, quota_sets, server_actions,
+from cirrus.api.compute import (availability_zones, external_events, flavors, hypervisors, images,
+                                instance_actions, interfaces, keypairs, quota_sets, server_actions,
                                 server_groups, server_metadata, servers, services, versions)
 
 # Starlette tries routes in order, ~1.5 µs each: the servers' come first, as
@@ -24,4 +24,5 @@ ROUTES: list[BaseRoute] = [
     *instance_actions.ROUTES,
     *interfaces.ROUTES,
     *external_events.ROUTES,
+    *images.ROUTES,
 ]
