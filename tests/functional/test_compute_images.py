@@ -51,6 +51,9 @@ async def test_filters_and_paging(demo: httpx.AsyncClient) -> None:
     assert (await demo.get(IMAGES, params={"status": "SAVING"})).json()["images"] == []
     page = (await demo.get(IMAGES, params={"limit": 2})).json()
     assert len(page["images"]) == 2 and page["images_links"][0]["rel"] == "next"
+    assert page["images_links"][0]["href"] == (
+        f"http://127.0.0.1:8774{IMAGES}?limit=2&marker={page['images'][-1]['id']}")
+    assert "images_links" not in (await demo.get(IMAGES, params={"limit": 0})).json()
     rest = (await demo.get(IMAGES, params={"marker": page["images"][-1]["id"]})).json()["images"]
     assert len(rest) == 1
     future = (await demo.get(IMAGES, params={"changes-since": "2999-01-01T00:00:00Z"})).json()

@@ -74,3 +74,14 @@ async def test_extra_spec_delete_is_200_with_no_body(admin: httpx.AsyncClient) -
     assert deleted.status_code == 200 and deleted.content == b""
     assert (await admin.get(f"{specs}/hw:a")).status_code == 404
     assert (await admin.delete(f"{specs}/hw:a")).status_code == 404
+
+
+async def test_paging_links(demo: httpx.AsyncClient) -> None:
+    page = (await demo.get(f"{FLAVORS}/detail", params={"limit": 2})).json()
+    assert [f["id"] for f in page["flavors"]] == ["1", "2"]
+    assert page["flavors_links"] == [{"rel": "next", "href": (
+        f"http://127.0.0.1:8774{FLAVORS}/detail?limit=2&marker=2")}]
+    rest = (await demo.get(FLAVORS, params={"marker": "2"})).json()
+    assert [f["id"] for f in rest["flavors"]] == ["3", "4", "5"] and "flavors_links" not in rest
+    assert (await demo.get(FLAVORS, params={"limit": 0})).json() == {"flavors": []}
+    assert (await demo.get(FLAVORS, params={"marker": "nope"})).status_code == 400

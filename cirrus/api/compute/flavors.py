@@ -12,6 +12,7 @@ from starlette.routing import Route
 
 from cirrus import policy
 from cirrus.api.compute.microversion import api_version
+from cirrus.api.compute.paging import next_link, paginate
 from cirrus.api.compute.parameters import (MAX_INT, boolean, encodable, integer,
                                            query_boolean, text)
 from cirrus.api.wsgi import context, json_body, query_int, reply
@@ -79,20 +80,10 @@ async def _list(request: Request, detail: bool) -> Response:
     if sort_dir not in ("asc", "desc"):
         raise ValidationError(field="sort_dir", reason="must be asc or desc")
     rows.sort(key=lambda r: (r[sort_key] is None, r[sort_key]), reverse=sort_dir == "desc")
-    marker = params.get("marker")
-    if marker is not None:
-        ids = [r["flavorid"] for r in rows]
-        if marker not in ids:
-            raise ValidationError(field="marker", reason=f"marker [{marker}] not found")
-        rows = rows[ids.index(marker) + 1:]
-    limit = query_int(request, "limit", None)
+    rows, next_marker = paginate(request, rows, "flavorid")
     body: dict[str, Any] = {}
-    if limit is not None and len(rows) > limit:
-        rows = rows[:limit]
-        if not rows:  # limit=0: an empty page, with nothing to continue after
-            return reply({"flavors": []})
-        next_href = f"{_base(request)}/compute/v2.1/flavors{'/detail' if detail else ''}?limit={limit}&marker={rows[-1]['flavorid']}"
-        body["flavors_links"] = [{"rel": "next", "href": next_href}]
+    if next_marker is not None:
+        body["flavors_links"] = next_link(request, next_marker)
     version = api_version(request)
     body["flavors"] = [view(_base(request), r, version, detail) for r in rows]
     return reply(body)

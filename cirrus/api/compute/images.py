@@ -12,6 +12,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from cirrus.api.compute.microversion import api_version
+from cirrus.api.compute.paging import next_link, paginate
 from cirrus.api.compute.parameters import metadata as metadata_param
 from cirrus.api.wsgi import context, json_body, query_int, reply
 from cirrus.db.base import isotime
@@ -110,20 +111,10 @@ async def _list(request: Request, detail: bool) -> Response:
                 "min_disk": query_int(request, "minDisk", None)}
     rows = [r for r in rows if _matches(r, params, since) and
             all(m is None or r[k] >= m for k, m in minimums.items())]
-    marker = params.get("marker")
-    if marker is not None:
-        ids = [r["id"] for r in rows]
-        if marker not in ids:
-            raise ValidationError(field="marker", reason=f"marker [{marker[:60]}] not found")
-        rows = rows[ids.index(marker) + 1:]
-    limit = query_int(request, "limit", None)
+    rows, next_marker = paginate(request, rows, "id")
     body: dict[str, Any] = {}
-    if limit is not None and len(rows) > limit:
-        rows = rows[:limit]
-        if rows:
-            body["images_links"] = [{"rel": "next", "href": (
-                f"{_base(request)}/compute/v2.1/images{'/detail' if detail else ''}"
-                f"?limit={limit}&marker={rows[-1]['id']}")}]
+    if next_marker is not None:
+        body["images_links"] = next_link(request, next_marker)
     view = detail_view if detail else basic_view
     body["images"] = [view(_base(request), r) for r in rows]
     return reply(body)
