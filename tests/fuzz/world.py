@@ -41,6 +41,8 @@ COLLECTION_KINDS = {
     "quotas": "quota_project", "auto-allocated-topology": "demo_project",
     "os-hypervisors": "hypervisor",
 }
+# … or by its parent collection and its own, for a collection two resources share.
+NESTED_KINDS = {("images", "metadata"): "image_meta_key"}
 # … or by its own name, which wins.
 NAMED_KINDS = {"target": "assignment_target", "tid": "project", "uid": "user",
                "rid": "granted_role"}
@@ -67,6 +69,8 @@ def param_kind(target: Target, param: str) -> str | None:
         return NAMED_KINDS[param]
     segments = target.path.split("/")
     index = segments.index("{" + param + "}")
+    if index >= 3 and (segments[index - 3], segments[index - 1]) in NESTED_KINDS:
+        return NESTED_KINDS[(segments[index - 3], segments[index - 1])]
     return COLLECTION_KINDS.get(segments[index - 1])
 
 
@@ -229,6 +233,7 @@ class World:
         await self.call("member", "POST", f"/image/v2/images/{s['image']}/members",
                         {"member": s["other_project"]})
         s["meta_key"] = "role"
+        s["image_meta_key"] = "os_distro"  # make_image sets it
         hypervisors = await self.call("admin", "GET", "/compute/v2.1/os-hypervisors")
         s["hypervisor"] = str(hypervisors["hypervisors"][0]["id"])
         services = await self.call("admin", "GET", "/compute/v2.1/os-services",
@@ -304,5 +309,6 @@ def _snapshot(state_dir: Path, snapshot: Path) -> None:
 
 # Every kind a Ref or a path parameter may name.
 KINDS = sorted(set(FACTORIES) | set(COLLECTION_KINDS.values()) | set(NAMED_KINDS.values())
+               | set(NESTED_KINDS.values())
                | {"boot_image", "demo_project", "other_project", "token", "service",
                   "quota_project", "assignment_target", "domain", "hypervisor", "used_mac"})
