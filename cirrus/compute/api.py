@@ -553,6 +553,10 @@ class API:
         token = await self.db.run(tokens.authorize, info, self.settings.console_token_ttl)
         return f"{base}{'&' if '?' in base else '?'}token={token}"
 
+    async def get_host_uptime(self, ctx: RequestContext, host: str) -> str:
+        """Compute host ``host``'s ``uptime`` line (asked of the host itself)."""
+        return await self.compute_rpcapi.get_host_uptime(ctx, host)
+
     # -- external events (network-vif-plugged) -------------------------------------
     async def external_instance_event(self, ctx: RequestContext,
                                       events: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -163,6 +163,10 @@ class RescheduledException(CirrusException):
     msg_fmt = "Build of instance %(instance_uuid)s was re-scheduled: %(reason)s"
 
 
+class ComputeServiceUnavailable(Invalid):
+    msg_fmt = "Compute service of %(host)s is unavailable at this time."
+
+
 class ComputeResourcesUnavailable(CirrusException):
     msg_fmt = "Insufficient compute resources: %(reason)s."
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from cirrus.compute.models import compute_nodes
+from cirrus.compute.models import compute_nodes, instances
 from cirrus.db.base import utcnow
 from cirrus.db.engine import fetch_all
 from cirrus.exception import NotFound
@@ -65,3 +65,15 @@ def list_nodes(conn: sa.Connection) -> list[dict[str, Any]]:
     for node in nodes:
         node["service"] = svcs.get(node["host"])
     return nodes
+
+
+def servers_on_nodes(conn: sa.Connection, nodes: list[str]) -> dict[str, list[dict[str, str]]]:
+    """The live instances on each of ``nodes``: ``{node: [{"uuid", "name"}]}``
+    with Nova's instance names (``instance-%08x``); a node without any is absent."""
+    query = (sa.select(instances.c.node, instances.c.uuid, instances.c.id)
+             .where(instances.c.node.in_(nodes), instances.c.deleted.is_(False))
+             .order_by(instances.c.id))
+    found: dict[str, list[dict[str, str]]] = {}
+    for row in conn.execute(query):
+        found.setdefault(row.node, []).append({"uuid": row.uuid, "name": "instance-%08x" % row.id})
+    return found

@@ -47,8 +47,8 @@ class ComputeManager:
 
     RPC_API = frozenset({"build_and_run_instance", "terminate_instance",
                          "external_instance_event", "start_instance", "stop_instance",
-                         "reboot_instance", "get_console_output", "get_serial_console", "attach_interface",
-                         "detach_interface"})
+                         "reboot_instance", "get_console_output", "get_serial_console",
+                         "attach_interface", "detach_interface", "get_host_uptime"})
 
     def __init__(self, settings: Settings, db: Database, transport: Transport, host: str,
                  driver: ComputeDriver) -> None:
@@ -129,6 +129,10 @@ class ComputeManager:
 
     async def get_serial_console(self, ctx: RequestContext, instance_uuid: str) -> dict[str, Any]:
         return await self.consoles.get_serial_console(ctx, instance_uuid)
+
+    async def get_host_uptime(self, ctx: RequestContext) -> str:
+        """This host's ``uptime`` line, from the driver."""
+        return await self.driver.get_host_uptime()
 
     async def attach_interface(self, ctx: RequestContext, instance_uuid: str,
                                request: dict[str, Any]) -> str:

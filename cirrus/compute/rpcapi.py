@@ -56,6 +56,10 @@ class ComputeAPI:
             ctx, "get_serial_console", instance_uuid=instance_uuid)
         return where
 
+    async def get_host_uptime(self, ctx: RequestContext, host: str) -> str:
+        uptime: str = await self.client.prepare(server=host, timeout=30).call(ctx, "get_host_uptime")
+        return uptime
+
     async def attach_interface(self, ctx: RequestContext, host: str, instance_uuid: str,
                                request: dict[str, Any]) -> str:
         port_id: str = await self.client.prepare(server=host, timeout=120).call(

@@ -11,7 +11,9 @@ from cirrus.identity import models as m
 from cirrus.identity.passwords import hash_password
 
 DEFAULT_DOMAIN = "default"
-ROLES = ("admin", "member", "reader")
+# keystone-manage bootstrap's roles (2024.2): "manager" and "service" are
+# Nova's project-manager and service personas, which Tempest asks for by name.
+ROLES = ("admin", "manager", "member", "reader", "service")
 
 
 @dataclass
@@ -57,7 +59,7 @@ def ensure_account(conn: sa.Connection, acct: Account) -> None:
 
 
 def bootstrap_identity(conn: sa.Connection, admin_password: str, demo_password: str) -> None:
-    """Idempotent: the default domain, the three roles, admin and demo."""
+    """Idempotent: the default domain, the roles, admin and demo."""
     _ensure(conn, m.domains, {"name": "Default"}, {"id": DEFAULT_DOMAIN, "enabled": True})
     for role in ROLES:
         _ensure(conn, m.roles, {"name": role}, {})

@@ -9,12 +9,29 @@ dicts) and ``block_device_info``. It never touches the database.
 from __future__ import annotations
 
 import abc
+import os
+import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from cirrus.compute.states import PowerState
 from cirrus.config import Settings
 from cirrus.network.model import VIF
+
+
+def _read_proc_uptime() -> float:
+    with open("/proc/uptime", encoding="ascii") as f:
+        return float(f.read().split()[0])
+
+
+def uptime_line(seconds: float, load: tuple[float, float, float],
+                now: time.struct_time) -> str:
+    """``uptime``'s line: " 18:41:06 up 3 days,  4:05,  0 users,  load average: …"."""
+    minutes = int(seconds) // 60
+    days, hours, mins = minutes // 1440, minutes // 60 % 24, minutes % 60
+    since = f"{days} day{'s' if days != 1 else ''}, " if days else ""
+    return (f" {time.strftime('%H:%M:%S', now)} up {since}{hours:2d}:{mins:02d},  0 users,  "
+            f"load average: {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f}")
 
 
 @dataclass
@@ -142,6 +159,12 @@ class ComputeDriver(abc.ABC):
 
     async def unplug_vifs(self, instance: dict[str, Any], network_info: Sequence[VIF] | None) -> None:
         """Detach the guest's VIFs from the host network."""
+
+    async def get_host_uptime(self) -> str:
+        """The host's ``uptime`` line (Nova's os-hypervisors uptime). This
+        default reads the machine the driver runs on, which is the host for
+        libvirt and for the fake driver's simulated hosts alike."""
+        return uptime_line(_read_proc_uptime(), os.getloadavg(), time.localtime())
 
     def deallocate_networks_on_reschedule(self, instance: dict[str, Any]) -> bool:
         """Whether ports must be released before a reschedule (seed 004)."""

@@ -69,3 +69,15 @@ async def test_a_changed_password_is_the_one_that_works(api: Api, admin: httpx.A
         assert (await anonymous.post("/identity/v3/auth/tokens", json=body)).status_code == 401
         body["auth"]["identity"]["password"]["user"]["password"] = "new-secret"
         assert (await anonymous.post("/identity/v3/auth/tokens", json=body)).status_code == 201
+
+
+async def test_bootstrap_roles_are_keystones(admin: httpx.AsyncClient) -> None:
+    """Tempest's dynamic credentials ask for "manager" and "service" by name and
+    create "member" expecting 409 when it exists."""
+    roles = {r["name"] for r in (await admin.get("/identity/v3/roles")).json()["roles"]}
+    assert roles == {"admin", "manager", "member", "reader", "service"}
+    for name in ("manager", "service"):
+        found = (await admin.get("/identity/v3/roles", params={"name": name})).json()["roles"]
+        assert [r["name"] for r in found] == [name]
+    again = await admin.post("/identity/v3/roles", json={"role": {"name": "member"}})
+    assert again.status_code == 409

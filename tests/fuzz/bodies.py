@@ -103,6 +103,14 @@ COMPUTE: dict[tuple[str, str], tuple[Example, ...]] = {
     ("PUT", "/compute/v2.1/servers/{server_id}/metadata/{key}"): (
         Example({"meta": {"color": "blue"}}, params={"key": "color"}),),
     ("DELETE", "/compute/v2.1/servers/{server_id}/metadata/{key}"): (NO_BODY,),
+    ("DELETE", "/compute/v2.1/images/{image_id}"): (NO_BODY,),
+    ("POST", "/compute/v2.1/images/{image_id}/metadata"): (
+        Example({"metadata": {"a": "1", "b": "2"}}),),
+    ("PUT", "/compute/v2.1/images/{image_id}/metadata"): (  # keeps the PATCH example's property
+        Example({"metadata": {"os_distro": "tiny", "c": "3"}}),),
+    ("PUT", "/compute/v2.1/images/{image_id}/metadata/{key}"): (
+        Example({"meta": {"color": "blue"}}, params={"key": "color"}),),
+    ("DELETE", "/compute/v2.1/images/{image_id}/metadata/{key}"): (NO_BODY,),
     ("POST", "/compute/v2.1/servers/{server_id}/os-interface"): (
         Example({"interfaceAttachment": {"net_id": Ref("network")}}),
         Example({"interfaceAttachment": {"port_id": Ref("free_port")}}),

@@ -67,6 +67,13 @@ async def _extra_spec(w: World) -> str:
     return key
 
 
+async def _image_meta_key(w: World) -> str:
+    key = f"fz-{w.next_serial()}"
+    await w.call("member", "POST", f"/compute/v2.1/images/{w.seeds['image']}/metadata",
+                 {"metadata": {key: "v"}})
+    return key
+
+
 async def _keypair(w: World) -> str:
     body = {"keypair": {"name": f"fz-key-{w.next_serial()}", "public_key": PUBLIC_KEY}}
     return (await w.call("member", "POST", "/compute/v2.1/os-keypairs", body))["keypair"]["name"]
@@ -164,7 +171,8 @@ async def _token(w: World) -> str:
 FACTORIES: dict[str, Factory] = {
     "project": _project, "user": _user, "role": _role, "granted_role": _granted_role,
     "server": _server, "flavor": _flavor, "extra_spec": _extra_spec, "keypair": _keypair,
-    "server_group": _server_group, "meta_key": _meta_key, "server_tag": _server_tag, "attached_port": _attached_port,
+    "server_group": _server_group, "meta_key": _meta_key, "server_tag": _server_tag,
+    "image_meta_key": _image_meta_key, "attached_port": _attached_port,
     "network": _network, "subnet": _subnet, "port": _port, "security_group": _security_group,
     "security_group_rule": _security_group_rule, "image": _image, "tag": _tag,
     "member": _member, "free_port": _port, "fresh_token": _token, "service": _spare_service,

@@ -45,7 +45,8 @@ COLLECTION_KINDS = {
 NAMED_KINDS = {"target": "assignment_target", "tid": "project", "uid": "user",
                "rid": "granted_role"}
 # … or, first of all, by the two collections before it (a server's tag is not an image's).
-NESTED_KINDS = {("servers", "tags"): "server_tag", ("servers", "ips"): "network_label"}
+NESTED_KINDS = {("servers", "tags"): "server_tag", ("servers", "ips"): "network_label",
+                ("images", "metadata"): "image_meta_key"}
 
 # Who creates a fresh resource of a kind.
 ADMIN_KINDS = {"flavor", "extra_spec", "project", "user", "role", "granted_role", "aggregate"}
@@ -238,6 +239,7 @@ class World:
                         {"member": s["other_project"]})
         s["meta_key"] = "role"
         s["network_label"] = "fz-seed-net"
+        s["image_meta_key"] = "os_distro"  # make_image sets it
         hypervisors = await self.call("admin", "GET", "/compute/v2.1/os-hypervisors")
         s["hypervisor"] = str(hypervisors["hypervisors"][0]["id"])
         services = await self.call("admin", "GET", "/compute/v2.1/os-services",

@@ -124,7 +124,8 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
         nonlocal private
         name = match.group(1).split(":")[0]
         collection = path.split("/")[2] if prefix in ("/network", "/identity") else ""
-        shared = {"flavor_id", "service_id", "hypervisor_id", "target", "rid", "aggregate_id"}
+        shared = {"flavor_id", "service_id", "hypervisor_id", "pattern", "target", "rid",
+                  "aggregate_id"}
         if name == "id" and collection in ("roles", "domains"):
             shared.add("id")
         if path.startswith("/v2.1/flavors/"):
@@ -138,7 +139,7 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
                 collection) or ids[by_collection[collection]]
         return {"server_id": ids["server"], "flavor_id": ids["flavor"], "key": "k",
                 "name": "a-key", "group_id": ids["group"], "service_id": ids["service"],
-                "hypervisor_id": ids["hypervisor"], "project_id": t.project["demo"],
+                "hypervisor_id": ids["hypervisor"], "pattern": "compute", "project_id": t.project["demo"],
                 "request_id": ids["request"], "port_id": ids["server_port"],
                 "image_id": ids["image"], "tag": "t", "member": t.project["other"],
                 "network_label": "a-net",
@@ -171,6 +172,9 @@ def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str,
         ("POST", "/v2.1/os-aggregates/{aggregate_id}/action"): {"set_metadata": {
             "metadata": {"k": "v"}}},
         ("POST", "/v2.1/os-keypairs"): {"keypair": {"name": "k2"}},
+        ("POST", "/v2.1/images/{image_id}/metadata"): {"metadata": {"k": "v"}},
+        ("PUT", "/v2.1/images/{image_id}/metadata"): {"metadata": {"k": "v"}},
+        ("PUT", "/v2.1/images/{image_id}/metadata/{key}"): {"meta": {"k": "v"}},
         ("POST", "/v2.1/os-server-groups"): {"server_group": {"name": "g", "policies": ["affinity"]}},
         ("PUT", "/v2.1/os-services/{service_id}"): {"status": "enabled"},
         ("PUT", "/v2.1/os-quota-sets/{project_id}"): {"quota_set": {"instances": 20}},

@@ -12,8 +12,10 @@ from starlette.routing import Route
 
 from cirrus import policy
 from cirrus.api.compute.microversion import api_version
-from cirrus.api.compute.parameters import MAX_INT, encodable, integer, text
-from cirrus.api.wsgi import context, json_body, no_content, query_int, reply
+from cirrus.api.compute.paging import next_link, paginate
+from cirrus.api.compute.parameters import (MAX_INT, boolean, encodable, integer,
+                                           text)
+from cirrus.api.wsgi import context, json_body, query_int, reply
 from cirrus.compute import flavors as flavor_db
 from cirrus.compute.exception import FlavorExtraSpecNotFound, FlavorMissing
 from cirrus.exception import ValidationError
@@ -103,20 +105,10 @@ async def _list(request: Request, detail: bool) -> Response:
     if sort_dir not in ("asc", "desc"):
         raise ValidationError(field="sort_dir", reason="must be asc or desc")
     rows.sort(key=lambda r: (r[sort_key] is None, r[sort_key]), reverse=sort_dir == "desc")
-    marker = params.get("marker")
-    if marker is not None:
-        ids = [r["flavorid"] for r in rows]
-        if marker not in ids:
-            raise ValidationError(field="marker", reason=f"marker [{marker}] not found")
-        rows = rows[ids.index(marker) + 1:]
-    limit = query_int(request, "limit", None)
+    rows, next_marker = paginate(request, rows, "flavorid")
     body: dict[str, Any] = {}
-    if limit is not None and len(rows) > limit:
-        rows = rows[:limit]
-        if not rows:  # limit=0: an empty page, with nothing to continue after
-            return reply({"flavors": []})
-        next_href = f"{_base(request)}/compute/v2.1/flavors{'/detail' if detail else ''}?limit={limit}&marker={rows[-1]['flavorid']}"
-        body["flavors_links"] = [{"rel": "next", "href": next_href}]
+    if next_marker is not None:
+        body["flavors_links"] = next_link(request, next_marker)
     version = api_version(request)
     body["flavors"] = [view(_base(request), r, version, detail) for r in rows]
     return reply(body)
@@ -197,9 +189,7 @@ async def create(request: Request) -> Response:
     elif not isinstance(flavorid, (str, int)) or isinstance(flavorid, bool) or \
             not re.match(r"^(?! )[\w.-]{1,255}(?<! )$", str(flavorid)):
         raise ValidationError(field="id", reason=f"{flavorid!r} is not a valid flavor id")
-    is_public = data.get("os-flavor-access:is_public", True)
-    if not isinstance(is_public, bool):
-        raise ValidationError(field="os-flavor-access:is_public", reason="must be a boolean")
+    is_public = boolean(data.get("os-flavor-access:is_public", True), "os-flavor-access:is_public")
     rxtx = _rxtx_factor(data.get("rxtx_factor", 1.0))
     if "description" in data and api_version(request) < (2, 55):
         raise ValidationError(field="description", reason="is not allowed before 2.55")
@@ -297,7 +287,7 @@ async def delete_spec(request: Request) -> Response:
         raise FlavorExtraSpecNotFound(flavor_id=row["flavorid"], key=key)
     specs.pop(key)
     await request.app.state.db.run(flavor_db.update_flavor, row["flavorid"], {"extra_specs": specs})
-    return no_content()
+    return Response(status_code=200)  # Nova's: 200 with no body, not 204
 
 
 ROUTES = [

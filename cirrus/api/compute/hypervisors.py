@@ -1,8 +1,6 @@
 """``os-hypervisors`` (admin): the compute nodes and their usage."""
 from __future__ import annotations
 
-import datetime as dt
-import os
 from typing import Any
 
 from starlette.requests import Request
@@ -11,9 +9,11 @@ from starlette.routing import Route
 
 from cirrus import policy
 from cirrus.api.compute.microversion import api_version
+from cirrus.api.compute.parameters import query_boolean
 from cirrus.api.wsgi import context, reply
 from cirrus.compute import hosts
-from cirrus.exception import CirrusException, Invalid, NotFound
+from cirrus.compute.exception import ComputeServiceUnavailable
+from cirrus.exception import NotFound
 
 Version = tuple[int, int]
 
@@ -21,10 +21,6 @@ Version = tuple[int, int]
 class HypervisorNotFound(NotFound):
     msg_fmt = "Hypervisor %(id)s could not be found."
 
-
-class NotImplementedYet(CirrusException):
-    code = 501
-    msg_fmt = "Feature not supported with instances that have this host's driver."
 
 
 def _basic(node: dict[str, Any], version: Version, down: float) -> dict[str, Any]:
@@ -60,25 +56,63 @@ def _detail(node: dict[str, Any], version: Version, down: float,
     return out
 
 
-async def _nodes(request: Request) -> list[dict[str, Any]]:
+class VersionNotFound(NotFound):
+    """A route this microversion no longer has (Nova's plain 404)."""
+
+    msg_fmt = "The resource could not be found."
+
+
+class HypervisorPatternNotFound(NotFound):
+    msg_fmt = "No hypervisor matching '%(pattern)s' could be found."
+
+
+async def _nodes(request: Request, pattern: str | None = None) -> list[dict[str, Any]]:
+    """Every compute node, or those whose name holds ``pattern`` (404 when none:
+    a search that finds nothing is not found, as Nova's)."""
     policy.enforce(context(request), "compute:hypervisors")
     nodes = await request.app.state.db.read(hosts.list_nodes)
-    pattern = request.query_params.get("hypervisor_hostname_pattern")
-    if pattern:
-        nodes = [n for n in nodes if pattern in n["hypervisor_hostname"]]
-    return nodes
+    if pattern is None:
+        return nodes
+    found = [n for n in nodes if pattern in n["hypervisor_hostname"]]
+    if not found:
+        raise HypervisorPatternNotFound(pattern=pattern[:255])
+    return found
+
+
+def _with_servers(request: Request, version: Version) -> bool:
+    """2.53's ``?with_servers=``."""
+    value = request.query_params.get("with_servers")
+    return version >= (2, 53) and value is not None and query_boolean(value, "with_servers")
+
+
+async def _servers(request: Request, nodes: list[dict[str, Any]], views: list[dict[str, Any]],
+                   always: bool) -> None:
+    """Add each hypervisor's ``servers`` (present though empty when ``always``, 2.75)."""
+    on = await request.app.state.db.read(hosts.servers_on_nodes,
+                                         [n["hypervisor_hostname"] for n in nodes])
+    for node, view in zip(nodes, views):
+        servers = on.get(node["hypervisor_hostname"], [])
+        if servers or always:
+            view["servers"] = servers
+
+
+async def _listing(request: Request, viewer: Any) -> Response:
+    down, version = request.app.state.settings.service_down_time, api_version(request)
+    pattern = request.query_params.get("hypervisor_hostname_pattern") \
+        if version >= (2, 53) else None
+    nodes = await _nodes(request, pattern)
+    views = [viewer(n, version, down) for n in nodes]
+    if _with_servers(request, version):
+        await _servers(request, nodes, views, version >= (2, 75))
+    return reply({"hypervisors": views})
 
 
 async def index(request: Request) -> Response:
-    down, version = request.app.state.settings.service_down_time, api_version(request)
-    return reply({"hypervisors": [_basic(n, version, down) for n in await _nodes(request)]})
+    return await _listing(request, _basic)
 
 
 async def detail(request: Request) -> Response:
-    down, version = request.app.state.settings.service_down_time, api_version(request)
-    uptime = _uptime_or_none() if version >= (2, 88) else None
-    return reply({"hypervisors": [_detail(n, version, down, uptime)
-                                  for n in await _nodes(request)]})
+    return await _listing(request, _detail)
 
 
 async def _node(request: Request) -> dict[str, Any]:
@@ -86,53 +120,62 @@ async def _node(request: Request) -> dict[str, Any]:
     for node in await _nodes(request):
         if ident in (str(node["id"]), node["uuid"]):
             return node
-    raise HypervisorNotFound(id=ident[:64])
+    raise HypervisorNotFound(id=ident[:255])
+
+
+async def _uptime(request: Request, node: dict[str, Any]) -> str:
+    """The node's host's ``uptime`` line; 400 when its compute service is down."""
+    if _basic(node, (2, 1), request.app.state.settings.service_down_time)["state"] != "up":
+        raise ComputeServiceUnavailable(host=node["host"])
+    return await request.app.state.compute_api.get_host_uptime(context(request), node["host"])
 
 
 async def show(request: Request) -> Response:
     down, version = request.app.state.settings.service_down_time, api_version(request)
-    uptime = _uptime_or_none() if version >= (2, 88) else None
-    return reply({"hypervisor": _detail(await _node(request), version, down, uptime)})
-
-
-def host_uptime(now: dt.datetime | None = None) -> str:
-    """The ``uptime`` command's line for the machine this runs on (cirrus's
-    hosts are processes on it); NotImplementedError where it cannot tell."""
-    try:
-        with open("/proc/uptime") as fh:
-            seconds = int(float(fh.read().split()[0]))
-        load = os.getloadavg()
-    except (OSError, ValueError, IndexError) as exc:
-        raise NotImplementedError("host uptime") from exc
-    days, rest = divmod(seconds, 86400)
-    since = f"{days} day{'s' if days != 1 else ''}, " if days else ""
-    clock = (now or dt.datetime.now()).strftime("%H:%M:%S")
-    return (f" {clock} up {since}{rest // 3600}:{rest % 3600 // 60:02d},  0 users,  "
-            f"load average: {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f}")
-
-
-def _uptime_or_none() -> str | None:
-    try:
-        return host_uptime()
-    except NotImplementedError:
-        return None
+    node = await _node(request)
+    view = _detail(node, version, down)
+    if version >= (2, 88):
+        try:
+            view["uptime"] = await _uptime(request, node)
+        except ComputeServiceUnavailable:
+            view["uptime"] = None
+    if _with_servers(request, version):
+        await _servers(request, [node], [view], version >= (2, 75))
+    return reply({"hypervisor": view})
 
 
 async def uptime(request: Request) -> Response:
-    """Before 2.88 (which put ``uptime`` in the detail view): the host's uptime
-    line; 400 while its compute service is down, 501 where it cannot be told."""
-    down, version = request.app.state.settings.service_down_time, api_version(request)
+    """``/os-hypervisors/{id}/uptime`` (2.1–2.87; show carries it from 2.88)."""
+    version = api_version(request)
     if version >= (2, 88):
-        raise NotFound()
+        raise VersionNotFound()
     node = await _node(request)
-    out = _basic(node, version, down)
-    if out["state"] != "up":
-        raise Invalid(f"Compute service of {node['host']} is unavailable at this time.")
-    try:
-        out["uptime"] = host_uptime()
-    except NotImplementedError:
-        raise NotImplementedYet() from None
-    return reply({"hypervisor": out})
+    view = _basic(node, version, request.app.state.settings.service_down_time)
+    view["uptime"] = await _uptime(request, node)
+    return reply({"hypervisor": view})
+
+
+async def search(request: Request) -> Response:
+    """``/os-hypervisors/{pattern}/search`` (2.1–2.52)."""
+    version = api_version(request)
+    if version >= (2, 53):
+        raise VersionNotFound()
+    down = request.app.state.settings.service_down_time
+    nodes = await _nodes(request, request.path_params["pattern"])
+    return reply({"hypervisors": [_basic(n, version, down) for n in nodes]})
+
+
+async def servers(request: Request) -> Response:
+    """``/os-hypervisors/{pattern}/servers`` (2.1–2.52): matching hypervisors
+    with their servers (the key absent where there are none)."""
+    version = api_version(request)
+    if version >= (2, 53):
+        raise VersionNotFound()
+    down = request.app.state.settings.service_down_time
+    nodes = await _nodes(request, request.path_params["pattern"])
+    views = [_basic(n, version, down) for n in nodes]
+    await _servers(request, nodes, views, always=False)
+    return reply({"hypervisors": views})
 
 
 async def statistics(request: Request) -> Response:
@@ -156,4 +199,6 @@ ROUTES = [
     Route("/v2.1/os-hypervisors/statistics", statistics, methods=["GET"]),
     Route("/v2.1/os-hypervisors/{hypervisor_id}", show, methods=["GET"]),
     Route("/v2.1/os-hypervisors/{hypervisor_id}/uptime", uptime, methods=["GET"]),
+    Route("/v2.1/os-hypervisors/{pattern}/search", search, methods=["GET"]),
+    Route("/v2.1/os-hypervisors/{pattern}/servers", servers, methods=["GET"]),
 ]

@@ -52,6 +52,33 @@ def integer(value: Any, field: str, *, minimum: int, maximum: int = MAX_INT) -> 
     return value
 
 
+# Nova's parameter_types.boolean: the booleans and exactly these spellings.
+TRUE_TEXT = frozenset(("True", "TRUE", "true", "1", "ON", "On", "on", "YES", "Yes", "yes"))
+FALSE_TEXT = frozenset(("False", "FALSE", "false", "0", "OFF", "Off", "off", "NO", "No", "no"))
+
+
+def boolean(value: Any, field: str) -> bool:
+    """A boolean, or one of Nova's spellings of one (``"True"``, ``"on"``, ``"0"``…)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value in TRUE_TEXT | FALSE_TEXT:
+        return value in TRUE_TEXT
+    raise bad(field, f"{_short(value)} is not of type 'boolean'")
+
+
+# oslo's strict bool_from_string, which Nova's boolean query parameters use.
+QUERY_TRUE = frozenset(("1", "t", "true", "on", "y", "yes"))
+QUERY_FALSE = frozenset(("0", "f", "false", "off", "n", "no"))
+
+
+def query_boolean(value: str, field: str) -> bool:
+    """A boolean query parameter (any case; 400 for anything else)."""
+    lowered = value.strip().lower()
+    if lowered not in QUERY_TRUE | QUERY_FALSE:
+        raise bad(field, f"{_short(value)} is not a boolean")
+    return lowered in QUERY_TRUE
+
+
 def metadata(value: Any, field: str = "metadata", *, max_items: int | None = None
              ) -> dict[str, str]:
     """Nova's metadata object: keys of 1–255 of ``[a-zA-Z0-9-_:. ]``, values

@@ -5,10 +5,10 @@ from starlette.requests import Request
 from starlette.routing import BaseRoute
 
 from cirrus.api.compute import (aggregates, availability_zones, external_events, flavor_access,
-                                flavors, hypervisors, instance_actions, interfaces, ips, keypairs,
-                                quota_sets, remote_consoles, security_groups, server_actions,
-                                server_groups, server_metadata, server_password, server_tags,
-                                servers, services, simple_tenant_usage, versions)
+                                flavors, hypervisors, images, instance_actions, interfaces, ips,
+                                keypairs, quota_sets, remote_consoles, security_groups,
+                                server_actions, server_groups, server_metadata, server_password,
+                                server_tags, servers, services, simple_tenant_usage, versions)
 
 # Starlette tries routes in order, ~1.5 µs each: the servers' come first, as
 # the most requested (no other pattern matches their paths, so order is free).
@@ -35,6 +35,7 @@ ROUTES: list[BaseRoute] = [
     *server_tags.ROUTES,
     *server_password.ROUTES,
     *security_groups.ROUTES,
+    *images.ROUTES,
 ]
 
 
