@@ -1,6 +1,8 @@
 """``os-hypervisors`` (admin): the compute nodes and their usage."""
 from __future__ import annotations
 
+import asyncio
+
 from typing import Any
 
 from starlette.requests import Request
@@ -102,6 +104,10 @@ async def _listing(request: Request, viewer: Any) -> Response:
         if version >= (2, 53) else None
     nodes = await _nodes(request, pattern)
     views = [viewer(n, version, down) for n in nodes]
+    if viewer is _detail and version >= (2, 88):
+        uptimes = await asyncio.gather(*(_uptime_or_none(request, n) for n in nodes))
+        for view, line in zip(views, uptimes):
+            view["uptime"] = line
     if _with_servers(request, version):
         await _servers(request, nodes, views, version >= (2, 75))
     return reply({"hypervisors": views})
@@ -130,15 +136,20 @@ async def _uptime(request: Request, node: dict[str, Any]) -> str:
     return await request.app.state.compute_api.get_host_uptime(context(request), node["host"])
 
 
+async def _uptime_or_none(request: Request, node: dict[str, Any]) -> str | None:
+    """The 2.88 detail views' ``uptime``: None while the host's service is down."""
+    try:
+        return await _uptime(request, node)
+    except ComputeServiceUnavailable:
+        return None
+
+
 async def show(request: Request) -> Response:
     down, version = request.app.state.settings.service_down_time, api_version(request)
     node = await _node(request)
     view = _detail(node, version, down)
     if version >= (2, 88):
-        try:
-            view["uptime"] = await _uptime(request, node)
-        except ComputeServiceUnavailable:
-            view["uptime"] = None
+        view["uptime"] = await _uptime_or_none(request, node)
     if _with_servers(request, version):
         await _servers(request, [node], [view], version >= (2, 75))
     return reply({"hypervisor": view})
