@@ -13,10 +13,10 @@ import pytest
 from cirrus.bootstrap import Cloud
 from cirrus.virt import exception as vexc
 from cirrus.virt.fake import FaultRule, fail_for_instance
+from tests.functional.actions import SERVERS, act, last_action, wait_idle
 from tests.functional.servers import (create_server, fake_drivers, server_body, upload_image,
                                       wait_for_status)
 
-SERVERS = "/compute/v2.1/servers"
 NAME = "guest"
 
 
@@ -32,42 +32,12 @@ async def active(demo: httpx.AsyncClient, image: str) -> str:
     return created["id"]
 
 
-async def act(client: httpx.AsyncClient, server_id: str, body: dict[str, Any],
-              version: str = "2.1") -> httpx.Response:
-    return await client.post(f"{SERVERS}/{server_id}/action", json=body,
-                             headers={"OpenStack-API-Version": f"compute {version}"})
-
-
-async def last_action(client: httpx.AsyncClient, server_id: str) -> dict[str, Any]:
-    """The server's latest instance action, with its events."""
-    listed = (await client.get(f"{SERVERS}/{server_id}/os-instance-actions")).json()
-    request_id = listed["instanceActions"][0]["request_id"]
-    resp = await client.get(f"{SERVERS}/{server_id}/os-instance-actions/{request_id}",
-                            headers={"OpenStack-API-Version": "compute 2.84"})
-    assert resp.status_code == 200, resp.text
-    return resp.json()["instanceAction"]
-
-
 def inject(cloud: Cloud, op: str, error: Any = None) -> None:
     """Every fake host fails ``op`` for the test's server."""
     for driver in fake_drivers(cloud).values():
         rule: FaultRule = (fail_for_instance(NAME, error) if error is not None
                            else fail_for_instance(NAME))
         driver.faults[op].append(rule)
-
-
-async def wait_idle(client: httpx.AsyncClient, server_id: str) -> dict[str, Any]:
-    """The server once its task is done (status no longer transitional)."""
-    import asyncio
-    import time
-
-    deadline = time.monotonic() + 20
-    while True:
-        server = (await client.get(f"{SERVERS}/{server_id}")).json()["server"]
-        if server["OS-EXT-STS:task_state"] is None:
-            return server
-        assert time.monotonic() < deadline, server["OS-EXT-STS:task_state"]
-        await asyncio.sleep(0.02)
 
 
 # (action, status, vm_state, power_state, the compute event)
