@@ -28,8 +28,8 @@ def _accepted() -> Response:
     return Response(status_code=202)
 
 
-def _object(arg: Any, field: str, allowed: set[str], required: set[str] = frozenset()
-            ) -> dict[str, Any]:
+def _object(arg: Any, field: str, allowed: set[str],
+            required: frozenset[str] | set[str] = frozenset()) -> dict[str, Any]:
     """``arg`` as an object of ``allowed`` keys with the ``required`` ones."""
     if not isinstance(arg, dict):
         raise bad(field, "must be an object")
