@@ -40,6 +40,7 @@ from cirrus.db.engine import Database
 from cirrus.db.prepared import Prepared
 from cirrus.db.rows import PreparedRead, read_here
 from cirrus.exception import NotFound
+from cirrus.notifications import Notifier
 from cirrus.network.exception import NoUniqueMatch, PortLimitExceeded, SecurityGroupNotFound
 from cirrus.rpc import Transport
 from cirrus.service_models import services
@@ -127,6 +128,7 @@ class API(StateActions):
         self.network = network
         self.compute_task_api = ComputeTaskAPI(transport)
         self.compute_rpcapi = ComputeAPI(transport)
+        self.notifier = Notifier("compute-api")  # the actions done here (lock, unlock)
         self.admission = BuildAdmission(db, settings.build_backlog_limit,
                                         settings.build_backlog_wait)
 

@@ -27,7 +27,6 @@ from cirrus.policies.compute import UNLOCK_OVERRIDE
 from cirrus.virt import exception as vexc
 
 Row = dict[str, Any]
-NOTIFIER = Notifier("compute-api")
 
 
 def is_expected_locked_by(ctx: RequestContext, row: Row) -> bool:
@@ -38,9 +37,11 @@ def is_expected_locked_by(ctx: RequestContext, row: Row) -> bool:
 
 
 class StateActions:
-    """Mixin: needs the API's db, settings, network, images and compute_rpcapi."""
+    """Mixin: needs the API's db, settings, network, images, compute_rpcapi and
+    notifier (the API's own notifications: lock, unlock)."""
 
     db: Database
+    notifier: Notifier
     settings: Settings
     network: Any
     images: Any
@@ -68,7 +69,7 @@ class StateActions:
         if reason:
             values["locked_reason"] = reason
         await self.db.run(_api_action, ctx, uuid, "lock", values)
-        NOTIFIER.info(ctx, "compute.instance.lock", {"instance_id": uuid, "reason": reason})
+        self.notifier.info(ctx, "compute.instance.lock", {"instance_id": uuid, "reason": reason})
 
     async def unlock(self, ctx: RequestContext, uuid: str) -> None:
         """Unlock the server; another's lock only with the unlock_override rule."""
@@ -78,7 +79,7 @@ class StateActions:
             policy.enforce_route(ctx, UNLOCK_OVERRIDE)
         await self.db.run(_api_action, ctx, uuid, "unlock",
                           {"locked": False, "locked_by": None, "locked_reason": None})
-        NOTIFIER.info(ctx, "compute.instance.unlock", {"instance_id": uuid})
+        self.notifier.info(ctx, "compute.instance.unlock", {"instance_id": uuid})
 
     # -- host actions ----------------------------------------------------------------
     async def pause(self, ctx: RequestContext, uuid: str) -> None:

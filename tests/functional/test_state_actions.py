@@ -51,8 +51,14 @@ ROUND_TRIPS = [
 ]
 
 
+def notifications(cloud: Cloud, uuid: str) -> list[str]:
+    """The compute hosts' notifications about ``uuid``, in order, by type."""
+    return [n["event_type"] for s in cloud.services if s.binary == "cirrus-compute"
+            for n in s.endpoint.notifier.sent if n["payload"].get("instance_id") == uuid]
+
+
 @pytest.mark.parametrize("there,back", ROUND_TRIPS, ids=[t[0][0] for t in ROUND_TRIPS])
-async def test_action_and_its_reverse(demo: httpx.AsyncClient, active: str,
+async def test_action_and_its_reverse(cloud: Cloud, demo: httpx.AsyncClient, active: str,
                                       there: tuple[Any, ...], back: tuple[Any, ...]) -> None:
     for name, status, vm_state, power_state, event in (there, back):
         resp = await act(demo, active, {name: None})
@@ -66,6 +72,8 @@ async def test_action_and_its_reverse(demo: httpx.AsyncClient, active: str,
         action = await last_action(demo, active)
         assert action["action"] == name
         assert [(e["event"], e["result"]) for e in action["events"]] == [(event, "Success")]
+        assert notifications(cloud, active)[-2:] == [f"compute.instance.{name}.start",
+                                                     f"compute.instance.{name}.end"]
 
 
 # (the action, the state it needs, its reverse) — asked from ACTIVE: 409
@@ -186,6 +194,7 @@ async def test_driver_fault_is_recorded_and_the_task_cleared(
     action = await last_action(admin, active)
     assert action["events"][0]["result"] == "Error"
     assert action["events"][0]["traceback"]
+    assert notifications(cloud, active)[-1] == f"compute.instance.{name}.error"
     if status == "ERROR":
         assert server["fault"]["code"] in (400, 500)
         if name == "rescue":
