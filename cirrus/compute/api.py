@@ -52,6 +52,9 @@ MAX_METADATA_ITEMS = 128
 # building their records costs less than that read, and the create's
 # transaction checks the quota before it writes them either way.
 QUOTA_FIRST_ABOVE = 16
+# Where a guest (or its log) is to be read: Nova refuses only a server on no host.
+CONSOLE_STATES = frozenset(v.value for v in (VmState.ACTIVE, VmState.STOPPED, VmState.PAUSED,
+                                             VmState.SUSPENDED, VmState.RESCUED))
 GROUP_POLICIES = ("affinity", "anti-affinity", "soft-affinity", "soft-anti-affinity")
 
 # Every create writes these records: statements built once (cirrus/db/prepared.py).
@@ -565,7 +568,7 @@ class API(StateActions):
                                  tail_length: int | None) -> str:
         row = await self.get(ctx, uuid)
         policy.enforce(ctx, "compute:server:action", row)
-        if not row["host"] or row["vm_state"] not in (VmState.ACTIVE.value, VmState.STOPPED.value):
+        if not row["host"] or row["vm_state"] not in CONSOLE_STATES:
             raise exc.InstanceNotReady(instance_id=uuid)
         return await self.compute_rpcapi.get_console_output(ctx, row["host"], uuid, tail_length)
 

@@ -118,6 +118,8 @@ async def test_rescue_boots_the_image_asked_for(cloud: Cloud, demo: httpx.AsyncC
     await wait_for_status(demo, active, {"RESCUE"})
     guests = [d.instances[active] for d in fake_drivers(cloud).values() if active in d.instances]
     assert guests[0].rescue_image == other
+    console = (await act(demo, active, {"os-getConsoleOutput": {}})).json()["output"]
+    assert f"rescued from {other}" in console  # the rescue guest's console is readable
     await act(demo, active, {"unrescue": {}})
     await wait_for_status(demo, active, {"ACTIVE"})
     assert guests[0].rescue_image is None
