@@ -159,3 +159,11 @@ def test_optional_driver_operations_default_to_not_implemented(op: str,
     with pytest.raises(vexc.DriverNotImplemented) as raised:
         asyncio.run(getattr(ComputeDriver, op)(fake(), *args))
     assert raised.value.code == 501
+
+
+def test_libvirt_has_no_guest_agent_to_set_a_password() -> None:
+    from cirrus.virt.libvirt.guest_state import GuestStateOps
+
+    with pytest.raises(vexc.QemuGuestAgentNotEnabled) as raised:
+        asyncio.run(GuestStateOps().set_admin_password(INSTANCE, "pw"))
+    assert raised.value.code == 409
