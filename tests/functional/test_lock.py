@@ -55,7 +55,8 @@ async def test_lock_shows_by_microversion(tenants: Tenants, server: str) -> None
     action = await last_action(owner, server)
     assert action["action"] == "lock"
     assert [(e["event"], e["result"]) for e in action["events"]] == [("api_lock", "Success")]
-    sent = tenants.api.cloud.app.state.compute_api.notifier.sent
+    app: Any = tenants.api.cloud.app
+    sent = app.state.compute_api.notifier.sent
     assert [(n["event_type"], n["payload"]) for n in sent] == [
         ("compute.instance.lock", {"instance_id": server, "reason": "maintenance"})]
 

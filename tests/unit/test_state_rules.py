@@ -46,7 +46,8 @@ def test_status_of_the_new_states(vm_state: VmState, task_state: TaskState | Non
 @pytest.mark.parametrize("status", ["RESCUE", "SOFT_DELETED", "PASSWORD", "PAUSED", "SUSPENDED"])
 def test_every_new_status_can_be_listed_by(status: str) -> None:
     vm_states, task_states = STATUS_FILTERS[status]
-    assert status_of(vm_states[0], (task_states or [None])[0]) == status
+    task_state = task_states[0] if task_states else None
+    assert status_of(vm_states[0], task_state) == status
 
 
 # Nova's check_instance_state of each action: (action, vm_states, task state set)
