@@ -5,7 +5,7 @@ who holds the lock (``owner`` or ``admin``: an owner cannot lift an admin's
 lock) and the reason given at 2.73.
 
 Revision ID: 0010
-Revises: 0009
+Revises: 0013
 Create Date: 2026-11-25 19:00:00.000000
 """
 import sqlalchemy as sa
@@ -13,7 +13,7 @@ from alembic import op
 
 
 revision = '0010'
-down_revision = '0009'
+down_revision = '0013'
 branch_labels = None
 depends_on = None
 
