@@ -41,6 +41,8 @@ async def test_add_and_remove_by_name_and_id(demo: httpx.AsyncClient, server: st
     assert (await act(demo, server, {"addSecurityGroup": {"name": "web"}})).status_code == 202
     assert await names(demo, server) == ["default", "web"]
     assert all(web in groups for groups in await port_groups(demo, server))
+    listed = (await demo.get(f"/compute/v2.1/servers/{server}/os-security-groups")).json()
+    assert sorted(g["name"] for g in listed["security_groups"]) == ["default", "web"]
     # Adding it again (by id) keeps it once, as Neutron does.
     assert (await act(demo, server, {"addSecurityGroup": {"name": web}})).status_code == 202
     assert all(groups.count(web) == 1 for groups in await port_groups(demo, server))
