@@ -24,6 +24,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table('instances') as batch:
-        batch.drop_column('locked_reason')
-        batch.drop_column('locked_by')
+    # Not a batch (table copy): that would drop the instances table's usage
+    # triggers (0006) along with it.
+    op.drop_column('instances', 'locked_reason')
+    op.drop_column('instances', 'locked_by')
