@@ -77,6 +77,12 @@ class Settings:
     fake_host_memory_mb: int = 32768
     fake_host_disk_gb: int = 1024
     fake_spawn_delay: float = 0.0
+    # Seconds a deleted server stays SOFT_DELETED (restorable) before its host
+    # reclaims it; 0: DELETE deletes at once (Nova's reclaim_instance_interval).
+    reclaim_instance_interval: float = 0.0
+    # Whether rescue (and create) answers carry the admin password (Nova's
+    # [api]enable_instance_password).
+    enable_instance_password: bool = True
 
     # libvirt driver
     libvirt_uri: str = "qemu:///system"

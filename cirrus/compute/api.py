@@ -27,6 +27,7 @@ from cirrus.compute.models import (block_device_mappings, instance_group_members
                                    instance_info_caches, instances)
 from cirrus.compute.records import CreateRequest
 from cirrus.compute.scope import require_project
+from cirrus.compute.state_api import StateActions
 from cirrus.compute.rpcapi import ComputeAPI
 from cirrus.compute.transitions import TRANSITIONS, Transition
 from cirrus.compute.states import TaskState, VmState
@@ -39,6 +40,7 @@ from cirrus.db.engine import Database
 from cirrus.db.prepared import Prepared
 from cirrus.db.rows import PreparedRead, read_here
 from cirrus.exception import NotFound
+from cirrus.notifications import Notifier
 from cirrus.network.exception import NoUniqueMatch, PortLimitExceeded, SecurityGroupNotFound
 from cirrus.rpc import Transport
 from cirrus.service_models import services
@@ -50,6 +52,9 @@ MAX_METADATA_ITEMS = 128
 # building their records costs less than that read, and the create's
 # transaction checks the quota before it writes them either way.
 QUOTA_FIRST_ABOVE = 16
+# Where a guest (or its log) is to be read: Nova refuses only a server on no host.
+CONSOLE_STATES = frozenset(v.value for v in (VmState.ACTIVE, VmState.STOPPED, VmState.PAUSED,
+                                             VmState.SUSPENDED, VmState.RESCUED))
 GROUP_POLICIES = ("affinity", "anti-affinity", "soft-affinity", "soft-anti-affinity")
 
 # Every create writes these records: statements built once (cirrus/db/prepared.py).
@@ -113,8 +118,9 @@ def parse_availability_zone(ctx: RequestContext, value: str | None, default: str
     return az or default, host or None, node or None
 
 
-class API:
-    """The compute API used by the HTTP handlers."""
+class API(StateActions):
+    """The compute API used by the HTTP handlers (the guest-state actions in
+    :class:`~cirrus.compute.state_api.StateActions`)."""
 
     def __init__(self, settings: Settings, db: Database, transport: Transport,
                  images: Any, network: Any) -> None:
@@ -125,6 +131,7 @@ class API:
         self.network = network
         self.compute_task_api = ComputeTaskAPI(transport)
         self.compute_rpcapi = ComputeAPI(transport)
+        self.notifier = Notifier("compute-api")  # the actions done here (lock, unlock)
         self.admission = BuildAdmission(db, settings.build_backlog_limit,
                                         settings.build_backlog_wait)
 
@@ -410,11 +417,45 @@ class API:
             raise exc.InstanceNotFound(instance_id=uuid)
         return row
 
+    async def _get_for_change(self, ctx: RequestContext, uuid: str, rule: str) -> dict[str, Any]:
+        """The instance, if the caller may ``rule`` it and it is not locked
+        (Nova's check_instance_lock: admins act on locked servers too). Every
+        path that changes a server goes through here."""
+        row = await self.get(ctx, uuid)
+        policy.enforce(ctx, rule, row)
+        if row["locked"] and not ctx.is_admin:
+            raise exc.InstanceIsLocked(instance_uuid=uuid)
+        return row
+
     # -- delete --------------------------------------------------------------------
     async def delete(self, ctx: RequestContext, uuid: str) -> None:
-        """Delete a server in any state, including one that is still building."""
-        row = await self.get(ctx, uuid)
-        policy.enforce(ctx, "compute:server:delete", row)
+        """Delete a server in any state, including one that is still building;
+        with ``reclaim_instance_interval``, soft-delete one that ran."""
+        row = await self._get_for_change(ctx, uuid, "compute:server:delete")
+        if self._soft_deletable(row):
+            await self._soft_delete(ctx, row)
+            return
+        await self._delete(ctx, row)
+
+    async def force_delete(self, ctx: RequestContext, uuid: str) -> None:
+        """Delete now, soft delete or not (Nova's ``force_delete``)."""
+        await self._delete(ctx, await self._get_for_change(ctx, uuid, "compute:server:delete"))
+
+    def _soft_deletable(self, row: dict[str, Any]) -> bool:
+        return (self.settings.reclaim_instance_interval > 0 and bool(row["host"])
+                and row["launched_at"] is not None
+                and row["vm_state"] != VmState.SOFT_DELETED.value)
+
+    async def _soft_delete(self, ctx: RequestContext, row: dict[str, Any]) -> None:
+        """Nova's ``soft_delete``: on the host (powered off there), or here if
+        the host is down."""
+        local = not await self.db.read(self._host_is_up, row["host"])
+        await self.db.run(_start_soft_delete, ctx, row["uuid"], local)
+        if not local:
+            await self.compute_rpcapi.soft_delete_instance(ctx, row["host"], row["uuid"])
+
+    async def _delete(self, ctx: RequestContext, row: dict[str, Any]) -> None:
+        uuid = row["uuid"]
         await self.db.run(self._start_delete, ctx, row)
         if row["host"] and await self.db.read(self._host_is_up, row["host"]):
             await self.compute_rpcapi.terminate_instance(ctx, row["host"], uuid)
@@ -461,8 +502,7 @@ class API:
                               *, replace: bool = False, delete_key: str | None = None
                               ) -> dict[str, str]:
         """Merge (or replace) the server's metadata, or delete one key; the result."""
-        row = await self.get(ctx, uuid)
-        policy.enforce(ctx, "compute:server:action", row)
+        row = await self._get_for_change(ctx, uuid, "compute:server:action")
 
         def apply(conn: sa.Connection) -> dict[str, str]:
             current = dict(inst.get(conn, uuid)["metadata"] or {})
@@ -482,8 +522,7 @@ class API:
     async def attach_interface(self, ctx: RequestContext, uuid: str,
                                request: dict[str, Any]) -> str:
         """Attach a port (given, or new on a network) to an ACTIVE or STOPPED server."""
-        row = await self.get(ctx, uuid)
-        policy.enforce(ctx, "compute:server:action", row)
+        row = await self._get_for_change(ctx, uuid, "compute:server:action")
         if not row["host"] or row["task_state"] is not None or \
                 row["vm_state"] not in (VmState.ACTIVE.value, VmState.STOPPED.value):
             raise exc.InstanceInvalidState(method="attach_interface", instance_uuid=uuid,
@@ -493,8 +532,7 @@ class API:
         return await self.compute_rpcapi.attach_interface(ctx, row["host"], uuid, request)
 
     async def detach_interface(self, ctx: RequestContext, uuid: str, port_id: str) -> None:
-        row = await self.get(ctx, uuid)
-        policy.enforce(ctx, "compute:server:action", row)
+        row = await self._get_for_change(ctx, uuid, "compute:server:action")
         if not row["host"] or row["task_state"] is not None:
             raise exc.InstanceInvalidState(method="detach_interface", instance_uuid=uuid,
                                            attr="task_state", state=row["task_state"])
@@ -506,8 +544,7 @@ class API:
         """Move the instance into ``t``'s task state if it is in an accepted
         state, else 409 saying which state it is in (Nova's check_instance_state);
         the action is recorded in the same transaction."""
-        row = await self.get(ctx, uuid)
-        policy.enforce(ctx, "compute:server:action", row)
+        row = await self._get_for_change(ctx, uuid, "compute:server:action")
         if not row["host"]:
             raise exc.InstanceInvalidState(method=t.method, instance_uuid=uuid,
                                            attr="vm_state", state=row["vm_state"])
@@ -531,7 +568,7 @@ class API:
                                  tail_length: int | None) -> str:
         row = await self.get(ctx, uuid)
         policy.enforce(ctx, "compute:server:action", row)
-        if not row["host"] or row["vm_state"] not in (VmState.ACTIVE.value, VmState.STOPPED.value):
+        if not row["host"] or row["vm_state"] not in CONSOLE_STATES:
             raise exc.InstanceNotReady(instance_id=uuid)
         return await self.compute_rpcapi.get_console_output(ctx, row["host"], uuid, tail_length)
 
@@ -595,6 +632,19 @@ def _begin(conn: sa.Connection, ctx: RequestContext, uuid: str, t: Transition) -
         raise exc.InstanceInvalidState(method=t.method, instance_uuid=uuid, attr=attr,
                                        state=state) from None
     instance_actions.action_start(conn, ctx, uuid, t.action)
+
+
+def _start_soft_delete(conn: sa.Connection, ctx: RequestContext, uuid: str, local: bool) -> None:
+    """SOFT_DELETING for the host to finish (or SOFT_DELETED at once, its host
+    down), the delete action recorded; ``deleted_at`` starts the reclaim clock."""
+    now = utcnow()
+    values: dict[str, Any] = {"task_state": TaskState.SOFT_DELETING, "deleted_at": now}
+    if local:
+        values.update(vm_state=VmState.SOFT_DELETED, task_state=None, terminated_at=now)
+    inst.save(conn, uuid, values)
+    instance_actions.action_start(conn, ctx, uuid, "delete")
+    if local:
+        instance_actions.action_finish(conn, ctx, uuid)
 
 
 def make_compute_api(settings: Settings, db: Database, transport: Transport) -> API:

@@ -236,3 +236,28 @@ class FlavorAccessPublic(Conflict):
 
 class FlavorAccessListPublic(NotFound):
     msg_fmt = "Access list not available for public flavors."
+
+# -- lock, rescue, changePassword (issue #19) ----------------------------------
+class InstanceIsLocked(InstanceInvalidState):
+    msg_fmt = "Instance %(instance_uuid)s is locked"
+
+
+class InstanceNotRescuable(Invalid):
+    msg_fmt = "Instance %(instance_id)s cannot be rescued: %(reason)s"
+
+
+class UnsupportedRescueImage(Invalid):
+    msg_fmt = "Requested rescue image '%(image)s' is not supported"
+
+
+class InstancePasswordSetFailed(Conflict):
+    msg_fmt = "Failed to set admin password on %(instance)s because %(reason)s"
+
+
+class SecurityGroupNotFound(NotFound):
+    msg_fmt = "%(reason)s"
+
+
+class SetAdminPasswordNotImplemented(CirrusException):
+    code = 501
+    msg_fmt = "Unable to set password on instance"

@@ -22,6 +22,11 @@ from cirrus.compute.delete import Terminate
 from cirrus.compute.events import InstanceEvents
 from cirrus.compute.interfaces import Interfaces
 from cirrus.compute.virtapi import VirtAPI
+from cirrus.compute.pause import Pause
+from cirrus.compute.admin_password import Password
+from cirrus.compute.rescue import Rescue, RescueRequest
+from cirrus.compute.soft_delete import SoftDelete
+from cirrus.compute.suspend import Suspend
 from cirrus.compute.periodic import ComputePeriodics
 from cirrus.compute.power import PowerActions
 from cirrus.compute.resource_tracker import ResourceTracker
@@ -48,7 +53,11 @@ class ComputeManager:
     RPC_API = frozenset({"build_and_run_instance", "terminate_instance",
                          "external_instance_event", "start_instance", "stop_instance",
                          "reboot_instance", "get_console_output", "get_serial_console",
-                         "attach_interface", "detach_interface", "get_host_uptime"})
+                         "attach_interface", "detach_interface", "get_host_uptime",
+                         # issue #19: pause, suspend, rescue, password, soft delete
+                         "pause_instance", "unpause_instance", "suspend_instance",
+                         "resume_instance", "rescue_instance", "unrescue_instance",
+                         "set_admin_password", "soft_delete_instance", "restore_instance"})
 
     def __init__(self, settings: Settings, db: Database, transport: Transport, host: str,
                  driver: ComputeDriver) -> None:
@@ -89,6 +98,14 @@ class ComputeManager:
         self.periodics = ComputePeriodics(
             store=self.store, locks=self.locks, builds=self.builds, driver=driver,
             network=self.network_api, build_timeout=settings.instance_build_timeout)
+        # issue #19: the guest-state verbs
+        self.pause = Pause(runner, self.store, driver)
+        self.suspend = Suspend(runner, self.store, driver, self.network_api)
+        self.rescue = Rescue(runner, self.store, driver, self.network_api, self.images,
+                             settings.shutdown_timeout)
+        self.password = Password(runner, self.store, driver)
+        self.soft_delete = SoftDelete(runner, self.store, driver, self.network_api,
+                                      self.terminate, settings.reclaim_instance_interval)
 
     async def start(self) -> None:
         await self.driver.init_host(self.host)
@@ -141,12 +158,55 @@ class ComputeManager:
     async def detach_interface(self, ctx: RequestContext, instance_uuid: str, port_id: str) -> None:
         await self.interfaces.detach_interface(ctx, instance_uuid, port_id)
 
+    # -- issue #19: pause, suspend, rescue, password, soft delete --------------------
+    async def pause_instance(self, ctx: RequestContext, instance_uuid: str) -> None:
+        await self.pause.pause_instance(ctx, instance_uuid)
+
+    async def unpause_instance(self, ctx: RequestContext, instance_uuid: str) -> None:
+        await self.pause.unpause_instance(ctx, instance_uuid)
+
+    async def suspend_instance(self, ctx: RequestContext, instance_uuid: str) -> None:
+        await self.suspend.suspend_instance(ctx, instance_uuid)
+
+    async def resume_instance(self, ctx: RequestContext, instance_uuid: str) -> None:
+        await self.suspend.resume_instance(ctx, instance_uuid)
+
+    async def rescue_instance(self, ctx: RequestContext, instance_uuid: str,
+                              rescue_password: str, rescue_image_ref: str | None = None,
+                              clean_shutdown: bool = True) -> None:
+        await self.rescue.rescue_instance(ctx, instance_uuid, RescueRequest(
+            rescue_password, rescue_image_ref, clean_shutdown))
+
+    async def unrescue_instance(self, ctx: RequestContext, instance_uuid: str) -> None:
+        await self.rescue.unrescue_instance(ctx, instance_uuid)
+
+    async def set_admin_password(self, ctx: RequestContext, instance_uuid: str,
+                                 new_pass: str) -> None:
+        await self.password.set_admin_password(ctx, instance_uuid, new_pass)
+
+    async def soft_delete_instance(self, ctx: RequestContext, instance_uuid: str) -> None:
+        await self.soft_delete.soft_delete_instance(ctx, instance_uuid)
+
+    async def restore_instance(self, ctx: RequestContext, instance_uuid: str) -> None:
+        await self.soft_delete.restore_instance(ctx, instance_uuid)
+
     async def external_instance_event(self, ctx: RequestContext,
                                       events: list[dict[str, Any]]) -> None:
         await self.events.external_instance_event(ctx, events)
 
     # -- periodic ------------------------------------------------------------------
     def periodic_tasks(self) -> list[PeriodicTask]:
+        return self._periodic_tasks() + self._reclaim_task()
+
+    def _reclaim_task(self) -> list[PeriodicTask]:
+        """Nova's ``_reclaim_queued_deletes``, every interval, when soft delete is on."""
+        interval = self.settings.reclaim_instance_interval
+        if interval <= 0:
+            return []
+        return [PeriodicTask("reclaim_queued_deletes", interval,
+                             self.soft_delete.reclaim_queued_deletes)]
+
+    def _periodic_tasks(self) -> list[PeriodicTask]:
         s = self.settings
         return [
             PeriodicTask("update_available_resource", 60.0, self.rt.update_available_resource),

@@ -62,6 +62,9 @@ instances = sa.Table(
     sa.Column("reservation_id", sa.String(255), nullable=False),
     sa.Column("launch_index", sa.Integer, nullable=False, default=0),
     sa.Column("locked", sa.Boolean, nullable=False, default=False),
+    # Who holds the lock ("owner" or "admin") and why (2.73): migration 0010.
+    sa.Column("locked_by", sa.String(5), nullable=True),
+    sa.Column("locked_reason", sa.String(255), nullable=True),
     sa.Column("progress", sa.Integer, nullable=False, default=0),
     sa.Column("scheduled_at", sa.DateTime, nullable=True),
     sa.Column("launched_at", sa.DateTime, nullable=True),

@@ -33,6 +33,9 @@ STATUS_FILTERS: dict[str, tuple[list[str], list[str] | None]] = {
     "PAUSED": ([VmState.PAUSED.value], None),
     "SUSPENDED": ([VmState.SUSPENDED.value], None),
     "DELETED": ([VmState.DELETED.value], None),
+    "RESCUE": ([VmState.RESCUED.value], None),
+    "SOFT_DELETED": ([VmState.SOFT_DELETED.value], None),
+    "PASSWORD": ([VmState.ACTIVE.value], [TaskState.UPDATING_PASSWORD.value]),
     "REBOOT": ([VmState.ACTIVE.value], [TaskState.REBOOTING.value, TaskState.REBOOT_PENDING.value,
                                          TaskState.REBOOT_STARTED.value]),
     "HARD_REBOOT": ([VmState.ACTIVE.value], [TaskState.REBOOTING_HARD.value,
@@ -45,7 +48,7 @@ VIEW_COLUMNS = ("id", "uuid", "project_id", "user_id", "display_name", "display_
                 "hostname", "image_ref", "flavor", "vm_state", "task_state", "power_state",
                 "host", "node", "availability_zone", "key_name", "user_data", "config_drive",
                 "metadata", "system_metadata", "security_groups", "access_ip_v4",
-                "access_ip_v6", "reservation_id", "launch_index", "locked", "progress",
+                "access_ip_v6", "reservation_id", "launch_index", "locked", "locked_reason", "progress",
                 "launched_at", "terminated_at", "created_at", "updated_at")
 # Read as the database gives them (RowReader's raw): the views need the info
 # cache's addresses and the timestamps' ISO text, and get both cheaper from
@@ -82,6 +85,7 @@ class ListQuery:
     not_tags: list[str] = field(default_factory=list)
     not_tags_any: list[str] = field(default_factory=list)
     reservation_id: str | None = None
+    locked: bool | None = None  # 2.73: only locked (True) or unlocked (False) servers
     limit: int | None = None
     marker: str | None = None
     sort: list[tuple[str, str]] = field(default_factory=lambda: [("created_at", "desc")])
@@ -178,6 +182,8 @@ def _where(conn: sa.Connection, stmt: Any, q: ListQuery) -> Any:
         stmt = stmt.where(instances.c.host == q.host)
     if q.reservation_id:
         stmt = stmt.where(instances.c.reservation_id == q.reservation_id)
+    if q.locked is not None:
+        stmt = stmt.where(instances.c.locked.is_(q.locked))
     return stmt.where(*tags.filters(q.tags, q.tags_any, q.not_tags, q.not_tags_any))
 
 

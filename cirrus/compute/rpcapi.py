@@ -74,3 +74,42 @@ class ComputeAPI:
     async def external_instance_event(self, ctx: RequestContext, host: str,
                                       events: list[dict[str, Any]]) -> None:
         await self.client.prepare(server=host).cast(ctx, "external_instance_event", events=events)
+
+    # -- issue #19: pause, suspend, rescue, password, soft delete --------------------
+    async def _cast_to(self, ctx: RequestContext, host: str, method: str, instance_uuid: str,
+                       **kwargs: Any) -> None:
+        await self.client.prepare(server=host).cast(ctx, method, instance_uuid=instance_uuid,
+                                                    **kwargs)
+
+    async def pause_instance(self, ctx: RequestContext, host: str, instance_uuid: str) -> None:
+        await self._cast_to(ctx, host, "pause_instance", instance_uuid)
+
+    async def unpause_instance(self, ctx: RequestContext, host: str, instance_uuid: str) -> None:
+        await self._cast_to(ctx, host, "unpause_instance", instance_uuid)
+
+    async def suspend_instance(self, ctx: RequestContext, host: str, instance_uuid: str) -> None:
+        await self._cast_to(ctx, host, "suspend_instance", instance_uuid)
+
+    async def resume_instance(self, ctx: RequestContext, host: str, instance_uuid: str) -> None:
+        await self._cast_to(ctx, host, "resume_instance", instance_uuid)
+
+    async def rescue_instance(self, ctx: RequestContext, host: str, instance_uuid: str,
+                              rescue_password: str, rescue_image_ref: str | None) -> None:
+        await self._cast_to(ctx, host, "rescue_instance", instance_uuid,
+                            rescue_password=rescue_password, rescue_image_ref=rescue_image_ref)
+
+    async def unrescue_instance(self, ctx: RequestContext, host: str, instance_uuid: str) -> None:
+        await self._cast_to(ctx, host, "unrescue_instance", instance_uuid)
+
+    async def set_admin_password(self, ctx: RequestContext, host: str, instance_uuid: str,
+                                 new_pass: str) -> None:
+        """A call, as Nova's: the API answers with what the driver said."""
+        await self.client.prepare(server=host, timeout=60).call(
+            ctx, "set_admin_password", instance_uuid=instance_uuid, new_pass=new_pass)
+
+    async def soft_delete_instance(self, ctx: RequestContext, host: str,
+                                   instance_uuid: str) -> None:
+        await self._cast_to(ctx, host, "soft_delete_instance", instance_uuid)
+
+    async def restore_instance(self, ctx: RequestContext, host: str, instance_uuid: str) -> None:
+        await self._cast_to(ctx, host, "restore_instance", instance_uuid)

@@ -14,6 +14,7 @@ class VmState(str, enum.Enum):
     STOPPED = "stopped"
     PAUSED = "paused"
     SUSPENDED = "suspended"
+    RESCUED = "rescued"
     RESIZED = "resized"
     ERROR = "error"
     DELETED = "deleted"
@@ -35,6 +36,16 @@ class TaskState(str, enum.Enum):
     REBOOT_STARTED_HARD = "reboot_started_hard"
     REBUILDING = "rebuilding"
     DELETING = "deleting"
+    # pause, suspend, rescue, changePassword, soft delete (issue #19)
+    PAUSING = "pausing"
+    UNPAUSING = "unpausing"
+    SUSPENDING = "suspending"
+    RESUMING = "resuming"
+    RESCUING = "rescuing"
+    UNRESCUING = "unrescuing"
+    UPDATING_PASSWORD = "updating_password"
+    SOFT_DELETING = "soft-deleting"
+    RESTORING = "restoring"
 
 
 class PowerState(enum.IntEnum):
@@ -59,6 +70,8 @@ def status_of(vm_state: str, task_state: str | None) -> str:
             return "HARD_REBOOT"
         if task_state == TaskState.REBUILDING:
             return "REBUILD"
+        if task_state == TaskState.UPDATING_PASSWORD:
+            return "PASSWORD"
         return "ACTIVE"
     return _STATUS.get(vm_state, "UNKNOWN")
 
@@ -66,6 +79,7 @@ def status_of(vm_state: str, task_state: str | None) -> str:
 # The status of the other vm_states, whatever their task_state.
 _STATUS: dict[str, str] = {
     VmState.STOPPED: "SHUTOFF", VmState.PAUSED: "PAUSED", VmState.SUSPENDED: "SUSPENDED",
+    VmState.RESCUED: "RESCUE",
     VmState.RESIZED: "VERIFY_RESIZE", VmState.ERROR: "ERROR", VmState.DELETED: "DELETED",
     VmState.SOFT_DELETED: "SOFT_DELETED",
 }

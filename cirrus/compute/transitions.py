@@ -31,3 +31,18 @@ TRANSITIONS: dict[str, Transition] = {
     "reboot_hard": Transition("reboot", "reboot", (A, S, E), TaskState.REBOOTING_HARD,
                               (None, *SOFT_REBOOTING)),
 }
+
+# -- pause, suspend, rescue, changePassword, restore (issue #19; Nova's
+# check_instance_state of each, cirrus/compute/api.py's state actions) --------
+P, SU, RE, SD = VmState.PAUSED, VmState.SUSPENDED, VmState.RESCUED, VmState.SOFT_DELETED
+TRANSITIONS.update({
+    "pause": Transition("pause", "pause", (A,), TaskState.PAUSING),
+    "unpause": Transition("unpause", "unpause", (P,), TaskState.UNPAUSING),
+    "suspend": Transition("suspend", "suspend", (A,), TaskState.SUSPENDING),
+    "resume": Transition("resume", "resume", (SU,), TaskState.RESUMING),
+    "rescue": Transition("rescue", "rescue", (A, S, E), TaskState.RESCUING),
+    "unrescue": Transition("unrescue", "unrescue", (RE,), TaskState.UNRESCUING),
+    "changePassword": Transition("changePassword", "changePassword", (A,),
+                                 TaskState.UPDATING_PASSWORD),
+    "restore": Transition("restore", "restore", (SD,), TaskState.RESTORING),
+})

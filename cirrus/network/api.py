@@ -23,6 +23,7 @@ from cirrus.db.rows import PreparedRead, read_here
 from cirrus.network import exception as exc
 from cirrus.network import ipam
 from cirrus.network import ports as port_db
+from cirrus.network import security_group_api
 from cirrus.network import security_groups as sg_db
 from cirrus.network.auto_allocate import find_auto_network, get_or_create_auto_network
 from cirrus.network.backends import get_backend
@@ -508,6 +509,17 @@ class API:
             fixed = port_db.fixed_ips_of(conn, [r["id"] for r in rows])
             return [port_db.port_view(r, fixed[r["id"]]) for r in rows]
         return await self.db.read(load)
+
+    # -- a server's security groups (issue #19: addSecurityGroup/removeSecurityGroup) --
+    async def add_to_instance(self, ctx: RequestContext, instance: dict[str, Any],
+                              name: str) -> None:
+        """Add group ``name`` (or id) to the ports of ``instance``."""
+        await self.db.run(security_group_api.add_to_instance, ctx, instance, name)
+
+    async def remove_from_instance(self, ctx: RequestContext, instance: dict[str, Any],
+                                   name: str) -> None:
+        """Remove group ``name`` (or id) from the ports of ``instance``."""
+        await self.db.run(security_group_api.remove_from_instance, ctx, instance, name)
 
 
     async def get_instance_security_groups(self, ctx: RequestContext,

@@ -132,5 +132,23 @@ SERVER_ACTIONS: dict[str, Rule] = {
     "reboot": _r("servers:reboot", M),
     "os-getConsoleOutput": _r("os-console-output", M),
     "os-getSerialConsole": _r("remote-consoles", M),
+    # issue #19: the guest-state actions
+    "lock": _r("os-lock-server:lock", M),
+    "unlock": _r("os-lock-server:unlock", M),
+    "pause": _r("os-pause-server:pause", M),
+    "unpause": _r("os-pause-server:unpause", M),
+    "suspend": _r("os-suspend-server:suspend", M),
+    "resume": _r("os-suspend-server:resume", M),
+    "rescue": _r("os-rescue", M),
+    "unrescue": _r("os-unrescue", M),
+    "addSecurityGroup": _r("os-security-groups:add", M),
+    "removeSecurityGroup": _r("os-security-groups:remove", M),
+    "changePassword": _r("os-admin-password", M),
+    "restore": _r("os-deferred-delete:restore", M),
+    "forceDelete": _r("os-deferred-delete:force", M),
 }
+
+# Unlocking a server someone else locked (an owner's lock by an admin of
+# another project, an admin's by the owner): Nova's rule and default.
+UNLOCK_OVERRIDE = _r("os-lock-server:unlock:unlock_override", A)
 

@@ -17,6 +17,7 @@ from typing import Any, Mapping, Sequence
 from cirrus.compute.states import PowerState
 from cirrus.config import Settings
 from cirrus.network.model import VIF
+from cirrus.virt import exception as vexc
 
 
 def _read_proc_uptime() -> float:
@@ -173,3 +174,41 @@ class ComputeDriver(abc.ABC):
     async def list_instance_uuids(self) -> list[str]:
         """Instances the hypervisor knows (for periodic sync)."""
         return []
+
+    # -- pause, suspend, rescue, password (issue #19): optional ---------------------
+    # A driver without one raises DriverNotImplemented (501 where the API waits
+    # for the answer; a fault otherwise).
+    async def pause(self, instance: dict[str, Any]) -> None:
+        """Freeze the running guest in memory; on return its power state is PAUSED."""
+        raise vexc.DriverNotImplemented(operation="pause")
+
+    async def unpause(self, instance: dict[str, Any]) -> None:
+        """Let a paused guest run again; on return it is RUNNING."""
+        raise vexc.DriverNotImplemented(operation="unpause")
+
+    async def suspend(self, context: Any, instance: dict[str, Any]) -> None:
+        """Save the guest's memory to disk and stop it; on return it is SHUTDOWN
+        (or SUSPENDED) and :meth:`resume` brings it back where it was."""
+        raise vexc.DriverNotImplemented(operation="suspend")
+
+    async def resume(self, context: Any, instance: dict[str, Any], network_info: Any,
+                     block_device_info: dict[str, Any] | None = None) -> None:
+        """Restore a suspended guest, its VIFs plugged; on return it is RUNNING."""
+        raise vexc.DriverNotImplemented(operation="resume")
+
+    async def rescue(self, context: Any, instance: dict[str, Any], network_info: Any,
+                     image_meta: dict[str, Any], rescue_password: str,
+                     block_device_info: dict[str, Any] | None = None) -> None:
+        """Boot the (stopped) guest from ``image_meta``'s image with its own disk
+        attached second; on return the rescue guest is running and
+        :meth:`unrescue` can bring back the original."""
+        raise vexc.DriverNotImplemented(operation="rescue")
+
+    async def unrescue(self, context: Any, instance: dict[str, Any]) -> None:
+        """Drop the rescue guest and boot the original one; on return it is RUNNING."""
+        raise vexc.DriverNotImplemented(operation="unrescue")
+
+    async def set_admin_password(self, instance: dict[str, Any], new_pass: str) -> None:
+        """Set the guest's admin password (through a guest agent). Raises
+        InstanceAgentNotEnabled when the guest has no agent to do it."""
+        raise vexc.DriverNotImplemented(operation="set_admin_password")

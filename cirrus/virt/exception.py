@@ -30,3 +30,28 @@ class InstancePowerOffFailure(CirrusException):
 class InstanceRebootFailure(CirrusException):
     code = 500
     msg_fmt = "Failed to reboot instance: %(reason)s"
+
+
+# -- pause, suspend, rescue, changePassword (issue #19) ---------------------------
+class DriverNotImplemented(CirrusException):
+    """The driver (or the guest) cannot do this at all: Nova's NotImplementedError,
+    which the API answers with 501."""
+
+    code = 501
+    msg_fmt = "%(operation)s is not implemented by this driver or guest instance."
+
+
+class InstanceAgentNotEnabled(CirrusException):
+    code = 409
+    msg_fmt = "Guest agent is not enabled for the instance"
+
+
+class QemuGuestAgentNotEnabled(InstanceAgentNotEnabled):
+    msg_fmt = "QEMU guest agent is not enabled"
+
+
+class InstanceStateChangeFailure(CirrusException):
+    """A pause, suspend, resume, rescue or unrescue the hypervisor refused."""
+
+    code = 500
+    msg_fmt = "Failed to %(operation)s instance %(instance_uuid)s: %(reason)s"

@@ -71,6 +71,8 @@ class FakeInstance:
     name: str
     state: PowerState
     console: list[str] = field(default_factory=list)
+    admin_password: str | None = None  # the last one set_admin_password set
+    rescue_image: str | None = None  # the image a rescue guest boots, while rescued
 
 
 class FakeDriver(ComputeDriver):
@@ -181,3 +183,40 @@ class FakeDriver(ComputeDriver):
 
     async def list_instance_uuids(self) -> list[str]:
         return list(self.instances)
+
+    # -- pause, suspend, rescue, password (issue #19) --------------------------------
+    async def _to_state(self, op: str, instance: dict[str, Any], state: PowerState) -> FakeInstance:
+        await self._check_fault(op, instance)
+        fake = self._get(instance)
+        fake.state = state
+        return fake
+
+    async def pause(self, instance: dict[str, Any]) -> None:
+        await self._to_state("pause", instance, PowerState.PAUSED)
+
+    async def unpause(self, instance: dict[str, Any]) -> None:
+        await self._to_state("unpause", instance, PowerState.RUNNING)
+
+    async def suspend(self, context: Any, instance: dict[str, Any]) -> None:
+        # As libvirt's managed save leaves it: memory on disk, the domain off.
+        await self._to_state("suspend", instance, PowerState.SHUTDOWN)
+
+    async def resume(self, context: Any, instance: dict[str, Any], network_info: Any,
+                     block_device_info: dict[str, Any] | None = None) -> None:
+        await self._to_state("resume", instance, PowerState.RUNNING)
+        self.plugged[instance["uuid"]] = [vif["id"] for vif in (network_info or [])]
+
+    async def rescue(self, context: Any, instance: dict[str, Any], network_info: Any,
+                     image_meta: dict[str, Any], rescue_password: str,
+                     block_device_info: dict[str, Any] | None = None) -> None:
+        fake = await self._to_state("rescue", instance, PowerState.RUNNING)
+        fake.rescue_image = image_meta.get("id") or ""
+        fake.console.append(f"rescued from {fake.rescue_image}")
+
+    async def unrescue(self, context: Any, instance: dict[str, Any]) -> None:
+        fake = await self._to_state("unrescue", instance, PowerState.RUNNING)
+        fake.rescue_image = None
+
+    async def set_admin_password(self, instance: dict[str, Any], new_pass: str) -> None:
+        await self._check_fault("set_admin_password", instance)
+        self._get(instance).admin_password = new_pass

@@ -151,3 +151,41 @@ def test_the_serial_console_of_a_real_guest_opens_and_the_log_keeps_going(
             await ws.ping()
     asyncio.run(poke())
     assert MARKER in real_cloud.console("rv-serial")
+
+def _domstate(uuid: str) -> str:
+    return subprocess.run(["virsh", "-c", "qemu:///system", "domstate", uuid],
+                          capture_output=True, text=True).stdout.strip()
+
+
+def test_pause_suspend_rescue_and_back(real_cloud: RealCloud) -> None:
+    """Issue #19 on libvirt: suspend/resume keeps the running guest (no new
+    boot); rescue boots the rescue image, unrescue the original again."""
+    uuid = _boot(real_cloud, "rv-states", "default")["id"]
+    real_cloud.wait_console("rv-states", re.escape(MARKER))
+
+    real_cloud.openstack("server", "pause", "rv-states")
+    real_cloud.wait_status("rv-states", "PAUSED", timeout=60)
+    assert _domstate(uuid) == "paused"
+    real_cloud.openstack("server", "unpause", "rv-states")
+    real_cloud.wait_status("rv-states", "ACTIVE", timeout=60)
+    assert _domstate(uuid) == "running"
+
+    real_cloud.openstack("server", "suspend", "rv-states")
+    real_cloud.wait_status("rv-states", "SUSPENDED", timeout=120)
+    assert _domstate(uuid) == "shut off"  # its memory in the managed save
+    real_cloud.openstack("server", "resume", "rv-states")
+    real_cloud.wait_status("rv-states", "ACTIVE", timeout=120)
+    assert real_cloud.console("rv-states").count(MARKER) == 1  # resumed, not rebooted
+
+    real_cloud.openstack("server", "rescue", "rv-states")
+    real_cloud.wait_status("rv-states", "RESCUE", timeout=180)
+    real_cloud.wait_console("rv-states", re.escape(MARKER), count=2)
+    inst_dir = real_cloud.state_dir / "instances" / uuid
+    assert (inst_dir / "disk.rescue").exists() and (inst_dir / "unrescue.xml").exists()
+    real_cloud.openstack("server", "unrescue", "rv-states")
+    real_cloud.wait_status("rv-states", "ACTIVE", timeout=180)
+    real_cloud.wait_console("rv-states", re.escape(MARKER), count=3)
+    assert not (inst_dir / "disk.rescue").exists()
+
+    real_cloud.openstack("server", "delete", "--wait", "rv-states", timeout=180)
+    assert uuid not in _domains()

@@ -8,7 +8,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from cirrus.api.compute import remote_consoles
+from cirrus.api.compute.microversion import api_version
 from cirrus.api.compute.parameters import MAX_INT, integer
+from cirrus.api.compute.state_actions import STATE_ACTIONS, VERSIONED_ACTIONS
 from cirrus.api.wsgi import context, json_body, reply
 from cirrus import policy
 from cirrus.context import RequestContext
@@ -58,6 +60,7 @@ ACTIONS: dict[str, Handler] = {
     "os-getConsoleOutput": _console,
     "os-getSerialConsole": remote_consoles.get_serial_console,
 }
+ACTIONS.update(STATE_ACTIONS)  # issue #19: lock, pause, suspend, rescue, …
 
 
 async def action(request: Request) -> Response:
@@ -70,7 +73,11 @@ async def action(request: Request) -> Response:
     if handler is None:
         raise ValidationError(field="action", reason=f"there is no such action: {name}")
     policy.enforce_route(ctx, SERVER_ACTIONS[name])
-    return await handler(request.app.state.compute_api, ctx, request.path_params["server_id"], arg)
+    api, uuid = request.app.state.compute_api, request.path_params["server_id"]
+    versioned = VERSIONED_ACTIONS.get(name)
+    if versioned is not None:
+        return await versioned(api, ctx, uuid, arg, api_version(request))
+    return await handler(api, ctx, uuid, arg)
 
 
 ROUTES = [Route("/v2.1/servers/{server_id}/action", action, methods=["POST"])]

@@ -23,6 +23,9 @@ from cirrus.exception import ValidationError
 MAX_LIMIT = 1000
 TAGS_SHOWN = (2, 26)  # the server view carries its tags from here
 GROUPS_SHOWN = (2, 71)  # and one server's view its server groups
+# oslo's strict bool_from_string, as Nova parses the ``locked`` filter (2.73).
+TRUE_WORDS = ("1", "t", "true", "on", "y", "yes")
+FALSE_WORDS = ("0", "f", "false", "off", "n", "no")
 
 
 def _base(request: Request) -> str:
@@ -95,8 +98,22 @@ def _list_query(request: Request, ctx: Any) -> queries.ListQuery:
         ip=params.get("ip"), ip6=ip6, tags=tag_filter("tags"), tags_any=tag_filter("tags-any"),
         not_tags=tag_filter("not-tags"), not_tags_any=tag_filter("not-tags-any"),
         reservation_id=params.get("reservation_id"),
+        locked=_locked_filter(request),
         limit=min(limit if limit is not None else MAX_LIMIT, MAX_LIMIT),
         marker=params.get("marker"), sort=sort)
+
+
+def _locked_filter(request: Request) -> bool | None:
+    """The ``locked`` filter, from 2.73 (ignored before, as Nova strips it)."""
+    value = request.query_params.get("locked")
+    if value is None or api_version(request) < (2, 73):
+        return None
+    word = value.strip().lower()
+    if word not in TRUE_WORDS + FALSE_WORDS:
+        raise ValidationError(field="locked", reason=(
+            f"Unrecognized value '{value}', acceptable values are: "
+            + ", ".join(f"'{w}'" for w in sorted(TRUE_WORDS + FALSE_WORDS))))
+    return word in TRUE_WORDS
 
 
 def _next_link(request: Request, rows: list[dict[str, Any]], q: queries.ListQuery,

@@ -218,7 +218,7 @@ class DetailView:
         if version >= (2, 63):
             server["trusted_image_certificates"] = None  # cirrus verifies no certificates
         if version >= (2, 73):
-            server["locked_reason"] = None
+            server["locked_reason"] = row.get("locked_reason")
         if version >= (2, 96):
             server["pinned_availability_zone"] = None
         return server

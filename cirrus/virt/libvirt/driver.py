@@ -28,6 +28,7 @@ from cirrus.virt.libvirt import imagebackend
 from cirrus.virt.libvirt.config import DiskSpec, GuestSpec, guest_xml, serial_port_of
 from cirrus.virt.libvirt.serial import free_port
 from cirrus.virt.libvirt.configdrive import make_config_drive
+from cirrus.virt.libvirt.guest_state import GuestStateOps
 from cirrus.virt.libvirt.host import Host
 from cirrus.virt.libvirt.virt_type import detect_virt_type
 
@@ -46,7 +47,7 @@ def domain_name(instance: dict[str, Any]) -> str:
     return "instance-%08x" % int(instance["id"])
 
 
-class LibvirtDriver(ComputeDriver):
+class LibvirtDriver(GuestStateOps, ComputeDriver):  # guest_state.py: pause, rescue, …
     capabilities = Capabilities(supports_console_output=True, supports_vif_plugging_events=True)
 
     def __init__(self, settings: Settings, host: str) -> None:
