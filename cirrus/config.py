@@ -88,6 +88,12 @@ class Settings:
     shutdown_timeout: float = 60.0
     # Give every guest a config drive (there is no metadata service).
     force_config_drive: bool = True
+    # Shelved servers: offloaded at once (0), never (-1) or by a periodic task
+    # after this many seconds (Nova's [DEFAULT]shelved_offload_time).
+    shelved_offload_time: int = 0
+    # Whether rebuild answers with the new admin password (Nova's
+    # [api]enable_instance_password).
+    enable_instance_password: bool = True
 
     # scheduler
     max_attempts: int = 3

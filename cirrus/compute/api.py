@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from cirrus import policy
 from cirrus.compute import exception as exc
 from cirrus.compute.admission import BuildAdmission
+from cirrus.compute.api_images import ImageActions
 from cirrus.compute import instance as inst
 from cirrus.compute import destinations, instance_actions, keypairs, quotas, records, server_groups
 from cirrus.compute.flavors import get_flavor
@@ -111,7 +112,7 @@ def parse_availability_zone(ctx: RequestContext, value: str | None, default: str
     return az or default, host or None, node or None
 
 
-class API:
+class API(ImageActions):
     """The compute API used by the HTTP handlers."""
 
     def __init__(self, settings: Settings, db: Database, transport: Transport,
@@ -468,17 +469,23 @@ class API:
         await self.compute_rpcapi.detach_interface(ctx, row["host"], uuid, port_id)
 
     # -- actions (state-guarded, then cast to the host) -----------------------------
-    async def _begin_action(self, ctx: RequestContext, uuid: str,
-                            t: Transition) -> dict[str, Any]:
+    async def _begin_action(self, ctx: RequestContext, uuid: str, t: Transition,
+                            values: dict[str, Any] | None = None, *,
+                            row: dict[str, Any] | None = None,
+                            on_host: bool = True) -> dict[str, Any]:
         """Move the instance into ``t``'s task state if it is in an accepted
         state, else 409 saying which state it is in (Nova's check_instance_state);
-        the action is recorded in the same transaction."""
-        row = await self.get(ctx, uuid)
-        policy.enforce(ctx, "compute:server:action", row)
-        if not row["host"]:
+        the action is recorded in the same transaction. ``values``: saved with
+        the transition; ``row``: the instance as the caller read it already;
+        ``on_host``: the action needs a host (all but unshelving an offloaded
+        server)."""
+        if row is None:
+            row = await self.get(ctx, uuid)
+            policy.enforce(ctx, "compute:server:action", row)
+        if on_host and not row["host"]:
             raise exc.InstanceInvalidState(method=t.method, instance_uuid=uuid,
                                            attr="vm_state", state=row["vm_state"])
-        await self.db.run(_begin, ctx, uuid, t)
+        await self.db.run(_begin, ctx, uuid, t, values)
         return row
 
     async def start(self, ctx: RequestContext, uuid: str) -> None:
@@ -526,8 +533,10 @@ class API:
         return results
 
 
-def _begin(conn: sa.Connection, ctx: RequestContext, uuid: str, t: Transition) -> None:
+def _begin(conn: sa.Connection, ctx: RequestContext, uuid: str, t: Transition,
+           extra: dict[str, Any] | None = None) -> None:
     values = {} if t.task_state is None else {"task_state": t.task_state}
+    values.update(extra or {})
     try:
         inst.save(conn, uuid, values, expected_vm_state=t.vm_states,
                   expected_task_state=t.task_states)

@@ -165,3 +165,9 @@ class VirtualInterfaceCreateException(CirrusException):
 
 class MaxRetriesExceeded(CirrusException):
     msg_fmt = "%(reason)s"
+
+
+class UnshelveInstanceInvalidState(InstanceInvalidState):
+    msg_fmt = ('Specifying an availability zone or a host when unshelving server '
+               '"%(instance_uuid)s" with status "%(state)s" is not supported. The server '
+               'status must be SHELVED_OFFLOADED.')

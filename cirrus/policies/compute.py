@@ -89,5 +89,12 @@ SERVER_ACTIONS: dict[str, Rule] = {
     "os-stop": _r("servers:stop", M),
     "reboot": _r("servers:reboot", M),
     "os-getConsoleOutput": _r("os-console-output", M),
+    # images (cirrus/api/compute/image_actions.py)
+    "rebuild": _r("servers:rebuild", M),
+    "createImage": _r("servers:create_image", M),
+    "createBackup": _r("os-create-backup", M),
+    "shelve": _r("os-shelve:shelve", M),
+    "shelveOffload": _r("os-shelve:shelve_offload", A),
+    "unshelve": _r("os-shelve:unshelve", M),
 }
 

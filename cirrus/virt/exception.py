@@ -28,3 +28,13 @@ class InstancePowerOffFailure(CirrusException):
 class InstanceRebootFailure(CirrusException):
     code = 500
     msg_fmt = "Failed to reboot instance: %(reason)s"
+
+
+class NotSupportedByDriver(CirrusException):
+    code = 400
+    msg_fmt = "The hypervisor of this server does not support %(operation)s."
+
+
+class SnapshotFailed(CirrusException):
+    code = 500
+    msg_fmt = "Failed to snapshot instance %(instance_uuid)s: %(reason)s"

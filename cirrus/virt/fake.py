@@ -8,13 +8,16 @@ Tests inject failures with rules, e.g.::
 from __future__ import annotations
 
 import asyncio
+import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
-from cirrus.compute.states import PowerState
+from cirrus.compute.states import PowerState, TaskState
 from cirrus.virt import exception as vexc
-from cirrus.virt.driver import Capabilities, ComputeDriver, InstanceInfo, NodeResources
+from cirrus.virt.driver import (Capabilities, ComputeDriver, InstanceInfo, NodeResources,
+                                UpdateTaskState)
 
 
 @dataclass
@@ -67,6 +70,7 @@ class FakeInstance:
     name: str
     state: PowerState
     console: list[str] = field(default_factory=list)
+    image_ref: str = ""  # the image it was spawned from (rebuild and unshelve change it)
 
 
 class FakeDriver(ComputeDriver):
@@ -83,6 +87,7 @@ class FakeDriver(ComputeDriver):
         self.instances: dict[str, FakeInstance] = {}
         self.faults: dict[str, list[FaultRule]] = defaultdict(list)
         self.plugged: dict[str, list[str]] = {}
+        self.snapshots: dict[str, bytes] = {}  # image id → the disk it uploaded
 
     async def _check_fault(self, op: str, instance: dict[str, Any]) -> None:
         for rule in self.faults.get(op, ()):
@@ -123,7 +128,8 @@ class FakeDriver(ComputeDriver):
             await asyncio.sleep(self.spawn_delay)
         ips = [ip["address"] for vif in (network_info or []) for sub in vif["network"]["subnets"]
                for ip in sub.get("ips", [])]
-        fake = FakeInstance(instance["uuid"], instance.get("display_name", ""), PowerState.RUNNING)
+        fake = FakeInstance(instance["uuid"], instance.get("display_name", ""), PowerState.RUNNING,
+                            image_ref=image_meta.get("id") or instance.get("image_ref") or "")
         fake.console.append(f"fake console of {instance['uuid']}")
         fake.console.append(f"CIRRUS-BOOT-OK ip={','.join(ips)}")
         self.instances[instance["uuid"]] = fake
@@ -159,6 +165,20 @@ class FakeDriver(ComputeDriver):
 
     async def get_console_output(self, context: Any, instance: dict[str, Any]) -> str:
         return "\n".join(self._get(instance).console) + "\n"
+
+    async def snapshot(self, context: Any, instance: dict[str, Any], image_id: str,
+                       update_task_state: UpdateTaskState) -> None:
+        """A small raw "disk" naming the guest and its image, uploaded."""
+        await self._check_fault("snapshot", instance)
+        fake = self._get(instance)
+        await update_task_state(TaskState.IMAGE_PENDING_UPLOAD, TaskState.IMAGE_SNAPSHOT)
+        disk = f"fake disk of {fake.uuid} from image {fake.image_ref}\n".encode()
+        await update_task_state(TaskState.IMAGE_UPLOADING, TaskState.IMAGE_PENDING_UPLOAD)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "disk"
+            path.write_bytes(disk)
+            await self.virtapi.upload_image(context, image_id, path, "raw")
+        self.snapshots[image_id] = disk
 
     async def list_instance_uuids(self) -> list[str]:
         return list(self.instances)
