@@ -10,7 +10,7 @@ group owns its own module.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Awaitable, Callable
 
 import sqlalchemy as sa
 
@@ -18,21 +18,32 @@ from cirrus import policy
 from cirrus.compute import exception as exc
 from cirrus.compute import image_requests, keypairs, records
 from cirrus.compute.image_requests import RebuildRequest
+from cirrus.compute.rpcapi import ComputeAPI
 from cirrus.compute.states import VmState
 from cirrus.compute.transitions import TRANSITIONS
+from cirrus.conductor.rpcapi import ComputeTaskAPI
 from cirrus.context import RequestContext
+from cirrus.db.engine import Database
 from cirrus.exception import NotFound
 
-if TYPE_CHECKING:
-    from cirrus.compute.api import API as _Base
-else:
-    _Base = object
-
 MAX_METADATA_ITEMS = 128
+Row = dict[str, Any]
 
 
-class ImageActions(_Base):
+class ImageActions:
     """rebuild, snapshot, backup, shelve, shelve_offload, unshelve."""
+
+    # What the compute API (cirrus/compute/api.py) gives these methods.
+    db: Database
+    images: Any  # cirrus.image.api.ImageAPI
+    compute_rpcapi: ComputeAPI
+    compute_task_api: ComputeTaskAPI
+    get: Callable[[RequestContext, str], Awaitable[Row]]
+    _begin_action: Callable[..., Awaitable[Row]]
+    _image: Callable[[sa.Connection, RequestContext, str], Row]
+    _checked_image: Callable[[Row | Exception | None, Row], Row | None]
+    _check_user_data: Callable[[str | None], None]
+    _check_zone_and_host: Callable[[sa.Connection, str | None, str | None], None]
 
     # -- rebuild -----------------------------------------------------------------------
     async def rebuild(self, ctx: RequestContext, uuid: str, req: RebuildRequest) -> dict[str, Any]:
