@@ -394,6 +394,7 @@ class API(ImageActions):
         row = await self.get(ctx, uuid)
         policy.enforce(ctx, "compute:server:delete", row)
         await self.db.run(self._start_delete, ctx, row)
+        await self._delete_shelved_image(ctx, row)  # api_images.py
         if row["host"] and await self.db.read(self._host_is_up, row["host"]):
             await self.compute_rpcapi.terminate_instance(ctx, row["host"], uuid)
             return

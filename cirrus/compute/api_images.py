@@ -177,6 +177,13 @@ class ImageActions:
                                                       request_spec=spec,
                                                       availability_zone=availability_zone)
 
+    async def _delete_shelved_image(self, ctx: RequestContext, row: Row) -> None:
+        """A shelved server's snapshot goes with it (Nova's delete does this)."""
+        image_id = (row["system_metadata"] or {}).get("shelved_image_id")
+        if image_id and row["vm_state"] in (VmState.SHELVED.value,
+                                            VmState.SHELVED_OFFLOADED.value):
+            await self._delete_image_quietly(ctx, image_id)
+
     async def _shelved_image(self, ctx: RequestContext, image_id: str | None) -> dict[str, Any] | None:
         if not image_id:
             return None

@@ -79,6 +79,12 @@ async def events_of(client: httpx.AsyncClient, server_id: str, action: str) -> d
     return resp.json()["instanceAction"]
 
 
+def notifications(cloud: Cloud, server_id: str) -> list[str]:
+    """The event types the compute hosts sent about ``server_id``, in order per host."""
+    return [n["event_type"] for svc in cloud.services if svc.binary == "cirrus-compute"
+            for n in svc.endpoint.notifier.sent if n["payload"].get("instance_id") == server_id]
+
+
 def driver_of(cloud: Cloud, server: dict) -> Any:
     return fake_drivers(cloud)[server["OS-EXT-SRV-ATTR:host"]]
 
@@ -103,6 +109,8 @@ async def test_rebuild_new_image_keeps_ports_and_addresses(
     action = await events_of(demo, active, "rebuild")
     assert [e["event"] for e in action["events"]] == ["compute_rebuild_instance"]
     assert action["events"][0]["result"] == "Success"
+    sent = notifications(cloud, active)
+    assert sent[-2:] == ["compute.instance.rebuild.start", "compute.instance.rebuild.end"]
 
 
 async def test_rebuild_of_a_stopped_server_stays_stopped(demo: httpx.AsyncClient,
@@ -233,6 +241,8 @@ async def test_create_image_snapshot_boots(cloud: Cloud, demo: httpx.AsyncClient
     assert server["status"] == "ACTIVE"
     action = await events_of(demo, active, "createImage")
     assert [e["event"] for e in action["events"]] == ["compute_snapshot_instance"]
+    assert {"compute.instance.snapshot.start", "compute.instance.snapshot.end"} <= set(
+        notifications(cloud, active))
     # The snapshot boots.
     booted = await boot(demo, snap_id, "from-snap")
     shown = (await demo.get(f"{SERVERS}/{booted}")).json()["server"]
@@ -368,6 +378,9 @@ async def test_shelve_offloads_at_once_and_unshelve_reschedules(
         assert all(e["result"] == "Success" for e in action["events"]), action
     events = [e["event"] for e in (await events_of(demo, active, "unshelve"))["events"]]
     assert set(events) == {"schedule_instances", "compute_unshelve_instance"}
+    sent = set(notifications(cloud, active))
+    assert {f"compute.instance.{verb}.{phase}" for verb in ("shelve", "shelve_offload", "unshelve")
+            for phase in ("start", "end")} <= sent
 
 
 @pytest.mark.parametrize("settings_overrides", [{"shelved_offload_time": -1}])
@@ -487,3 +500,16 @@ async def test_image_actions_on_another_projects_server_are_404(api: Any) -> Non
     finally:
         for client in tenants.clients.values():
             await client.aclose()
+
+
+async def test_deleting_a_shelved_server_deletes_its_image_and_ports(
+        cloud: Cloud, demo: httpx.AsyncClient, admin: httpx.AsyncClient, active: str) -> None:
+    await act(demo, active, {"shelve": None})
+    shelved = await wait_for_status(admin, active, {"SHELVED_OFFLOADED"})
+    assert shelved["OS-EXT-SRV-ATTR:host"] is None
+    snaps = [i for i in (await demo.get(IMAGES)).json()["images"] if i["name"] == "vm-shelved"]
+    assert (await demo.delete(f"{SERVERS}/{active}")).status_code == 204
+    await wait_for_status(demo, active, {"DELETED"})
+    await wait_image(demo, snaps[0]["id"], "gone")
+    assert await db_count(cloud, ports, ports.c.device_id == active) == 0
+    assert await db_count(cloud, allocations, allocations.c.consumer_uuid == active) == 0
