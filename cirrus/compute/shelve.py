@@ -60,6 +60,8 @@ class Shelving:
     async def shelve_instance(self, ctx: RequestContext, uuid: str, image_id: str,
                               clean_shutdown: bool) -> None:
         async def body(instance: Instance) -> None:
+            # Guarded first: a repeated delivery must not stop the guest again.
+            await self.store.save(uuid, {}, expected_task_state=TaskState.SHELVING)
             try:
                 await self._power_off(instance, clean_shutdown)
                 await self.driver.snapshot(ctx, instance, image_id,
@@ -89,6 +91,7 @@ class Shelving:
     async def shelve_offload_instance(self, ctx: RequestContext, uuid: str,
                                       clean_shutdown: bool) -> None:
         async def body(instance: Instance) -> None:
+            await self.store.save(uuid, {}, expected_task_state=TaskState.SHELVING_OFFLOADING)
             await self._power_off(instance, clean_shutdown)
             await self._offload(ctx, instance, notify=False)
         await self.runner.run(ctx, uuid, SHELVE_OFFLOAD, body)
@@ -130,6 +133,8 @@ class Shelving:
     async def unshelve_instance(self, ctx: RequestContext, uuid: str, image_id: str | None,
                                 node: str | None) -> None:
         async def body(instance: Instance) -> None:
+            # Guarded first: a repeated delivery must not power the guest on again.
+            await self.store.save(uuid, {}, expected_task_state=TaskState.UNSHELVING)
             if instance["host"] is None:
                 expected = TaskState.SPAWNING
                 await self._spawn_here(ctx, instance, image_id, node)

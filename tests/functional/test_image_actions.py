@@ -8,10 +8,10 @@ from typing import Any
 
 import httpx
 import pytest
-import sqlalchemy as sa
 
 from cirrus.bootstrap import Cloud
 from cirrus.compute.models import allocations
+from cirrus.context import admin_context
 from cirrus.network.models import ports
 from cirrus.virt.fake import FaultRule, fail_for_instance, hold
 from tests.security.conftest import make_tenants
@@ -513,3 +513,20 @@ async def test_deleting_a_shelved_server_deletes_its_image_and_ports(
     await wait_image(demo, snaps[0]["id"], "gone")
     assert await db_count(cloud, ports, ports.c.device_id == active) == 0
     assert await db_count(cloud, allocations, allocations.c.consumer_uuid == active) == 0
+
+
+@pytest.mark.parametrize("settings_overrides", [{"shelved_offload_time": -1}])
+async def test_a_repeated_unshelve_does_not_touch_the_guest(
+        cloud: Cloud, demo: httpx.AsyncClient, admin: httpx.AsyncClient, active: str) -> None:
+    await act(demo, active, {"shelve": None})
+    await wait_for_status(admin, active, {"SHELVED"})
+    await act(demo, active, {"unshelve": None})
+    server = await wait_for_status(admin, active, {"ACTIVE"})
+    host = server["OS-EXT-SRV-ATTR:host"]
+    manager = next(s.endpoint for s in cloud.services
+                   if s.binary == "cirrus-compute" and s.host == host)
+    rule = FaultRule(error=lambda i: RuntimeError("powered on twice"), times=1)
+    manager.driver.faults["power_on"].append(rule)
+    await manager.unshelve_instance(admin_context(), active, None)  # the bus again
+    assert rule.times == 1  # never reached the hypervisor
+    assert (await admin.get(f"{SERVERS}/{active}")).json()["server"]["status"] == "ACTIVE"
