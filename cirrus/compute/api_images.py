@@ -25,6 +25,7 @@ from cirrus.conductor.rpcapi import ComputeTaskAPI
 from cirrus.context import RequestContext
 from cirrus.db.engine import Database
 from cirrus.exception import NotFound
+from cirrus.image.exception import ImageLimitExceeded
 
 MAX_METADATA_ITEMS = 128
 Row = dict[str, Any]
@@ -118,7 +119,10 @@ class ImageActions:
         image_type = "backup" if kind == "backup" else "snapshot"
         body = image_requests.snapshot_image_body(ctx.project_id, ctx.user_id, row, name,
                                                   image_type, extra)
-        image = await self.images.create(ctx, body)
+        try:
+            image = await self.images.create(ctx, body)
+        except ImageLimitExceeded as error:  # Nova answers the image service's 413 with 403
+            raise exc.ImageQuotaExceeded(reason=error.format_message()) from None
         if body.get("visibility") == "shared":
             await self.images.add_member(ctx, image["id"], row["project_id"])
         return str(image["id"])

@@ -288,6 +288,15 @@ async def test_snapshot_failure_deletes_the_image(cloud: Cloud, demo: httpx.Asyn
     assert action["events"][0]["result"] == "Error"
 
 
+async def test_create_image_metadata_limits(demo: httpx.AsyncClient, active: str) -> None:
+    many = {f"k{i}": "v" for i in range(129)}
+    resp = await act(demo, active, {"createImage": {"name": "s", "metadata": many}}, "2.38")
+    assert resp.status_code == 403  # Nova's metadata quota, checked up to 2.38
+    resp = await act(demo, active, {"createImage": {"name": "s", "metadata": many}}, "2.39")
+    assert resp.status_code == 403  # the image service's property quota, as Nova maps it
+    assert (await wait_idle(demo, active))["status"] == "ACTIVE"
+
+
 @pytest.mark.parametrize("body", [
     {"createImage": {}}, {"createImage": {"name": ""}}, {"createImage": {"name": 5}},
     {"createImage": {"name": "x", "extra": 1}}, {"createImage": {"name": "x", "metadata": []}},
@@ -530,3 +539,19 @@ async def test_a_repeated_unshelve_does_not_touch_the_guest(
     await manager.unshelve_instance(admin_context(), active, None)  # the bus again
     assert rule.times == 1  # never reached the hypervisor
     assert (await admin.get(f"{SERVERS}/{active}")).json()["server"]["status"] == "ACTIVE"
+
+
+async def test_a_failed_shelve_clears_its_task_and_its_image(
+        cloud: Cloud, demo: httpx.AsyncClient, admin: httpx.AsyncClient, image: str) -> None:
+    server_id = await boot(demo, image, "noshelve")
+    for driver in fake_drivers(cloud).values():
+        driver.faults["snapshot"].append(FaultRule(
+            error=lambda i: RuntimeError("no space for the snapshot"), instance_name="noshelve"))
+    assert (await act(demo, server_id, {"shelve": None})).status_code == 202
+    server = await wait_idle(admin, server_id)
+    assert server["OS-EXT-STS:vm_state"] == "active" and server["OS-EXT-SRV-ATTR:host"]
+    action = await events_of(demo, server_id, "shelve")
+    assert action["events"][0]["event"] == "compute_shelve_instance"
+    assert action["events"][0]["result"] == "Error"
+    names = [i["name"] for i in (await demo.get(IMAGES)).json()["images"]]
+    assert "noshelve-shelved" not in names
