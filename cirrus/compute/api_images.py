@@ -68,13 +68,14 @@ class ImageActions:
     def _rebuild_lookups(self, conn: sa.Connection, ctx: RequestContext, row: dict[str, Any],
                          req: RebuildRequest) -> tuple[dict[str, Any], str | None]:
         """The new image (checked against the instance's flavor, as at boot)
-        and the new key pair's public key."""
+        and the public key of the caller's key pair (Nova looks it up for the
+        caller, not the owner)."""
         image = self._checked_image(self._image(conn, ctx, req.image_ref), row["flavor"])
         assert image is not None
         key_data = None
         if req.key_name_given and req.key_name is not None:
             try:
-                key_data = keypairs.get(conn, row["user_id"], req.key_name)["public_key"]
+                key_data = keypairs.get(conn, ctx.user_id or "", req.key_name)["public_key"]
             except exc.KeyPairMissing:
                 raise exc.KeypairNotFound() from None
         return image, key_data

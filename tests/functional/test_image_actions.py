@@ -555,3 +555,16 @@ async def test_a_failed_shelve_clears_its_task_and_its_image(
     assert action["events"][0]["result"] == "Error"
     names = [i["name"] for i in (await demo.get(IMAGES)).json()["images"]]
     assert "noshelve-shelved" not in names
+
+
+async def test_rebuild_sets_and_clears_the_key_pair(demo: httpx.AsyncClient, active: str,
+                                                    image: str) -> None:
+    resp = await demo.post("/compute/v2.1/os-keypairs", json={"keypair": {"name": "rk"}},
+                           headers=v("2.1"))
+    assert resp.status_code == 200, resp.text
+    resp = await act(demo, active, {"rebuild": {"imageRef": image, "key_name": "rk"}}, "2.54")
+    assert resp.status_code == 202 and resp.json()["server"]["key_name"] == "rk"
+    await wait_idle(demo, active)
+    resp = await act(demo, active, {"rebuild": {"imageRef": image, "key_name": None}}, "2.54")
+    assert resp.status_code == 202 and resp.json()["server"]["key_name"] is None
+    await wait_idle(demo, active)
