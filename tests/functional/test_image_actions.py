@@ -79,10 +79,35 @@ async def events_of(client: httpx.AsyncClient, server_id: str, action: str) -> d
     return resp.json()["instanceAction"]
 
 
+async def wait_actions_done(client: httpx.AsyncClient, server_id: str, action: str,
+                            timeout: float = 20.0) -> None:
+    """Until every ``action`` of the server has its compute event finished."""
+    url = f"{SERVERS}/{server_id}/os-instance-actions"
+    deadline = time.monotonic() + timeout
+    while True:
+        listed = (await client.get(url)).json()["instanceActions"]
+        shown = [(await client.get(f"{url}/{a['request_id']}")).json()["instanceAction"]
+                 for a in listed if a["action"] == action]
+        if all(any(e["event"].startswith("compute_") and e["finish_time"] for e in a["events"])
+               for a in shown):
+            return
+        assert time.monotonic() < deadline, shown
+        await asyncio.sleep(0.02)
+
+
 def notifications(cloud: Cloud, server_id: str) -> list[str]:
     """The event types the compute hosts sent about ``server_id``, in order per host."""
     return [n["event_type"] for svc in cloud.services if svc.binary == "cirrus-compute"
             for n in svc.endpoint.notifier.sent if n["payload"].get("instance_id") == server_id]
+
+
+async def wait_notified(cloud: Cloud, server_id: str, wanted: set[str],
+                        timeout: float = 20.0) -> None:
+    """Until the compute hosts sent each of ``wanted`` about the server."""
+    deadline = time.monotonic() + timeout
+    while not wanted <= set(notifications(cloud, server_id)):
+        assert time.monotonic() < deadline, notifications(cloud, server_id)
+        await asyncio.sleep(0.02)
 
 
 def driver_of(cloud: Cloud, server: dict) -> Any:
@@ -106,11 +131,12 @@ async def test_rebuild_new_image_keeps_ports_and_addresses(
     assert after["addresses"] == before["addresses"]
     assert after["OS-EXT-STS:task_state"] is None and after["OS-EXT-STS:power_state"] == 1
     assert driver_of(cloud, after).instances[active].image_ref == other
+    await wait_actions_done(demo, active, "rebuild")
     action = await events_of(demo, active, "rebuild")
     assert [e["event"] for e in action["events"]] == ["compute_rebuild_instance"]
     assert action["events"][0]["result"] == "Success"
-    sent = notifications(cloud, active)
-    assert sent[-2:] == ["compute.instance.rebuild.start", "compute.instance.rebuild.end"]
+    await wait_notified(cloud, active, {"compute.instance.rebuild.start",
+                                        "compute.instance.rebuild.end"})
 
 
 async def test_rebuild_of_a_stopped_server_stays_stopped(demo: httpx.AsyncClient,
@@ -241,8 +267,8 @@ async def test_create_image_snapshot_boots(cloud: Cloud, demo: httpx.AsyncClient
     assert server["status"] == "ACTIVE"
     action = await events_of(demo, active, "createImage")
     assert [e["event"] for e in action["events"]] == ["compute_snapshot_instance"]
-    assert {"compute.instance.snapshot.start", "compute.instance.snapshot.end"} <= set(
-        notifications(cloud, active))
+    await wait_notified(cloud, active, {"compute.instance.snapshot.start",
+                                        "compute.instance.snapshot.end"})
     # The snapshot boots.
     booted = await boot(demo, snap_id, "from-snap")
     shown = (await demo.get(f"{SERVERS}/{booted}")).json()["server"]
@@ -313,8 +339,9 @@ async def backup(client: httpx.AsyncClient, server_id: str, rotation: int,
     resp = await act(client, server_id, {"createBackup": {
         "name": f"b{rotation}", "backup_type": backup_type, "rotation": rotation}}, "2.45")
     assert resp.status_code == 202, resp.text
-    await wait_idle(client, server_id)
+    await wait_actions_done(client, server_id, "createBackup")  # rotation comes after the task
     return resp.json()["image_id"]
+
 
 
 async def backups_of(client: httpx.AsyncClient, server_id: str) -> list[dict]:
@@ -383,13 +410,14 @@ async def test_shelve_offloads_at_once_and_unshelve_reschedules(
                           ports.c.binding_host_id == new_host) >= 1
     await wait_image(demo, snaps[0]["id"], "gone")  # the shelved image is deleted
     for name in ("shelve", "unshelve"):
+        await wait_actions_done(demo, active, name)
         action = await events_of(demo, active, name)
         assert all(e["result"] == "Success" for e in action["events"]), action
     events = [e["event"] for e in (await events_of(demo, active, "unshelve"))["events"]]
     assert set(events) == {"schedule_instances", "compute_unshelve_instance"}
-    sent = set(notifications(cloud, active))
-    assert {f"compute.instance.{verb}.{phase}" for verb in ("shelve", "shelve_offload", "unshelve")
-            for phase in ("start", "end")} <= sent
+    await wait_notified(cloud, active, {
+        f"compute.instance.{verb}.{phase}" for verb in ("shelve", "shelve_offload", "unshelve")
+        for phase in ("start", "end")})
 
 
 @pytest.mark.parametrize("settings_overrides", [{"shelved_offload_time": -1}])
