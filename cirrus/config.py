@@ -80,8 +80,8 @@ class Settings:
     # Seconds a deleted server stays SOFT_DELETED (restorable) before its host
     # reclaims it; 0: DELETE deletes at once (Nova's reclaim_instance_interval).
     reclaim_instance_interval: float = 0.0
-    # Whether rescue (and create) answers carry the admin password (Nova's
-    # [api]enable_instance_password).
+    # Whether rescue, rebuild (and create) answers carry the admin password
+    # (Nova's [api]enable_instance_password).
     enable_instance_password: bool = True
 
     # libvirt driver
@@ -94,6 +94,9 @@ class Settings:
     shutdown_timeout: float = 60.0
     # Give every guest a config drive (there is no metadata service).
     force_config_drive: bool = True
+    # Shelved servers: offloaded at once (0), never (-1) or by a periodic task
+    # after this many seconds (Nova's [DEFAULT]shelved_offload_time).
+    shelved_offload_time: int = 0
 
     # serial consoles (Nova's [serial_console] and [consoleauth])
     serial_console_enabled: bool = True

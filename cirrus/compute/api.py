@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from cirrus import policy
 from cirrus.compute import exception as exc
 from cirrus.compute.admission import BuildAdmission
+from cirrus.compute.api_images import ImageActions
 from cirrus.compute import instance as inst
 from cirrus.compute import (destinations, flavors, instance_actions, keypairs, quotas, records,
                             server_groups, tags)
@@ -118,9 +119,10 @@ def parse_availability_zone(ctx: RequestContext, value: str | None, default: str
     return az or default, host or None, node or None
 
 
-class API(StateActions):
+class API(StateActions, ImageActions):
     """The compute API used by the HTTP handlers (the guest-state actions in
-    :class:`~cirrus.compute.state_api.StateActions`)."""
+    :class:`~cirrus.compute.state_api.StateActions`, the image ones in
+    :class:`~cirrus.compute.api_images.ImageActions`)."""
 
     def __init__(self, settings: Settings, db: Database, transport: Transport,
                  images: Any, network: Any) -> None:
@@ -457,6 +459,7 @@ class API(StateActions):
     async def _delete(self, ctx: RequestContext, row: dict[str, Any]) -> None:
         uuid = row["uuid"]
         await self.db.run(self._start_delete, ctx, row)
+        await self._delete_shelved_image(ctx, row)  # api_images.py
         if row["host"] and await self.db.read(self._host_is_up, row["host"]):
             await self.compute_rpcapi.terminate_instance(ctx, row["host"], uuid)
             return
@@ -502,7 +505,7 @@ class API(StateActions):
                               *, replace: bool = False, delete_key: str | None = None
                               ) -> dict[str, str]:
         """Merge (or replace) the server's metadata, or delete one key; the result."""
-        row = await self._get_for_change(ctx, uuid, "compute:server:action")
+        await self._get_for_change(ctx, uuid, "compute:server:action")
 
         def apply(conn: sa.Connection) -> dict[str, str]:
             current = dict(inst.get(conn, uuid)["metadata"] or {})
@@ -539,16 +542,24 @@ class API(StateActions):
         await self.compute_rpcapi.detach_interface(ctx, row["host"], uuid, port_id)
 
     # -- actions (state-guarded, then cast to the host) -----------------------------
-    async def _begin_action(self, ctx: RequestContext, uuid: str,
-                            t: Transition) -> dict[str, Any]:
+    async def _begin_action(self, ctx: RequestContext, uuid: str, t: Transition,
+                            values: dict[str, Any] | None = None, *,
+                            row: dict[str, Any] | None = None,
+                            on_host: bool = True) -> dict[str, Any]:
         """Move the instance into ``t``'s task state if it is in an accepted
         state, else 409 saying which state it is in (Nova's check_instance_state);
-        the action is recorded in the same transaction."""
-        row = await self._get_for_change(ctx, uuid, "compute:server:action")
-        if not row["host"]:
+        the action is recorded in the same transaction. ``values``: saved with
+        the transition; ``row``: the instance as the caller read it already;
+        ``on_host``: the action needs a host (all but unshelving an offloaded
+        server)."""
+        if row is None:
+            row = await self._get_for_change(ctx, uuid, "compute:server:action")
+        elif row["locked"] and not ctx.is_admin:
+            raise exc.InstanceIsLocked(instance_uuid=uuid)
+        if on_host and not row["host"]:
             raise exc.InstanceInvalidState(method=t.method, instance_uuid=uuid,
                                            attr="vm_state", state=row["vm_state"])
-        await self.db.run(_begin, ctx, uuid, t)
+        await self.db.run(_begin, ctx, uuid, t, values)
         return row
 
     async def start(self, ctx: RequestContext, uuid: str) -> None:
@@ -618,8 +629,10 @@ class API(StateActions):
         return results
 
 
-def _begin(conn: sa.Connection, ctx: RequestContext, uuid: str, t: Transition) -> None:
+def _begin(conn: sa.Connection, ctx: RequestContext, uuid: str, t: Transition,
+           extra: dict[str, Any] | None = None) -> None:
     values = {} if t.task_state is None else {"task_state": t.task_state}
+    values.update(extra or {})
     try:
         inst.save(conn, uuid, values, expected_vm_state=t.vm_states,
                   expected_task_state=t.task_states)

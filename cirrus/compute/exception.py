@@ -261,3 +261,11 @@ class SecurityGroupNotFound(NotFound):
 class SetAdminPasswordNotImplemented(CirrusException):
     code = 501
     msg_fmt = "Unable to set password on instance"
+class UnshelveInstanceInvalidState(InstanceInvalidState):
+    msg_fmt = ('Specifying an availability zone or a host when unshelving server '
+               '"%(instance_uuid)s" with status "%(state)s" is not supported. The server '
+               'status must be SHELVED_OFFLOADED.')
+
+
+class ImageQuotaExceeded(Forbidden):
+    msg_fmt = "Quota exceeded creating the image: %(reason)s"

@@ -29,6 +29,9 @@ from cirrus.compute.soft_delete import SoftDelete
 from cirrus.compute.suspend import Suspend
 from cirrus.compute.periodic import ComputePeriodics
 from cirrus.compute.power import PowerActions
+from cirrus.compute.rebuild import Rebuild, RebuildArgs
+from cirrus.compute.shelve import Shelving
+from cirrus.compute.snapshot import Snapshots
 from cirrus.compute.resource_tracker import ResourceTracker
 from cirrus.compute.store import InstanceStore
 from cirrus.conductor.rpcapi import ComputeTaskAPI
@@ -57,7 +60,10 @@ class ComputeManager:
                          # issue #19: pause, suspend, rescue, password, soft delete
                          "pause_instance", "unpause_instance", "suspend_instance",
                          "resume_instance", "rescue_instance", "unrescue_instance",
-                         "set_admin_password", "soft_delete_instance", "restore_instance"})
+                         "set_admin_password", "soft_delete_instance", "restore_instance",
+                         # images (rebuild.py, snapshot.py, shelve.py)
+                         "rebuild_instance", "snapshot_instance", "backup_instance",
+                         "shelve_instance", "shelve_offload_instance", "unshelve_instance"})
 
     def __init__(self, settings: Settings, db: Database, transport: Transport, host: str,
                  driver: ComputeDriver) -> None:
@@ -106,6 +112,14 @@ class ComputeManager:
         self.password = Password(runner, self.store, driver)
         self.soft_delete = SoftDelete(runner, self.store, driver, self.network_api,
                                       self.terminate, settings.reclaim_instance_interval)
+        # images (rebuild.py, snapshot.py, shelve.py)
+        self.rebuild = Rebuild(runner, self.store, driver, self.network_api, self.images,
+                               self.claims, settings.shutdown_timeout)
+        self.snapshots = Snapshots(runner, self.store, driver, self.images)
+        self.shelving = Shelving(runner, self.store, driver, self.network_api, self.images,
+                                 self.claims, self.notifier, settings.shutdown_timeout,
+                                 settings.shelved_offload_time)
+
 
     async def start(self) -> None:
         await self.driver.init_host(self.host)
@@ -190,6 +204,34 @@ class ComputeManager:
     async def restore_instance(self, ctx: RequestContext, instance_uuid: str) -> None:
         await self.soft_delete.restore_instance(ctx, instance_uuid)
 
+    # images (rebuild.py, snapshot.py, shelve.py)
+    async def rebuild_instance(self, ctx: RequestContext, instance_uuid: str, image_ref: str,
+                               orig_image_ref: str | None, admin_password: str | None,
+                               injected_files: list[list[str]],
+                               preserve_ephemeral: bool = False) -> None:
+        await self.rebuild.rebuild_instance(ctx, instance_uuid, RebuildArgs(
+            image_ref, orig_image_ref, admin_password, injected_files, preserve_ephemeral))
+
+    async def snapshot_instance(self, ctx: RequestContext, instance_uuid: str,
+                                image_id: str) -> None:
+        await self.snapshots.snapshot_instance(ctx, instance_uuid, image_id)
+
+    async def backup_instance(self, ctx: RequestContext, instance_uuid: str, image_id: str,
+                              backup_type: str, rotation: int) -> None:
+        await self.snapshots.backup_instance(ctx, instance_uuid, image_id, backup_type, rotation)
+
+    async def shelve_instance(self, ctx: RequestContext, instance_uuid: str, image_id: str,
+                              clean_shutdown: bool = True) -> None:
+        await self.shelving.shelve_instance(ctx, instance_uuid, image_id, clean_shutdown)
+
+    async def shelve_offload_instance(self, ctx: RequestContext, instance_uuid: str,
+                                      clean_shutdown: bool = True) -> None:
+        await self.shelving.shelve_offload_instance(ctx, instance_uuid, clean_shutdown)
+
+    async def unshelve_instance(self, ctx: RequestContext, instance_uuid: str,
+                                image_id: str | None, node: str | None = None) -> None:
+        await self.shelving.unshelve_instance(ctx, instance_uuid, image_id, node)
+
     async def external_instance_event(self, ctx: RequestContext,
                                       events: list[dict[str, Any]]) -> None:
         await self.events.external_instance_event(ctx, events)
@@ -216,6 +258,9 @@ class ComputeManager:
                          self.periodics.heal_instance_info_cache),
             PeriodicTask("check_instance_build_time", max(1.0, min(60.0, s.instance_build_timeout / 4)),
                          self.periodics.check_instance_build_time),
+            *([PeriodicTask("poll_shelved_instances", max(1.0, min(60.0, s.shelved_offload_time / 4)),
+                            self.shelving.poll_shelved_instances)]
+              if s.shelved_offload_time > 0 else []),
         ]
 
 

@@ -113,6 +113,10 @@ def _system_metadata(image: dict[str, Any] | None) -> dict[str, Any]:
     return meta
 
 
+# The instance's ``image_*`` system metadata of ``image`` (rebuild resets them).
+system_metadata_of_image = _system_metadata
+
+
 def bdm_rows(req: CreateRequest, image: dict[str, Any] | None, flavor: dict[str, Any],
              now: Any) -> list[dict[str, Any]]:
     """The block device mappings of each server (a local root disk from the image)."""

@@ -113,3 +113,40 @@ class ComputeAPI:
 
     async def restore_instance(self, ctx: RequestContext, host: str, instance_uuid: str) -> None:
         await self._cast_to(ctx, host, "restore_instance", instance_uuid)
+    # -- images (rebuild.py, snapshot.py, shelve.py) -----------------------------------
+    async def rebuild_instance(self, ctx: RequestContext, host: str, instance_uuid: str, *,
+                               image_ref: str, orig_image_ref: str | None,
+                               admin_password: str | None, injected_files: list[list[str]],
+                               preserve_ephemeral: bool) -> None:
+        await self.client.prepare(server=host).cast(
+            ctx, "rebuild_instance", instance_uuid=instance_uuid, image_ref=image_ref,
+            orig_image_ref=orig_image_ref, admin_password=admin_password,
+            injected_files=injected_files, preserve_ephemeral=preserve_ephemeral)
+
+    async def snapshot_instance(self, ctx: RequestContext, host: str, instance_uuid: str,
+                                image_id: str) -> None:
+        await self.client.prepare(server=host).cast(ctx, "snapshot_instance",
+                                                    instance_uuid=instance_uuid, image_id=image_id)
+
+    async def backup_instance(self, ctx: RequestContext, host: str, instance_uuid: str,
+                              image_id: str, backup_type: str, rotation: int) -> None:
+        await self.client.prepare(server=host).cast(
+            ctx, "backup_instance", instance_uuid=instance_uuid, image_id=image_id,
+            backup_type=backup_type, rotation=rotation)
+
+    async def shelve_instance(self, ctx: RequestContext, host: str, instance_uuid: str,
+                              image_id: str, clean_shutdown: bool = True) -> None:
+        await self.client.prepare(server=host).cast(
+            ctx, "shelve_instance", instance_uuid=instance_uuid, image_id=image_id,
+            clean_shutdown=clean_shutdown)
+
+    async def shelve_offload_instance(self, ctx: RequestContext, host: str, instance_uuid: str,
+                                      clean_shutdown: bool = True) -> None:
+        await self.client.prepare(server=host).cast(
+            ctx, "shelve_offload_instance", instance_uuid=instance_uuid,
+            clean_shutdown=clean_shutdown)
+
+    async def unshelve_instance(self, ctx: RequestContext, host: str, instance_uuid: str,
+                                image_id: str | None, node: str | None) -> None:
+        await self.client.prepare(server=host).cast(
+            ctx, "unshelve_instance", instance_uuid=instance_uuid, image_id=image_id, node=node)

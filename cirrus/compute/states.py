@@ -19,6 +19,9 @@ class VmState(str, enum.Enum):
     ERROR = "error"
     DELETED = "deleted"
     SOFT_DELETED = "soft-delete"
+    # shelve (cirrus/compute/shelve.py)
+    SHELVED = "shelved"
+    SHELVED_OFFLOADED = "shelved_offloaded"
 
 
 class TaskState(str, enum.Enum):
@@ -46,6 +49,19 @@ class TaskState(str, enum.Enum):
     UPDATING_PASSWORD = "updating_password"
     SOFT_DELETING = "soft-deleting"
     RESTORING = "restoring"
+    # rebuild, snapshot, backup, shelve (imageverbs)
+    REBUILD_BLOCK_DEVICE_MAPPING = "rebuild_block_device_mapping"
+    REBUILD_SPAWNING = "rebuild_spawning"
+    IMAGE_SNAPSHOT = "image_snapshot"
+    IMAGE_SNAPSHOT_PENDING = "image_snapshot_pending"
+    IMAGE_PENDING_UPLOAD = "image_pending_upload"
+    IMAGE_UPLOADING = "image_uploading"
+    IMAGE_BACKUP = "image_backup"
+    SHELVING = "shelving"
+    SHELVING_IMAGE_PENDING_UPLOAD = "shelving_image_pending_upload"
+    SHELVING_IMAGE_UPLOADING = "shelving_image_uploading"
+    SHELVING_OFFLOADING = "shelving_offloading"
+    UNSHELVING = "unshelving"
 
 
 class PowerState(enum.IntEnum):
@@ -58,8 +74,15 @@ class PowerState(enum.IntEnum):
 
 
 # The API's server "status", from (vm_state, task_state), as Nova maps it.
+REBUILD_TASKS = (TaskState.REBUILDING, TaskState.REBUILD_BLOCK_DEVICE_MAPPING,
+                 TaskState.REBUILD_SPAWNING)
+
+
 def status_of(vm_state: str, task_state: str | None) -> str:
     """The ``status`` a client sees for an instance."""
+    if task_state in REBUILD_TASKS and vm_state in (VmState.ACTIVE, VmState.STOPPED,
+                                                    VmState.ERROR):
+        return "REBUILD"  # Nova's _STATE_MAP for each of these vm states
     if vm_state == VmState.BUILDING:
         return "BUILD"
     if vm_state == VmState.ACTIVE:
@@ -82,4 +105,5 @@ _STATUS: dict[str, str] = {
     VmState.RESCUED: "RESCUE",
     VmState.RESIZED: "VERIFY_RESIZE", VmState.ERROR: "ERROR", VmState.DELETED: "DELETED",
     VmState.SOFT_DELETED: "SOFT_DELETED",
+    VmState.SHELVED: "SHELVED", VmState.SHELVED_OFFLOADED: "SHELVED_OFFLOADED",
 }

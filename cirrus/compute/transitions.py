@@ -22,6 +22,8 @@ class Transition:
     task_states: tuple[TaskState | None, ...] = (None,)
 
 
+# snapshot, backup and shelve take a guest in any of these (Nova's check_instance_state)
+IMAGING = (A, S, VmState.PAUSED, VmState.SUSPENDED)
 SOFT_REBOOTING = (TaskState.REBOOTING, TaskState.REBOOT_PENDING, TaskState.REBOOT_STARTED)
 
 TRANSITIONS: dict[str, Transition] = {
@@ -30,6 +32,15 @@ TRANSITIONS: dict[str, Transition] = {
     "reboot_soft": Transition("reboot", "reboot", (A,), TaskState.REBOOTING),
     "reboot_hard": Transition("reboot", "reboot", (A, S, E), TaskState.REBOOTING_HARD,
                               (None, *SOFT_REBOOTING)),
+    # images (rebuild.py, snapshot.py, shelve.py)
+    "rebuild": Transition("rebuild", "rebuild", (A, S, E), TaskState.REBUILDING),
+    "snapshot": Transition("snapshot", "createImage", IMAGING, TaskState.IMAGE_SNAPSHOT_PENDING),
+    "backup": Transition("backup", "createBackup", IMAGING, TaskState.IMAGE_BACKUP),
+    "shelve": Transition("shelve", "shelve", IMAGING, TaskState.SHELVING),
+    "shelve_offload": Transition("shelve_offload", "shelveOffload", (VmState.SHELVED,),
+                                 TaskState.SHELVING_OFFLOADING),
+    "unshelve": Transition("unshelve", "unshelve",
+                           (VmState.SHELVED, VmState.SHELVED_OFFLOADED), TaskState.UNSHELVING),
 }
 
 # -- pause, suspend, rescue, changePassword, restore (issue #19; Nova's

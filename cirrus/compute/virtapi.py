@@ -8,6 +8,7 @@ VirtualInterfaceCreateException when ``vif_plugging_is_fatal``, else a warning.
 """
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from pathlib import Path
@@ -37,6 +38,13 @@ class VirtAPI:
         path: Path = self.images.image_path(image_id)
         return path
 
+    async def upload_image(self, context: Any, image_id: str, path: Path, disk_format: str,
+                           container_format: str = "bare") -> None:
+        """Upload the file ``path`` as the data of the queued image ``image_id``
+        (a snapshot), in ``disk_format``; the image is active on return."""
+        await self.images.upload_snapshot(context, image_id, _chunks(path), disk_format,
+                                          container_format)
+
     @contextlib.asynccontextmanager
     async def wait_for_vif_plugged(self, instance: dict[str, Any],
                                    network_info: list[dict[str, Any]]) -> AsyncIterator[None]:
@@ -55,3 +63,13 @@ class VirtAPI:
         async with self.events.wait_for_instance_event(instance["uuid"], keys,
                                                        deadline=self.timeout, error_cb=on_missing):
             yield
+
+
+CHUNK = 1 << 20
+
+
+async def _chunks(path: Path) -> AsyncIterator[bytes]:
+    """The file's bytes, a chunk at a time, read off the event loop."""
+    with path.open("rb") as f:
+        while chunk := await asyncio.to_thread(f.read, CHUNK):
+            yield chunk

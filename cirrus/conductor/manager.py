@@ -40,7 +40,7 @@ LOG = logging.getLogger(__name__)
 class ConductorManager:
     """RPC endpoint of the conductor service."""
 
-    RPC_API = frozenset({"build_instances"})
+    RPC_API = frozenset({"build_instances", "unshelve_instance"})
 
     def __init__(self, settings: Settings, db: Database, transport: Transport,
                  host: str) -> None:
@@ -104,6 +104,51 @@ class ConductorManager:
                 ctx, dest["host"], instance_uuid=uuid, node=dest["nodename"],
                 request_spec=spec, filter_properties=filter_properties,
                 build_params=build_params)
+
+    async def unshelve_instance(self, ctx: RequestContext, instance_uuid: str,
+                                image_id: str | None, request_spec: dict[str, Any],
+                                availability_zone: str | None = None) -> None:
+        """Schedule an offloaded server (a new claim) and cast its unshelve to
+        the chosen host. No host: back to SHELVED_OFFLOADED with a fault."""
+        spec = {**request_spec, "instance_uuids": [instance_uuid], "num_instances": 1}
+        try:
+            result = await self._schedule_instances(ctx, spec)
+        except ConnectionLost:
+            LOG.warning("lost the broker while scheduling the unshelve of %s", instance_uuid)
+            return
+        except Exception as error:  # noqa: BLE001 - NoValidHost, scheduler unreachable
+            await self.db.run(self._unshelve_failed, ctx, instance_uuid, error)
+            return
+        dest = result["destinations"][0]
+        if not await self.db.run(self._unshelve_scheduled, ctx, instance_uuid, availability_zone):
+            await self.db.run(release, instance_uuid)  # deleted meanwhile
+            return
+        await self.compute_rpcapi.unshelve_instance(ctx, dest["host"], instance_uuid, image_id,
+                                                    dest["nodename"])
+
+    def _unshelve_scheduled(self, conn: sa.Connection, ctx: RequestContext, uuid: str,
+                            availability_zone: str | None) -> bool:
+        values = {"availability_zone": availability_zone} if availability_zone else {}
+        try:
+            inst.save(conn, uuid, values, expected_task_state=[TaskState.UNSHELVING],
+                      expected_vm_state=[VmState.SHELVED_OFFLOADED])
+        except (exc.InstanceNotFound, exc.UnexpectedTaskStateError):
+            return False
+        instance_actions.record_event(conn, ctx, uuid, "schedule_instances", host=self.host)
+        return True
+
+    def _unshelve_failed(self, conn: sa.Connection, ctx: RequestContext, uuid: str,
+                         error: BaseException) -> None:
+        try:
+            inst.save(conn, uuid, {"task_state": None}, expected_task_state=[TaskState.UNSHELVING],
+                      expected_vm_state=[VmState.SHELVED_OFFLOADED])
+        except (exc.InstanceNotFound, exc.UnexpectedTaskStateError):
+            return
+        release(conn, uuid)
+        inst.add_fault(conn, uuid, error, None)
+        instance_actions.record_event(conn, ctx, uuid, "schedule_instances", host=self.host,
+                                      exc=error)
+        instance_actions.action_finish(conn, ctx, uuid, message="Error")
 
     async def fail_orphaned_builds(self) -> list[str]:
         """Builds stuck past ``instance_build_timeout`` whose host is down (or that

@@ -22,3 +22,11 @@ class ComputeTaskAPI:
         await self.client.cast(ctx, "build_instances", instance_uuids=instance_uuids,
                                request_spec=request_spec, filter_properties=filter_properties,
                                build_params=build_params)
+
+    async def unshelve_instance(self, ctx: RequestContext, *, instance_uuid: str,
+                                image_id: str | None, request_spec: dict[str, Any],
+                                availability_zone: str | None = None) -> None:
+        """Schedule an offloaded server again and cast its unshelve to the host."""
+        await self.client.cast(ctx, "unshelve_instance", instance_uuid=instance_uuid,
+                               image_id=image_id, request_spec=request_spec,
+                               availability_zone=availability_zone)

@@ -222,6 +222,18 @@ class ImageAPI:
                                            "checksum": md5, "os_hash_algo": "sha512",
                                            "os_hash_value": sha512})
 
+    async def upload_snapshot(self, ctx: RequestContext, image_id: str,
+                              chunks: AsyncIterator[bytes], disk_format: str,
+                              container_format: str) -> None:
+        """A compute host's snapshot upload: the queued image gets the formats
+        the driver wrote (a snapshot's record is created without them, as
+        Nova's is), then its data (see :meth:`upload`)."""
+        await self._writable(ctx, image_id)
+        await self.db.run(lambda conn: conn.execute(images.update().where(
+            images.c.id == image_id, images.c.status == "queued").values(
+            disk_format=disk_format, container_format=container_format, updated_at=utcnow())))
+        await self.upload(ctx, image_id, chunks)
+
     async def download(self, ctx: RequestContext, image_id: str) -> tuple[dict[str, Any], AsyncIterator[bytes] | None]:
         """The record and its data (None when there is none); Glance lets only
         members (not readers) download."""

@@ -498,6 +498,33 @@ class API:
         await self.binder.unbound(await self.db.run(release))
         return await self.get_instance_nw_info(ctx, instance)
 
+    # -- shelve offload / unshelve: the ports stay, their host changes ---------------
+    async def setup_instance_network_on_host(self, ctx: RequestContext,
+                                             instance: dict[str, Any], host: str) -> NetworkInfo:
+        """Bind the instance's ports to ``host`` (unshelve); its network info."""
+        for port in await self.db.run(self._bind_ports_to, ctx, instance, host):
+            await self.binder.bound(port)
+        return await self.get_instance_nw_info(ctx, instance)
+
+    async def cleanup_instance_network_on_host(self, ctx: RequestContext,
+                                               instance: dict[str, Any]) -> None:
+        """Unbind the instance's ports from its host (shelve offload); they
+        keep their addresses and stay the instance's."""
+        for port in await self.db.run(self._bind_ports_to, ctx, instance, None):
+            await self.binder.unbound(port)
+
+    @staticmethod
+    def _bind_ports_to(conn: sa.Connection, ctx: RequestContext, instance: dict[str, Any],
+                       host: str | None) -> list[dict[str, Any]]:
+        """Each of the instance's ports bound to ``host`` (None: unbound); the
+        ports as they are after (bound) or were before (unbound)."""
+        out = []
+        for port in port_db.ports_of_device(conn, instance["uuid"], instance["project_id"]):
+            before, after = port_db.update_port(conn, ctx.elevated(), port["id"],
+                                                {"binding_host_id": host or ""})
+            out.append(after if host else before)
+        return out
+
     # -- os-interface helpers -----------------------------------------------------
     async def list_ports(self, ctx: RequestContext, device_id: str) -> list[dict[str, Any]]:
         """The ports of server ``device_id``: those naming it of its own project."""

@@ -146,6 +146,13 @@ SERVER_ACTIONS: dict[str, Rule] = {
     "changePassword": _r("os-admin-password", M),
     "restore": _r("os-deferred-delete:restore", M),
     "forceDelete": _r("os-deferred-delete:force", M),
+    # images (cirrus/api/compute/image_actions.py)
+    "rebuild": _r("servers:rebuild", M),
+    "createImage": _r("servers:create_image", M),
+    "createBackup": _r("os-create-backup", M),
+    "shelve": _r("os-shelve:shelve", M),
+    "shelveOffload": _r("os-shelve:shelve_offload", A),
+    "unshelve": _r("os-shelve:unshelve", M),
 }
 
 # Unlocking a server someone else locked (an owner's lock by an admin of

@@ -12,9 +12,9 @@ import abc
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Awaitable, Mapping, Protocol, Sequence
 
-from cirrus.compute.states import PowerState
+from cirrus.compute.states import PowerState, TaskState
 from cirrus.config import Settings
 from cirrus.network.model import VIF
 from cirrus.virt import exception as vexc
@@ -33,6 +33,12 @@ def uptime_line(seconds: float, load: tuple[float, float, float],
     since = f"{days} day{'s' if days != 1 else ''}, " if days else ""
     return (f" {time.strftime('%H:%M:%S', now)} up {since}{hours:2d}:{mins:02d},  0 users,  "
             f"load average: {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f}")
+
+
+class UpdateTaskState(Protocol):
+    """Compute's guarded task-state save, handed to a driver's ``snapshot``."""
+
+    def __call__(self, task_state: TaskState, expected_state: TaskState) -> Awaitable[None]: ...
 
 
 @dataclass
@@ -170,6 +176,19 @@ class ComputeDriver(abc.ABC):
     def deallocate_networks_on_reschedule(self, instance: dict[str, Any]) -> bool:
         """Whether ports must be released before a reschedule (seed 004)."""
         return True
+
+    # -- images (snapshot.py, shelve.py) ---------------------------------------------
+    async def snapshot(self, context: Any, instance: dict[str, Any], image_id: str,
+                       update_task_state: UpdateTaskState) -> None:
+        """Upload the guest's root disk to the queued image ``image_id``
+        (through ``virtapi.upload_image``), calling ``update_task_state`` with
+        IMAGE_PENDING_UPLOAD (expecting IMAGE_SNAPSHOT) before it reads the
+        disk and IMAGE_UPLOADING (expecting IMAGE_PENDING_UPLOAD) before it
+        uploads. On return the image is active; the guest runs as before.
+
+        Raises :class:`cirrus.virt.exception.InstanceNotFound` without a guest,
+        :class:`cirrus.virt.exception.NotSupportedByDriver` by default."""
+        raise vexc.NotSupportedByDriver(operation="snapshot")
 
     async def list_instance_uuids(self) -> list[str]:
         """Instances the hypervisor knows (for periodic sync)."""

@@ -55,3 +55,11 @@ class InstanceStateChangeFailure(CirrusException):
 
     code = 500
     msg_fmt = "Failed to %(operation)s instance %(instance_uuid)s: %(reason)s"
+class NotSupportedByDriver(CirrusException):
+    code = 400
+    msg_fmt = "The hypervisor of this server does not support %(operation)s."
+
+
+class SnapshotFailed(CirrusException):
+    code = 500
+    msg_fmt = "Failed to snapshot instance %(instance_uuid)s: %(reason)s"

@@ -8,16 +8,18 @@ Tests inject failures with rules, e.g.::
 from __future__ import annotations
 
 import asyncio
+import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from cirrus.compute.states import PowerState
+from cirrus.compute.states import PowerState, TaskState
 from cirrus.config import Settings
 from cirrus.network.model import VIF
 from cirrus.virt import exception as vexc
 from cirrus.virt.driver import (Capabilities, ComputeDriver, ConsoleSerial, InstanceInfo,
-                                NodeResources)
+                                NodeResources, UpdateTaskState)
 from cirrus.virt.fakeconsole import FakeSerialPort, close_all
 
 
@@ -73,6 +75,7 @@ class FakeInstance:
     console: list[str] = field(default_factory=list)
     admin_password: str | None = None  # the last one set_admin_password set
     rescue_image: str | None = None  # the image a rescue guest boots, while rescued
+    image_ref: str = ""  # the image it was spawned from (rebuild and unshelve change it)
 
 
 class FakeDriver(ComputeDriver):
@@ -90,6 +93,7 @@ class FakeDriver(ComputeDriver):
         self.faults: dict[str, list[FaultRule]] = defaultdict(list)
         self.plugged: dict[str, list[str]] = {}
         self.serial_ports: dict[str, FakeSerialPort] = {}
+        self.snapshots: dict[str, bytes] = {}  # image id → the disk it uploaded
 
     async def _check_fault(self, op: str, instance: dict[str, Any]) -> None:
         for rule in self.faults.get(op, ()):
@@ -130,7 +134,8 @@ class FakeDriver(ComputeDriver):
             await asyncio.sleep(self.spawn_delay)
         ips = [ip["address"] for vif in (network_info or []) for sub in vif["network"]["subnets"]
                for ip in sub.get("ips", [])]
-        fake = FakeInstance(instance["uuid"], instance.get("display_name", ""), PowerState.RUNNING)
+        fake = FakeInstance(instance["uuid"], instance.get("display_name", ""), PowerState.RUNNING,
+                            image_ref=image_meta.get("id") or instance.get("image_ref") or "")
         fake.console.append(f"fake console of {instance['uuid']}")
         fake.console.append(f"CIRRUS-BOOT-OK ip={','.join(ips)}")
         self.instances[instance["uuid"]] = fake
@@ -180,6 +185,20 @@ class FakeDriver(ComputeDriver):
 
     async def cleanup_host(self, host: str) -> None:
         await close_all(self.serial_ports)
+
+    async def snapshot(self, context: Any, instance: dict[str, Any], image_id: str,
+                       update_task_state: UpdateTaskState) -> None:
+        """A small raw "disk" naming the guest and its image, uploaded."""
+        await self._check_fault("snapshot", instance)
+        fake = self._get(instance)
+        await update_task_state(TaskState.IMAGE_PENDING_UPLOAD, TaskState.IMAGE_SNAPSHOT)
+        disk = f"fake disk of {fake.uuid} from image {fake.image_ref}\n".encode()
+        await update_task_state(TaskState.IMAGE_UPLOADING, TaskState.IMAGE_PENDING_UPLOAD)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "disk"
+            path.write_bytes(disk)
+            await self.virtapi.upload_image(context, image_id, path, "raw")
+        self.snapshots[image_id] = disk
 
     async def list_instance_uuids(self) -> list[str]:
         return list(self.instances)

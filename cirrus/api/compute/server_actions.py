@@ -9,6 +9,7 @@ from starlette.routing import Route
 
 from cirrus.api.compute import remote_consoles
 from cirrus.api.compute.microversion import api_version
+from cirrus.api.compute.image_actions import IMAGE_ACTIONS, RequestHandler
 from cirrus.api.compute.parameters import MAX_INT, integer
 from cirrus.api.compute.state_actions import STATE_ACTIONS, VERSIONED_ACTIONS
 from cirrus.api.wsgi import context, json_body, reply
@@ -63,21 +64,28 @@ ACTIONS: dict[str, Handler] = {
 ACTIONS.update(STATE_ACTIONS)  # issue #19: lock, pause, suspend, rescue, …
 
 
+# Actions whose body and reply depend on the request itself (its microversion,
+# its URL): their handlers get the request.
+REQUEST_ACTIONS: dict[str, RequestHandler] = {**IMAGE_ACTIONS}
+ALL_ACTIONS = frozenset(ACTIONS) | frozenset(REQUEST_ACTIONS)
+
+
 async def action(request: Request) -> Response:
     ctx = context(request)
     body = await json_body(request)
     if not isinstance(body, dict) or len(body) != 1:
         raise ValidationError(field="action", reason="the body must hold exactly one action")
     (name, arg), = body.items()
-    handler = ACTIONS.get(name)
-    if handler is None:
+    if name not in ALL_ACTIONS:
         raise ValidationError(field="action", reason=f"there is no such action: {name}")
     policy.enforce_route(ctx, SERVER_ACTIONS[name])
     api, uuid = request.app.state.compute_api, request.path_params["server_id"]
+    if name in REQUEST_ACTIONS:
+        return await REQUEST_ACTIONS[name](request, ctx, uuid, arg)
     versioned = VERSIONED_ACTIONS.get(name)
     if versioned is not None:
         return await versioned(api, ctx, uuid, arg, api_version(request))
-    return await handler(api, ctx, uuid, arg)
+    return await ACTIONS[name](api, ctx, uuid, arg)
 
 
 ROUTES = [Route("/v2.1/servers/{server_id}/action", action, methods=["POST"])]

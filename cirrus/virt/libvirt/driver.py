@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from cirrus.compute import exception as cexc
-from cirrus.compute.states import PowerState
+from cirrus.compute.states import PowerState, TaskState
 from cirrus.config import Settings
 from cirrus.network.model import VIF
 from cirrus.virt import exception as vexc
 from cirrus.virt.driver import (Capabilities, ComputeDriver, ConsoleSerial, InstanceInfo,
-                                NodeResources)
+                                NodeResources, UpdateTaskState)
 from cirrus.virt.libvirt import imagebackend
 from cirrus.virt.libvirt.config import DiskSpec, GuestSpec, guest_xml, serial_port_of
 from cirrus.virt.libvirt.serial import free_port
@@ -358,6 +358,36 @@ class LibvirtDriver(GuestStateOps, ComputeDriver):  # guest_state.py: pause, res
         await self.unplug_vifs(instance, network_info)
         if destroy_disks:
             await asyncio.to_thread(shutil.rmtree, self._instance_dir(instance), True)
+
+    # -- snapshot (snapshot.py, shelve.py) ------------------------------------------
+    async def snapshot(self, context: Any, instance: dict[str, Any], image_id: str,
+                       update_task_state: UpdateTaskState) -> None:
+        """``qemu-img convert`` of the root disk (overlay and base flattened) to
+        a standalone qcow2, the guest paused meanwhile so that the copy is
+        consistent, then uploaded to the image."""
+        disk = self._instance_dir(instance) / "disk"
+        if not disk.exists():
+            raise vexc.InstanceNotFound(instance_id=instance["uuid"])
+        await update_task_state(TaskState.IMAGE_PENDING_UPLOAD, TaskState.IMAGE_SNAPSHOT)
+        target = self._instance_dir(instance) / f"snapshot-{image_id}.qcow2"
+        running = (await self.get_info(instance)).state == PowerState.RUNNING
+        if running:
+            await self._domain_op(instance, "suspend")
+        try:
+            # -U: the running QEMU holds the disk's write lock; it is paused.
+            await imagebackend.qemu_img("convert", "-U", "-f", "qcow2", "-O", "qcow2",
+                                        str(disk), str(target))
+        except imagebackend.ProcessError as e:
+            target.unlink(missing_ok=True)
+            raise vexc.SnapshotFailed(instance_uuid=instance["uuid"], reason=str(e)) from e
+        finally:
+            if running:
+                await self._domain_op(instance, "resume")
+        try:
+            await update_task_state(TaskState.IMAGE_UPLOADING, TaskState.IMAGE_PENDING_UPLOAD)
+            await self.virtapi.upload_image(context, image_id, target, "qcow2")
+        finally:
+            target.unlink(missing_ok=True)
 
     # -- console -----------------------------------------------------------------------
     async def get_serial_console(self, instance: dict[str, Any]) -> ConsoleSerial:
