@@ -25,6 +25,7 @@ from cirrus.compute import (destinations, flavors, instance_actions, keypairs, q
 from cirrus.compute.flavors import get_flavor
 from cirrus.compute.models import (block_device_mappings, instance_group_members,
                                    instance_info_caches, instances)
+from cirrus.compute.move_api import MoveAPI
 from cirrus.compute.records import CreateRequest
 from cirrus.compute.scope import require_project
 from cirrus.compute.rpcapi import ComputeAPI
@@ -127,6 +128,7 @@ class API:
         self.compute_rpcapi = ComputeAPI(transport)
         self.admission = BuildAdmission(db, settings.build_backlog_limit,
                                         settings.build_backlog_wait)
+        self.moves = MoveAPI(settings, db, self.get, self.compute_task_api, self.compute_rpcapi)
 
     # -- create ------------------------------------------------------------------
     async def create(self, ctx: RequestContext, req: CreateRequest) -> tuple[list[dict[str, Any]], str]:
@@ -415,6 +417,8 @@ class API:
         """Delete a server in any state, including one that is still building."""
         row = await self.get(ctx, uuid)
         policy.enforce(ctx, "compute:server:delete", row)
+        if row["vm_state"] == VmState.RESIZED.value:
+            await self.moves.confirm_on_delete(ctx, row)  # Nova's _confirm_resize_on_deleting
         await self.db.run(self._start_delete, ctx, row)
         if row["host"] and await self.db.read(self._host_is_up, row["host"]):
             await self.compute_rpcapi.terminate_instance(ctx, row["host"], uuid)

@@ -35,6 +35,15 @@ class TaskState(str, enum.Enum):
     REBOOT_STARTED_HARD = "reboot_started_hard"
     REBUILDING = "rebuilding"
     DELETING = "deleting"
+    # moves (resize, migrate, live migration, evacuation)
+    RESIZE_PREP = "resize_prep"
+    RESIZE_MIGRATING = "resize_migrating"
+    RESIZE_MIGRATED = "resize_migrated"
+    RESIZE_FINISH = "resize_finish"
+    RESIZE_REVERTING = "resize_reverting"
+    RESIZE_CONFIRMING = "resize_confirming"
+    MIGRATING = "migrating"
+    REBUILD_SPAWNING = "rebuild_spawning"
 
 
 class PowerState(enum.IntEnum):
@@ -49,6 +58,9 @@ class PowerState(enum.IntEnum):
 # The API's server "status", from (vm_state, task_state), as Nova maps it.
 def status_of(vm_state: str, task_state: str | None) -> str:
     """The ``status`` a client sees for an instance."""
+    moving = _MOVE_STATUS.get((vm_state, task_state))
+    if moving is not None:
+        return moving
     if vm_state == VmState.BUILDING:
         return "BUILD"
     if vm_state == VmState.ACTIVE:
@@ -68,4 +80,18 @@ _STATUS: dict[str, str] = {
     VmState.STOPPED: "SHUTOFF", VmState.PAUSED: "PAUSED", VmState.SUSPENDED: "SUSPENDED",
     VmState.RESIZED: "VERIFY_RESIZE", VmState.ERROR: "ERROR", VmState.DELETED: "DELETED",
     VmState.SOFT_DELETED: "SOFT_DELETED",
+}
+
+
+# Moves: (vm_state, task_state) → status, as Nova's state map has them.
+_RESIZING = (TaskState.RESIZE_PREP, TaskState.RESIZE_MIGRATING, TaskState.RESIZE_MIGRATED,
+             TaskState.RESIZE_FINISH)
+_MOVE_STATUS: dict[tuple[str, str | None], str] = {
+    **{(vm.value, t.value): "RESIZE" for vm in (VmState.ACTIVE, VmState.STOPPED)
+       for t in _RESIZING},
+    (VmState.ACTIVE.value, TaskState.MIGRATING.value): "MIGRATING",
+    (VmState.RESIZED.value, TaskState.RESIZE_REVERTING.value): "REVERT_RESIZE",
+    **{(vm.value, t.value): "REBUILD"
+       for vm in (VmState.ACTIVE, VmState.STOPPED, VmState.ERROR)
+       for t in (TaskState.REBUILDING, TaskState.REBUILD_SPAWNING)},
 }

@@ -30,3 +30,22 @@ class InstancePowerOffFailure(CirrusException):
 class InstanceRebootFailure(CirrusException):
     code = 500
     msg_fmt = "Failed to reboot instance: %(reason)s"
+
+
+class MoveNotSupported(CirrusException):
+    """The driver cannot move guests (resize, migrate, live-migrate)."""
+
+    code = 400
+    msg_fmt = "The %(driver)s driver does not support %(operation)s."
+
+
+class MigrationError(CirrusException):
+    code = 500
+    msg_fmt = "Migration error: %(reason)s"
+
+
+class LiveMigrationAborted(CirrusException):
+    """An admin aborted the live migration; the guest stays on its source."""
+
+    code = 409
+    msg_fmt = "Live migration of %(instance_uuid)s was aborted."

@@ -144,7 +144,8 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
                 "network_label": "a-net",
                 "target": "projects", "tid": t.project["demo"], "uid": t.user["alice"],
                 "rid": ids["reader_role"], "aggregate_id": ids["aggregate"],
-                "tenant_id": t.project["demo"], "console_token": "no-such-token"}[name]
+                "tenant_id": t.project["demo"], "console_token": "no-such-token",
+                "migration_id": "1"}[name]
     return re.sub(r"\{([^}]+)\}", value, path), private
 
 
@@ -153,6 +154,8 @@ def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str,
     json_bodies: dict[tuple[str, str], Any] = {
         ("POST", "/v2.1/servers"): server_body(ids["image"], networks=[{"uuid": ids["network"]}]),
         ("POST", "/v2.1/servers/{server_id}/action"): {"os-getConsoleOutput": {"length": 5}},
+        ("POST", "/v2.1/servers/{server_id}/migrations/{migration_id}/action"): {
+            "force_complete": None},
         ("POST", "/v2.1/servers/{server_id}/metadata"): {"metadata": {"k2": "v"}},
         ("POST", "/v2.1/servers/{server_id}/remote-consoles"): {"remote_console": {
             "protocol": "serial", "type": "serial"}},

@@ -6,7 +6,8 @@ from starlette.routing import BaseRoute
 
 from cirrus.api.compute import (aggregates, availability_zones, external_events, flavor_access,
                                 flavors, hypervisors, instance_actions, interfaces, ips, keypairs,
-                                quota_sets, remote_consoles, security_groups, server_actions,
+                                migrations, quota_sets, remote_consoles, security_groups,
+                                server_actions,
                                 server_groups, server_metadata, server_password, server_tags,
                                 servers, services, simple_tenant_usage, versions)
 
@@ -35,6 +36,7 @@ ROUTES: list[BaseRoute] = [
     *server_tags.ROUTES,
     *server_password.ROUTES,
     *security_groups.ROUTES,
+    *migrations.ROUTES,
 ]
 
 

@@ -8,6 +8,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from cirrus.api.compute import remote_consoles
+from cirrus.api.compute.microversion import api_version
+from cirrus.api.compute.move_actions import MOVE_ACTIONS
 from cirrus.api.compute.parameters import MAX_INT, integer
 from cirrus.api.wsgi import context, json_body, reply
 from cirrus import policy
@@ -66,6 +68,11 @@ async def action(request: Request) -> Response:
     if not isinstance(body, dict) or len(body) != 1:
         raise ValidationError(field="action", reason="the body must hold exactly one action")
     (name, arg), = body.items()
+    moving = MOVE_ACTIONS.get(name)
+    if moving is not None:  # their bodies depend on the microversion
+        policy.enforce_route(ctx, SERVER_ACTIONS[name])
+        return await moving(request.app.state.compute_api, ctx,
+                            request.path_params["server_id"], arg, api_version(request))
     handler = ACTIONS.get(name)
     if handler is None:
         raise ValidationError(field="action", reason=f"there is no such action: {name}")
