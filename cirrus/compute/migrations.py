@@ -18,6 +18,7 @@ from cirrus.compute import exception as exc
 from cirrus.compute.models import migrations
 from cirrus.db.base import utcnow
 from cirrus.db.engine import fetch_all, fetch_one
+from cirrus.exception import Conflict, NotFound
 
 m = migrations
 
@@ -86,11 +87,11 @@ class Migration(TypedDict):
     deleted: bool
 
 
-class MigrationNotFound(exc.NotFound):
+class MigrationNotFound(NotFound):
     msg_fmt = "Migration %(migration_id)s could not be found."
 
 
-class MigrationStatusChanged(exc.Conflict):
+class MigrationStatusChanged(Conflict):
     msg_fmt = "Migration %(migration_id)s is %(actual)s, not %(expected)s."
 
 
@@ -116,8 +117,9 @@ def create(conn: sa.Connection, *, instance: dict[str, Any], migration_type: Mig
                   old_flavor=old, new_flavor=new, migration_type=migration_type.value,
                   status=status.value, user_id=user_id, project_id=project_id, created_at=now,
                   updated_at=None, deleted=False)
-    row_id = conn.execute(m.insert().values(values).returning(m.c.id)).scalar_one()
-    return Migration(id=row_id, **values)  # type: ignore[typeddict-item]
+    row_id: int = conn.execute(m.insert().values(values).returning(m.c.id)).scalar_one()
+    row: Migration = {"id": row_id, **values}  # type: ignore[typeddict-item]
+    return row
 
 
 def get(conn: sa.Connection, uuid: str) -> Migration:

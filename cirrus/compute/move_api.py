@@ -27,27 +27,28 @@ from cirrus.conductor.rpcapi import ComputeTaskAPI
 from cirrus.config import Settings
 from cirrus.context import RequestContext
 from cirrus.db.engine import Database
+from cirrus.exception import CirrusException, Invalid, NotFound
 
 Getter = Callable[[RequestContext, str], Awaitable[dict[str, Any]]]
 
 
-class CannotResizeToSameFlavor(exc.Invalid):
+class CannotResizeToSameFlavor(Invalid):
     msg_fmt = "When resizing, instances must change flavor!"
 
 
-class CannotResizeDisk(exc.Invalid):
+class CannotResizeDisk(Invalid):
     msg_fmt = "Server disk was unable to be resized because: %(reason)s"
 
 
-class HostNotUsable(exc.Invalid):
+class HostNotUsable(Invalid):
     msg_fmt = "%(reason)s"
 
 
-class ComputeServiceInUse(exc.Invalid):
+class ComputeServiceInUse(Invalid):
     msg_fmt = "Compute service of %(host)s is still in use."
 
 
-class ComputeHostMissing(exc.NotFound):
+class ComputeHostMissing(NotFound):
     msg_fmt = "Compute host %(host)s could not be found."
 
 
@@ -263,7 +264,7 @@ class MoveAPI:
                    for s in list_services(conn, host, "cirrus-compute"))
 
     async def _check_target(self, row: dict[str, Any], host: str, verb: str, same: str,
-                            missing: type[exc.CirrusException] = exc.ComputeHostNotFound) -> None:
+                            missing: type[CirrusException] = exc.ComputeHostNotFound) -> None:
         """A named destination exists and is not the server's own host."""
         services = await self.db.read(list_services, host, "cirrus-compute")
         if not services:

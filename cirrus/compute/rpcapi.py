@@ -118,9 +118,10 @@ class ComputeAPI:
                                  migration_uuid: str, block_migration: bool | None
                                  ) -> dict[str, Any]:
         """On the destination, before the source starts: what the source needs."""
-        return await self.client.prepare(server=host, timeout=300).call(
+        data: dict[str, Any] = await self.client.prepare(server=host, timeout=300).call(
             ctx, "pre_live_migration", instance_uuid=instance_uuid,
             migration_uuid=migration_uuid, block_migration=block_migration)
+        return data
 
     async def post_live_migration_at_destination(self, ctx: RequestContext, host: str, *,
                                                  instance_uuid: str, migration_uuid: str,

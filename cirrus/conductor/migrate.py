@@ -26,6 +26,7 @@ from cirrus.context import RequestContext
 from cirrus.db.engine import Database
 from cirrus.rpc import ConnectionLost
 from cirrus.scheduler.rpcapi import SchedulerAPI
+from cirrus.scheduler.selection import Destination
 
 LOG = logging.getLogger(__name__)
 EVENTS = {True: "conductor_live_migrate_instance", False: "conductor_migrate_server"}
@@ -135,7 +136,7 @@ class MoveTasks:
 
     async def _schedule(self, ctx: RequestContext, instance: dict[str, Any],
                         migration: Migration, target: MoveTarget,
-                        event: str) -> dict[str, Any] | None:
+                        event: str) -> Destination | None:
         """The destination (claims moved, the migration's destination set), or
         None with the failure recorded."""
         spec = request_spec(instance, migration, target)
@@ -147,14 +148,14 @@ class MoveTasks:
         except Exception as error:  # noqa: BLE001 - NoValidHost, scheduler unreachable
             await self.db.run(self._not_moved, ctx, instance["uuid"], migration, error, event)
             return None
-        dest: dict[str, Any] = result["destinations"][0]
+        dest = result["destinations"][0]
         details = json.dumps(result.get("decision"))
         await self.db.run(self._scheduled, ctx, instance["uuid"], migration, dest, event,
                           details)
         return dest
 
     def _scheduled(self, conn: sa.Connection, ctx: RequestContext, uuid: str,
-                   migration: Migration, dest: dict[str, Any], event: str,
+                   migration: Migration, dest: Destination, event: str,
                    details: str) -> None:
         kind = MigrationType(migration["migration_type"])
         mig.save(conn, migration["uuid"], {"dest_compute": dest["host"],

@@ -269,7 +269,11 @@ async def test_every_route_answers_each_persona_by_its_rule(cloud: Any, tenants:
             if code >= 500:
                 failures.append(f"{where}: {code} {resp.text[:200]}")
             elif persona not in REACHES[rule.level]:
-                if code != 403:
+                # A server's path is located before its rule (Nova finds the
+                # server first): one the caller cannot see, or that an earlier
+                # request of the run deleted, is a 404 before an admin rule's 403.
+                located = prefix == "/compute" and path.startswith("/v2.1/servers/{server_id}/")
+                if code != 403 and not (located and code == 404):
                     failures.append(f"{where}: expected 403, got {code} {resp.text[:200]}")
             elif names_a and persona not in OWNERS["user" if path in USER_OWNED else "project"]:
                 if code not in (403, 404):
