@@ -107,6 +107,19 @@ class Settings:
     serial_console_base_url: str = ""
     console_token_ttl: int = 600
 
+    # moves (resize, migrate, live migration, evacuation)
+    # A resize may stay on the instance's host (Nova's default: False).
+    allow_resize_to_same_host: bool = False
+    # Seconds after which a resize waiting for a confirm is confirmed (0: never).
+    resize_confirm_window: float = 0.0
+    # libvirt: where a live migration goes; %s is the destination host (Nova's
+    # live_migration_uri; empty: qemu+<live_migration_scheme>://%s/system).
+    live_migration_uri: str = ""
+    live_migration_scheme: str = "tcp"
+    # Send the guest's memory through libvirtd's own connection (Nova's
+    # live_migration_tunnelled): needed between network namespaces with no route.
+    live_migration_tunnelled: bool = False
+
     # scheduler
     max_attempts: int = 3
     cpu_allocation_ratio: float = 16.0

@@ -26,6 +26,7 @@ from cirrus.compute import (destinations, flavors, instance_actions, keypairs, q
 from cirrus.compute.flavors import get_flavor
 from cirrus.compute.models import (block_device_mappings, instance_group_members,
                                    instance_info_caches, instances)
+from cirrus.compute.move_api import MoveAPI
 from cirrus.compute.records import CreateRequest
 from cirrus.compute.scope import require_project
 from cirrus.compute.state_api import StateActions
@@ -136,6 +137,7 @@ class API(StateActions, ImageActions):
         self.notifier = Notifier("compute-api")  # the actions done here (lock, unlock)
         self.admission = BuildAdmission(db, settings.build_backlog_limit,
                                         settings.build_backlog_wait)
+        self.moves = MoveAPI(settings, db, self.get, self.compute_task_api, self.compute_rpcapi)
 
     # -- create ------------------------------------------------------------------
     async def create(self, ctx: RequestContext, req: CreateRequest) -> tuple[list[dict[str, Any]], str]:
@@ -434,6 +436,8 @@ class API(StateActions, ImageActions):
         """Delete a server in any state, including one that is still building;
         with ``reclaim_instance_interval``, soft-delete one that ran."""
         row = await self._get_for_change(ctx, uuid, "compute:server:delete")
+        if row["vm_state"] == VmState.RESIZED.value:
+            await self.moves.confirm_on_delete(ctx, row)  # Nova's _confirm_resize_on_deleting
         if self._soft_deletable(row):
             await self._soft_delete(ctx, row)
             return

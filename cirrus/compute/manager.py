@@ -32,11 +32,15 @@ from cirrus.compute.power import PowerActions
 from cirrus.compute.rebuild import Rebuild, RebuildArgs
 from cirrus.compute.shelve import Shelving
 from cirrus.compute.snapshot import Snapshots
+from cirrus.compute.evacuate import Evacuation
+from cirrus.compute.live_migration import LiveMigrations
+from cirrus.compute.resize import ResizeActions
+from cirrus.compute.rpcapi import ComputeAPI
 from cirrus.compute.resource_tracker import ResourceTracker
 from cirrus.compute.store import InstanceStore
 from cirrus.conductor.rpcapi import ComputeTaskAPI
 from cirrus.config import Settings
-from cirrus.context import RequestContext
+from cirrus.context import RequestContext, admin_context
 from cirrus.db.engine import Database
 from cirrus.image.api import make_image_api
 from cirrus.network.api import make_network_api
@@ -63,7 +67,14 @@ class ComputeManager:
                          "set_admin_password", "soft_delete_instance", "restore_instance",
                          # images (rebuild.py, snapshot.py, shelve.py)
                          "rebuild_instance", "snapshot_instance", "backup_instance",
-                         "shelve_instance", "shelve_offload_instance", "unshelve_instance"})
+                         "shelve_instance", "shelve_offload_instance", "unshelve_instance",
+                         # moves (resize.py, live_migration.py, evacuate.py)
+                         "prep_resize", "resize_instance", "finish_resize", "confirm_resize",
+                         "revert_resize", "finish_revert_resize", "cleanup_resize",
+                         "live_migration", "pre_live_migration",
+                         "post_live_migration_at_destination",
+                         "rollback_live_migration_at_destination", "live_migration_abort",
+                         "live_migration_force_complete", "evacuate_instance"})
 
     def __init__(self, settings: Settings, db: Database, transport: Transport, host: str,
                  driver: ComputeDriver) -> None:
@@ -120,11 +131,19 @@ class ComputeManager:
                                  self.claims, self.notifier, settings.shutdown_timeout,
                                  settings.shelved_offload_time)
 
+        # Moves: each end of a resize, live migration or evacuation.
+        to_hosts = ComputeAPI(transport)
+        self.resizes = ResizeActions(runner, self.store, driver, self.network_api, to_hosts)
+        self.live_migrations = LiveMigrations(runner, self.store, driver, self.network_api,
+                                              to_hosts)
+        self.evacuation = Evacuation(runner, self.store, driver, self.network_api,
+                                     self.images.get)
 
     async def start(self) -> None:
         await self.driver.init_host(self.host)
         await self.network_api.start()
         await self.rt.update_available_resource()
+        await self.evacuation.destroy_evacuated_instances(admin_context())
         await self.periodics.init_instances()
 
     async def stop(self) -> None:
@@ -236,6 +255,70 @@ class ComputeManager:
                                       events: list[dict[str, Any]]) -> None:
         await self.events.external_instance_event(ctx, events)
 
+    # -- moves ---------------------------------------------------------------------
+    async def prep_resize(self, ctx: RequestContext, instance_uuid: str,
+                          migration_uuid: str) -> None:
+        await self.resizes.prep_resize(ctx, instance_uuid, migration_uuid)
+
+    async def resize_instance(self, ctx: RequestContext, instance_uuid: str,
+                              migration_uuid: str) -> None:
+        await self.resizes.resize_instance(ctx, instance_uuid, migration_uuid)
+
+    async def finish_resize(self, ctx: RequestContext, instance_uuid: str,
+                            migration_uuid: str) -> None:
+        await self.resizes.finish_resize(ctx, instance_uuid, migration_uuid)
+
+    async def confirm_resize(self, ctx: RequestContext, instance_uuid: str,
+                             migration_uuid: str) -> None:
+        await self.resizes.confirm_resize(ctx, instance_uuid, migration_uuid)
+
+    async def cleanup_resize(self, ctx: RequestContext, instance_uuid: str) -> None:
+        await self.resizes.cleanup_resize(ctx, instance_uuid)
+
+    async def revert_resize(self, ctx: RequestContext, instance_uuid: str,
+                            migration_uuid: str) -> None:
+        await self.resizes.revert_resize(ctx, instance_uuid, migration_uuid)
+
+    async def finish_revert_resize(self, ctx: RequestContext, instance_uuid: str,
+                                   migration_uuid: str) -> None:
+        await self.resizes.finish_revert_resize(ctx, instance_uuid, migration_uuid)
+
+    async def live_migration(self, ctx: RequestContext, instance_uuid: str, migration_uuid: str,
+                             block_migration: bool | None) -> None:
+        await self.live_migrations.live_migration(ctx, instance_uuid, migration_uuid,
+                                                  block_migration)
+
+    async def pre_live_migration(self, ctx: RequestContext, instance_uuid: str,
+                                 migration_uuid: str,
+                                 block_migration: bool | None) -> dict[str, Any]:
+        return await self.live_migrations.pre_live_migration(ctx, instance_uuid, migration_uuid,
+                                                             block_migration)
+
+    async def post_live_migration_at_destination(self, ctx: RequestContext, instance_uuid: str,
+                                                 migration_uuid: str, power_state: int) -> None:
+        await self.live_migrations.post_live_migration_at_destination(
+            ctx, instance_uuid, migration_uuid, power_state)
+
+    async def rollback_live_migration_at_destination(self, ctx: RequestContext,
+                                                     instance_uuid: str) -> None:
+        await self.live_migrations.rollback_live_migration_at_destination(ctx, instance_uuid)
+
+    async def live_migration_abort(self, ctx: RequestContext, instance_uuid: str,
+                                   migration_uuid: str) -> None:
+        await self.live_migrations.live_migration_abort(ctx, instance_uuid, migration_uuid)
+
+    async def live_migration_force_complete(self, ctx: RequestContext,
+                                            instance_uuid: str) -> None:
+        await self.live_migrations.live_migration_force_complete(ctx, instance_uuid)
+
+    async def evacuate_instance(self, ctx: RequestContext, instance_uuid: str,
+                                migration_uuid: str, admin_password: str | None) -> None:
+        await self.evacuation.evacuate_instance(ctx, instance_uuid, migration_uuid,
+                                                admin_password)
+
+    async def _confirm_resizes(self) -> None:
+        await self.resizes.confirm_resizes(admin_context(), self.settings.resize_confirm_window)
+
     # -- periodic ------------------------------------------------------------------
     def periodic_tasks(self) -> list[PeriodicTask]:
         return self._periodic_tasks() + self._reclaim_task()
@@ -261,7 +344,15 @@ class ComputeManager:
             *([PeriodicTask("poll_shelved_instances", max(1.0, min(60.0, s.shelved_offload_time / 4)),
                             self.shelving.poll_shelved_instances)]
               if s.shelved_offload_time > 0 else []),
-        ]
+        ] + self._move_periodic_tasks()
+
+    def _move_periodic_tasks(self) -> list[PeriodicTask]:
+        """Nova's ``_poll_unconfirmed_resizes``, when a confirm window is set."""
+        window = self.settings.resize_confirm_window
+        if window <= 0:
+            return []
+        return [PeriodicTask("_poll_unconfirmed_resizes", max(1.0, min(60.0, window)),
+                             self._confirm_resizes)]
 
 
 def compute_hosts(settings: Settings) -> list[str]:

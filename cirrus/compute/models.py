@@ -285,3 +285,31 @@ flavor_projects = sa.Table(
     *timestamps(),
     sa.UniqueConstraint("flavorid", "project_id"),
 )
+
+# A move of an instance between hosts (Nova's ``migrations``): resize, cold
+# and live migration, evacuation. The flavors are kept for a revert
+# (Nova keeps them in instance_extra; here beside the move they belong to).
+migrations = sa.Table(
+    "migrations", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("uuid", sa.String(36), nullable=False, unique=True),
+    sa.Column("instance_uuid", sa.String(36), nullable=False, index=True),
+    sa.Column("source_compute", sa.String(255), nullable=True),
+    sa.Column("dest_compute", sa.String(255), nullable=True),
+    sa.Column("source_node", sa.String(255), nullable=True),
+    sa.Column("dest_node", sa.String(255), nullable=True),
+    sa.Column("dest_host", sa.String(255), nullable=True),
+    sa.Column("old_instance_type_id", sa.Integer, nullable=True),
+    sa.Column("new_instance_type_id", sa.Integer, nullable=True),
+    sa.Column("old_flavor", JSON, nullable=True),
+    sa.Column("new_flavor", JSON, nullable=True),
+    sa.Column("migration_type", sa.String(32), nullable=False),
+    sa.Column("status", sa.String(255), nullable=False),
+    sa.Column("user_id", sa.String(64), nullable=True),
+    sa.Column("project_id", sa.String(64), nullable=True),
+    *timestamps(),
+    sa.Column("deleted", sa.Boolean, nullable=False, default=False),
+    # os-migrations pages by (created_at, id) and filters changes by updated_at.
+    sa.Index("ix_migrations_created_at_id", "created_at", "id"),
+    sa.Index("ix_migrations_updated_at", "updated_at"),
+)

@@ -150,3 +150,84 @@ class ComputeAPI:
                                 image_id: str | None, node: str | None) -> None:
         await self.client.prepare(server=host).cast(
             ctx, "unshelve_instance", instance_uuid=instance_uuid, image_id=image_id, node=node)
+
+    # -- moves (resize, migrate, live migration, evacuation) -------------------------
+    async def _cast_move(self, ctx: RequestContext, host: str, method: str, **kw: Any) -> None:
+        await self.client.prepare(server=host).cast(ctx, method, **kw)
+
+    async def prep_resize(self, ctx: RequestContext, host: str, *, instance_uuid: str,
+                          migration_uuid: str) -> None:
+        await self._cast_move(ctx, host, "prep_resize", instance_uuid=instance_uuid,
+                              migration_uuid=migration_uuid)
+
+    async def resize_instance(self, ctx: RequestContext, host: str, *, instance_uuid: str,
+                              migration_uuid: str) -> None:
+        await self._cast_move(ctx, host, "resize_instance", instance_uuid=instance_uuid,
+                              migration_uuid=migration_uuid)
+
+    async def finish_resize(self, ctx: RequestContext, host: str, *, instance_uuid: str,
+                            migration_uuid: str) -> None:
+        await self._cast_move(ctx, host, "finish_resize", instance_uuid=instance_uuid,
+                              migration_uuid=migration_uuid)
+
+    async def confirm_resize(self, ctx: RequestContext, host: str, *, instance_uuid: str,
+                             migration_uuid: str) -> None:
+        await self._cast_move(ctx, host, "confirm_resize", instance_uuid=instance_uuid,
+                              migration_uuid=migration_uuid)
+
+    async def cleanup_resize(self, ctx: RequestContext, host: str, *,
+                             instance_uuid: str) -> None:
+        await self._cast_move(ctx, host, "cleanup_resize", instance_uuid=instance_uuid)
+
+    async def revert_resize(self, ctx: RequestContext, host: str, *, instance_uuid: str,
+                            migration_uuid: str) -> None:
+        await self._cast_move(ctx, host, "revert_resize", instance_uuid=instance_uuid,
+                              migration_uuid=migration_uuid)
+
+    async def finish_revert_resize(self, ctx: RequestContext, host: str, *, instance_uuid: str,
+                                   migration_uuid: str) -> None:
+        await self._cast_move(ctx, host, "finish_revert_resize", instance_uuid=instance_uuid,
+                              migration_uuid=migration_uuid)
+
+    async def live_migration(self, ctx: RequestContext, host: str, *, instance_uuid: str,
+                             migration_uuid: str, block_migration: bool | None) -> None:
+        await self._cast_move(ctx, host, "live_migration", instance_uuid=instance_uuid,
+                              migration_uuid=migration_uuid, block_migration=block_migration)
+
+    async def pre_live_migration(self, ctx: RequestContext, host: str, *, instance_uuid: str,
+                                 migration_uuid: str, block_migration: bool | None
+                                 ) -> dict[str, Any]:
+        """On the destination, before the source starts: what the source needs."""
+        data: dict[str, Any] = await self.client.prepare(server=host, timeout=300).call(
+            ctx, "pre_live_migration", instance_uuid=instance_uuid,
+            migration_uuid=migration_uuid, block_migration=block_migration)
+        return data
+
+    async def post_live_migration_at_destination(self, ctx: RequestContext, host: str, *,
+                                                 instance_uuid: str, migration_uuid: str,
+                                                 power_state: int) -> None:
+        await self._cast_move(ctx, host, "post_live_migration_at_destination",
+                              instance_uuid=instance_uuid, migration_uuid=migration_uuid,
+                              power_state=power_state)
+
+    async def rollback_live_migration_at_destination(self, ctx: RequestContext, host: str, *,
+                                                     instance_uuid: str) -> None:
+        await self.client.prepare(server=host, timeout=300).call(
+            ctx, "rollback_live_migration_at_destination", instance_uuid=instance_uuid)
+
+    async def live_migration_abort(self, ctx: RequestContext, host: str, *, instance_uuid: str,
+                                   migration_uuid: str) -> None:
+        await self._cast_move(ctx, host, "live_migration_abort", instance_uuid=instance_uuid,
+                              migration_uuid=migration_uuid)
+
+    async def live_migration_force_complete(self, ctx: RequestContext, host: str, *,
+                                            instance_uuid: str) -> None:
+        await self._cast_move(ctx, host, "live_migration_force_complete",
+                              instance_uuid=instance_uuid)
+
+    async def evacuate_instance(self, ctx: RequestContext, host: str, *, instance_uuid: str,
+                                migration_uuid: str, admin_password: str | None) -> None:
+        """Rebuild an evacuated instance on ``host`` (Nova's rebuild_instance
+        with ``recreate``)."""
+        await self._cast_move(ctx, host, "evacuate_instance", instance_uuid=instance_uuid,
+                              migration_uuid=migration_uuid, admin_password=admin_password)

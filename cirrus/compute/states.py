@@ -62,6 +62,14 @@ class TaskState(str, enum.Enum):
     SHELVING_IMAGE_UPLOADING = "shelving_image_uploading"
     SHELVING_OFFLOADING = "shelving_offloading"
     UNSHELVING = "unshelving"
+    # moves (resize, migrate, live migration, evacuation)
+    RESIZE_PREP = "resize_prep"
+    RESIZE_MIGRATING = "resize_migrating"
+    RESIZE_MIGRATED = "resize_migrated"
+    RESIZE_FINISH = "resize_finish"
+    RESIZE_REVERTING = "resize_reverting"
+    RESIZE_CONFIRMING = "resize_confirming"
+    MIGRATING = "migrating"
 
 
 class PowerState(enum.IntEnum):
@@ -83,6 +91,9 @@ def status_of(vm_state: str, task_state: str | None) -> str:
     if task_state in REBUILD_TASKS and vm_state in (VmState.ACTIVE, VmState.STOPPED,
                                                     VmState.ERROR):
         return "REBUILD"  # Nova's _STATE_MAP for each of these vm states
+    moving = _MOVE_STATUS.get((vm_state, task_state))
+    if moving is not None:
+        return moving
     if vm_state == VmState.BUILDING:
         return "BUILD"
     if vm_state == VmState.ACTIVE:
@@ -106,4 +117,18 @@ _STATUS: dict[str, str] = {
     VmState.RESIZED: "VERIFY_RESIZE", VmState.ERROR: "ERROR", VmState.DELETED: "DELETED",
     VmState.SOFT_DELETED: "SOFT_DELETED",
     VmState.SHELVED: "SHELVED", VmState.SHELVED_OFFLOADED: "SHELVED_OFFLOADED",
+}
+
+
+# Moves: (vm_state, task_state) → status, as Nova's state map has them.
+_RESIZING = (TaskState.RESIZE_PREP, TaskState.RESIZE_MIGRATING, TaskState.RESIZE_MIGRATED,
+             TaskState.RESIZE_FINISH)
+_MOVE_STATUS: dict[tuple[str, str | None], str] = {
+    **{(vm.value, t.value): "RESIZE" for vm in (VmState.ACTIVE, VmState.STOPPED)
+       for t in _RESIZING},
+    (VmState.ACTIVE.value, TaskState.MIGRATING.value): "MIGRATING",
+    (VmState.RESIZED.value, TaskState.RESIZE_REVERTING.value): "REVERT_RESIZE",
+    **{(vm.value, t.value): "REBUILD"
+       for vm in (VmState.ACTIVE, VmState.STOPPED, VmState.ERROR)
+       for t in (TaskState.REBUILDING, TaskState.REBUILD_SPAWNING)},
 }

@@ -57,3 +57,15 @@ TRANSITIONS.update({
                                  TaskState.UPDATING_PASSWORD),
     "restore": Transition("restore", "restore", (SD,), TaskState.RESTORING),
 })
+
+# Moves (resize, migrate, live migration, evacuation): Nova's check_instance_state.
+TRANSITIONS.update({
+    "resize": Transition("resize", "resize", (A, S), TaskState.RESIZE_PREP),
+    "migrate": Transition("migrate", "migrate", (A, S), TaskState.RESIZE_PREP),
+    "confirm_resize": Transition("confirmResize", "confirmResize", (VmState.RESIZED,), None),
+    "revert_resize": Transition("revertResize", "revertResize", (VmState.RESIZED,),
+                                TaskState.RESIZE_REVERTING),
+    "live_migrate": Transition("os-migrateLive", "live-migration", (A, VmState.PAUSED),
+                               TaskState.MIGRATING),
+    "evacuate": Transition("evacuate", "evacuate", (A, S, E), TaskState.REBUILDING),
+})

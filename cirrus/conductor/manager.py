@@ -21,6 +21,7 @@ from cirrus.compute.exception import MaxRetriesExceeded
 from cirrus.compute.models import instances
 from cirrus.compute.rpcapi import ComputeAPI
 from cirrus.compute.states import TaskState, VmState
+from cirrus.conductor.migrate import MoveTasks
 from cirrus.config import Settings
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
@@ -40,7 +41,8 @@ LOG = logging.getLogger(__name__)
 class ConductorManager:
     """RPC endpoint of the conductor service."""
 
-    RPC_API = frozenset({"build_instances", "unshelve_instance"})
+    RPC_API = frozenset({"build_instances", "unshelve_instance", "migrate_server",
+                         "evacuate_instance"})
 
     def __init__(self, settings: Settings, db: Database, transport: Transport,
                  host: str) -> None:
@@ -50,6 +52,21 @@ class ConductorManager:
         self.scheduler_client = SchedulerAPI(transport)
         self.compute_rpcapi = ComputeAPI(transport)
         self._network_api: Any = None
+        self.moves = MoveTasks(db, self.scheduler_client, self.compute_rpcapi, host,
+                               settings.allow_resize_to_same_host)
+
+    # -- moves (cirrus/conductor/migrate.py) -------------------------------------------
+    async def migrate_server(self, ctx: RequestContext, instance_uuid: str, migration_uuid: str,
+                             live: bool, host: str | None = None, force: bool = False,
+                             block_migration: bool | None = None) -> None:
+        await self.moves.migrate_server(ctx, instance_uuid, migration_uuid, live, host, force,
+                                        block_migration)
+
+    async def evacuate_instance(self, ctx: RequestContext, instance_uuid: str,
+                                migration_uuid: str, host: str | None, force: bool,
+                                admin_password: str | None) -> None:
+        await self.moves.evacuate_instance(ctx, instance_uuid, migration_uuid, host, force,
+                                           admin_password)
 
     async def build_instances(self, ctx: RequestContext, instance_uuids: list[str],
                               request_spec: dict[str, Any], filter_properties: dict[str, Any],

@@ -30,3 +30,19 @@ class ComputeTaskAPI:
         await self.client.cast(ctx, "unshelve_instance", instance_uuid=instance_uuid,
                                image_id=image_id, request_spec=request_spec,
                                availability_zone=availability_zone)
+
+    async def migrate_server(self, ctx: RequestContext, *, instance_uuid: str,
+                             migration_uuid: str, live: bool, host: str | None = None,
+                             force: bool = False, block_migration: bool | None = None) -> None:
+        """Schedule a resize, cold or live migration (its record made already)."""
+        await self.client.cast(ctx, "migrate_server", instance_uuid=instance_uuid,
+                               migration_uuid=migration_uuid, live=live, host=host, force=force,
+                               block_migration=block_migration)
+
+    async def evacuate_instance(self, ctx: RequestContext, *, instance_uuid: str,
+                                migration_uuid: str, host: str | None, force: bool,
+                                admin_password: str | None) -> None:
+        """Schedule an evacuation (Nova's rebuild_instance with ``recreate``)."""
+        await self.client.cast(ctx, "evacuate_instance", instance_uuid=instance_uuid,
+                               migration_uuid=migration_uuid, host=host, force=force,
+                               admin_password=admin_password)

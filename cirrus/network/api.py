@@ -525,6 +525,24 @@ class API:
             out.append(after if host else before)
         return out
 
+    # -- moves (Nova's migrate_instance_start/_finish, setup_networks_on_host) ----------
+    async def migrate_instance_finish(self, ctx: RequestContext, instance: dict[str, Any],
+                                      host: str) -> NetworkInfo:
+        """The instance's ports bound to ``host``, its host after a move (or a
+        revert); the host backend unbinds them from the old host and binds
+        them here. The network info, rebuilt."""
+        def rebind(conn: sa.Connection) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+            return [port_db.update_port(conn, ctx.elevated(), port["id"],
+                                        {"binding_host_id": host})
+                    for port in port_db.ports_of_device(conn, instance["uuid"],
+                                                        instance["project_id"])
+                    if port["binding_host_id"] != host]
+        for before, after in await self.db.run(rebind):
+            if before.get("binding_host_id"):
+                await self.binder.unbound(before)
+            await self.binder.bound(after)
+        return await self.get_instance_nw_info(ctx, instance)
+
     # -- os-interface helpers -----------------------------------------------------
     async def list_ports(self, ctx: RequestContext, device_id: str) -> list[dict[str, Any]]:
         """The ports of server ``device_id``: those naming it of its own project."""

@@ -121,6 +121,12 @@ ROUTES: dict[tuple[str, str], Rule] = {
     # consoles: a project's members open their servers' consoles
     ("POST", f"{S}/remote-consoles"): _r("remote-consoles", M),
     ("GET", "/v2.1/os-console-auth-tokens/{console_token}"): _r("console-auth-tokens", A),
+    # moves: admins see and steer migrations
+    ("GET", "/v2.1/os-migrations"): _r("os-migrations:index", A),
+    ("GET", f"{S}/migrations"): _r("servers:migrations:index", A),
+    ("GET", f"{S}/migrations/{{migration_id}}"): _r("servers:migrations:show", A),
+    ("DELETE", f"{S}/migrations/{{migration_id}}"): _r("servers:migrations:delete", A),
+    ("POST", f"{S}/migrations/{{migration_id}}/action"): _r("servers:migrations:force_complete", A),
 }
 
 # ``POST /servers/{id}/action`` carries one of a closed set of actions, each
@@ -153,6 +159,18 @@ SERVER_ACTIONS: dict[str, Rule] = {
     "shelve": _r("os-shelve:shelve", M),
     "shelveOffload": _r("os-shelve:shelve_offload", A),
     "unshelve": _r("os-shelve:unshelve", M),
+    # moves: a member resizes its server, admins move servers between hosts
+    "resize": _r("servers:resize", M),
+    "confirmResize": _r("servers:confirm_resize", M),
+    "revertResize": _r("servers:revert_resize", M),
+    "migrate": _r("os-migrate-server:migrate", A),
+    "os-migrateLive": _r("os-migrate-server:migrate_live", A),
+    "evacuate": _r("os-evacuate", A),
+}
+
+# Rules an option of a move action needs beyond the action's own.
+MOVE_OPTION_RULES: dict[str, Rule] = {
+    "migrate:host": _r("os-migrate-server:migrate:host", A),
 }
 
 # Unlocking a server someone else locked (an owner's lock by an admin of

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import random
+from functools import partial
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,7 @@ from cirrus.scheduler.filters import DEFAULT_FILTERS, FILTERS, BaseHostFilter, e
 from cirrus.scheduler.host_manager import HostManager
 from cirrus.scheduler.host_state import HostState
 from cirrus.scheduler.selection import Decision, Destination, FilterStep, Selection
+from cirrus.scheduler.moves import claim_move, move_of
 from cirrus.scheduler.search import best_hosts
 from cirrus.scheduler.spec import Spec
 from cirrus.scheduler.weights import WEIGHERS, BaseWeigher, weigh_hosts
@@ -260,6 +262,8 @@ class FilterScheduler:
         decision: Decision | None = None
         claimed: list[str] = []
         chosen_hosts: list[str] = []
+        move = move_of(request_spec)
+        claim_first = _claim_first if move is None else partial(claim_move, move=move)
         for uuid in uuids:
             choice = self._choose(spec, forced)
             if decision is None:
@@ -270,7 +274,7 @@ class FilterScheduler:
                                   decision=decision)
             order = self._order(choice)
             node_id, status, failed = await self.db.run(
-                _claim_first, uuid, [h.node_id for h in order], spec, choice.complete)
+                claim_first, uuid, [h.node_id for h in order], spec, choice.complete)
             hm.mark_stale(failed)
             if node_id is None and not choice.complete:
                 # The answer lies beyond the best few: decide on every host, as
@@ -278,7 +282,7 @@ class FilterScheduler:
                 choice = self._scan(hm.forced(spec) if forced else hm.hosts, spec, forced)
                 order = self._order(choice) if choice.weighed else []
                 node_id, status, failed = await self.db.run(
-                    _claim_first, uuid, [h.node_id for h in order], spec, True, status == "twin")
+                    claim_first, uuid, [h.node_id for h in order], spec, True, status == "twin")
                 hm.mark_stale(failed)
             if node_id is None:
                 await self._undo(claimed, chosen_hosts, spec)

@@ -12,7 +12,7 @@ import abc
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Mapping, Protocol, Sequence
+from typing import Any, Awaitable, Mapping, NoReturn, Protocol, Sequence
 
 from cirrus.compute.states import PowerState, TaskState
 from cirrus.config import Settings
@@ -231,3 +231,69 @@ class ComputeDriver(abc.ABC):
         """Set the guest's admin password (through a guest agent). Raises
         InstanceAgentNotEnabled when the guest has no agent to do it."""
         raise vexc.DriverNotImplemented(operation="set_admin_password")
+
+    # -- moves (resize, cold and live migration, evacuation) ----------------------------
+    # Optional: the defaults raise MoveNotSupported. The instance dicts carry
+    # the flavor the guest should have afterwards (vcpus, memory_mb, root_gb).
+    def _unsupported(self, operation: str) -> NoReturn:
+        from cirrus.virt import exception as vexc
+
+        raise vexc.MoveNotSupported(driver=type(self).__name__, operation=operation)
+
+    async def migrate_disk_and_power_off(self, context: Any, instance: dict[str, Any],
+                                         dest: str, network_info: Any) -> dict[str, Any]:
+        """Stop the guest and send its disks to ``dest``; the source keeps them
+        until :meth:`confirm_migration` (a revert needs them). Returns what
+        :meth:`finish_migration` on ``dest`` needs (disk info)."""
+        self._unsupported("resize")
+
+    async def finish_migration(self, context: Any, instance: dict[str, Any],
+                               disk_info: dict[str, Any], network_info: Any,
+                               power_on: bool) -> None:
+        """On the destination: the guest made from the migrated disks, with the
+        instance's (new) flavor, running if ``power_on``."""
+        self._unsupported("resize")
+
+    async def confirm_migration(self, context: Any, instance: dict[str, Any],
+                                network_info: Any) -> None:
+        """On the source: what was kept for a revert is removed. Idempotent."""
+        self._unsupported("resize")
+
+    async def finish_revert_migration(self, context: Any, instance: dict[str, Any],
+                                      network_info: Any, power_on: bool) -> None:
+        """On the source: the kept guest back, with its old flavor, running if
+        ``power_on``."""
+        self._unsupported("resize")
+
+    async def pre_live_migration(self, context: Any, instance: dict[str, Any],
+                                 network_info: Any, block_migration: bool) -> dict[str, Any]:
+        """On the destination, before the source starts: disks and VIFs ready
+        for the incoming guest. Returns data for :meth:`live_migration`."""
+        self._unsupported("live migration")
+
+    async def live_migration(self, context: Any, instance: dict[str, Any], dest: str,
+                             block_migration: bool, migrate_data: dict[str, Any]) -> None:
+        """Move the running guest to ``dest``; on return it runs there and not
+        here. Raises LiveMigrationAborted after :meth:`live_migration_abort`,
+        another error on failure (the guest then still runs here)."""
+        self._unsupported("live migration")
+
+    async def live_migration_abort(self, instance: dict[str, Any]) -> None:
+        """Stop a running :meth:`live_migration` (it raises LiveMigrationAborted)."""
+        self._unsupported("live migration abort")
+
+    async def live_migration_force_complete(self, instance: dict[str, Any]) -> None:
+        """Make a running :meth:`live_migration` converge (pause the guest)."""
+        self._unsupported("live migration force complete")
+
+    async def post_live_migration_at_destination(self, context: Any, instance: dict[str, Any],
+                                                 network_info: Any, power_state: int) -> None:
+        """On the destination after the move: the guest is this host's now."""
+        self._unsupported("live migration")
+
+    async def rollback_live_migration_at_destination(self, context: Any,
+                                                     instance: dict[str, Any],
+                                                     network_info: Any) -> None:
+        """On the destination after a failed move: what pre_live_migration made
+        is gone. Idempotent."""
+        self._unsupported("live migration")

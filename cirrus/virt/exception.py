@@ -63,3 +63,22 @@ class NotSupportedByDriver(CirrusException):
 class SnapshotFailed(CirrusException):
     code = 500
     msg_fmt = "Failed to snapshot instance %(instance_uuid)s: %(reason)s"
+
+
+class MoveNotSupported(CirrusException):
+    """The driver cannot move guests (resize, migrate, live-migrate)."""
+
+    code = 400
+    msg_fmt = "The %(driver)s driver does not support %(operation)s."
+
+
+class MigrationError(CirrusException):
+    code = 500
+    msg_fmt = "Migration error: %(reason)s"
+
+
+class LiveMigrationAborted(CirrusException):
+    """An admin aborted the live migration; the guest stays on its source."""
+
+    code = 409
+    msg_fmt = "Live migration of %(instance_uuid)s was aborted."

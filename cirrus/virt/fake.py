@@ -94,6 +94,11 @@ class FakeDriver(ComputeDriver):
         self.plugged: dict[str, list[str]] = {}
         self.serial_ports: dict[str, FakeSerialPort] = {}
         self.snapshots: dict[str, bytes] = {}  # image id → the disk it uploaded
+        # Moves: guests kept on a resize's source for a revert, guests about to
+        # arrive by live migration, and an abort switch per running migration.
+        self.resize_sources: dict[str, FakeInstance] = {}
+        self.incoming: set[str] = set()
+        self.migrating: dict[str, asyncio.Event] = {}
 
     async def _check_fault(self, op: str, instance: dict[str, Any]) -> None:
         for rule in self.faults.get(op, ()):
@@ -239,3 +244,91 @@ class FakeDriver(ComputeDriver):
     async def set_admin_password(self, instance: dict[str, Any], new_pass: str) -> None:
         await self._check_fault("set_admin_password", instance)
         self._get(instance).admin_password = new_pass
+
+    # -- moves -------------------------------------------------------------------------
+    async def migrate_disk_and_power_off(self, context: Any, instance: dict[str, Any],
+                                         dest: str, network_info: Any) -> dict[str, Any]:
+        await self._check_fault("migrate_disk_and_power_off", instance)
+        guest = self.instances.pop(instance["uuid"], None) or self.resize_sources.get(
+            instance["uuid"])
+        if guest is None:
+            raise vexc.InstanceNotFound(instance_id=instance["uuid"])
+        guest.state = PowerState.SHUTDOWN
+        self.resize_sources[instance["uuid"]] = guest
+        return {"disks": [f"{instance['uuid']}/disk"], "source": self.host}
+
+    async def finish_migration(self, context: Any, instance: dict[str, Any],
+                               disk_info: dict[str, Any], network_info: Any,
+                               power_on: bool) -> None:
+        await self._check_fault("finish_migration", instance)
+        guest = FakeInstance(instance["uuid"], instance.get("display_name", ""),
+                             PowerState.RUNNING if power_on else PowerState.SHUTDOWN)
+        guest.console.append(f"migrated from {disk_info.get('source')}: "
+                             f"{instance['vcpus']} vcpus, {instance['memory_mb']} MiB")
+        self.instances[instance["uuid"]] = guest
+        self.plugged[instance["uuid"]] = [vif["id"] for vif in (network_info or [])]
+
+    async def confirm_migration(self, context: Any, instance: dict[str, Any],
+                                network_info: Any) -> None:
+        await self._check_fault("confirm_migration", instance)
+        self.resize_sources.pop(instance["uuid"], None)
+
+    async def finish_revert_migration(self, context: Any, instance: dict[str, Any],
+                                      network_info: Any, power_on: bool) -> None:
+        await self._check_fault("finish_revert_migration", instance)
+        guest = self.resize_sources.pop(instance["uuid"], None)
+        if guest is None:
+            raise vexc.InstanceNotFound(instance_id=instance["uuid"])
+        guest.state = PowerState.RUNNING if power_on else PowerState.SHUTDOWN
+        self.instances[instance["uuid"]] = guest
+
+    async def pre_live_migration(self, context: Any, instance: dict[str, Any],
+                                 network_info: Any, block_migration: bool) -> dict[str, Any]:
+        await self._check_fault("pre_live_migration", instance)
+        self.incoming.add(instance["uuid"])
+        return {"dest": self.host, "block_migration": block_migration}
+
+    async def live_migration(self, context: Any, instance: dict[str, Any], dest: str,
+                             block_migration: bool, migrate_data: dict[str, Any]) -> None:
+        self._get(instance)
+        abort = self.migrating.setdefault(instance["uuid"], asyncio.Event())
+        try:
+            # A fault rule may hold the migration (``hold``) until a force
+            # complete releases it; an abort ends it first.
+            work = asyncio.ensure_future(self._check_fault("live_migration", instance))
+            aborted = asyncio.ensure_future(abort.wait())
+            done, _ = await asyncio.wait({work, aborted}, return_when=asyncio.FIRST_COMPLETED)
+            for task in (work, aborted):
+                task.cancel()
+            if work not in done:
+                raise vexc.LiveMigrationAborted(instance_uuid=instance["uuid"])
+            work.result()
+        finally:
+            self.migrating.pop(instance["uuid"], None)
+        self.instances.pop(instance["uuid"], None)
+        self.plugged.pop(instance["uuid"], None)
+
+    async def live_migration_abort(self, instance: dict[str, Any]) -> None:
+        self.migrating.setdefault(instance["uuid"], asyncio.Event()).set()
+
+    async def live_migration_force_complete(self, instance: dict[str, Any]) -> None:
+        guest = self._get(instance)
+        guest.state = PowerState.PAUSED  # as libvirt's pause: the copy converges
+        for rule in self.faults.get("live_migration", ()):
+            if rule.release is not None:
+                rule.release.set()
+
+    async def post_live_migration_at_destination(self, context: Any, instance: dict[str, Any],
+                                                 network_info: Any, power_state: int) -> None:
+        await self._check_fault("post_live_migration_at_destination", instance)
+        self.incoming.discard(instance["uuid"])
+        guest = FakeInstance(instance["uuid"], instance.get("display_name", ""),
+                             PowerState(power_state))
+        guest.console.append(f"live-migrated to {self.host}")
+        self.instances[instance["uuid"]] = guest
+        self.plugged[instance["uuid"]] = [vif["id"] for vif in (network_info or [])]
+
+    async def rollback_live_migration_at_destination(self, context: Any,
+                                                     instance: dict[str, Any],
+                                                     network_info: Any) -> None:
+        self.incoming.discard(instance["uuid"])

@@ -145,7 +145,8 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
                 "network_label": "a-net",
                 "target": "projects", "tid": t.project["demo"], "uid": t.user["alice"],
                 "rid": ids["reader_role"], "aggregate_id": ids["aggregate"],
-                "tenant_id": t.project["demo"], "console_token": "no-such-token"}[name]
+                "tenant_id": t.project["demo"], "console_token": "no-such-token",
+                "migration_id": "1"}[name]
     return re.sub(r"\{([^}]+)\}", value, path), private
 
 
@@ -154,6 +155,8 @@ def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str,
     json_bodies: dict[tuple[str, str], Any] = {
         ("POST", "/v2.1/servers"): server_body(ids["image"], networks=[{"uuid": ids["network"]}]),
         ("POST", "/v2.1/servers/{server_id}/action"): {"os-getConsoleOutput": {"length": 5}},
+        ("POST", "/v2.1/servers/{server_id}/migrations/{migration_id}/action"): {
+            "force_complete": None},
         ("POST", "/v2.1/servers/{server_id}/metadata"): {"metadata": {"k2": "v"}},
         ("POST", "/v2.1/servers/{server_id}/remote-consoles"): {"remote_console": {
             "protocol": "serial", "type": "serial"}},
@@ -270,7 +273,11 @@ async def test_every_route_answers_each_persona_by_its_rule(cloud: Any, tenants:
             if code >= 500:
                 failures.append(f"{where}: {code} {resp.text[:200]}")
             elif persona not in REACHES[rule.level]:
-                if code != 403:
+                # A server's path is located before its rule (Nova finds the
+                # server first): one the caller cannot see, or that an earlier
+                # request of the run deleted, is a 404 before an admin rule's 403.
+                located = prefix == "/compute" and path.startswith("/v2.1/servers/{server_id}/")
+                if code != 403 and not (located and code == 404):
                     failures.append(f"{where}: expected 403, got {code} {resp.text[:200]}")
             elif names_a and persona not in OWNERS["user" if path in USER_OWNED else "project"]:
                 if code not in (403, 404):

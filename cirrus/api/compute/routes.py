@@ -6,7 +6,7 @@ from starlette.routing import BaseRoute
 
 from cirrus.api.compute import (aggregates, availability_zones, external_events, flavor_access,
                                 flavors, hypervisors, images, instance_actions, interfaces, ips,
-                                keypairs, quota_sets, remote_consoles, security_groups,
+                                keypairs, migrations, quota_sets, remote_consoles, security_groups,
                                 server_actions, server_groups, server_metadata, server_password,
                                 server_tags, servers, services, simple_tenant_usage, versions)
 
@@ -36,6 +36,7 @@ ROUTES: list[BaseRoute] = [
     *server_password.ROUTES,
     *security_groups.ROUTES,
     *images.ROUTES,
+    *migrations.ROUTES,
 ]
 
 

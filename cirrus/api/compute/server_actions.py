@@ -10,6 +10,7 @@ from starlette.routing import Route
 from cirrus.api.compute import remote_consoles
 from cirrus.api.compute.microversion import api_version
 from cirrus.api.compute.image_actions import IMAGE_ACTIONS, RequestHandler
+from cirrus.api.compute.move_actions import MOVE_ACTIONS
 from cirrus.api.compute.parameters import MAX_INT, integer
 from cirrus.api.compute.state_actions import STATE_ACTIONS, VERSIONED_ACTIONS
 from cirrus.api.wsgi import context, json_body, reply
@@ -67,7 +68,7 @@ ACTIONS.update(STATE_ACTIONS)  # issue #19: lock, pause, suspend, rescue, …
 # Actions whose body and reply depend on the request itself (its microversion,
 # its URL): their handlers get the request.
 REQUEST_ACTIONS: dict[str, RequestHandler] = {**IMAGE_ACTIONS}
-ALL_ACTIONS = frozenset(ACTIONS) | frozenset(REQUEST_ACTIONS)
+ALL_ACTIONS = frozenset(ACTIONS) | frozenset(REQUEST_ACTIONS) | frozenset(MOVE_ACTIONS)
 
 
 async def action(request: Request) -> Response:
@@ -82,7 +83,8 @@ async def action(request: Request) -> Response:
     api, uuid = request.app.state.compute_api, request.path_params["server_id"]
     if name in REQUEST_ACTIONS:
         return await REQUEST_ACTIONS[name](request, ctx, uuid, arg)
-    versioned = VERSIONED_ACTIONS.get(name)
+    # Their bodies depend on the microversion.
+    versioned = VERSIONED_ACTIONS.get(name) or MOVE_ACTIONS.get(name)
     if versioned is not None:
         return await versioned(api, ctx, uuid, arg, api_version(request))
     return await ACTIONS[name](api, ctx, uuid, arg)

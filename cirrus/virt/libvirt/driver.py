@@ -24,7 +24,7 @@ from cirrus.network.model import VIF
 from cirrus.virt import exception as vexc
 from cirrus.virt.driver import (Capabilities, ComputeDriver, ConsoleSerial, InstanceInfo,
                                 NodeResources, UpdateTaskState)
-from cirrus.virt.libvirt import imagebackend
+from cirrus.virt.libvirt import imagebackend, migration
 from cirrus.virt.libvirt.config import DiskSpec, GuestSpec, guest_xml, serial_port_of
 from cirrus.virt.libvirt.serial import free_port
 from cirrus.virt.libvirt.configdrive import make_config_drive
@@ -413,3 +413,44 @@ class LibvirtDriver(GuestStateOps, ComputeDriver):  # guest_state.py: pause, res
                 f.seek(max(0, size - MAX_CONSOLE_BYTES))
                 return f.read().decode(errors="replace")
         return await asyncio.to_thread(tail)
+
+    # -- moves (cirrus/virt/libvirt/migration.py) -------------------------------------
+    async def migrate_disk_and_power_off(self, context: Any, instance: dict[str, Any],
+                                         dest: str, network_info: Any) -> dict[str, Any]:
+        return await migration.migrate_disk_and_power_off(self, instance, dest)
+
+    async def finish_migration(self, context: Any, instance: dict[str, Any],
+                               disk_info: dict[str, Any], network_info: Any,
+                               power_on: bool) -> None:
+        await migration.finish_migration(self, instance, network_info, power_on)
+
+    async def confirm_migration(self, context: Any, instance: dict[str, Any],
+                                network_info: Any) -> None:
+        await migration.confirm_migration(self, instance, network_info)
+
+    async def finish_revert_migration(self, context: Any, instance: dict[str, Any],
+                                      network_info: Any, power_on: bool) -> None:
+        await migration.finish_revert_migration(self, instance, network_info, power_on)
+
+    async def pre_live_migration(self, context: Any, instance: dict[str, Any],
+                                 network_info: Any, block_migration: bool) -> dict[str, Any]:
+        return await migration.pre_live_migration(self, instance, network_info, block_migration)
+
+    async def live_migration(self, context: Any, instance: dict[str, Any], dest: str,
+                             block_migration: bool, migrate_data: dict[str, Any]) -> None:
+        await migration.live_migration(self, instance, dest, block_migration, migrate_data)
+
+    async def live_migration_abort(self, instance: dict[str, Any]) -> None:
+        await migration.job_op(self, instance, "abortJob")
+
+    async def live_migration_force_complete(self, instance: dict[str, Any]) -> None:
+        await migration.job_op(self, instance, "suspend")
+
+    async def post_live_migration_at_destination(self, context: Any, instance: dict[str, Any],
+                                                 network_info: Any, power_state: int) -> None:
+        await migration.post_live_migration_at_destination(self, instance)
+
+    async def rollback_live_migration_at_destination(self, context: Any,
+                                                     instance: dict[str, Any],
+                                                     network_info: Any) -> None:
+        """Nothing was made here but the bridges, which other guests may use."""
