@@ -605,6 +605,17 @@ class API(StateActions, ImageActions):
         token = await self.db.run(tokens.authorize, info, self.settings.console_token_ttl)
         return f"{base}{'&' if '?' in base else '?'}token={token}"
 
+    async def reset_state(self, ctx: RequestContext, uuid: str, state: str) -> None:
+        """Nova's ``os-resetState``: ``state`` (active or error) forced, the
+        task cleared, whatever the server was doing; recorded as an action."""
+        await self.get(ctx, uuid)
+
+        def reset(conn: sa.Connection) -> None:
+            inst.save(conn, uuid, {"vm_state": VmState(state), "task_state": None})
+            instance_actions.action_start(conn, ctx, uuid, "resetState")
+            instance_actions.action_finish(conn, ctx, uuid)
+        await self.db.run(reset)
+
     async def get_host_uptime(self, ctx: RequestContext, host: str) -> str:
         """Compute host ``host``'s ``uptime`` line (asked of the host itself)."""
         return await self.compute_rpcapi.get_host_uptime(ctx, host)

@@ -54,6 +54,14 @@ async def show(request: Request) -> Response:
     return reply(image_view(await _images(request).get(context(request), request.path_params["image_id"])))
 
 
+async def tasks(request: Request) -> Response:
+    """``GET /v2/images/{id}/tasks`` (Glance 2.12): the image's import tasks.
+    Images come only through upload here, never by a task, so the list is
+    empty; an image the caller may not see is 404 as for its record."""
+    await _images(request).get(context(request), request.path_params["image_id"])
+    return reply({"tasks": []})
+
+
 async def update(request: Request) -> Response:
     try:
         draft = patch.draft_of(request.headers.get("content-type"))
@@ -156,6 +164,7 @@ ROUTES = [
     Route("/v2/images/{image_id}", show, methods=["GET"]),
     Route("/v2/images/{image_id}", update, methods=["PATCH"]),
     Route("/v2/images/{image_id}", delete, methods=["DELETE"]),
+    Route("/v2/images/{image_id}/tasks", tasks, methods=["GET"]),
     Route("/v2/images/{image_id}/file", upload, methods=["PUT"]),
     Route("/v2/images/{image_id}/file", download, methods=["GET"]),
     Route("/v2/images/{image_id}/tags/{tag}", tag, methods=["PUT", "DELETE"]),

@@ -138,6 +138,8 @@ SERVER_ACTIONS: dict[str, Rule] = {
     "reboot": _r("servers:reboot", M),
     "os-getConsoleOutput": _r("os-console-output", M),
     "os-getSerialConsole": _r("remote-consoles", M),
+    "os-resetState": _r("os-admin-actions:reset_state", A),
+    "injectNetworkInfo": _r("os-admin-actions:inject_network_info", A),
     # issue #19: the guest-state actions
     "lock": _r("os-lock-server:lock", M),
     "unlock": _r("os-lock-server:unlock", M),

@@ -17,6 +17,7 @@ ROUTES: dict[tuple[str, str], Rule] = {
     ("POST", "/v2/images"): Rule("add_image", M),
     ("GET", "/v2/images"): Rule("get_images", R),
     ("GET", I): Rule("get_image", R),
+    ("GET", f"{I}/tasks"): Rule("get_task_info", R),
     ("PATCH", I): Rule("modify_image", M),
     ("DELETE", I): Rule("delete_image", M),
     ("PUT", f"{I}/file"): Rule("upload_image", M),

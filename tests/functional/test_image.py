@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import hashlib
+import uuid
 from typing import Any
 
 import httpx
 import pytest
+
+from tests.functional.servers import upload_image
 
 IMAGES = "/image/v2/images"
 PATCH = {"Content-Type": "application/openstack-images-v2.1-json-patch"}
@@ -85,3 +88,11 @@ async def test_version_documents_are_public(api: Any) -> None:
                      "/image/", "/network/"):
             resp = await anon.get(path)
             assert resp.status_code in (200, 300), (path, resp.status_code)
+
+
+async def test_an_images_tasks_are_listed_empty_for_whoever_may_see_it(
+        demo: httpx.AsyncClient) -> None:
+    image = await upload_image(demo, name="tasks")
+    resp = await demo.get(f"/image/v2/images/{image}/tasks")
+    assert resp.status_code == 200 and resp.json() == {"tasks": []}
+    assert (await demo.get(f"/image/v2/images/{uuid.uuid4()}/tasks")).status_code == 404

@@ -29,16 +29,16 @@ TEMPLATE = Path(__file__).with_name("tempest.conf.in")
 COMPUTE_FEATURES: dict[str, bool] = {
     "console_output": True,     # os-getConsoleOutput
     "interface_attach": True,   # os-interface
-    "resize": False,
-    "cold_migration": False,
-    "live_migration": False,
-    "pause": False,
-    "suspend": False,
-    "shelve": False,
-    "rescue": False,
-    "snapshot": False,          # createImage
-    "change_password": False,
-    "serial_console": False,
+    "resize": True,
+    "cold_migration": True,
+    "live_migration": True,
+    "pause": True,
+    "suspend": True,
+    "shelve": True,
+    "rescue": True,
+    "snapshot": True,          # createImage
+    "change_password": True,
+    "serial_console": True,
     # Server-create options Tempest also gates: OS-DCF:diskConfig needs resize
     # and rebuild; personality went at 2.57; adminPass is returned on create.
     "disk_config": False,

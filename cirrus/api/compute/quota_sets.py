@@ -10,7 +10,7 @@ from starlette.routing import Route
 from cirrus import policy
 from cirrus.api.compute.microversion import api_version
 from cirrus.api.compute.parameters import MAX_INT, integer
-from cirrus.api.wsgi import context, json_body, no_content, reply
+from cirrus.api.wsgi import context, json_body, reply
 from cirrus.compute import exception as exc
 from cirrus.compute import quotas
 from cirrus.compute.scope import require_project
@@ -107,7 +107,7 @@ async def update(request: Request) -> Response:
 async def revert(request: Request) -> Response:
     policy.enforce(context(request), "compute:quotas:update")
     await request.app.state.db.run(quotas.reset_limits, _project_in_path(request))
-    return no_content()
+    return Response(status_code=202)  # Nova answers a quota delete with 202
 
 
 def _project_in_path(request: Request) -> str:

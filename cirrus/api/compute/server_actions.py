@@ -8,6 +8,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from cirrus.api.compute import remote_consoles
+from cirrus.api.compute.admin_actions import ADMIN_ACTIONS
 from cirrus.api.compute.microversion import api_version
 from cirrus.api.compute.image_actions import IMAGE_ACTIONS, RequestHandler
 from cirrus.api.compute.move_actions import MOVE_ACTIONS
@@ -63,6 +64,7 @@ ACTIONS: dict[str, Handler] = {
     "os-getSerialConsole": remote_consoles.get_serial_console,
 }
 ACTIONS.update(STATE_ACTIONS)  # issue #19: lock, pause, suspend, rescue, …
+ACTIONS.update(ADMIN_ACTIONS)  # os-resetState, injectNetworkInfo
 
 
 # Actions whose body and reply depend on the request itself (its microversion,

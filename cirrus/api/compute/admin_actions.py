@@ -1,0 +1,32 @@
+"""Nova's admin actions: ``os-resetState`` and ``injectNetworkInfo``."""
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.responses import Response
+
+from cirrus.context import RequestContext
+from cirrus.exception import ValidationError
+
+RESETTABLE = ("active", "error")
+
+
+async def reset_state(api: Any, ctx: RequestContext, uuid: str, arg: Any) -> Response:
+    """Force the server's vm_state to ``active`` or ``error``, its task cleared."""
+    if not isinstance(arg, dict) or set(arg) != {"state"} or arg["state"] not in RESETTABLE:
+        raise ValidationError(field="os-resetState/state",
+                              reason=f"must be one of {', '.join(RESETTABLE)}")
+    await api.reset_state(ctx, uuid, arg["state"])
+    return Response(status_code=202)
+
+
+async def inject_network_info(api: Any, ctx: RequestContext, uuid: str, arg: Any) -> Response:
+    """Accepted and done: guests read their network from DHCP and the config
+    drive, so there is nothing to push into them (libvirt's is a no-op too)."""
+    if arg is not None:
+        raise ValidationError(field="injectNetworkInfo", reason="must be null")
+    await api.get(ctx, uuid)
+    return Response(status_code=202)
+
+
+ADMIN_ACTIONS = {"os-resetState": reset_state, "injectNetworkInfo": inject_network_info}
