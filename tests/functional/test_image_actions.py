@@ -596,3 +596,15 @@ async def test_rebuild_sets_and_clears_the_key_pair(demo: httpx.AsyncClient, act
     resp = await act(demo, active, {"rebuild": {"imageRef": image, "key_name": None}}, "2.54")
     assert resp.status_code == 202 and resp.json()["server"]["key_name"] is None
     await wait_idle(demo, active)
+
+
+async def test_an_admins_rebuild_reply_carries_user_data_once(admin: httpx.AsyncClient,
+                                                              active: str, image: str) -> None:
+    """From 2.75 the reply is the full view, but as Nova's rebuild view: the
+    user data as ``user_data`` only, not also as the admin's extended attribute."""
+    resp = await act(admin, active, {"rebuild": {"imageRef": image}}, "2.75")
+    assert resp.status_code == 202, resp.text
+    server = resp.json()["server"]
+    assert "user_data" in server and "OS-EXT-SRV-ATTR:user_data" not in server
+    assert "OS-EXT-SRV-ATTR:host" in server  # the other admin attributes stay
+    await wait_idle(admin, active)

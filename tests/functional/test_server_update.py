@@ -147,3 +147,14 @@ async def test_a_server_without_addresses_has_none(demo: httpx.AsyncClient) -> N
     server = await create_server(demo, server_body(image, networks="none"), version="2.37")
     await wait_for_status(demo, server["id"], {"ACTIVE"})
     assert (await demo.get(f"{SERVERS}/{server['id']}/ips")).json() == {"addresses": {}}
+
+
+async def test_progress_shows_only_while_something_progresses(demo: httpx.AsyncClient) -> None:
+    server = await active_server(demo)
+    assert "progress" in (await demo.get(f"/compute/v2.1/servers/{server}")).json()["server"]
+    await demo.post(f"/compute/v2.1/servers/{server}/action", json={"os-stop": None})
+    stopped = await wait_for_status(demo, server, {"SHUTOFF"})
+    assert "progress" not in stopped
+    renamed = await demo.put(f"/compute/v2.1/servers/{server}",
+                             json={"server": {"name": "still-off"}})
+    assert "progress" not in renamed.json()["server"]

@@ -126,6 +126,9 @@ async def _rebuild(request: Request, ctx: RequestContext, uuid: str, arg: Any) -
     if version >= (2, 54):
         server["key_name"] = row["key_name"]
     if version >= (2, 57):
+        # Shown as its own key; Nova's rebuild view leaves out the extended
+        # attribute an admin's GET carries.
+        server.pop("OS-EXT-SRV-ATTR:user_data", None)
         server["user_data"] = row["user_data"]
     if version >= (2, 63):
         server["trusted_image_certificates"] = None  # cirrus keeps none (as at create)

@@ -120,6 +120,10 @@ def _groups_view(names: list[str] | None) -> list[dict[str, str]]:
     return [{"name": n} for n in (names or [])]
 
 
+# The statuses whose view carries ``progress`` (Nova's ``_progress_statuses``).
+PROGRESS_STATUSES = frozenset({"ACTIVE", "BUILD", "REBUILD", "RESIZE", "VERIFY_RESIZE",
+                               "MIGRATING"})
+
 class DetailView:
     """The full server body of GET /servers/{id} and /servers/detail.
 
@@ -190,6 +194,8 @@ class DetailView:
             "os-extended-volumes:volumes_attached": [],
             "security_groups": self._once("groups", row["security_groups"], _groups_view),
         }
+        if status not in PROGRESS_STATUSES:
+            del server["progress"]  # Nova shows it only while something progresses
         if fault and (status == "ERROR" or status == "DELETED"):
             server["fault"] = fault_view(fault, self.is_admin)
         if self.is_admin:
