@@ -141,7 +141,11 @@ class FakeDriver(ComputeDriver):
                for ip in sub.get("ips", [])]
         fake = FakeInstance(instance["uuid"], instance.get("display_name", ""), PowerState.RUNNING,
                             image_ref=image_meta.get("id") or instance.get("image_ref") or "")
+        # What a guest would print about itself, so the console shows what it got.
         fake.console.append(f"fake console of {instance['uuid']}")
+        fake.console.append(f"fake: {instance.get('vcpus')} vcpus, {instance.get('memory_mb')} MiB, "
+                            f"image {instance.get('image_ref') or 'none'}")
+        fake.console.append(f"fake: hostname {instance.get('hostname') or ''}")
         fake.console.append(f"CIRRUS-BOOT-OK ip={','.join(ips)}")
         self.instances[instance["uuid"]] = fake
         self.plugged[instance["uuid"]] = [vif["id"] for vif in (network_info or [])]

@@ -55,6 +55,7 @@ async def test_reboot_soft_and_hard(cloud: Cloud, demo: httpx.AsyncClient, activ
         await wait_for_status(demo, active, {"ACTIVE"})
     console = (await act(demo, active, {"os-getConsoleOutput": {}})).json()["output"]
     assert "rebooted (soft)" in console and "rebooted (hard)" in console
+    assert "fake: 1 vcpus" in console and "fake: hostname " in console  # what the guest got
 
 
 @pytest.mark.parametrize("body", [{"reboot": {"type": "SIDEWAYS"}}, {"reboot": {}},
