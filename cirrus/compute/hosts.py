@@ -2,14 +2,14 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Any, TypedDict
 
 import sqlalchemy as sa
 
 from cirrus.compute.models import compute_nodes, instances
 from cirrus.db.base import utcnow
 from cirrus.db.engine import fetch_all
-from cirrus.exception import NotFound
+from cirrus.exception import CirrusException, NotFound
 from cirrus.service_models import services
 
 # cirrus's binaries under the names OpenStack tooling looks for.
@@ -28,6 +28,12 @@ def is_up(row: dict[str, Any], down_time: float, now: dt.datetime | None = None)
         return False
     seen: dt.datetime = row["last_seen_up"]
     return ((now or utcnow()) - seen).total_seconds() <= down_time
+
+
+def zone_of(row: dict[str, Any]) -> str:
+    """A service's zone as the APIs show it: its host's for a compute service,
+    ``internal`` for the others (Nova's ``internal_service_availability_zone``)."""
+    return str(row["availability_zone"]) if row["binary"] == "cirrus-compute" else "internal"
 
 
 def list_services(conn: sa.Connection, host: str | None = None,
@@ -77,3 +83,59 @@ def servers_on_nodes(conn: sa.Connection, nodes: list[str]) -> dict[str, list[di
     for row in conn.execute(query):
         found.setdefault(row.node, []).append({"uuid": row.uuid, "name": "instance-%08x" % row.id})
     return found
+
+
+class HostNotFound(NotFound):
+    msg_fmt = "Compute host %(host)s could not be found."
+
+
+class FeatureNotSupported(CirrusException):
+    """What no cirrus driver does (Nova's libvirt answers the same): 501."""
+
+    code = 501
+    msg_fmt = "The requested functionality is not supported."
+
+
+class HostResource(TypedDict):
+    """One row of ``os-hosts/{host}``: a total, a usage or one project's share."""
+
+    host: str
+    project: str
+    cpu: int
+    memory_mb: int
+    disk_gb: int
+
+
+def compute_service(conn: sa.Connection, host: str) -> dict[str, Any]:
+    """The compute service on ``host``; :class:`HostNotFound` (404) if none."""
+    rows = list_services(conn, host, "cirrus-compute")
+    if not rows:
+        raise HostNotFound(host=host)
+    return rows[0]
+
+
+def host_resources(conn: sa.Connection, host: str) -> list[HostResource]:
+    """Nova's view of a host: its node's total and used now, the flavors of its
+    live instances summed (``(used_max)``), then each project's part of that."""
+    node = conn.execute(sa.select(compute_nodes).where(compute_nodes.c.host == host)
+                        .order_by(compute_nodes.c.id).limit(1)).mappings().first()
+    if node is None:
+        raise HostNotFound(host=host)
+    rows = [HostResource(host=host, project="(total)", cpu=node["vcpus"],
+                         memory_mb=node["memory_mb"], disk_gb=node["local_gb"]),
+            HostResource(host=host, project="(used_now)", cpu=node["vcpus_used"],
+                         memory_mb=node["memory_mb_used"], disk_gb=node["local_gb_used"])]
+    used_max = HostResource(host=host, project="(used_max)", cpu=0, memory_mb=0, disk_gb=0)
+    projects: dict[str, HostResource] = {}
+    query = (sa.select(instances.c.project_id, instances.c.vcpus, instances.c.memory_mb,
+                       instances.c.root_gb, instances.c.ephemeral_gb)
+             .where(instances.c.host == host, instances.c.deleted.is_(False))
+             .order_by(instances.c.id))
+    for inst in conn.execute(query):
+        share = projects.setdefault(inst.project_id, HostResource(
+            host=host, project=inst.project_id, cpu=0, memory_mb=0, disk_gb=0))
+        for total in (used_max, share):
+            total["cpu"] += inst.vcpus
+            total["memory_mb"] += inst.memory_mb
+            total["disk_gb"] += inst.root_gb + inst.ephemeral_gb
+    return [*rows, used_max, *projects.values()]

@@ -101,11 +101,16 @@ async def _a_resources(t: Tenants) -> dict[str, str]:
     ids["aggregate"] = str(agg.json()["aggregate"]["id"])
     services = (await a.get("/compute/v2.1/os-services")).json()["services"]
     ids["service"] = str(next(s["id"] for s in services if s["binary"] == "nova-compute"))
+    ids["host"] = next(s["host"] for s in services if s["binary"] == "nova-compute")
     ids["hypervisor"] = str((await a.get("/compute/v2.1/os-hypervisors")).json()["hypervisors"][0]["id"])
     roles = (await a.get("/identity/v3/roles")).json()["roles"]
     ids["reader_role"] = next(r["id"] for r in roles if r["name"] == "reader")
     return ids
 
+
+# Routes whose answer is 501 when allowed: no cirrus driver has the feature.
+NOT_IMPLEMENTED = {f"/v2.1/os-hosts/{{host_name}}/{action}"
+                   for action in ("reboot", "shutdown", "startup")}
 
 # Paths that name the demo user's own things (not project A's): the personas
 # holding the demo user's tokens own them.
@@ -125,7 +130,7 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
         name = match.group(1).split(":")[0]
         collection = path.split("/")[2] if prefix in ("/network", "/identity") else ""
         shared = {"flavor_id", "service_id", "hypervisor_id", "pattern", "target", "rid",
-                  "aggregate_id"}
+                  "aggregate_id", "host_name", "before_timestamp"}
         if name == "id" and collection in ("roles", "domains"):
             shared.add("id")
         if path.startswith("/v2.1/flavors/"):
@@ -146,7 +151,8 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
                 "target": "projects", "tid": t.project["demo"], "uid": t.user["alice"],
                 "rid": ids["reader_role"], "aggregate_id": ids["aggregate"],
                 "tenant_id": t.project["demo"], "console_token": "no-such-token",
-                "migration_id": "1"}[name]
+                "migration_id": "1", "host_name": ids["host"],
+                "before_timestamp": "2026-01-02 03:04:05"}[name]
     return re.sub(r"\{([^}]+)\}", value, path), private
 
 
@@ -180,6 +186,7 @@ def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str,
         ("PUT", "/v2.1/images/{image_id}/metadata/{key}"): {"meta": {"k": "v"}},
         ("POST", "/v2.1/os-server-groups"): {"server_group": {"name": "g", "policies": ["affinity"]}},
         ("PUT", "/v2.1/os-services/{service_id}"): {"status": "enabled"},
+        ("PUT", "/v2.1/os-hosts/{host_name}"): {"status": "enable"},
         ("PUT", "/v2.1/os-quota-sets/{project_id}"): {"quota_set": {"instances": 20}},
         ("POST", "/v2.1/os-server-external-events"): {"events": [{
             "name": "network-changed", "server_uuid": ids["server"]}]},
@@ -270,7 +277,7 @@ async def test_every_route_answers_each_persona_by_its_rule(cloud: Any, tenants:
             resp = await _send(client, method, prefix + url, subject, args)
             where = f"{persona} {method} {prefix}{path} ({rule.name}, {rule.level.name})"
             code = resp.status_code
-            if code >= 500:
+            if code >= 500 and not (code == 501 and path in NOT_IMPLEMENTED):
                 failures.append(f"{where}: {code} {resp.text[:200]}")
             elif persona not in REACHES[rule.level]:
                 # A server's path is located before its rule (Nova finds the

@@ -5,10 +5,11 @@ from starlette.requests import Request
 from starlette.routing import BaseRoute
 
 from cirrus.api.compute import (aggregates, availability_zones, external_events, flavor_access,
-                                flavors, hypervisors, images, instance_actions, interfaces, ips,
+                                flavors, hosts, hypervisors, images, instance_actions, interfaces, ips,
                                 keypairs, migrations, quota_sets, remote_consoles, security_groups,
                                 server_actions, server_groups, server_metadata, server_password,
-                                server_tags, servers, services, simple_tenant_usage, versions)
+                                server_tags, servers, services, simple_tenant_usage,
+                                usage_audit_log, versions)
 
 # Starlette tries routes in order, ~1.5 µs each: the servers' come first, as
 # the most requested (no other pattern matches their paths, so order is free).
@@ -37,6 +38,8 @@ ROUTES: list[BaseRoute] = [
     *security_groups.ROUTES,
     *images.ROUTES,
     *migrations.ROUTES,
+    *hosts.ROUTES,
+    *usage_audit_log.ROUTES,
 ]
 
 

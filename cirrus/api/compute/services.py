@@ -29,7 +29,7 @@ def _text(body: dict[str, Any], key: str, required: bool = False) -> str | None:
 def view(row: dict[str, Any], version: tuple[int, int], down_time: float) -> dict[str, Any]:
     out = {"id": row["uuid"] if version >= (2, 53) else row["id"],
            "binary": hosts.PUBLIC_BINARY.get(row["binary"], row["binary"]), "host": row["host"],
-           "zone": row["availability_zone"] if row["binary"] == "cirrus-compute" else "internal",
+           "zone": hosts.zone_of(row),
            "status": "disabled" if row["disabled"] else "enabled",
            "state": "up" if hosts.is_up(row, down_time) else "down",
            "updated_at": isotime(row["updated_at"] or row["last_seen_up"]),
