@@ -110,6 +110,11 @@ class BuildAdmission:
             if not turn.done():  # waited max_wait, or the request was cancelled
                 self._waiting.remove(entry)
                 turn.cancel()
+            if not self._waiting and self._recounting is not None:
+                # Nobody left to recount for: stop now rather than after the
+                # next sleep (a task of no one's would outlive the request).
+                self._recounting.cancel()
+                self._recounting = None  # a new waiter starts a new one
         if turn.cancelled():  # max_wait is up: go ahead
             self._backlog += count
 
@@ -130,4 +135,5 @@ class BuildAdmission:
                     self._backlog += count
                     turn.set_result(None)
         finally:
-            self._recounting = None
+            if self._recounting is asyncio.current_task():
+                self._recounting = None
