@@ -158,7 +158,9 @@ def delete_group(conn: sa.Connection, ctx: RequestContext, group_id: str) -> Non
             ports.c.project_id == row["project_id"])):
         if group_id in (port.security_groups or []):
             raise exc.SecurityGroupInUse(id=group_id)
-    conn.execute(security_group_rules.delete().where(security_group_rules.c.security_group_id == group_id))
+    conn.execute(security_group_rules.delete().where(sa.or_(
+        security_group_rules.c.security_group_id == group_id,
+        security_group_rules.c.remote_group_id == group_id)))  # Neutron's cascade on the remote group
     conn.execute(security_groups.delete().where(security_groups.c.id == group_id))
 
 

@@ -136,6 +136,9 @@ async def test_rules_with_a_range_and_a_group(demo: httpx.AsyncClient) -> None:
     assert (await demo.delete(f"{GROUPS}/{peer['id']}")).status_code == 202
     shown = (await demo.get(f"{GROUPS}/{group['id']}")).json()["security_group"]
     assert rule["id"] not in {r["id"] for r in shown["rules"]}
+    # … and from the network service (Neutron deletes the rules naming a deleted group)
+    gone = await demo.get(f"/network/v2.0/security-group-rules/{rule['id']}")
+    assert gone.status_code == 404, gone.text
     deleted = await demo.delete(f"{RULES}/{ssh.json()['security_group_rule']['id']}")
     assert deleted.status_code == 202
     shown = (await demo.get(f"{GROUPS}/{group['id']}")).json()["security_group"]
@@ -229,3 +232,18 @@ async def test_a_reader_reads_but_does_not_write(api: Api, admin: httpx.AsyncCli
 async def create_group_status(client: httpx.AsyncClient) -> int:
     resp = await client.post(GROUPS, json={"security_group": {"name": "n", "description": "d"}})
     return resp.status_code
+
+
+async def test_a_rules_prefix_is_kept_as_given(demo: httpx.AsyncClient) -> None:
+    """As Neutron keeps it (Nova shows it back); ``normalized_cidr`` is its network."""
+    group = await create_group(demo)
+    made = await create_rule(demo, parent_group_id=group["id"], ip_protocol="tcp",
+                             from_port=443, to_port=443, cidr="10.2.3.124/24")
+    rule_id = made.json()["security_group_rule"]["id"]
+    shown = (await demo.get(f"/network/v2.0/security-group-rules/{rule_id}")).json()
+    assert (shown["security_group_rule"]["remote_ip_prefix"],
+            shown["security_group_rule"]["normalized_cidr"]) == ("10.2.3.124/24", "10.2.3.0/24")
+    # the same network, written another way, is the same rule
+    again = await create_rule(demo, parent_group_id=group["id"], ip_protocol="tcp",
+                              from_port=443, to_port=443, cidr="10.2.3.0/24")
+    assert again.status_code == 400, again.text

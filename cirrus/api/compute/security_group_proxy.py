@@ -213,7 +213,8 @@ def _rule_body(body: Any) -> dict[str, Any]:
 
 
 def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    keys = ("direction", "protocol", "port_range_min", "port_range_max", "remote_group_id")
+    keys = ("direction", "ethertype", "protocol", "port_range_min", "port_range_max",
+            "remote_group_id")
     if any(a.get(k) != b.get(k) for k in keys):
         return False
     nets = [ipaddress.ip_interface(r["remote_ip_prefix"]).network if r.get("remote_ip_prefix")
