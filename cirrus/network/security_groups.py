@@ -20,6 +20,10 @@ from cirrus.network.validators import ip_or_cidr, shown
 PROTOCOLS = {"tcp": 6, "udp": 17, "icmp": 1, "icmpv6": 58, "ipv6-icmp": 58, "sctp": 132}
 
 
+def _network_of(prefix: str | None) -> str | None:
+    return str(ipaddress.ip_interface(prefix).network) if prefix else None
+
+
 def rule_view(row: dict[str, Any]) -> dict[str, Any]:
     return {"id": row["id"], "security_group_id": row["security_group_id"],
             "tenant_id": row["project_id"], "project_id": row["project_id"],
@@ -27,7 +31,7 @@ def rule_view(row: dict[str, Any]) -> dict[str, Any]:
             "protocol": row["protocol"], "port_range_min": row["port_range_min"],
             "port_range_max": row["port_range_max"], "remote_ip_prefix": row["remote_ip_prefix"],
             "remote_group_id": row["remote_group_id"], "remote_address_group_id": None,
-            "normalized_cidr": row["remote_ip_prefix"], "belongs_to_default_sg": None,
+            "normalized_cidr": _network_of(row["remote_ip_prefix"]), "belongs_to_default_sg": None,
             "description": row["description"], **timestamps_view(row)}
 
 
@@ -154,7 +158,9 @@ def delete_group(conn: sa.Connection, ctx: RequestContext, group_id: str) -> Non
             ports.c.project_id == row["project_id"])):
         if group_id in (port.security_groups or []):
             raise exc.SecurityGroupInUse(id=group_id)
-    conn.execute(security_group_rules.delete().where(security_group_rules.c.security_group_id == group_id))
+    conn.execute(security_group_rules.delete().where(sa.or_(
+        security_group_rules.c.security_group_id == group_id,
+        security_group_rules.c.remote_group_id == group_id)))  # Neutron's cascade on the remote group
     conn.execute(security_groups.delete().where(security_groups.c.id == group_id))
 
 
@@ -186,17 +192,18 @@ def create_rule(conn: sa.Connection, ctx: RequestContext, values: dict[str, Any]
     if prefix is not None:
         if ip_or_cidr(prefix):
             raise exc.InvalidInput(reason=f"'{shown(prefix)}' is not a valid IP prefix")
-        net = ipaddress.ip_network(prefix, strict=False)
+        net = ipaddress.ip_interface(prefix)
         if (net.version == 4) != (ethertype == "IPv4"):
             raise exc.InvalidInput(reason=f"Conflicting value ethertype {ethertype} for CIDR {prefix}")
-        prefix = str(net)
+        prefix = str(net)  # as given, with its prefix (Neutron keeps host bits, as Nova shows)
     if values.get("remote_group_id"):
         get_group(conn, ctx, values["remote_group_id"])
     for existing in rules_of(conn, [group["id"]])[group["id"]]:
         if (existing["direction"], existing["ethertype"], existing["protocol"],
-                existing["port_range_min"], existing["port_range_max"], existing["remote_ip_prefix"],
-                existing["remote_group_id"]) == (values["direction"], ethertype, protocol, pmin, pmax,
-                                                 prefix, values.get("remote_group_id")):
+                existing["port_range_min"], existing["port_range_max"],
+                _network_of(existing["remote_ip_prefix"]), existing["remote_group_id"]) == (
+                values["direction"], ethertype, protocol, pmin, pmax, _network_of(prefix),
+                values.get("remote_group_id")):
             raise exc.SecurityGroupRuleExists(rule_id=existing["id"])
     return _insert_rule(conn, group["id"], group["project_id"], direction=values["direction"],
                         ethertype=ethertype, protocol=protocol, port_range_min=pmin,

@@ -10,6 +10,7 @@ S = "/v2.1/servers/{server_id}"
 F = "/v2.1/flavors/{flavor_id}"
 Q = "/v2.1/os-quota-sets/{project_id}"
 AG = "/v2.1/os-aggregates/{aggregate_id}"
+SG = "/v2.1/os-security-groups/{security_group_id}"
 
 
 def _r(name: str, level: Level) -> Rule:
@@ -79,6 +80,14 @@ ROUTES: dict[tuple[str, str], Rule] = {
     ("POST", "/v2.1/os-server-groups"): _r("os-server-groups:create", M),
     ("GET", "/v2.1/os-server-groups/{group_id}"): _r("os-server-groups:show", R),
     ("DELETE", "/v2.1/os-server-groups/{group_id}"): _r("os-server-groups:delete", M),
+    # security groups through compute, 2.1–2.35 (the network service applies its own rules)
+    ("GET", "/v2.1/os-security-groups"): _r("os-security-groups:get", R),
+    ("POST", "/v2.1/os-security-groups"): _r("os-security-groups:create", M),
+    ("GET", SG): _r("os-security-groups:show", R),
+    ("PUT", SG): _r("os-security-groups:update", M),
+    ("DELETE", SG): _r("os-security-groups:delete", M),
+    ("POST", "/v2.1/os-security-group-rules"): _r("os-security-groups:rule:create", M),
+    ("DELETE", "/v2.1/os-security-group-rules/{rule_id}"): _r("os-security-groups:rule:delete", M),
     # the image service through compute (the image API applies its own rules)
     ("GET", "/v2.1/images"): _r("images:index", R),
     ("GET", "/v2.1/images/detail"): _r("images:detail", R),

@@ -152,7 +152,8 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
                 "rid": ids["reader_role"], "aggregate_id": ids["aggregate"],
                 "tenant_id": t.project["demo"], "console_token": "no-such-token",
                 "migration_id": "1", "host_name": ids["host"],
-                "before_timestamp": "2026-01-02 03:04:05"}[name]
+                "before_timestamp": "2026-01-02 03:04:05", "security_group_id": ids["sg"],
+                "rule_id": ids["sg_rule"]}[name]
     return re.sub(r"\{([^}]+)\}", value, path), private
 
 
@@ -185,6 +186,11 @@ def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str,
         ("PUT", "/v2.1/images/{image_id}/metadata"): {"metadata": {"k": "v"}},
         ("PUT", "/v2.1/images/{image_id}/metadata/{key}"): {"meta": {"k": "v"}},
         ("POST", "/v2.1/os-server-groups"): {"server_group": {"name": "g", "policies": ["affinity"]}},
+        ("POST", "/v2.1/os-security-groups"): {"security_group": {"name": "sg4", "description": ""}},
+        ("PUT", "/v2.1/os-security-groups/{security_group_id}"): {"security_group": {
+            "name": "a-sg", "description": "d"}},
+        ("POST", "/v2.1/os-security-group-rules"): {"security_group_rule": {
+            "parent_group_id": ids["sg"], "ip_protocol": "tcp", "from_port": 80, "to_port": 80}},
         ("PUT", "/v2.1/os-services/{service_id}"): {"status": "enabled"},
         ("PUT", "/v2.1/os-hosts/{host_name}"): {"status": "enable"},
         ("PUT", "/v2.1/os-quota-sets/{project_id}"): {"quota_set": {"instances": 20}},
