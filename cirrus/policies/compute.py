@@ -109,8 +109,8 @@ ROUTES: dict[tuple[str, str], Rule] = {
     ("GET", "/v2.1/os-hosts/{host_name}/reboot"): _r("os-hosts:reboot", A),
     ("GET", "/v2.1/os-hosts/{host_name}/shutdown"): _r("os-hosts:shutdown", A),
     ("GET", "/v2.1/os-hosts/{host_name}/startup"): _r("os-hosts:start", A),
-    ("GET", "/v2.1/os-instance-usage-audit-log"): _r("os-instance-usage-audit-log:list", A),
-    ("GET", "/v2.1/os-instance-usage-audit-log/{before_timestamp}"):
+    ("GET", "/v2.1/os-instance_usage_audit_log"): _r("os-instance-usage-audit-log:list", A),
+    ("GET", "/v2.1/os-instance_usage_audit_log/{before_timestamp}"):
         _r("os-instance-usage-audit-log:show", A),
     ("GET", "/v2.1/os-hypervisors"): _r("os-hypervisors:list", A),
     ("GET", "/v2.1/os-hypervisors/detail"): _r("os-hypervisors:list-detail", A),

@@ -8,7 +8,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-LOG = "/compute/v2.1/os-instance-usage-audit-log"
+LOG = "/compute/v2.1/os-instance_usage_audit_log"  # Nova's path has underscores
 KEYS = {"hosts_not_run", "log", "num_hosts", "num_hosts_done", "num_hosts_not_run",
         "num_hosts_running", "overall_status", "period_beginning", "period_ending",
         "total_errors", "total_instances"}

@@ -37,6 +37,6 @@ async def show(request: Request) -> Response:
 
 
 ROUTES = [
-    Route("/v2.1/os-instance-usage-audit-log", index, methods=["GET"]),
-    Route("/v2.1/os-instance-usage-audit-log/{before_timestamp}", show, methods=["GET"]),
+    Route("/v2.1/os-instance_usage_audit_log", index, methods=["GET"]),
+    Route("/v2.1/os-instance_usage_audit_log/{before_timestamp}", show, methods=["GET"]),
 ]
