@@ -148,6 +148,25 @@ COMPUTE: dict[tuple[str, str], tuple[Example, ...]] = {
         Example({"remove_host": {"host": "compute1"}}, persona="admin"),
     ),
     ("DELETE", "/compute/v2.1/os-aggregates/{aggregate_id}"): (ADMIN_NO_BODY,),
+    # the security group proxies (2.1–2.35)
+    ("POST", "/compute/v2.1/os-security-groups"): (
+        Example({"security_group": {"name": Unique("fz-csg-{n}"), "description": "fuzz"}}),),
+    ("PUT", "/compute/v2.1/os-security-groups/{security_group_id}"): (
+        Example({"security_group": {"name": Unique("fz-csg-{n}"), "description": "renamed"}}),),
+    ("DELETE", "/compute/v2.1/os-security-groups/{security_group_id}"): (NO_BODY,),
+    ("POST", "/compute/v2.1/os-security-group-rules"): (
+        Example({"security_group_rule": {"parent_group_id": Ref("security_group"),
+                                         "ip_protocol": "tcp", "from_port": 22, "to_port": 22,
+                                         "cidr": "10.0.0.0/8"}}),),
+    ("DELETE", "/compute/v2.1/os-security-group-rules/{rule_id}"): (NO_BODY,),
+    ("PUT", "/compute/v2.1/os-hosts/{host_name}"): (
+        Example({"status": "enable"}, persona="admin"),),
+    ("POST", "/compute/v2.1/servers/{server_id}/remote-consoles"): (
+        Example({"remote_console": {"protocol": "serial", "type": "serial"}}, headers=v("2.6")),),
+    ("DELETE", "/compute/v2.1/servers/{server_id}/migrations/{migration_id}"): (
+        Example(content_type=None, persona="admin", headers=v("2.24")),),
+    ("POST", "/compute/v2.1/servers/{server_id}/migrations/{migration_id}/action"): (
+        Example({"force_complete": None}, persona="admin", headers=v("2.22")),),
     ("POST", "/compute/v2.1/os-keypairs"): (
         Example({"keypair": {"name": Unique("fz-key-{n}"), "public_key": PUBLIC_KEY}}),
         Example({"keypair": {"name": Unique("fz-key-{n}"), "type": "ssh",

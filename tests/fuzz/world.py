@@ -43,7 +43,9 @@ COLLECTION_KINDS = {
 }
 # … or by its own name, which wins.
 NAMED_KINDS = {"target": "assignment_target", "tid": "project", "uid": "user",
-               "rid": "granted_role"}
+               "rid": "granted_role", "security_group_id": "security_group",
+               "rule_id": "security_group_rule", "host_name": "compute_host",
+               "migration_id": "migration"}
 # … or, first of all, by the two collections before it (a server's tag is not an image's).
 NESTED_KINDS = {("servers", "tags"): "server_tag", ("servers", "ips"): "network_label",
                 ("images", "metadata"): "image_meta_key"}
@@ -247,6 +249,8 @@ class World:
         computes = {x["host"]: x["id"] for x in services["services"]
                     if x["binary"] == "nova-compute"}
         s["service"], s["spare_service"] = computes["compute2"], computes["compute3"]
+        s["compute_host"] = "compute1"
+        s["migration"] = "1"  # none is made: the routes answer 404 for it
 
     async def server_story(self, uuid: str) -> str:
         """What the database says happened to a server (for a seed server
@@ -317,4 +321,5 @@ def _snapshot(state_dir: Path, snapshot: Path) -> None:
 KINDS = sorted(set(FACTORIES) | set(COLLECTION_KINDS.values()) | set(NAMED_KINDS.values())
                | set(NESTED_KINDS.values())
                | {"boot_image", "demo_project", "other_project", "token", "service",
-                  "quota_project", "assignment_target", "domain", "hypervisor", "used_mac"})
+                  "quota_project", "assignment_target", "domain", "hypervisor", "used_mac",
+                  "compute_host", "migration"})
