@@ -60,7 +60,8 @@ async def create(request: Request) -> Response:
     protocol, kind = parse_remote_console(await json_body(request), version)
     if protocol != "serial":
         raise ConsoleTypeUnavailable(console_type=kind)
-    url = await _serial_url(request, ctx)
+    url = await request.app.state.compute_api.get_serial_console(
+        ctx, request.path_params["server_id"])
     return reply({"remote_console": {"protocol": protocol, "type": kind, "url": url}})
 
 
@@ -71,11 +72,6 @@ async def get_serial_console(api: Any, ctx: RequestContext, uuid: str, arg: Any)
     if arg["type"] != "serial":
         raise ConsoleTypeUnavailable(console_type=str(arg["type"])[:32])
     return reply({"console": {"type": "serial", "url": await api.get_serial_console(ctx, uuid)}})
-
-
-async def _serial_url(request: Request, ctx: RequestContext) -> str:
-    return await request.app.state.compute_api.get_serial_console(
-        ctx, request.path_params["server_id"])
 
 
 async def show_token(request: Request) -> Response:
