@@ -161,3 +161,16 @@ async def demo(api: Api) -> AsyncIterator[httpx.AsyncClient]:
 async def admin(api: Api) -> AsyncIterator[httpx.AsyncClient]:
     async with await api.as_user("admin") as c:
         yield c
+
+
+# Suites that change the machine (bridges, namespaces, libvirt guests, service
+# processes) run on one xdist worker, one after the other; the rest spread out.
+MACHINE_SUITES = ("host", "realvm", "multihost")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = Path(__file__).parent
+    for item in items:
+        parts = Path(str(item.fspath)).relative_to(root).parts
+        if parts and parts[0] in MACHINE_SUITES:
+            item.add_marker(pytest.mark.xdist_group("machine"))
