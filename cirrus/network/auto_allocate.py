@@ -9,6 +9,7 @@ from cirrus.context import RequestContext
 from cirrus.db.rows import PreparedRead
 from cirrus.network.models import auto_allocated_networks, networks
 from cirrus.network.networks import create_network, create_subnet, network_by_id
+from cirrus.network.segments import SegmentConfig
 
 AUTO_NAME = "auto_allocated_network"
 
@@ -34,7 +35,8 @@ def get_or_create_auto_network(conn: sa.Connection, settings: Any, project_id: s
         try:
             with conn.begin_nested():
                 net = create_network(conn, ctx, {"name": AUTO_NAME, "project_id": project_id,
-                                                 "auto_allocated": True})
+                                                 "auto_allocated": True},
+                                     SegmentConfig.from_settings(settings))
                 conn.execute(aan.insert().values(project_id=project_id, network_id=net["id"]))
                 create_subnet(conn, ctx, {"network_id": net["id"], "cidr": settings.auto_allocate_cidr,
                                           "ip_version": 4, "name": "auto_allocated_subnet_v4",
