@@ -35,7 +35,7 @@ PROJECT = "p-overlay"
 CTX = RequestContext(user_id="u", project_id=PROJECT, roles=["admin"])
 UNDERLAY = {"A": "192.0.2.1", "B": "192.0.2.2"}
 CONFIG = SegmentConfig(tenant_type=NetworkType.VXLAN, vni_ranges=((700, 799),),
-                       vlan_ranges={"physnet1": ()})
+                       vlan_ranges={"physnet1": ()}, flat_networks=frozenset({"physnet1"}))
 
 pytestmark = pytest.mark.slow
 
@@ -129,8 +129,10 @@ async def cloud(tmp_path: Path) -> AsyncIterator[Cloud]:
     environment = Cloud(db, spaces, tmp_path)
     try:
         namespaces = {name: spaces.create(f"host{name}") for name in UNDERLAY}
-        await sh("ip", "link", "add", "ul0", "netns", namespaces["A"], "type", "veth",
-                 "peer", "name", "ul0", "netns", namespaces["B"])
+        # ul0: the underlay the tunnels run on; ph0: physnet1, a wire of its own.
+        for wire in ("ul0", "ph0"):
+            await sh("ip", "link", "add", wire, "netns", namespaces["A"], "type", "veth",
+                     "peer", "name", wire, "netns", namespaces["B"])
         for name, ns in namespaces.items():
             await sh("ip", "-n", ns, "addr", "add", f"{UNDERLAY[name]}/24", "dev", "ul0")
             await sh("ip", "-n", ns, "link", "set", "ul0", "up")
@@ -138,7 +140,7 @@ async def cloud(tmp_path: Path) -> AsyncIterator[Cloud]:
             state.mkdir()
             settings = Settings(state_dir=state, database_url=url, host_netns=ns,
                                 network_backend="linuxbridge", local_ip=UNDERLAY[name],
-                                physical_interface_mappings="physnet1:ul0",
+                                physical_interface_mappings="physnet1:ph0",
                                 dhcp_agent=name == "A", vif_plugging_timeout=60.0)
             backend = LinuxBridgeBackend(settings, name)
             backend.SYNC_INTERVAL = 3600  # the test syncs when it wants to
@@ -256,7 +258,7 @@ async def test_guests_on_two_hosts_share_a_vlan_provider_network(cloud: Cloud) -
     guest_b, port_b = await cloud.guest(net, "B", [], port_security=False)
     await cloud.sync()
     for host in (a, b):
-        link = (await host.links())["ul0.100"]
+        link = (await host.links())["ph0.100"]
         assert link["linkinfo"]["info_data"]["id"] == 100
         assert link["master"] == bridge_name(net["id"])
     for guest, port in ((guest_a, port_a), (guest_b, port_b)):
@@ -264,3 +266,24 @@ async def test_guests_on_two_hosts_share_a_vlan_provider_network(cloud: Cloud) -
         assert lease["ip"] == port["ip"]
         await guest.configure(lease["ip"], 24)
     assert await reaches(guest_b, port_a["ip"])
+
+
+async def test_guests_on_two_hosts_share_a_flat_provider_network(cloud: Cloud) -> None:
+    a, b = cloud.hosts["A"], cloud.hosts["B"]
+    net = await cloud.network("10.84.0.0/24", Segment(NetworkType.FLAT, "physnet1", 0))
+    guest_a, port_a = await cloud.guest(net, "A", [], port_security=False)
+    guest_b, port_b = await cloud.guest(net, "B", [], port_security=False)
+    await cloud.sync()
+    bridge = bridge_name(net["id"])
+    for host in (a, b):  # the interface itself, untagged, on the bridge
+        assert (await host.links())["ph0"]["master"] == bridge
+    for guest, port in ((guest_a, port_a), (guest_b, port_b)):
+        lease = await guest.dhcp(cloud.workdir)
+        assert (lease["ip"], lease["mtu"]) == (port["ip"], "1500")
+        await guest.configure(lease["ip"], 24)
+    assert await reaches(guest_b, port_a["ip"])
+    # B's last port goes: its bridge goes, the interface stays, released.
+    await cloud.unbind(port_b, guest_b)
+    await cloud.sync()
+    links = await b.links()
+    assert bridge not in links and "master" not in links["ph0"]

@@ -10,6 +10,7 @@ from typing import Any, Iterator
 import pytest
 import sqlalchemy as sa
 
+from cirrus.config import Settings
 from cirrus.context import RequestContext
 from cirrus.db import migrate
 from cirrus.db.engine import make_engine
@@ -18,8 +19,8 @@ from cirrus.network import networks as net_db
 from cirrus.network import ports as port_db
 from cirrus.network.agents import Agent
 from cirrus.network.backends.uplinks import desired_entries as host_entries
-from cirrus.network.backends.uplinks import is_uplink, parse_mappings
-from cirrus.network.host_view import load_host_view, networks_kept_idle
+from cirrus.network.backends.uplinks import UplinkError, Uplinks, is_uplink, parse_mappings
+from cirrus.network.host_view import HostView, load_host_view, networks_kept_idle
 from cirrus.network.l2pop import (FLOODING_MAC, FdbEntry, L2Entries, NeighEntry, PortLocation,
                                   desired_entries, dhcp_host, diff, gateway_mac, parse_fdb,
                                   parse_neigh)
@@ -233,3 +234,20 @@ def test_an_agent_reports_again_with_a_new_address(conn: sa.Connection) -> None:
     agents.report(conn, Agent("a", "192.0.2.1"))
     agents.report(conn, Agent("a", "192.0.2.9", dhcp=False))
     assert agents.alive_agents(conn, 60) == {"a": Agent("a", "192.0.2.9", False)}
+
+
+@pytest.mark.parametrize("segment, settings, reason", [
+    (Segment(NetworkType.VXLAN, "", 5), {}, "local_ip is not set"),
+    (Segment(NetworkType.VLAN, "physnet9", 5), {"local_ip": "192.0.2.1"},
+     "'physnet9' has no interface"),
+    (Segment(NetworkType.FLAT, "physnet9", 0), {"physical_interface_mappings": "physnet1:eth1"},
+     "'physnet9' has no interface"),
+])
+async def test_a_host_that_cannot_join_a_network_says_why(
+        tmp_path: Path, segment: Segment, settings: dict[str, Any], reason: str) -> None:
+    uplinks = Uplinks(Settings(state_dir=tmp_path, **settings), "a")
+    network = {"id": "net-1", "mtu": 1450, "network_type": segment.network_type.value,
+               "physical_network": segment.physical_network,
+               "segmentation_id": segment.segmentation_id}
+    with pytest.raises(UplinkError, match=reason):
+        await uplinks.ensure(network, [], HostView(networks={"net-1": network}))

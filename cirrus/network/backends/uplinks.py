@@ -19,6 +19,7 @@ import logging
 import random
 from typing import Any
 
+from cirrus.network import exception as exc
 from cirrus.network import l2pop
 from cirrus.network.host_view import HostView, bridge_name
 from cirrus.network.linux import ip, vxlan
@@ -28,8 +29,9 @@ from cirrus.network.segments import NetworkType, Segment
 LOG = logging.getLogger(__name__)
 
 
-class UplinkError(Exception):
-    """The host's settings cannot join this network (no local_ip, no mapping)."""
+class UplinkError(exc.NetworkError):
+    """The host's settings cannot join this network (no local_ip, no mapping):
+    a port of it bound here cannot come up."""
 
 
 def parse_mappings(text: str) -> dict[str, str]:
@@ -117,14 +119,15 @@ class Uplinks:
     async def _ensure_device(self, segment: Segment, bridge: str, mtu: int | None) -> str:
         if segment.network_type == NetworkType.VXLAN:
             if not self.settings.local_ip:
-                raise UplinkError(f"vxlan network {segment.segmentation_id}: local_ip is not set")
+                raise UplinkError(reason=f"vxlan network {segment.segmentation_id}: "
+                                         f"local_ip is not set on this host")
             assert segment.segmentation_id is not None
             return await vxlan.ensure_vxlan(self.settings, segment.segmentation_id,
                                             self.settings.local_ip, bridge, mtu)
         interface = self.mappings.get(segment.physical_network)
         if interface is None:
-            raise UplinkError(f"physical network {segment.physical_network!r} has no interface "
-                              f"in physical_interface_mappings")
+            raise UplinkError(reason=f"physical network {segment.physical_network!r} has no "
+                                     f"interface in physical_interface_mappings")
         if segment.network_type == NetworkType.VLAN:
             assert segment.segmentation_id is not None
             return await vxlan.ensure_vlan(self.settings, interface, segment.segmentation_id,
