@@ -27,7 +27,7 @@ Range = tuple[int, int]
 VLAN_MAX = 4094
 VNI_MAX = 2 ** 24 - 1
 FLAT_ID = 0  # the stored segmentation id of a flat network
-ALLOCATION_ATTEMPTS = 16
+ALLOCATION_ATTEMPTS = 64
 
 
 class NetworkType(str, enum.Enum):
@@ -91,14 +91,18 @@ class SegmentConfig:
     def max_mtu(self, segment: Segment) -> int:
         return self.physnet_mtu - OVERHEAD.get(segment.network_type, 0)
 
-    def tenant_ranges(self) -> tuple[str, tuple[Range, ...]]:
-        """(physical network, ranges) tenant networks are allocated from."""
-        if self.tenant_type == NetworkType.VLAN:
-            for physnet, ranges in self.vlan_ranges.items():
-                if ranges:
-                    return physnet, ranges
-            return "", ()
-        return "", self.vni_ranges
+    def ranges_for(self, kind: NetworkType, physnet: str) -> tuple[str, tuple[Range, ...]]:
+        """(physical network, ranges) a ``kind`` segment is allocated from:
+        the VNI ranges, or the VLAN ranges of ``physnet`` (none named: the
+        first physical network with a range)."""
+        if kind == NetworkType.VXLAN:
+            return "", self.vni_ranges
+        if physnet:
+            return physnet, self.vlan_ranges.get(physnet, ())
+        for name, ranges in self.vlan_ranges.items():
+            if ranges:
+                return name, ranges
+        return "", ()
 
 
 def parse_ranges(text: str, maximum: int) -> tuple[Range, ...]:
@@ -215,10 +219,7 @@ def allocate(conn: sa.Connection, config: SegmentConfig, requested: Segment | No
     kind = requested.network_type if requested is not None else config.tenant_type
     if kind == NetworkType.LOCAL:
         return insert(Segment(kind))
-    physnet, ranges = config.tenant_ranges()
-    if requested is not None and requested.physical_network:
-        physnet = requested.physical_network
-        ranges = config.vlan_ranges.get(physnet, ())
+    physnet, ranges = config.ranges_for(kind, requested.physical_network if requested else "")
     used = _used_ids(conn, kind, physnet)
     for _ in range(ALLOCATION_ATTEMPTS):
         candidate = first_free(ranges, used)
@@ -228,7 +229,10 @@ def allocate(conn: sa.Connection, config: SegmentConfig, requested: Segment | No
             with conn.begin_nested():
                 return insert(Segment(kind, physnet, candidate))
         except sa.exc.IntegrityError:
-            used.add(candidate)  # taken by a concurrent creation: the next one
+            # Taken by a concurrent creation: skip it and whatever else was
+            # committed meanwhile (a burst of creations would otherwise walk
+            # the range one loss at a time).
+            used |= {candidate} | _used_ids(conn, kind, physnet)
     raise exc.NoNetworkAvailable()
 
 

@@ -182,6 +182,17 @@ def test_vlan_ids_are_per_physical_network(conn: sa.Connection) -> None:
     assert _create(conn, segment=Segment(NetworkType.VLAN, "physnet2", 100))["segmentation_id"] == 100
 
 
+def test_each_type_allocates_from_its_own_ranges(conn: sa.Connection) -> None:
+    """Tenant networks of type vlan take the first physnet with a range; an
+    admin's vxlan network without a VNI still takes one from vni_ranges."""
+    vlan_tenants = SegmentConfig(tenant_type=NetworkType.VLAN, vni_ranges=((50, 50),),
+                                 vlan_ranges={"physnet0": (), "physnet1": ((7, 8),)})
+    tenant = _create(conn, vlan_tenants)
+    assert (tenant["network_type"], tenant["physical_network"], tenant["segmentation_id"]) == (
+        "vlan", "physnet1", 7)
+    assert _create(conn, vlan_tenants, Segment(NetworkType.VXLAN))["segmentation_id"] == 50
+
+
 def test_local_networks_need_no_segment(conn: sa.Connection) -> None:
     rows = [_create(conn, SegmentConfig()) for _ in range(3)]
     assert {(r["network_type"], r["segmentation_id"]) for r in rows} == {("local", None)}
