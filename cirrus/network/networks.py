@@ -20,6 +20,10 @@ from cirrus.network.segments import Segment, SegmentConfig, allocate, check_mtu
 NETWORK_COLUMNS = {"id": "id", "name": "name", "project_id": "project_id",
                    "tenant_id": "project_id", "shared": "shared", "router:external": "router_external",
                    "status": "status", "admin_state_up": "admin_state_up", "mtu": "mtu"}
+# Filters only admins may list by (the attributes only they see).
+PROVIDER_COLUMNS = {"provider:network_type": "network_type",
+                    "provider:physical_network": "physical_network",
+                    "provider:segmentation_id": "segmentation_id"}
 SUBNET_COLUMNS = {"id": "id", "name": "name", "network_id": "network_id", "project_id": "project_id",
                   "tenant_id": "project_id", "ip_version": "ip_version", "cidr": "cidr",
                   "enable_dhcp": "enable_dhcp", "gateway_ip": "gateway_ip"}

@@ -104,7 +104,8 @@ async def list_networks(request: Request) -> Response:
     svc = _svc(request)
 
     def load(conn: sa.Connection) -> list[dict[str, Any]]:
-        rows = svc.list_rows(conn, ctx, networks, _filters(request), net_db.NETWORK_COLUMNS,
+        columns = {**net_db.NETWORK_COLUMNS, **(net_db.PROVIDER_COLUMNS if ctx.is_admin else {})}
+        rows = svc.list_rows(conn, ctx, networks, _filters(request), columns,
                              net_db.visible_networks_clause(ctx))
         return _network_views(conn, rows, ctx.is_admin)
     return _page(request, await request.app.state.db.read(load), "networks")
@@ -318,7 +319,7 @@ async def auto_allocated_topology(request: Request) -> Response:
     project = _param(request, "project_id")
     policy.enforce(ctx, "network:create", {"project_id": project})
     net = await request.app.state.db.run(get_or_create_auto_network,
-                                         request.app.state.settings, project)
+                                         request.app.state.settings, project, _svc(request).segments)
     return reply({"auto_allocated_topology": {"id": net["id"], "tenant_id": project,
                                               "project_id": project}})
 

@@ -84,9 +84,13 @@ class SegmentConfig:
         if tenant not in (NetworkType.LOCAL, NetworkType.VXLAN, NetworkType.VLAN):
             raise ValueError(f"tenant_network_types: {tenant!r} is not local, vlan or vxlan")
         flats = frozenset(p.strip() for p in settings.flat_networks.split(",") if p.strip())
-        return cls(NetworkType(tenant), parse_ranges(settings.vni_ranges, VNI_MAX),
-                   parse_vlan_ranges(settings.network_vlan_ranges), flats,
-                   int(settings.global_physnet_mtu))
+        config = cls(NetworkType(tenant), parse_ranges(settings.vni_ranges, VNI_MAX),
+                     parse_vlan_ranges(settings.network_vlan_ranges), flats,
+                     int(settings.global_physnet_mtu))
+        if not config.ranges_for(config.tenant_type, "")[1] and tenant != NetworkType.LOCAL:
+            raise ValueError(f"tenant_network_types {tenant}: no range to allocate from "
+                             f"(vni_ranges, network_vlan_ranges)")
+        return config
 
     def max_mtu(self, segment: Segment) -> int:
         return self.physnet_mtu - OVERHEAD.get(segment.network_type, 0)

@@ -7,6 +7,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.functional.servers import create_server, server_body, upload_image, wait_for_status
+
 NET = "/network/v2.0"
 PROVIDER = ("provider:network_type", "provider:physical_network", "provider:segmentation_id")
 
@@ -38,6 +40,11 @@ async def test_projects_get_a_vni_that_only_admins_see(demo: httpx.AsyncClient,
         "provider:segmentation_id": 100}
     listed = (await admin.get(f"{NET}/networks")).json()["networks"]
     assert next(n for n in listed if n["id"] == net["id"])["provider:segmentation_id"] == 100
+    by_type = (await admin.get(f"{NET}/networks?provider:network_type=vxlan"
+                               "&provider:segmentation_id=100")).json()["networks"]
+    assert [n["id"] for n in by_type] == [net["id"]]
+    assert (await admin.get(f"{NET}/networks?provider:segmentation_id=101")).json() == {
+        "networks": []}
     for path in (f"{NET}/networks/{net['id']}", f"{NET}/networks"):
         body = (await demo.get(path)).json()
         views = body["networks"] if "networks" in body else [body["network"]]
@@ -130,3 +137,14 @@ async def test_the_mtu_an_overlay_leaves(demo: httpx.AsyncClient) -> None:
     status, _, message = error(await demo.put(f"{NET}/networks/{net['id']}", json={
         "network": {"provider:segmentation_id": 7}}))
     assert status == 400 and "read-only" in message
+
+
+async def test_get_me_a_network_takes_a_vni(demo: httpx.AsyncClient,
+                                            admin: httpx.AsyncClient) -> None:
+    image = await upload_image(demo)
+    created = await create_server(demo, server_body(image, networks="auto"))
+    project = (await wait_for_status(demo, created["id"], {"ACTIVE"}))["tenant_id"]
+    topology = (await demo.get(f"{NET}/auto-allocated-topology/{project}")).json()
+    net = (await admin.get(f"{NET}/networks/{topology['auto_allocated_topology']['id']}")).json()
+    assert (net["network"]["provider:network_type"], net["network"]["mtu"]) == ("vxlan", 1450)
+    assert net["network"]["provider:segmentation_id"] == 100

@@ -66,8 +66,11 @@ def test_tenant_type_from_settings(tmp_path: Path, values: dict[str, Any],
     assert SegmentConfig.from_settings(Settings(state_dir=tmp_path, **values)).tenant_type == tenant
 
 
-@pytest.mark.parametrize("values", [{"tenant_network_types": "flat"},
-                                    {"tenant_network_types": "geneve"}, {"vni_ranges": "0:9"}])
+@pytest.mark.parametrize("values", [
+    {"tenant_network_types": "flat"}, {"tenant_network_types": "geneve"}, {"vni_ranges": "0:9"},
+    {"tenant_network_types": "vlan", "network_vlan_ranges": "physnet1"},  # nothing to allocate
+    {"tenant_network_types": "vxlan", "vni_ranges": ""},
+])
 def test_bad_settings_are_refused(tmp_path: Path, values: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         SegmentConfig.from_settings(Settings(state_dir=tmp_path, **values))
