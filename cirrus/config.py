@@ -154,6 +154,25 @@ class Settings:
     # network
     base_mac: str = "fa:16:3e:00:00:00"
     auto_allocate_cidr: str = "10.0.0.0/24"
+    # Segmentation (Neutron's ml2 options; docs/configuration.md, "Tenant networks
+    # across hosts"). The type of a network a project creates: "local" (a bridge
+    # per host, not joined) or "vxlan"; empty: vxlan when local_ip is set.
+    tenant_network_types: str = ""
+    # VNIs tenant networks take, "MIN:MAX[,MIN:MAX…]" ([ml2_type_vxlan] vni_ranges).
+    vni_ranges: str = "1:1000"
+    # Physical networks VLAN provider networks may use, "physnet[:MIN:MAX],…"
+    # ([ml2_type_vlan] network_vlan_ranges), and flat ones ([ml2_type_flat]).
+    network_vlan_ranges: str = ""
+    flat_networks: str = ""
+    # MTU of the underlay; a network's MTU is this less its overlay's overhead.
+    global_physnet_mtu: int = 1500
+    # This host's underlay address, the VXLAN tunnels' local end ([vxlan] local_ip).
+    local_ip: str = ""
+    # "physnet:interface,…": the host interface of each physical network
+    # ([linux_bridge] physical_interface_mappings).
+    physical_interface_mappings: str = ""
+    # This host may serve DHCP for networks spanning hosts (one host per network).
+    dhcp_agent: bool = True
 
     def __post_init__(self) -> None:
         self.state_dir = Path(self.state_dir)

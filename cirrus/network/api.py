@@ -26,6 +26,7 @@ from cirrus.network import ports as port_db
 from cirrus.network import security_group_api
 from cirrus.network import security_groups as sg_db
 from cirrus.network.auto_allocate import find_auto_network, get_or_create_auto_network
+from cirrus.network.segments import SegmentConfig
 from cirrus.network.backends import get_backend
 from cirrus.network.binding import Binder, EventSink
 from cirrus.network.model import NetworkInfo, build_vif
@@ -80,6 +81,7 @@ class API:
         self.settings = settings
         self.db = db
         self.binder = binder
+        self.segments = SegmentConfig.from_settings(settings)  # a bad setting fails here
         self._locks = KeyedLocks()  # per instance
 
     async def start(self) -> None:
@@ -223,7 +225,8 @@ class API:
             # Created once per project: looked up first, so a boot writes nothing for it.
             found = self._auto_requests_and_networks(conn, ctx, instance)
             if found is None:
-                net = get_or_create_auto_network(conn, self.settings, instance["project_id"])
+                net = get_or_create_auto_network(conn, self.settings, instance["project_id"],
+                                                 self.segments)
                 requests = [{"network_id": net["id"], "port_id": None, "fixed_ip": None}]
         if found is not None:
             requests, (ordered, preexisting, nets) = found

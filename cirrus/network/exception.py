@@ -156,3 +156,25 @@ class InvalidFixedIp(Invalid):
     """A requested fixed IP no subnet of the network can give (400 at the API)."""
 
     msg_fmt = "%(reason)s"
+
+
+class VlanIdInUse(Conflict):
+    msg_fmt = ("Unable to create the network. The VLAN %(vlan_id)s on physical network "
+               "%(physical_network)s is in use.")
+
+
+class TunnelIdInUse(Conflict):
+    msg_fmt = "Unable to create the network. The tunnel ID %(tunnel_id)s is in use."
+
+
+class FlatNetworkInUse(Conflict):
+    msg_fmt = ("Unable to create the flat network. Physical network %(physical_network)s "
+               "is in use.")
+
+
+class NoNetworkAvailable(CirrusException):
+    """Every segmentation id of the tenant ranges is taken (Neutron's
+    ResourceExhausted: 503, the operator widens the ranges)."""
+
+    code = 503
+    msg_fmt = "Unable to create the network. No tenant network is available for allocation."

@@ -20,6 +20,23 @@ networks = sa.Table(
     sa.Column("description", sa.String(255), nullable=False, default=""),
     sa.Column("auto_allocated", sa.Boolean, nullable=False, default=False),
     *timestamps(),
+    # The segment (``segments.py``, migration 0022): one network per segment.
+    sa.Column("network_type", sa.String(16), nullable=False, server_default="local"),
+    sa.Column("physical_network", sa.String(64), nullable=False, server_default=""),
+    sa.Column("segmentation_id", sa.Integer, nullable=True),
+    sa.Index("ix_networks_segment", "network_type", "physical_network", "segmentation_id",
+             unique=True),
+)
+
+# The hosts running the linuxbridge backend (Neutron's agents and
+# ml2_vxlan_endpoints): each registers its tunnel address and whether it may
+# serve DHCP, and refreshes ``updated_at`` while it runs.
+network_agents = sa.Table(
+    "network_agents", metadata,
+    sa.Column("host", sa.String(255), primary_key=True),
+    sa.Column("tunneling_ip", sa.String(64), nullable=False, default=""),
+    sa.Column("dhcp", sa.Boolean, nullable=False, default=True),
+    sa.Column("updated_at", sa.DateTime, nullable=False),
 )
 
 subnets = sa.Table(

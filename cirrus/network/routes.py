@@ -90,12 +90,13 @@ async def extensions(request: Request) -> Response:
 
 
 # -- networks ------------------------------------------------------------------
-def _network_views(conn: sa.Connection, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _network_views(conn: sa.Connection, rows: list[dict[str, Any]],
+                   admin: bool) -> list[dict[str, Any]]:
     subs = net_db.subnets_of(conn, [r["id"] for r in rows])
     by_net: dict[str, list[str]] = {}
     for s in subs:
         by_net.setdefault(s["network_id"], []).append(s["id"])
-    return [net_db.network_view(r, by_net.get(r["id"], [])) for r in rows]
+    return [net_db.network_view(r, by_net.get(r["id"], []), admin) for r in rows]
 
 
 async def list_networks(request: Request) -> Response:
@@ -103,23 +104,25 @@ async def list_networks(request: Request) -> Response:
     svc = _svc(request)
 
     def load(conn: sa.Connection) -> list[dict[str, Any]]:
-        rows = svc.list_rows(conn, ctx, networks, _filters(request), net_db.NETWORK_COLUMNS,
+        columns = {**net_db.NETWORK_COLUMNS, **(net_db.PROVIDER_COLUMNS if ctx.is_admin else {})}
+        rows = svc.list_rows(conn, ctx, networks, _filters(request), columns,
                              net_db.visible_networks_clause(ctx))
-        return _network_views(conn, rows)
+        return _network_views(conn, rows, ctx.is_admin)
     return _page(request, await request.app.state.db.read(load), "networks")
 
 
 async def create_network(request: Request) -> Response:
     ctx = context(request)
     row = await _svc(request).create_network(ctx, parse("network", await json_body(request), True))
-    return reply({"network": net_db.network_view(row, [])}, status=201)
+    return reply({"network": net_db.network_view(row, [], ctx.is_admin)}, status=201)
 
 
 async def show_network(request: Request) -> Response:
     ctx = context(request)
 
     def load(conn: sa.Connection) -> dict[str, Any]:
-        return _network_views(conn, [net_db.get_network(conn, ctx, _param(request))])[0]
+        return _network_views(conn, [net_db.get_network(conn, ctx, _param(request))],
+                              ctx.is_admin)[0]
     view = await request.app.state.db.read(load)
     return reply({"network": select_fields(view, request.query_params.getlist("fields"))})
 
@@ -129,7 +132,7 @@ async def update_network(request: Request) -> Response:
     values = parse("network", await json_body(request), False)
     row = await _svc(request).update_network(ctx, _param(request), values)
     return reply({"network": await request.app.state.db.read(lambda conn: _network_views(
-        conn, [net_db.get_network(conn, ctx, row["id"])])[0])})
+        conn, [net_db.get_network(conn, ctx, row["id"])], ctx.is_admin)[0])})
 
 
 async def delete_network(request: Request) -> Response:
@@ -316,7 +319,7 @@ async def auto_allocated_topology(request: Request) -> Response:
     project = _param(request, "project_id")
     policy.enforce(ctx, "network:create", {"project_id": project})
     net = await request.app.state.db.run(get_or_create_auto_network,
-                                         request.app.state.settings, project)
+                                         request.app.state.settings, project, _svc(request).segments)
     return reply({"auto_allocated_topology": {"id": net["id"], "tenant_id": project,
                                               "project_id": project}})
 

@@ -36,9 +36,11 @@ ATTRS: dict[str, dict[str, tuple[str, v.Validator, bool]]] = {
         "admin_state_up": ("admin_state_up", v.boolean, False),
         "tenant_id": ("project_id", _PROJECT, True), "project_id": ("project_id", _PROJECT, True),
         "availability_zone_hints": ("", v.list_of(_NAME), True),
-        "provider:network_type": ("", v.optional(_NAME), True),
-        "provider:physical_network": ("", v.optional(_NAME), True),
-        "provider:segmentation_id": ("", v.optional(v.integer(0, 2 ** 32 - 1)), True),
+        # Passed on under their own names: the service checks them (segments.py).
+        "provider:network_type": ("provider:network_type", v.optional(_NAME), True),
+        "provider:physical_network": ("provider:physical_network", v.optional(_NAME), True),
+        "provider:segmentation_id": ("provider:segmentation_id",
+                                     v.optional(v.integer(0, 2 ** 32 - 1)), True),
         "dns_domain": ("", _NAME, False), "is_default": ("", v.boolean, False),
     },
     "subnet": {

@@ -21,6 +21,7 @@ from cirrus.network.binding import Binder, EventSink
 from cirrus.network.common import apply_filters, own_rows_clause
 from cirrus.network.models import (networks, ports, security_group_rules, security_groups,
                                    subnets)
+from cirrus.network.segments import PROVIDER_KEYS, SegmentConfig, requested_segment
 
 QUOTA_TABLES = {"network": networks, "subnet": subnets, "port": ports,
                 "security_group": security_groups, "security_group_rule": security_group_rules}
@@ -35,6 +36,7 @@ class NetworkService:
     def __init__(self, settings: Settings, db: Database) -> None:
         self.settings = settings
         self.db = db
+        self.segments = SegmentConfig.from_settings(settings)
         backend = get_backend(settings, None) if settings.network_backend == "noop" else None
         self.binder = Binder(db, backend)
 
@@ -88,14 +90,21 @@ class NetworkService:
 
     # -- networks ----------------------------------------------------------------------
     async def create_network(self, ctx: RequestContext, values: dict[str, Any]) -> dict[str, Any]:
-        for column in ("shared", "router_external"):
-            if values.get(column):
+        """A network of the caller's project (or, for an admin, the one named) on
+        its own segment: the ``provider:*`` one an admin names, else the
+        tenant type's next free one."""
+        values = dict(values)
+        provider = {key: values.pop(key) for key in PROVIDER_KEYS if key in values}
+        for column in ("shared", "router_external", *provider):
+            if values.get(column) or column in provider:
                 authz.admin_only(ctx, f"create_network:{column}")
+        segment = requested_segment(self.segments, provider)
         project = authz.owner_of_new(ctx, values, "network")
 
         def create(conn: sa.Connection) -> dict[str, Any]:
             self.check_quota(conn, "network", project)
-            return net_db.create_network(conn, ctx, {**values, "project_id": project})
+            return net_db.create_network(conn, ctx, {**values, "project_id": project},
+                                         self.segments, segment)
         return await self.db.run(create)
 
     async def update_network(self, ctx: RequestContext, net_id: str,
@@ -103,7 +112,7 @@ class NetworkService:
         for column in ("shared", "router_external"):
             if column in values:
                 authz.admin_only(ctx, f"update_network:{column}")
-        return await self.db.run(net_db.update_network, ctx, net_id, values)
+        return await self.db.run(net_db.update_network, ctx, net_id, values, self.segments)
 
     async def delete_network(self, ctx: RequestContext, net_id: str) -> None:
         await self.db.run(net_db.delete_network, ctx, net_id)
