@@ -18,9 +18,11 @@ from cirrus.compute import exception as exc
 from cirrus.compute import instance as inst
 from cirrus.compute import instance_actions
 from cirrus.compute.exception import MaxRetriesExceeded
+from cirrus.compute.hosts import is_up, list_services
 from cirrus.compute.models import instances
 from cirrus.compute.rpcapi import ComputeAPI
 from cirrus.compute.states import TaskState, VmState
+from cirrus.compute.stuck_builds import fail_stuck_builds, stuck_builds
 from cirrus.conductor.migrate import MoveTasks
 from cirrus.config import Settings
 from cirrus.context import RequestContext
@@ -170,8 +172,6 @@ class ConductorManager:
     async def fail_orphaned_builds(self) -> list[str]:
         """Builds stuck past ``instance_build_timeout`` whose host is down (or that
         never reached a host) go to ERROR; a live host sweeps its own."""
-        from cirrus.compute.hosts import is_up, list_services
-        from cirrus.compute.periodic import fail_stuck_builds, stuck_builds
         from cirrus.network.api import make_network_api
 
         timeout = self.settings.instance_build_timeout
