@@ -74,8 +74,8 @@ async def fail_stuck_builds(db: Transactions, network_api: NetworkAPI,
         except (exc.InstanceNotFound, exc.UnexpectedTaskStateError):
             continue
         try:
-            await network_api.deallocate_for_instance(ctx, row,
-                                                      requested_networks=row.get("requested_networks"))
+            await network_api.deallocate_for_instance(
+                ctx, row, requested_networks=row.get("requested_networks"))
         except Exception:  # noqa: BLE001 - the next sweep retries nothing; log it loudly
             LOG.exception("could not release ports of timed-out build %s", row["uuid"])
         LOG.warning("build of %s timed out after %ss; set to ERROR", row["uuid"], timeout)
