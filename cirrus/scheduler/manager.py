@@ -70,13 +70,20 @@ def _group_and_hints(conn: sa.Connection, request_spec: dict[str, Any], spec: Sp
         if row is not None:
             spec.group_policy = row.policy
             spec.max_server_per_host = (row.rules or {}).get("max_server_per_host")
-            hosts = conn.execute(sa.select(instances.c.host).join(
+            placed = conn.execute(sa.select(instances.c.uuid, instances.c.host).join(
                 instance_group_members,
                 instance_group_members.c.instance_uuid == instances.c.uuid).where(
                 instance_group_members.c.group_uuid == group_uuid,
-                instances.c.deleted.is_(False), instances.c.host.is_not(None))).scalars().all()
-            for host in hosts:
-                spec.chose(host)
+                instances.c.deleted.is_(False), instances.c.host.is_not(None))).all()
+            moving = set(request_spec["instance_uuids"]) if move_of(request_spec) else set()
+            for uuid, host in placed:
+                if uuid in moving:
+                    # As Nova's filters: a moving member's own host is a group
+                    # host (affinity holds it there) but no other member's
+                    # (anti-affinity lets it stay, on a resize to that host).
+                    spec.group_hosts.add(host)
+                else:
+                    spec.chose(host)
 
     def hosts_of(uuids: Any) -> set[str]:
         uuids = uuids if isinstance(uuids, list) else [uuids]
