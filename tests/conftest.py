@@ -18,6 +18,7 @@ import pytest_asyncio
 from cirrus.bootstrap import Cloud
 from cirrus.config import Settings
 from tests.databases import Databases, PostgresDatabases, SQLiteDatabases, backends
+from tests.tenants import Tenants, make_tenants
 
 TEST_DEFAULTS: dict[str, Any] = {
     "computes": 2,
@@ -161,3 +162,15 @@ async def demo(api: Api) -> AsyncIterator[httpx.AsyncClient]:
 async def admin(api: Api) -> AsyncIterator[httpx.AsyncClient]:
     async with await api.as_user("admin") as c:
         yield c
+
+
+@pytest.fixture
+async def tenants(api: Api) -> AsyncIterator[Tenants]:
+    """One client per persona (tests/tenants.py), for the security suite and
+    any test that needs another project or role."""
+    t = await make_tenants(api)
+    try:
+        yield t
+    finally:
+        for c in t.clients.values():
+            await c.aclose()

@@ -201,6 +201,7 @@ async def test_unshelve_keeps_anti_affinity(
         cloud: Cloud, demo: httpx.AsyncClient, admin: httpx.AsyncClient) -> None:
     """Offloaded, the member holds no host: stacking would put it beside the
     other one, the group sends it back to the free host."""
+    cloud.settings.scheduler_cache_seconds = 0  # the offload's release seen at once
     first, second = await boot_group(demo, "anti-affinity")
     host = await host_of(admin, first)
     assert (await act(demo, first, {"shelve": None})).status_code == 202
