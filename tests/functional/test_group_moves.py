@@ -19,6 +19,7 @@ import sqlalchemy as sa
 
 from cirrus.bootstrap import Cloud
 from cirrus.compute.models import instance_faults
+from cirrus.virt.fake import hold
 from tests.functional.servers import fake_drivers, server_body, upload_image, wait_for_status
 from tests.functional.test_moves import (act, claims_of, events_of, force_down, host_of,
                                          only_migration, wait_for_migration)
@@ -28,21 +29,30 @@ STACK = {"ram_weight_multiplier": -1.0, "cpu_weight_multiplier": -1.0,
          "disk_weight_multiplier": -1.0}
 
 
-async def boot_group(demo: httpx.AsyncClient, policy: str, count: int = 2) -> list[str]:
-    """``count`` ACTIVE servers booted into a new group of ``policy``."""
+async def new_group(demo: httpx.AsyncClient, policy: str) -> str:
     resp = await demo.post("/compute/v2.1/os-server-groups",
                            json={"server_group": {"name": policy, "policy": policy}},
                            headers={"OpenStack-API-Version": "compute 2.64"})
     assert resp.status_code == 200, resp.text
-    body = server_body(await upload_image(demo), name="member", min_count=count,
-                       max_count=count)
-    body["os:scheduler_hints"] = {"group": resp.json()["server_group"]["id"]}
+    return str(resp.json()["server_group"]["id"])
+
+
+async def boot_members(demo: httpx.AsyncClient, group: str, name: str, count: int,
+                       statuses: frozenset[str] = frozenset({"ACTIVE"})) -> list[str]:
+    """``count`` servers booted into ``group``, once each is in ``statuses``."""
+    body = server_body(await upload_image(demo), name=name, min_count=count, max_count=count)
+    body["os:scheduler_hints"] = {"group": group}
     assert (await demo.post(SERVERS, json=body)).status_code == 202
-    found = (await demo.get(SERVERS, params={"name": "^member-"})).json()["servers"]
+    found = (await demo.get(SERVERS, params={"name": f"^{name}"})).json()["servers"]
     uuids = sorted(s["id"] for s in found)
     for uuid in uuids:
-        await wait_for_status(demo, uuid, {"ACTIVE"})
+        await wait_for_status(demo, uuid, set(statuses))
     return uuids
+
+
+async def boot_group(demo: httpx.AsyncClient, policy: str, count: int = 2) -> list[str]:
+    """``count`` ACTIVE servers booted into a new group of ``policy``."""
+    return await boot_members(demo, await new_group(demo, policy), "member", count)
 
 
 async def faults_of(cloud: Cloud, uuid: str) -> list[str]:
@@ -253,4 +263,31 @@ async def test_soft_anti_affinity_weighs_the_move_away_from_the_other_member(
     (free,) = set(fake_drivers(cloud)) - taken
     assert (await act(admin, first, {"migrate": None})).status_code == 202
     await wait_for_status(admin, first, {"VERIFY_RESIZE"})
+    assert await host_of(admin, first) == free
+
+
+# -- a move in flight holds its destination --------------------------------------------------
+@pytest.mark.parametrize("settings_overrides", [{**STACK, "computes": 3,
+                                                "scheduler_cache_seconds": 0.0}])
+async def test_a_member_moving_to_a_host_holds_it_against_the_group(
+        cloud: Cloud, demo: httpx.AsyncClient, admin: httpx.AsyncClient) -> None:
+    """While a member's live migration runs, its record still names the
+    source: the destination must count as the member's all the same."""
+    group = await new_group(demo, "anti-affinity")
+    first, second = await boot_members(demo, group, "member", 2)
+    source = await host_of(admin, first)
+    (free,) = set(fake_drivers(cloud)) - {source, await host_of(admin, second)}
+    release = asyncio.Event()
+    fake_drivers(cloud)[source].faults["live_migration"].append(hold(release))
+    body = {"os-migrateLive": {"host": None, "block_migration": "auto"}}
+    assert (await act(admin, first, body, "2.68")).status_code == 202
+    try:
+        assert (await wait_for_migration(admin, {"running"}))["dest_compute"] == free
+        (third,) = await boot_members(demo, group, "third", 1, frozenset({"ACTIVE", "ERROR"}))
+        server = (await demo.get(f"{SERVERS}/{third}")).json()["server"]
+        assert server["status"] == "ERROR" and "No valid host" in server["fault"]["message"]
+    finally:
+        release.set()
+    await wait_for_migration(admin, {"completed"})
+    await wait_for_status(admin, first, {"ACTIVE"})
     assert await host_of(admin, first) == free
