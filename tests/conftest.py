@@ -18,6 +18,7 @@ import pytest_asyncio
 from cirrus.bootstrap import Cloud
 from cirrus.config import Settings
 from tests.databases import Databases, PostgresDatabases, SQLiteDatabases, backends
+from tests.tenants import Tenants, make_tenants
 
 TEST_DEFAULTS: dict[str, Any] = {
     "computes": 2,
@@ -174,3 +175,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         parts = Path(str(item.fspath)).relative_to(root).parts
         if parts and parts[0] in MACHINE_SUITES:
             item.add_marker(pytest.mark.xdist_group("machine"))
+
+
+@pytest.fixture
+async def tenants(api: Api) -> AsyncIterator[Tenants]:
+    """One client per persona (tests/tenants.py), for the security suite and
+    any test that needs another project or role."""
+    t = await make_tenants(api)
+    try:
+        yield t
+    finally:
+        for c in t.clients.values():
+            await c.aclose()

@@ -46,6 +46,11 @@ def list_services(conn: sa.Connection, host: str | None = None,
     return fetch_all(conn, q)
 
 
+def compute_is_up(conn: sa.Connection, host: str, down_time: float) -> bool:
+    """Whether ``host``'s compute service is up (see :func:`is_up`)."""
+    return any(is_up(s, down_time) for s in list_services(conn, host, "cirrus-compute"))
+
+
 def get_service(conn: sa.Connection, service_id: str) -> dict[str, Any]:
     # An integer id before 2.53; a number too long for the column names nothing.
     numeric = service_id.isascii() and service_id.isdigit()

@@ -14,7 +14,7 @@ from cirrus.compute.models import allocations
 from cirrus.context import admin_context
 from cirrus.network.models import ports
 from cirrus.virt.fake import FaultRule, fail_for_instance, hold
-from tests.security.conftest import make_tenants
+from tests.tenants import make_tenants
 from tests.functional.servers import (create_server, db_count, fake_drivers, server_body,
                                       upload_image, wait_for_status)
 

@@ -24,7 +24,7 @@ from tests.conftest import TEST_DEFAULTS, Api, make_settings
 from tests.databases import SQLiteDatabases
 from tests.fuzz.factories import FACTORIES, FRESH_ONLY, SetupError
 from tests.fuzz.routes import Target
-from tests.security.conftest import make_tenants
+from tests.tenants import make_tenants
 
 BASE_URL = "http://127.0.0.1:8774"
 PERSONAS = ("member", "admin", "reader", "other")
