@@ -605,6 +605,22 @@ class API(StateActions, ImageActions):
         token = await self.db.run(tokens.authorize, info, self.settings.console_token_ttl)
         return f"{base}{'&' if '?' in base else '?'}token={token}"
 
+    async def _host_of(self, ctx: RequestContext, uuid: str) -> str:
+        """The server's host; InstanceNotReady (409) on none (Nova's check_instance_host)."""
+        row = await self.get(ctx, uuid)
+        if not row["host"]:
+            raise exc.InstanceNotReady(instance_id=uuid)
+        return str(row["host"])
+
+    async def get_diagnostics(self, ctx: RequestContext, uuid: str) -> dict[str, int]:
+        """The hypervisor's counters of the running guest (before 2.48)."""
+        return await self.compute_rpcapi.get_diagnostics(ctx, await self._host_of(ctx, uuid), uuid)
+
+    async def get_instance_diagnostics(self, ctx: RequestContext, uuid: str) -> dict[str, Any]:
+        """The running guest's standard diagnostics (from 2.48)."""
+        host = await self._host_of(ctx, uuid)
+        return await self.compute_rpcapi.get_instance_diagnostics(ctx, host, uuid)
+
     async def reset_state(self, ctx: RequestContext, uuid: str, state: str) -> None:
         """Nova's ``os-resetState``: ``state`` (active or error) forced, the
         task cleared, whatever the server was doing; recorded as an action."""
