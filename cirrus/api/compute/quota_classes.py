@@ -28,6 +28,7 @@ RESOURCES = (*quotas.ALL_RESOURCES, *quotas.UNENFORCED)
 def shown(version: Version) -> tuple[str, ...]:
     """The quotas a class set shows: no server group ones below 2.50, no
     nova-network ones from 2.50, no personality ones from 2.57."""
+    hidden: tuple[str, ...]
     if version < (2, 50):
         hidden = SERVER_GROUPS
     else:
