@@ -10,6 +10,7 @@ from cirrus.compute import exception as exc
 from cirrus.compute.states import PowerState
 from cirrus.compute.store import InstanceStore
 from cirrus.context import RequestContext
+from cirrus.virt import exception as vexc
 from cirrus.virt.diagnostics import STATE_NAMES
 from cirrus.virt.driver import ComputeDriver
 
@@ -24,10 +25,15 @@ class ServerDiagnostics:
     async def _running(self, uuid: str) -> dict[str, Any]:
         """The instance, if its guest runs; InstanceInvalidState (409) if not."""
         instance = await self.store.get(uuid)
-        state = (await self.driver.get_info(instance)).state
+        try:
+            state = (await self.driver.get_info(instance)).state
+        except vexc.InstanceNotFound:  # no guest: Nova's NOSTATE
+            state = PowerState.NOSTATE
         if state != PowerState.RUNNING:
+            # Nova names the state the database holds, as the caller saw it.
+            recorded = PowerState(instance.get("power_state") or PowerState.NOSTATE)
             raise exc.InstanceInvalidState(attr="power state", instance_uuid=uuid,
-                                           state=STATE_NAMES[state], method="get_diagnostics")
+                                           state=STATE_NAMES[recorded], method="get_diagnostics")
         return instance
 
     async def get_diagnostics(self, ctx: RequestContext, uuid: str) -> dict[str, int]:

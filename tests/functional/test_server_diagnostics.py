@@ -71,6 +71,19 @@ async def test_a_guest_that_is_not_running_is_409(admin: httpx.AsyncClient,
         assert "while it is in power state shutdown" in resp.json()["conflictingRequest"]["message"]
 
 
+async def test_a_vanished_guest_is_409(cloud: Cloud, admin: httpx.AsyncClient,
+                                       demo: httpx.AsyncClient) -> None:
+    """No guest on the host is Nova's NOSTATE: not running (its message names
+    the power state the database holds)."""
+    server = await active_server(demo)
+    for driver in fake_drivers(cloud).values():
+        driver.instances.pop(server, None)
+    resp = await admin.get(f"{SERVERS}/{server}/diagnostics", headers=V248)
+    assert resp.status_code == 409, resp.text
+    assert resp.json()["conflictingRequest"]["message"] == (
+        f"Cannot 'get_diagnostics' instance {server} while it is in power state running")
+
+
 async def test_a_server_on_no_host_is_409(cloud: Cloud, admin: httpx.AsyncClient,
                                           demo: httpx.AsyncClient) -> None:
     for driver in fake_drivers(cloud).values():
