@@ -32,7 +32,8 @@ CONSOLE_STATES = frozenset(v.value for v in (VmState.ACTIVE, VmState.STOPPED, Vm
 
 
 class AdminActions:
-    """get_console_output, get_serial_console, reset_state, inject_network_info,
+    """get_console_output, get_serial_console, get_diagnostics,
+    get_instance_diagnostics, reset_state, inject_network_info,
     get_host_uptime, external_instance_event."""
 
     # What the compute API (cirrus/compute/api.py) gives these methods.
@@ -66,6 +67,23 @@ class AdminActions:
                                   netns=str(where.get("netns") or ""))
         token = await self.db.run(tokens.authorize, info, self.settings.console_token_ttl)
         return f"{base}{'&' if '?' in base else '?'}token={token}"
+
+    # -- diagnostics ---------------------------------------------------------------------
+    async def _host_of(self, ctx: RequestContext, uuid: str) -> str:
+        """The server's host; InstanceNotReady (409) on none (Nova's check_instance_host)."""
+        row = await self.get(ctx, uuid)
+        if not row["host"]:
+            raise exc.InstanceNotReady(instance_id=uuid)
+        return str(row["host"])
+
+    async def get_diagnostics(self, ctx: RequestContext, uuid: str) -> dict[str, int]:
+        """The hypervisor's counters of the running guest (before 2.48)."""
+        return await self.compute_rpcapi.get_diagnostics(ctx, await self._host_of(ctx, uuid), uuid)
+
+    async def get_instance_diagnostics(self, ctx: RequestContext, uuid: str) -> Row:
+        """The running guest's standard diagnostics (from 2.48)."""
+        host = await self._host_of(ctx, uuid)
+        return await self.compute_rpcapi.get_instance_diagnostics(ctx, host, uuid)
 
     # -- admin actions -------------------------------------------------------------------
     async def reset_state(self, ctx: RequestContext, uuid: str, state: str) -> None:

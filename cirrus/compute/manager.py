@@ -18,6 +18,7 @@ from cirrus.compute.build_request import (BuildParams, BuildRequest, FilterPrope
                                           RequestSpec)
 from cirrus.compute.builds import RunningBuilds
 from cirrus.compute.consoles import Consoles
+from cirrus.compute.diagnostics import ServerDiagnostics
 from cirrus.compute.delete import Terminate
 from cirrus.compute.events import InstanceEvents
 from cirrus.compute.interfaces import Interfaces
@@ -61,6 +62,7 @@ class ComputeManager:
                          "external_instance_event", "start_instance", "stop_instance",
                          "reboot_instance", "get_console_output", "get_serial_console",
                          "attach_interface", "detach_interface", "get_host_uptime",
+                         "get_diagnostics", "get_instance_diagnostics",
                          # issue #19: pause, suspend, rescue, password, soft delete
                          "pause_instance", "unpause_instance", "suspend_instance",
                          "resume_instance", "rescue_instance", "unrescue_instance",
@@ -112,6 +114,7 @@ class ComputeManager:
         self.interfaces = Interfaces(self.store, self.locks, driver, self.network_api)
         self.consoles = Consoles(self.store, driver, settings.serial_console_enabled,
                                  settings.host_netns)
+        self.diagnostics = ServerDiagnostics(self.store, driver)
         self.periodics = ComputePeriodics(
             store=self.store, locks=self.locks, builds=self.builds, driver=driver,
             network=self.network_api, build_timeout=settings.instance_build_timeout)
@@ -179,6 +182,13 @@ class ComputeManager:
 
     async def get_serial_console(self, ctx: RequestContext, instance_uuid: str) -> dict[str, Any]:
         return await self.consoles.get_serial_console(ctx, instance_uuid)
+
+    async def get_diagnostics(self, ctx: RequestContext, instance_uuid: str) -> dict[str, int]:
+        return await self.diagnostics.get_diagnostics(ctx, instance_uuid)
+
+    async def get_instance_diagnostics(self, ctx: RequestContext,
+                                       instance_uuid: str) -> dict[str, Any]:
+        return await self.diagnostics.get_instance_diagnostics(ctx, instance_uuid)
 
     async def get_host_uptime(self, ctx: RequestContext) -> str:
         """This host's ``uptime`` line, from the driver."""

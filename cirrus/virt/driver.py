@@ -18,6 +18,7 @@ from cirrus.compute.states import PowerState, TaskState
 from cirrus.config import Settings
 from cirrus.network.model import VIF
 from cirrus.virt import exception as vexc
+from cirrus.virt.diagnostics import Diagnostics, legacy
 
 
 def _read_proc_uptime() -> float:
@@ -160,6 +161,20 @@ class ComputeDriver(abc.ABC):
         from cirrus.virt.exception import ConsoleTypeUnavailable
 
         raise ConsoleTypeUnavailable(console_type="serial")
+
+    async def get_instance_diagnostics(self, instance: dict[str, Any]) -> Diagnostics:
+        """The guest's diagnostics in 2.48's standard format. Raises
+        InstanceNotFound when there is no such guest, DriverNotImplemented
+        (501) by default."""
+        raise vexc.DriverNotImplemented(operation="get_instance_diagnostics")
+
+    async def get_diagnostics(self, instance: dict[str, Any]) -> dict[str, int]:
+        """The flat, hypervisor-specific counters of before 2.48. This default
+        flattens :meth:`get_instance_diagnostics`, naming disks as a libvirt
+        guest's (``vda``, ``vdb``, …) and NICs by their order (``nic0``, …)."""
+        diags = await self.get_instance_diagnostics(instance)
+        disks = [f"vd{chr(ord('a') + i)}" for i in range(len(diags.disk_details))]
+        return legacy(diags, disks, [f"nic{i}" for i in range(len(diags.nic_details))])
 
     async def plug_vifs(self, instance: dict[str, Any], network_info: Sequence[VIF] | None) -> None:
         """Attach the guest's VIFs to the host network."""

@@ -364,6 +364,21 @@ async def test_backup_rotation_keeps_the_newest(demo: httpx.AsyncClient, active:
     assert [e["event"] for e in action["events"]] == ["compute_backup_instance"]
 
 
+async def test_backups_are_listed_by_their_properties(demo: httpx.AsyncClient,
+                                                      active: str) -> None:
+    """The image API filters on properties, as Tempest lists a server's
+    backups (test_create_backup): only this server's daily ones, oldest first."""
+    first = await backup(demo, active, 2)
+    await backup(demo, active, 2, "weekly")
+    second = await backup(demo, active, 2)
+    params = {"status": "active", "sort_key": "created_at", "sort_dir": "asc",
+              "image_type": "backup", "backup_type": "daily", "instance_uuid": active}
+    listed = (await demo.get(IMAGES, params=params)).json()["images"]
+    assert [i["id"] for i in listed] == [first, second]
+    params["instance_uuid"] = "no-such-server"
+    assert (await demo.get(IMAGES, params=params)).json()["images"] == []
+
+
 async def test_backup_location_below_245(demo: httpx.AsyncClient, active: str) -> None:
     resp = await act(demo, active, {"createBackup": {"name": "b", "backup_type": "daily",
                                                      "rotation": "1"}})

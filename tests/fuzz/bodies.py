@@ -195,6 +195,12 @@ COMPUTE: dict[tuple[str, str], tuple[Example, ...]] = {
                 persona="admin"),
     ),
     ("DELETE", "/compute/v2.1/os-quota-sets/{project_id}"): (ADMIN_NO_BODY,),
+    ("PUT", "/compute/v2.1/os-quota-class-sets/{class_name}"): (
+        Example({"quota_class_set": {"instances": 20, "cores": 40, "fixed_ips": "-1"}},
+                persona="admin"),
+        Example({"quota_class_set": {"server_groups": 5, "server_group_members": 10}},
+                headers=v("2.57"), persona="admin"),
+    ),
     ("POST", "/compute/v2.1/os-server-external-events"): (
         Example({"events": [{"name": "network-vif-plugged", "server_uuid": Ref("server"),
                              "tag": Ref("free_port"), "status": "completed"}]}, persona="admin"),

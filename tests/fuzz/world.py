@@ -45,7 +45,8 @@ COLLECTION_KINDS = {
 NAMED_KINDS = {"target": "assignment_target", "tid": "project", "uid": "user",
                "rid": "granted_role", "security_group_id": "security_group",
                "rule_id": "security_group_rule", "host_name": "compute_host",
-               "migration_id": "migration"}
+               "migration_id": "migration", "class_name": "quota_class",
+               "alias": "extension", "network_id": "network"}
 # … or, first of all, by the two collections before it (a server's tag is not an image's).
 NESTED_KINDS = {("servers", "tags"): "server_tag", ("servers", "ips"): "network_label",
                 ("images", "metadata"): "image_meta_key"}
@@ -251,6 +252,9 @@ class World:
         s["service"], s["spare_service"] = computes["compute2"], computes["compute3"]
         s["compute_host"] = "compute1"
         s["migration"] = "1"  # none is made: the routes answer 404 for it
+        # Not "default": a fuzzed default class would change every project's limits.
+        s["quota_class"] = "fz-class"
+        s["extension"] = "os-consoles"
 
     async def server_story(self, uuid: str) -> str:
         """What the database says happened to a server (for a seed server
@@ -322,4 +326,4 @@ KINDS = sorted(set(FACTORIES) | set(COLLECTION_KINDS.values()) | set(NAMED_KINDS
                | set(NESTED_KINDS.values())
                | {"boot_image", "demo_project", "other_project", "token", "service",
                   "quota_project", "assignment_target", "domain", "hypervisor", "used_mac",
-                  "compute_host", "migration"})
+                  "compute_host", "migration", "quota_class", "extension"})

@@ -24,7 +24,8 @@ from cirrus.network.model import VIF
 from cirrus.virt import exception as vexc
 from cirrus.virt.driver import (Capabilities, ComputeDriver, ConsoleSerial, InstanceInfo,
                                 NodeResources, UpdateTaskState)
-from cirrus.virt.libvirt import imagebackend, migration
+from cirrus.virt.diagnostics import Diagnostics, legacy
+from cirrus.virt.libvirt import diagnostics, imagebackend, migration
 from cirrus.virt.libvirt.config import DiskSpec, GuestSpec, guest_xml, serial_port_of
 from cirrus.virt.libvirt.serial import free_port
 from cirrus.virt.libvirt.configdrive import make_config_drive
@@ -413,6 +414,25 @@ class LibvirtDriver(GuestStateOps, ComputeDriver):  # guest_state.py: pause, res
                 f.seek(max(0, size - MAX_CONSOLE_BYTES))
                 return f.read().decode(errors="replace")
         return await asyncio.to_thread(tail)
+
+    # -- diagnostics (cirrus/virt/libvirt/diagnostics.py) -----------------------------
+    async def _diagnostics(self, instance: dict[str, Any]) -> diagnostics.GuestDiagnostics:
+        def read(conn: Any) -> diagnostics.GuestDiagnostics:
+            dom = self.host.find_domain(conn, instance["uuid"])
+            if dom is None:
+                raise vexc.InstanceNotFound(instance_id=instance["uuid"])
+            state = LIBVIRT_POWER_STATE.get(dom.info()[0], PowerState.NOSTATE)
+            return diagnostics.read(dom, self.host.libvirt.libvirtError, state, instance,
+                                    self.virt_type)
+        return await self.host.call(read)
+
+    async def get_instance_diagnostics(self, instance: dict[str, Any]) -> Diagnostics:
+        return (await self._diagnostics(instance)).diagnostics
+
+    async def get_diagnostics(self, instance: dict[str, Any]) -> dict[str, int]:
+        """Nova's libvirt counters, named after the domain's devices."""
+        found = await self._diagnostics(instance)
+        return legacy(found.diagnostics, found.disk_names, found.nic_names)
 
     # -- moves (cirrus/virt/libvirt/migration.py) -------------------------------------
     async def migrate_disk_and_power_off(self, context: Any, instance: dict[str, Any],
