@@ -77,6 +77,9 @@ class Settings:
     fake_host_memory_mb: int = 32768
     fake_host_disk_gb: int = 1024
     fake_spawn_delay: float = 0.0
+    # Seconds the fake driver takes to copy a guest's disk for a snapshot, as a
+    # real hypervisor does (0: at once).
+    fake_snapshot_delay: float = 0.0
     # Seconds a deleted server stays SOFT_DELETED (restorable) before its host
     # reclaims it; 0: DELETE deletes at once (Nova's reclaim_instance_interval).
     reclaim_instance_interval: float = 0.0

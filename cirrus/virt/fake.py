@@ -93,6 +93,7 @@ class FakeDriver(ComputeDriver):
         self.memory_mb = settings.fake_host_memory_mb
         self.local_gb = settings.fake_host_disk_gb
         self.spawn_delay = float(getattr(settings, "fake_spawn_delay", 0.0))
+        self.snapshot_delay = float(getattr(settings, "fake_snapshot_delay", 0.0))
         self.instances: dict[str, FakeInstance] = {}
         self.faults: dict[str, list[FaultRule]] = defaultdict(list)
         self.plugged: dict[str, list[str]] = {}
@@ -232,6 +233,8 @@ class FakeDriver(ComputeDriver):
         await self._check_fault("snapshot", instance)
         fake = self._get(instance)
         await update_task_state(TaskState.IMAGE_PENDING_UPLOAD, TaskState.IMAGE_SNAPSHOT)
+        if self.snapshot_delay:
+            await asyncio.sleep(self.snapshot_delay)
         disk = f"fake disk of {fake.uuid} from image {fake.image_ref}\n".encode()
         await update_task_state(TaskState.IMAGE_UPLOADING, TaskState.IMAGE_PENDING_UPLOAD)
         with tempfile.TemporaryDirectory() as tmp:
