@@ -75,6 +75,23 @@ class ImageUnacceptable(Invalid):
     msg_fmt = "Image %(image_id)s is unacceptable: %(reason)s"
 
 
+class ImageDownloadFailed(CirrusException):
+    """The image's data did not reach this host (the image service was
+    unreachable, answered with an error, or the stream broke): another host
+    may fare better, so the build is rescheduled."""
+
+    code = 500
+    msg_fmt = "Failed to download image %(image_href)s: %(reason)s"
+
+
+class ImageChecksumMismatch(ImageDownloadFailed):
+    """The downloaded data is not what the image's record says it is: every
+    host would get the same bytes, so the build is aborted."""
+
+    msg_fmt = ("Image %(image_href)s is corrupt: the %(algorithm)s of the downloaded data is "
+               "%(actual)s, the image service recorded %(expected)s")
+
+
 class FlavorDiskTooSmall(Invalid):
     msg_fmt = "Flavor's disk is too small for requested image."
 
