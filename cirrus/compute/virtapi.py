@@ -23,13 +23,19 @@ LOG = logging.getLogger(__name__)
 
 class VirtAPI:
     def __init__(self, events: InstanceEvents, timeout: float, fatal: bool,
-                 image_service: ImageService) -> None:
+                 image_service: ImageService | None = None) -> None:
         self.events = events
         self.timeout = timeout
         self.fatal = fatal
-        # The image service's HTTP API (cirrus.image.client): drivers download
-        # images and upload snapshots through it, never through a shared disk.
-        self.image_service = image_service
+        self._image_service = image_service
+
+    @property
+    def image_service(self) -> ImageService:
+        """The image service's HTTP API (cirrus.image.client): drivers download
+        images and upload snapshots through it, never through a shared disk."""
+        if self._image_service is None:
+            raise RuntimeError("this VirtAPI was made without an image service")
+        return self._image_service
 
     async def upload_image(self, context: Any, image_id: str, path: Path, disk_format: str,
                            container_format: str = "bare") -> None:

@@ -74,11 +74,10 @@ class ImageCache:
         (make the overlay inside it). Raises what ``fetch_to_raw`` raises."""
         target = self.path(meta["id"])
         async with self.lock(meta["id"]):
-            if await asyncio.to_thread(target.exists):
-                await asyncio.to_thread(_touch, target, self.clock())
-            else:
+            if not await asyncio.to_thread(target.exists):
                 LOG.info("downloading image %s to %s", meta["id"], target)
                 await fetch_to_raw(self.images, meta, target, self.check)
+            await asyncio.to_thread(_touch, target, self.clock())  # its last use: now
             yield target
 
 

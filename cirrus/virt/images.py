@@ -125,12 +125,8 @@ async def fetch_to_raw(images: ImageService, meta: ImageMeta, target: Path,
     image_id = meta["id"]
     verifier = Verifier.of(meta)
     tmp = partial_path(target)
-    fh = await asyncio.to_thread(open, tmp, "wb")
     try:
-        try:
-            await _stream(images, image_id, fh, verifier)
-        finally:
-            fh.close()
+        await _download(images, image_id, tmp, verifier)
         if verifier is not None:
             verifier.verify(image_id)
         if check is not None:
@@ -141,17 +137,21 @@ async def fetch_to_raw(images: ImageService, meta: ImageMeta, target: Path,
         raise
 
 
-async def _stream(images: ImageService, image_id: str, fh: Any,
-                  verifier: Verifier | None) -> None:
-    """The data into ``fh`` (flushed to disk), image-service errors mapped to
-    compute's at this boundary."""
+async def _download(images: ImageService, image_id: str, tmp: Path,
+                    verifier: Verifier | None) -> None:
+    """The data into ``tmp``, flushed to disk; the image service's errors and
+    the host's own (a full disk) mapped to compute's at this boundary."""
     try:
-        async with images.download(image_id) as chunks:
-            async for chunk in chunks:
-                if verifier is not None:
-                    verifier.update(chunk)
-                await asyncio.to_thread(fh.write, chunk)
-        await asyncio.to_thread(_sync, fh)
+        fh = await asyncio.to_thread(open, tmp, "wb")
+        try:
+            async with images.download(image_id) as chunks:
+                async for chunk in chunks:
+                    if verifier is not None:
+                        verifier.update(chunk)
+                    await asyncio.to_thread(fh.write, chunk)
+            await asyncio.to_thread(_sync, fh)
+        finally:
+            fh.close()
     except iexc.ImageNotFound as e:
         raise cexc.ImageNotFound() from e
     except iexc.ImageDataNotFound as e:
