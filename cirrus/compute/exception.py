@@ -88,8 +88,9 @@ class ImageChecksumMismatch(ImageDownloadFailed):
     """The downloaded data is not what the image's record says it is: every
     host would get the same bytes, so the build is aborted."""
 
-    msg_fmt = ("Image %(image_href)s is corrupt: the %(algorithm)s of the downloaded data is "
-               "%(actual)s, the image service recorded %(expected)s")
+    # Digests cut to 12 digits: a fault message keeps 255 characters.
+    msg_fmt = ("Image %(image_href)s is corrupt: the %(algorithm)s of the downloaded data "
+               "does not match the image service's (got %(actual)s, expected %(expected)s)")
 
 
 class FlavorDiskTooSmall(Invalid):

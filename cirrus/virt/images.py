@@ -9,13 +9,14 @@ failed, cancelled or corrupt download leaves nothing behind.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import uuid
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, Protocol, TypedDict
+from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Protocol, TypedDict
 
 from cirrus.compute import exception as cexc
 from cirrus.exception import CirrusException
@@ -104,7 +105,8 @@ class Verifier:
         actual = self.hasher.hexdigest()
         if actual != self.expected:
             raise cexc.ImageChecksumMismatch(image_href=image_id, algorithm=self.algorithm,
-                                             actual=actual, expected=self.expected)
+                                             actual=f"{actual[:12]}…",
+                                             expected=f"{self.expected[:12]}…")
 
 
 def partial_path(target: Path) -> Path:
@@ -137,11 +139,20 @@ async def fetch_to_raw(images: ImageService, meta: ImageMeta, target: Path,
         raise
 
 
+async def active_image(images: ImageService, image_id: str) -> ImageMeta:
+    """The record of an image a host may boot: ImageNotFound, ImageNotActive,
+    or ImageDownloadFailed when the service cannot say."""
+    with _mapped(image_id):
+        meta = await images.show(image_id)
+    if meta.get("status") != "active":
+        raise cexc.ImageNotActive(image_id=image_id)
+    return meta
+
+
 async def _download(images: ImageService, image_id: str, tmp: Path,
                     verifier: Verifier | None) -> None:
-    """The data into ``tmp``, flushed to disk; the image service's errors and
-    the host's own (a full disk) mapped to compute's at this boundary."""
-    try:
+    """The data into ``tmp``, flushed to disk."""
+    with _mapped(image_id):
         fh = await asyncio.to_thread(open, tmp, "wb")
         try:
             async with images.download(image_id) as chunks:
@@ -152,6 +163,14 @@ async def _download(images: ImageService, image_id: str, tmp: Path,
             await asyncio.to_thread(_sync, fh)
         finally:
             fh.close()
+
+
+@contextlib.contextmanager
+def _mapped(image_id: str) -> Iterator[None]:
+    """The image service's errors and the host's own (a full disk) as
+    compute's, at this boundary."""
+    try:
+        yield
     except iexc.ImageNotFound as e:
         raise cexc.ImageNotFound() from e
     except iexc.ImageDataNotFound as e:

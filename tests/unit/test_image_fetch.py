@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from cirrus.compute import exception as cexc
-from cirrus.virt.images import PARTIAL_SUFFIX, ImageMeta, Verifier, fetch_to_raw
+from cirrus.image import exception as iexc
+from cirrus.virt.images import PARTIAL_SUFFIX, ImageMeta, Verifier, active_image, fetch_to_raw
 from tests.unit.fake_images import IMAGE, FakeImages, meta_of
 
 DATA = b"the bytes of a small disk image" * 10
@@ -27,7 +28,7 @@ VERIFY_CASES = [
     ({"os_hash_algo": None, "os_hash_value": None, "checksum": "f" * 32},
      (cexc.ImageChecksumMismatch, "the md5 of the downloaded data")),
     ({"os_hash_algo": "sha512", "os_hash_value": None, "checksum": MD5}, None),
-    ({"size": len(DATA) + 1}, (cexc.ImageChecksumMismatch, f"{len(DATA)} bytes")),
+    ({"size": len(DATA) + 1}, (cexc.ImageChecksumMismatch, f"got {len(DATA)} bytes, expected {len(DATA) + 1}")),
     ({"size": None}, None),
     ({"os_hash_algo": None, "os_hash_value": None, "checksum": None}, None),  # nothing to check
     ({"os_hash_algo": "crc-nonsense"}, (cexc.ImageUnacceptable, "unknown hash algorithm")),
@@ -119,3 +120,38 @@ async def test_a_file_the_host_cannot_write_is_a_failed_download(tmp_path: Path)
     meta = images.add(IMAGE, DATA)
     with pytest.raises(cexc.ImageDownloadFailed, match=IMAGE):
         await fetch_to_raw(images, meta, tmp_path / "no-such-dir" / IMAGE)
+
+
+class Failing(FakeImages):
+    """Its ``show`` answers with ``error``."""
+
+    error: Exception | None = None
+
+    async def show(self, image_id: str) -> ImageMeta:
+        assert self.error is not None
+        raise self.error
+
+
+@pytest.mark.parametrize("error, mapped", [
+    (iexc.ImageNotFound(image_id=IMAGE), cexc.ImageNotFound),
+    (iexc.ImageServiceUnavailable(reason="503"), cexc.ImageDownloadFailed),
+    (OSError("no route to host"), cexc.ImageDownloadFailed),
+])
+async def test_a_records_errors_are_mapped_to_computes(error: Exception,
+                                                        mapped: type[Exception]) -> None:
+    images = Failing()
+    images.error = error
+    with pytest.raises(mapped):
+        await active_image(images, IMAGE)
+
+
+async def test_only_an_active_image_is_booted() -> None:
+    images = FakeImages()
+    images.add(IMAGE, DATA)
+    assert (await active_image(images, IMAGE))["id"] == IMAGE
+
+    async def queued(image_id: str) -> ImageMeta:
+        return ImageMeta(id=image_id, status="queued")
+    images.show = queued  # type: ignore[method-assign]
+    with pytest.raises(cexc.ImageNotActive):
+        await active_image(images, IMAGE)

@@ -25,7 +25,7 @@ from cirrus.virt import exception as vexc
 from cirrus.virt.driver import (Capabilities, ComputeDriver, ConsoleSerial, InstanceInfo,
                                 NodeResources, UpdateTaskState)
 from cirrus.virt.imagecache import CacheRules, ImageCache, ImageCacheManager
-from cirrus.virt.images import ImageMeta
+from cirrus.virt.images import ImageMeta, active_image
 from cirrus.virt.libvirt import imagebackend, migration
 from cirrus.virt.libvirt.config import DiskSpec, GuestSpec, guest_xml, serial_port_of
 from cirrus.virt.libvirt.serial import free_port
@@ -124,9 +124,7 @@ class LibvirtDriver(GuestStateOps, ComputeDriver):  # guest_state.py: pause, res
     async def _base(self, context: Any, image_id: str) -> AsyncIterator[tuple[ImageMeta, Path]]:
         """The image's record and its base on this host, downloaded if need be;
         kept from the image cache manager until the block ends."""
-        meta = await self.virtapi.image_service.show(image_id)
-        if meta.get("status") != "active":
-            raise cexc.ImageNotActive(image_id=image_id)
+        meta = await active_image(self.virtapi.image_service, image_id)
         async with self.image_cache.base(meta) as base:
             yield meta, base
 
