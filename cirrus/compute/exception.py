@@ -75,6 +75,14 @@ class ImageUnacceptable(Invalid):
     msg_fmt = "Image %(image_id)s is unacceptable: %(reason)s"
 
 
+class GlanceConnectionFailed(CirrusException):
+    """The image service did not answer usefully: unreachable, refusing the
+    host's service credentials, or failing."""
+
+    code = 503
+    msg_fmt = "Connection to glance host %(server)s failed: %(reason)s"
+
+
 class ImageDownloadFailed(CirrusException):
     """The image's data did not reach this host (the image service was
     unreachable, answered with an error, or the stream broke): another host

@@ -16,7 +16,7 @@ from typing import Any, AsyncIterator
 
 from cirrus.compute.events import InstanceEvents
 from cirrus.compute.exception import VirtualInterfaceCreateException
-from cirrus.virt.images import ImageService
+from cirrus.compute.image_service import ImageService
 
 LOG = logging.getLogger(__name__)
 

@@ -5,8 +5,9 @@ A compute host needs nothing of the API host but the identity URL and the
 credentials (``glance_*`` settings): the image endpoint comes from the token's
 catalog unless ``glance_endpoint_override`` names it. The token is kept and
 fetched again when the service answers 401. Errors are mapped here, at the
-boundary: 404 is :class:`ImageNotFound`, anything else that is not an answer
-the caller can use is :class:`ImageServiceUnavailable`.
+boundary, into compute's (Nova's ``_translate_image_exception``): 404 is
+ImageNotFound, an image without data ImageUnacceptable, anything else that is
+not an answer the caller can use GlanceConnectionFailed.
 """
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ from typing import Any, AsyncIterator, cast
 
 import httpx
 
+from cirrus.compute import exception as exc
+from cirrus.compute.image_service import ImageMeta
 from cirrus.config import Settings
-from cirrus.image import exception as exc
-from cirrus.virt.images import ImageMeta
 
 PATCH_TYPE = "application/openstack-images-v2.1-json-patch"
 TIMEOUT = httpx.Timeout(60.0)
@@ -74,7 +75,7 @@ def image_endpoint(catalog: list[dict[str, Any]], region: str) -> str:
         for ep in service.get("endpoints") or []:
             if ep.get("interface") == "public" and ep.get("region") in (region, None):
                 return str(ep["url"]).rstrip("/")
-    raise exc.ImageServiceUnavailable(reason="the catalog has no image endpoint")
+    raise exc.GlanceConnectionFailed(server=region, reason="the catalog has no image endpoint")
 
 
 def from_glance(body: dict[str, Any]) -> ImageMeta:
@@ -85,7 +86,7 @@ def from_glance(body: dict[str, Any]) -> ImageMeta:
 
 
 class ImageClient:
-    """Image records and data over HTTP; implements ``cirrus.virt.images.ImageService``."""
+    """Image records and data over HTTP; implements ``cirrus.compute.image_service.ImageService``."""
 
     def __init__(self, credentials: ServiceCredentials,
                  transport: httpx.AsyncBaseTransport | None = None) -> None:
@@ -117,7 +118,7 @@ class ImageClient:
         reply = await self._send("GET", f"/v2/images/{image_id}/file", image_id, stream=True)
         try:
             if reply.status_code == 204:
-                raise exc.ImageDataNotFound(image_id=image_id)
+                raise exc.ImageUnacceptable(image_id=image_id, reason="the image has no data")
             yield _chunks(reply)
         finally:
             await reply.aclose()
@@ -146,11 +147,12 @@ class ImageClient:
             try:
                 reply = await self._http.send(request, stream=stream)
             except httpx.HTTPError as e:
-                raise exc.ImageServiceUnavailable(reason=f"{method} {path}: {e!r}") from e
+                raise exc.GlanceConnectionFailed(server=endpoint,
+                                                 reason=f"{method} {path}: {e!r}") from e
             if reply.status_code == 401 and attempt == 1 and retry:
                 await reply.aclose()
                 continue
-            return await _checked(reply, method, path, image_id)
+            return await _checked(reply, f"{method} {endpoint}{path}")
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _auth(self, renew: bool) -> tuple[str, str]:
@@ -165,32 +167,33 @@ class ImageClient:
         try:
             reply = await self._http.post(creds.tokens_url(), json=creds.auth_body())
         except httpx.HTTPError as e:
-            raise exc.ImageServiceUnavailable(reason=f"identity: {e!r}") from e
+            raise exc.GlanceConnectionFailed(server=creds.auth_url, reason=repr(e)) from e
         if reply.status_code != 201:
-            raise exc.ImageServiceUnavailable(
-                reason=f"identity refused the service credentials of {creds.username}: "
-                       f"{reply.status_code}")
+            raise exc.GlanceConnectionFailed(
+                server=creds.auth_url, reason=f"identity refused the service credentials of "
+                                              f"{creds.username}: {reply.status_code}")
         endpoint = creds.endpoint_override.rstrip("/") or image_endpoint(
             reply.json()["token"].get("catalog") or [], creds.region)
         return reply.headers["X-Subject-Token"], endpoint
 
 
-async def _checked(reply: httpx.Response, method: str, path: str,
-                   image_id: str) -> httpx.Response:
+async def _checked(reply: httpx.Response, what: str) -> httpx.Response:
     """``reply`` if it is a success; else closed, and its error raised."""
     if reply.is_success:
         return reply
     body = (await reply.aread())[:200].decode(errors="replace")
     await reply.aclose()
     if reply.status_code == 404:
-        raise exc.ImageNotFound(image_id=image_id)
-    raise exc.ImageServiceUnavailable(reason=f"{method} {path}: {reply.status_code} {body}")
+        raise exc.ImageNotFound()
+    raise exc.GlanceConnectionFailed(server=reply.url.host,
+                                     reason=f"{what}: {reply.status_code} {body}")
 
 
 async def _chunks(reply: httpx.Response) -> AsyncIterator[bytes]:
-    """The body as it arrives; a broken stream is ImageServiceUnavailable."""
+    """The body as it arrives; a broken stream is GlanceConnectionFailed."""
     try:
         async for chunk in reply.aiter_bytes():
             yield chunk
     except httpx.HTTPError as e:
-        raise exc.ImageServiceUnavailable(reason=f"the download broke off: {e!r}") from e
+        raise exc.GlanceConnectionFailed(server=reply.url.host,
+                                         reason=f"the download broke off: {e!r}") from e

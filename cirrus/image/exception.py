@@ -44,10 +44,3 @@ class UnsupportedMediaType(CirrusException):
     code = 415
     msg_fmt = "%(reason)s"
 
-
-class ImageServiceUnavailable(CirrusException):
-    """A client of the image service could not get an answer it can use (the
-    service is unreachable, refused the credentials, or failed)."""
-
-    code = 503
-    msg_fmt = "The image service failed: %(reason)s"

@@ -18,21 +18,23 @@ import enum
 import fcntl
 import logging
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import AsyncIterator, Callable, Collection
 
-from cirrus.image.schema import is_image_id
+from cirrus.compute.image_service import ImageMeta, ImageService
 from cirrus.utils import KeyedLocks
-from cirrus.virt.images import PARTIAL_SUFFIX, Check, ImageMeta, ImageService, fetch_to_raw
+from cirrus.virt.images import PARTIAL_SUFFIX, Check, fetch_to_raw
 
 LOG = logging.getLogger(__name__)
 LOCK_DIR = ".locks"
 # A temporary file nobody has written to for this long belongs to a dead download.
 PARTIAL_MAX_AGE = 3600.0
-FILE_LOCK_POLL = (0.01, 0.5)
-  # first and longest wait between tries of a held file lock
+FILE_LOCK_POLL = (0.01, 0.5)  # first and longest wait between tries of a held file lock
+# Bases are named by image id (Glance's are UUIDs).
+IMAGE_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 
 Clock = Callable[[], float]
 
@@ -149,7 +151,7 @@ class ImageCacheManager:
             if name.endswith(PARTIAL_SUFFIX):
                 if await self._remove_dead_partial(self.cache.base_dir / name):
                     done.removed_partials.append(name)
-            elif is_image_id(name):  # any other file is not ours to remove
+            elif IMAGE_ID.fullmatch(name):  # any other file is not ours to remove
                 done.verdicts[name] = await self._handle_base(name, name in in_use)
         if done.removed:
             LOG.info("image cache: removed unused bases %s", ", ".join(done.removed))

@@ -13,50 +13,14 @@ import contextlib
 import hashlib
 import os
 import uuid
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Protocol, TypedDict
+from typing import Any, Awaitable, Callable, Iterator
 
 from cirrus.compute import exception as cexc
-from cirrus.exception import CirrusException
-from cirrus.image import exception as iexc
+from cirrus.compute.image_service import ImageMeta, ImageService
 
 PARTIAL_SUFFIX = ".part"
-
-
-class ImageMeta(TypedDict, total=False):
-    """An image record as compute sees it: Glance's core attributes, and the
-    rest (``kernel_id``, ``os_command_line``, …) in ``properties`` (Nova's
-    ``_translate_from_glance``)."""
-
-    id: str
-    name: str | None
-    status: str
-    disk_format: str | None
-    container_format: str | None
-    size: int | None
-    checksum: str | None
-    os_hash_algo: str | None
-    os_hash_value: str | None
-    properties: dict[str, Any]
-
-
-class ImageService(Protocol):
-    """What a compute host asks of the image service (``cirrus.image.client``).
-
-    Each method raises ``cirrus.image.exception.ImageNotFound`` for an image
-    it cannot see and another ``CirrusException`` for any other failure."""
-
-    async def show(self, image_id: str) -> ImageMeta:
-        """The image's record."""
-
-    def download(self, image_id: str) -> AbstractAsyncContextManager[AsyncIterator[bytes]]:
-        """``async with download(id) as chunks``: the image's data, streamed."""
-
-    async def upload(self, image_id: str, chunks: AsyncIterator[bytes], disk_format: str,
-                     container_format: str) -> None:
-        """Give the queued image ``image_id`` its formats, then its data."""
 
 
 # Looks at the verified temporary file before it is renamed into place
@@ -167,17 +131,11 @@ async def _download(images: ImageService, image_id: str, tmp: Path,
 
 @contextlib.contextmanager
 def _mapped(image_id: str) -> Iterator[None]:
-    """The image service's errors and the host's own (a full disk) as
-    compute's, at this boundary."""
+    """A service that failed to answer, or a host that failed to write (a full
+    disk), as a failed download; ImageNotFound and the rest as they are."""
     try:
         yield
-    except iexc.ImageNotFound as e:
-        raise cexc.ImageNotFound() from e
-    except iexc.ImageDataNotFound as e:
-        raise cexc.ImageUnacceptable(image_id=image_id, reason="the image has no data") from e
-    except cexc.ImageDownloadFailed:
-        raise
-    except (CirrusException, OSError) as e:
+    except (cexc.GlanceConnectionFailed, OSError) as e:
         raise cexc.ImageDownloadFailed(image_href=image_id, reason=str(e)) from e
 
 

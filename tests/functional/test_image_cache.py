@@ -14,10 +14,10 @@ import httpx
 import pytest
 
 from cirrus.bootstrap import Cloud
-from cirrus.image import exception as iexc
+from cirrus.compute import exception as cexc
 from cirrus.virt.driver import Capabilities
 from cirrus.virt.imagecache import ImageCache
-from cirrus.virt.images import ImageMeta, ImageService
+from cirrus.compute.image_service import ImageMeta, ImageService
 from tests.functional.servers import (create_server, fake_drivers, server_body, upload_image,
                                       wait_for_status)
 
@@ -99,7 +99,7 @@ class Unreachable:
 
     @contextlib.asynccontextmanager
     async def download(self, image_id: str) -> AsyncIterator[AsyncIterator[bytes]]:
-        raise iexc.ImageServiceUnavailable(reason="connection refused")
+        raise cexc.GlanceConnectionFailed(server="glance", reason="connection refused")
         yield  # pragma: no cover
 
     async def upload(self, image_id: str, chunks: AsyncIterator[bytes], disk_format: str,

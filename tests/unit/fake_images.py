@@ -1,4 +1,4 @@
-"""A fake image service (``cirrus.virt.images.ImageService``) with real data in
+"""A fake image service (``cirrus.compute.image_service.ImageService``) with real data in
 memory and faults as data, for the image cache's tests."""
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import AsyncIterator
 
-from cirrus.image import exception as iexc
-from cirrus.virt.images import ImageMeta
+from cirrus.compute import exception as cexc
+from cirrus.compute.image_service import ImageMeta
 
 IMAGE = "0e7a3c1b-5d0f-4c1e-9a9b-3f1d2e4c5a6b"
 OTHER = "7c1d9e2a-8b3f-4a5c-b6d7-e8f9a0b1c2d3"
@@ -46,20 +46,20 @@ class FakeImages:
 
     async def show(self, image_id: str) -> ImageMeta:
         if image_id not in self.data:
-            raise iexc.ImageNotFound(image_id=image_id)
+            raise cexc.ImageNotFound()
         return meta_of(image_id, self.data[image_id])
 
     @contextlib.asynccontextmanager
     async def download(self, image_id: str) -> AsyncIterator[AsyncIterator[bytes]]:
         if image_id not in self.data:
-            raise iexc.ImageNotFound(image_id=image_id)
+            raise cexc.ImageNotFound()
         self.downloads += 1
         yield self._chunks(self.data[image_id])
 
     async def _chunks(self, data: bytes) -> AsyncIterator[bytes]:
         for n, start in enumerate(range(0, len(data), self.chunk)):
             if self.break_after is not None and n >= self.break_after:
-                raise iexc.ImageServiceUnavailable(reason="connection reset")
+                raise cexc.GlanceConnectionFailed(server="glance", reason="connection reset")
             yield data[start:start + self.chunk]
             if n == 0 and self.gate is not None:
                 await self.gate.wait()

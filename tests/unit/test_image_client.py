@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from cirrus.config import Settings
-from cirrus.image import exception as iexc
+from cirrus.compute import exception as cexc
 from cirrus.image.client import (ImageClient, PATCH_TYPE, ServiceCredentials, from_glance,
                                  image_endpoint)
 
@@ -100,8 +100,8 @@ async def test_a_refused_token_is_renewed_once() -> None:
 
 
 @pytest.mark.parametrize("status, error", [
-    (404, iexc.ImageNotFound), (500, iexc.ImageServiceUnavailable),
-    (403, iexc.ImageServiceUnavailable)])
+    (404, cexc.ImageNotFound), (500, cexc.GlanceConnectionFailed),
+    (403, cexc.GlanceConnectionFailed)])
 async def test_errors_are_mapped(status: int, error: type[Exception]) -> None:
     c = client(FakeCloud(status=status))
     with pytest.raises(error):
@@ -114,7 +114,7 @@ async def test_errors_are_mapped(status: int, error: type[Exception]) -> None:
 async def test_a_token_refused_twice_is_an_error() -> None:
     cloud = FakeCloud(stale={"t1", "t2"})
     c = client(cloud)
-    with pytest.raises(iexc.ImageServiceUnavailable, match="401"):
+    with pytest.raises(cexc.GlanceConnectionFailed, match="401"):
         await c.show(IMAGE)
     await c.close()
 
@@ -123,7 +123,7 @@ async def test_wrong_credentials_say_whose() -> None:
     c = client(FakeCloud(), ServiceCredentials(
         auth_url="http://ctl:8774/identity/v3", username="nova", password="wrong",
         project_name="service", region="RegionOne"))
-    with pytest.raises(iexc.ImageServiceUnavailable, match="credentials of nova"):
+    with pytest.raises(cexc.GlanceConnectionFailed, match="credentials of nova"):
         await c.show(IMAGE)
     await c.close()
 
@@ -132,7 +132,7 @@ async def test_an_unreachable_service_is_unavailable() -> None:
     def refuse(request: httpx.Request) -> httpx.Response:
         raise httpx.ConnectError("connection refused", request=request)
     c = ImageClient(CREDS, httpx.MockTransport(refuse))
-    with pytest.raises(iexc.ImageServiceUnavailable, match="connection refused"):
+    with pytest.raises(cexc.GlanceConnectionFailed, match="connection refused"):
         await c.show(IMAGE)
     await c.close()
 
@@ -156,7 +156,7 @@ async def test_a_snapshot_upload_sets_the_formats_then_streams_the_data() -> Non
 
 def test_the_endpoint_comes_from_the_catalog_unless_overridden() -> None:
     assert image_endpoint(catalog(), "RegionOne") == "http://ctl:8774/image"
-    with pytest.raises(iexc.ImageServiceUnavailable, match="no image endpoint"):
+    with pytest.raises(cexc.GlanceConnectionFailed, match="no image endpoint"):
         image_endpoint(catalog(region="Elsewhere"), "RegionOne")
 
 
@@ -164,7 +164,7 @@ async def test_an_endpoint_override_is_used_as_given() -> None:
     cloud = FakeCloud()
     creds = ServiceCredentials(**{**CREDS.__dict__, "endpoint_override": "http://glance:9292/"})
     c = client(cloud, creds)
-    with pytest.raises(iexc.ImageNotFound):  # the fake serves /image/… only
+    with pytest.raises(cexc.ImageNotFound):  # the fake serves /image/… only
         await c.show(IMAGE)
     await c.close()
     assert cloud.seen[-1][1] == f"/v2/images/{IMAGE}"

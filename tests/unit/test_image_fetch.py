@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from cirrus.compute import exception as cexc
-from cirrus.image import exception as iexc
-from cirrus.virt.images import PARTIAL_SUFFIX, ImageMeta, Verifier, active_image, fetch_to_raw
+from cirrus.compute.image_service import ImageMeta
+from cirrus.virt.images import PARTIAL_SUFFIX, Verifier, active_image, fetch_to_raw
 from tests.unit.fake_images import IMAGE, FakeImages, meta_of
 
 DATA = b"the bytes of a small disk image" * 10
@@ -133,8 +133,8 @@ class Failing(FakeImages):
 
 
 @pytest.mark.parametrize("error, mapped", [
-    (iexc.ImageNotFound(image_id=IMAGE), cexc.ImageNotFound),
-    (iexc.ImageServiceUnavailable(reason="503"), cexc.ImageDownloadFailed),
+    (cexc.ImageNotFound(), cexc.ImageNotFound),
+    (cexc.GlanceConnectionFailed(server="glance", reason="503"), cexc.ImageDownloadFailed),
     (OSError("no route to host"), cexc.ImageDownloadFailed),
 ])
 async def test_a_records_errors_are_mapped_to_computes(error: Exception,

@@ -25,7 +25,8 @@ from cirrus.virt import exception as vexc
 from cirrus.virt.driver import (Capabilities, ComputeDriver, ConsoleSerial, InstanceInfo,
                                 NodeResources, UpdateTaskState)
 from cirrus.virt.imagecache import CacheRules, ImageCache, ImageCacheManager
-from cirrus.virt.images import ImageMeta, active_image
+from cirrus.compute.image_service import ImageMeta
+from cirrus.virt.images import active_image
 from cirrus.virt.libvirt import imagebackend, migration
 from cirrus.virt.libvirt.config import DiskSpec, GuestSpec, guest_xml, serial_port_of
 from cirrus.virt.libvirt.serial import free_port

@@ -20,7 +20,7 @@ from typing import Any
 
 from cirrus.compute.states import PowerState
 from cirrus.virt import exception as vexc
-from cirrus.virt.images import ImageMeta
+from cirrus.compute.image_service import ImageMeta
 from cirrus.virt.libvirt import imagebackend
 
 UNRESCUE_XML = "unrescue.xml"

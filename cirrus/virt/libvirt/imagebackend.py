@@ -14,7 +14,7 @@ from pathlib import Path
 
 from cirrus.compute import exception as cexc
 from cirrus.virt import exception as vexc
-from cirrus.virt.images import ImageMeta
+from cirrus.compute.image_service import ImageMeta
 
 # qemu-img's name for a Glance disk_format we can back an overlay with.
 FORMATS = {"qcow2": "qcow2", "raw": "raw", "ami": "raw", "aki": "raw", "ari": "raw"}
