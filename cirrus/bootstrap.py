@@ -8,9 +8,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 import yaml
 from starlette.applications import Starlette
 
@@ -21,6 +20,9 @@ from cirrus.db import migrate
 from cirrus.db.engine import Database
 from cirrus.rpc import Transport, get_transport
 from cirrus.service import Service
+
+if TYPE_CHECKING:
+    import httpx  # (imported on first use by cirrus.image.client)
 
 LOG = logging.getLogger(__name__)
 

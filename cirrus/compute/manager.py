@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from cirrus.claims import ClaimsClient
 from cirrus.compute.action import ActionRunner
@@ -53,6 +51,9 @@ from cirrus.service import PeriodicTask, Service
 from cirrus.utils import KeyedLocks
 from cirrus.virt import load_compute_driver
 from cirrus.virt.driver import ComputeDriver
+
+if TYPE_CHECKING:
+    import httpx  # (imported on first use by cirrus.image.client)
 
 LOG = logging.getLogger(__name__)
 
