@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import AsyncIterator, Callable, Collection
 
+from cirrus.compute import exception as cexc
 from cirrus.compute.image_service import ImageMeta, ImageService
 from cirrus.utils import KeyedLocks
 from cirrus.virt.images import PARTIAL_SUFFIX, Check, fetch_to_raw
@@ -74,6 +75,8 @@ class ImageCache:
         """``async with cache.base(meta) as path``: the image's base, downloaded
         if this host has none; no cache pass removes it until the block ends
         (make the overlay inside it). Raises what ``fetch_to_raw`` raises."""
+        if not IMAGE_ID.fullmatch(meta["id"]):  # it becomes a file name
+            raise cexc.ImageUnacceptable(image_id=meta["id"][:64], reason="not an image id")
         target = self.path(meta["id"])
         async with self.lock(meta["id"]):
             if not await asyncio.to_thread(target.exists):

@@ -224,3 +224,14 @@ async def test_after_removal_the_next_boot_downloads_again(tmp_path: Path) -> No
     async with cache.base(meta) as base:
         assert base.read_bytes() == DATA
     assert images.downloads == 2
+
+
+@pytest.mark.parametrize("image_id", ["../../etc/passwd", "", "x" * 36])
+async def test_only_an_image_id_names_a_base(tmp_path: Path, image_id: str) -> None:
+    images = FakeImages()
+    meta = images.add(IMAGE, DATA)
+    meta["id"] = image_id
+    with pytest.raises(cexc.ImageUnacceptable, match="not an image id"):
+        async with make_cache(tmp_path, images, Clock()).base(meta):
+            pass
+    assert images.downloads == 0 and not (tmp_path / "_base").exists()
