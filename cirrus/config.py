@@ -101,6 +101,21 @@ class Settings:
     # after this many seconds (Nova's [DEFAULT]shelved_offload_time).
     shelved_offload_time: int = 0
 
+    # The image service as compute hosts reach it (Nova's [glance] options):
+    # identity URL (empty: public_url + /identity), service credentials
+    # (password empty: admin_password), image endpoint (empty: the catalog's).
+    glance_auth_url: str = ""
+    glance_username: str = "admin"
+    glance_password: str = ""
+    glance_project_name: str = "admin"
+    glance_endpoint_override: str = ""
+    # The per-host image cache (Nova's [image_cache]): seconds between passes
+    # (0: every 60 s, -1: never), whether unused bases are removed, and how
+    # long after its last use a base may go.
+    image_cache_manager_interval: float = 2400.0
+    remove_unused_base_images: bool = True
+    remove_unused_original_minimum_age_seconds: float = 86400.0
+
     # serial consoles (Nova's [serial_console] and [consoleauth])
     serial_console_enabled: bool = True
     # host:port of the websocket proxy the API process runs; empty: the API's

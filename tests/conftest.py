@@ -7,7 +7,7 @@ using ``cloud`` runs on SQLite and on PostgreSQL (tests/databases.py).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -132,11 +132,23 @@ def settings_overrides() -> dict[str, Any]:
     return {}
 
 
+class AppTransport(httpx.AsyncBaseTransport):
+    """The in-process cloud's own API app as its computes' HTTP transport
+    (image downloads, snapshot uploads): the requests go through the real
+    routes, auth and policies, without a listening socket."""
+
+    def __init__(self, app: Callable[[], Any]) -> None:
+        self.app = app
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        return await httpx.ASGITransport(app=self.app()).handle_async_request(request)
+
+
 @pytest.fixture
 async def cloud(tmp_path: Path, database: Databases,
                 settings_overrides: dict[str, Any]) -> AsyncIterator[Cloud]:
     settings = make_settings(tmp_path, database, **settings_overrides)
-    c = Cloud(settings)
+    c = Cloud(settings, http_transport=AppTransport(lambda: c.app))
     try:
         await c.start()
         yield c

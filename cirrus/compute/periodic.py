@@ -2,6 +2,7 @@
 
 * ``sync_power_states`` – the database follows what the hypervisor says.
 * ``heal_instance_info_cache`` – one instance per run gets fresh network info.
+* ``run_image_cache_manager_pass`` – the driver's unused cached images age out.
 * ``check_instance_build_time`` – builds older than ``instance_build_timeout``
   end in ERROR with a fault and their claim and ports released (the sweep is
   ``stuck_builds.py``'s: the conductor runs it too, for hosts that are down).
@@ -42,6 +43,12 @@ class ComputePeriodics:
     network: NetworkAPI
     build_timeout: float  # instance_build_timeout (0: no sweep)
     _heal_queue: list[str] = field(default_factory=list, init=False)
+
+    async def run_image_cache_manager_pass(self) -> None:
+        """Nova's ``_run_image_cache_manager_pass``: the driver ages out the
+        images none of this host's instances uses."""
+        rows = await self.store.read(_host_image_refs, self.store.host)
+        await self.driver.manage_image_cache(admin_context(), rows)
 
     async def check_instance_build_time(self) -> list[str]:
         timeout = self.build_timeout
@@ -110,6 +117,13 @@ class ComputePeriodics:
                     await self.store.save(row["uuid"], {"task_state": None})
                 except exc.InstanceNotFound:
                     pass
+
+
+def _host_image_refs(conn: sa.Connection, host: str) -> list[dict[str, Any]]:
+    """The uuid and image of each instance on ``host`` (soft-deleted ones too:
+    they may be restored), all the image cache needs."""
+    return fetch_all(conn, sa.select(instances.c.uuid, instances.c.image_ref).where(
+        instances.c.host == host, instances.c.deleted.is_(False)))
 
 
 def _host_instances(conn: sa.Connection, host: str) -> list[dict[str, Any]]:

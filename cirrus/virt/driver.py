@@ -79,6 +79,8 @@ class Capabilities:
 
     supports_console_output: bool = True
     supports_vif_plugging_events: bool = False
+    # Keeps downloaded images per host: compute runs the image cache manager.
+    has_imagecache: bool = False
 
 
 class ComputeDriver(abc.ABC):
@@ -204,6 +206,11 @@ class ComputeDriver(abc.ABC):
         Raises :class:`cirrus.virt.exception.InstanceNotFound` without a guest,
         :class:`cirrus.virt.exception.NotSupportedByDriver` by default."""
         raise vexc.NotSupportedByDriver(operation="snapshot")
+
+    async def manage_image_cache(self, context: Any, all_instances: list[dict[str, Any]]) -> None:
+        """Age out the cached images none of ``all_instances`` (this host's,
+        each with at least ``uuid`` and ``image_ref``) uses (Nova's image
+        cache manager pass). Called only when ``capabilities.has_imagecache``."""
 
     async def list_instance_uuids(self) -> list[str]:
         """Instances the hypervisor knows (for periodic sync)."""

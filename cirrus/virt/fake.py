@@ -24,6 +24,8 @@ from cirrus.virt.diagnostics import (STATE_NAMES, CpuDiagnostics, Diagnostics, D
 from cirrus.virt.driver import (Capabilities, ComputeDriver, ConsoleSerial, InstanceInfo,
                                 NodeResources, UpdateTaskState)
 from cirrus.virt.fakeconsole import FakeSerialPort, close_all
+from cirrus.virt.imagecache import ImageCache
+from cirrus.virt.images import active_image
 
 
 @dataclass
@@ -105,6 +107,10 @@ class FakeDriver(ComputeDriver):
         self.resize_sources: dict[str, FakeInstance] = {}
         self.incoming: set[str] = set()
         self.migrating: dict[str, asyncio.Event] = {}
+        # Set by a test to make spawns download their image through the image
+        # service into a real per-host cache, as the libvirt driver does;
+        # None (the default) skips downloads altogether.
+        self.image_cache: ImageCache | None = None
 
     async def _check_fault(self, op: str, instance: dict[str, Any]) -> None:
         for rule in self.faults.get(op, ()):
@@ -138,6 +144,10 @@ class FakeDriver(ComputeDriver):
                     allocations: Mapping[str, Any] | None, network_info: Sequence[VIF] | None,
                     block_device_info: Mapping[str, Any] | None = None) -> None:
         await self._check_fault("spawn", instance)
+        if self.image_cache is not None and image_meta.get("id"):
+            meta = await active_image(self.virtapi.image_service, image_meta["id"])
+            async with self.image_cache.base(meta):
+                pass
         if self.capabilities.supports_vif_plugging_events and self.virtapi is not None:
             async with self.virtapi.wait_for_vif_plugged(instance, network_info):
                 await self.plug_vifs(instance, network_info)

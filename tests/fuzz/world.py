@@ -20,7 +20,7 @@ import httpx
 
 from cirrus.bootstrap import Cloud
 from cirrus.config import Settings
-from tests.conftest import TEST_DEFAULTS, Api, make_settings
+from tests.conftest import TEST_DEFAULTS, Api, AppTransport, make_settings
 from tests.databases import SQLiteDatabases
 from tests.fuzz.factories import FACTORIES, FRESH_ONLY, SetupError
 from tests.fuzz.routes import Target
@@ -161,7 +161,7 @@ class World:
         self.errors.drain()
 
     async def _open(self, settings: Settings) -> None:
-        self.cloud = Cloud(settings)
+        cloud = self.cloud = Cloud(settings, http_transport=AppTransport(lambda: cloud.app))
         await self.cloud.start()
         # raise_app_exceptions=False: a 500 comes back as a response to check.
         transport = httpx.ASGITransport(app=self.cloud.app, raise_app_exceptions=False)
