@@ -154,6 +154,7 @@ class Settings:
     # network
     base_mac: str = "fa:16:3e:00:00:00"
     auto_allocate_cidr: str = "10.0.0.0/24"
+    dns_domain: str = "openstacklocal."  # the domain of ports' dns_assignment FQDNs
 
     def __post_init__(self) -> None:
         self.state_dir = Path(self.state_dir)

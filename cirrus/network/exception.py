@@ -156,3 +156,16 @@ class InvalidFixedIp(Invalid):
     """A requested fixed IP no subnet of the network can give (400 at the API)."""
 
     msg_fmt = "%(reason)s"
+
+
+class TagNotFound(NotFound):
+    msg_fmt = "Tag %(tag)s could not be found."
+
+
+class PortSecurityPortHasSecurityGroup(Conflict):
+    msg_fmt = ("Port has security group associated. Cannot disable port security or ip "
+               "address until security group is removed")
+
+
+class AddressPairAndPortSecurityRequired(Conflict):
+    msg_fmt = "Port Security must be enabled in order to have allowed address pairs on a port."

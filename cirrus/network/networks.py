@@ -12,7 +12,7 @@ from cirrus.db.engine import fetch_all, fetch_one
 from cirrus.db.rows import PreparedRead
 from cirrus.network import authz
 from cirrus.network import exception as exc
-from cirrus.network import subnet_rules
+from cirrus.network import subnet_rules, tags
 from cirrus.network.common import new_id, owned, timestamps_view
 from cirrus.network.models import ip_allocations, networks, ports, subnets
 
@@ -99,7 +99,7 @@ def network_view(row: dict[str, Any], subnet_ids: list[str]) -> dict[str, Any]:
             "ipv4_address_scope": None, "ipv6_address_scope": None, "is_default": False,
             "provider:network_type": "local", "provider:physical_network": None,
             "provider:segmentation_id": None, "l2_adjacency": True,
-            **timestamps_view(row)}
+            "dns_domain": row.get("dns_domain") or "", **timestamps_view(row)}
 
 
 def subnet_view(row: dict[str, Any]) -> dict[str, Any]:
@@ -121,7 +121,8 @@ def create_network(conn: sa.Connection, ctx: RequestContext, values: dict[str, A
            "mtu": values.get("mtu", 1500), "status": "ACTIVE",
            "admin_state_up": values.get("admin_state_up", True),
            "description": values.get("description", ""),
-           "auto_allocated": values.get("auto_allocated", False), "created_at": utcnow()}
+           "auto_allocated": values.get("auto_allocated", False),
+           "dns_domain": values.get("dns_domain", ""), "created_at": utcnow()}
     conn.execute(networks.insert().values(**row))
     return row
 
@@ -147,6 +148,10 @@ def delete_network(conn: sa.Connection, ctx: RequestContext, net_id: str) -> dic
         ports.c.network_id == net_id, ~ports.c.device_owner.like("network:%"))).first()
     if in_use:
         raise exc.NetworkInUse(net_id=net_id)
+    gone = [net_id, *conn.execute(sa.select(ports.c.id).where(ports.c.network_id == net_id))
+            .scalars(), *conn.execute(sa.select(subnets.c.id).where(subnets.c.network_id == net_id))
+            .scalars()]
+    tags.delete_tags(conn, gone)
     conn.execute(ports.delete().where(ports.c.network_id == net_id))
     conn.execute(subnets.delete().where(subnets.c.network_id == net_id))
     conn.execute(networks.delete().where(networks.c.id == net_id))
@@ -220,5 +225,6 @@ def delete_subnet(conn: sa.Connection, ctx: RequestContext, subnet_id: str) -> d
     if used:
         raise exc.SubnetInUse(subnet_id=subnet_id)
     conn.execute(ip_allocations.delete().where(ip_allocations.c.subnet_id == subnet_id))
+    tags.delete_tags(conn, [subnet_id])
     conn.execute(subnets.delete().where(subnets.c.id == subnet_id))
     return row

@@ -12,7 +12,7 @@ from cirrus.db.engine import fetch_all
 from cirrus.db.prepared import Prepared, statement_savepoint
 from cirrus.db.rows import PreparedRead
 from cirrus.network import exception as exc
-from cirrus.network import ipam
+from cirrus.network import dns, ipam, tags
 from cirrus.network.common import new_id, owned, timestamps_view
 from cirrus.network.models import ip_allocations, port_usages, ports, subnets
 from cirrus.network.networks import get_network, subnets_of
@@ -29,7 +29,7 @@ UPDATABLE = {"name": "name", "device_id": "device_id", "device_owner": "device_o
              "security_groups": "security_groups", "extra_dhcp_opts": "extra_dhcp_opts",
              "dns_name": "dns_name", "port_security_enabled": "port_security_enabled",
              "description": "description", "allowed_address_pairs": "allowed_address_pairs",
-             "mac_address": "mac_address"}
+             "mac_address": "mac_address", "dns_domain": "dns_domain"}
 
 # Built once: every boot creates a port. The port's ``seq`` (creation order) is
 # the next after the highest, taken in the INSERT itself (an index lookup) and
@@ -64,7 +64,9 @@ def fixed_ips_of(conn: sa.Connection, port_ids: list[str]) -> dict[str, list[dic
     return out
 
 
-def port_view(row: dict[str, Any], fixed_ips: list[dict[str, str]]) -> dict[str, Any]:
+def port_view(row: dict[str, Any], fixed_ips: list[dict[str, str]],
+              dns_domain: str = dns.DEFAULT_DOMAIN) -> dict[str, Any]:
+    """The API's port; ``dns_domain``: the cloud's, for ``dns_assignment``."""
     bound = bool(row["binding_host_id"])
     return {"id": row["id"], "name": row["name"], "network_id": row["network_id"],
             "tenant_id": row["project_id"], "project_id": row["project_id"],
@@ -76,10 +78,19 @@ def port_view(row: dict[str, Any], fixed_ips: list[dict[str, str]]) -> dict[str,
             "binding:vnic_type": row["binding_vnic_type"],
             "binding:profile": row["binding_profile"], "binding:vif_details": row["binding_vif_details"],
             "security_groups": row["security_groups"], "extra_dhcp_opts": row["extra_dhcp_opts"],
-            "allowed_address_pairs": row["allowed_address_pairs"], "dns_name": row["dns_name"],
-            "dns_assignment": [], "port_security_enabled": row["port_security_enabled"],
+            "allowed_address_pairs": _pairs_view(row), "dns_name": row["dns_name"],
+            "dns_assignment": dns.dns_assignment(row["dns_name"], fixed_ips, dns_domain),
+            "dns_domain": row.get("dns_domain") or "",
+            "port_security_enabled": row["port_security_enabled"],
             "description": row["description"], "propagate_uplink_status": False,
             **timestamps_view(row)}
+
+
+def _pairs_view(row: dict[str, Any]) -> list[dict[str, str]]:
+    """Allowed address pairs as Neutron shows them: each with its MAC (the
+    port's own when none was given)."""
+    return [{"ip_address": p["ip_address"], "mac_address": p.get("mac_address") or row["mac_address"]}
+            for p in row["allowed_address_pairs"] or []]
 
 
 def port_by_id(conn: sa.Connection, port_id: str) -> dict[str, Any] | None:
@@ -195,6 +206,8 @@ def create_port_with_ips(conn: sa.Connection, ctx: RequestContext, values: dict[
         groups = [default_sg] if (psec and default_sg) else []
     if groups and not psec:
         raise exc.SecurityGroupCannotBeApplied()
+    if values.get("allowed_address_pairs") and not psec:
+        raise exc.AddressPairAndPortSecurityRequired()
     mac = values.get("mac_address")
     row = {"id": port_id, "seq": 0, "network_id": network["id"],
            "project_id": values.get("project_id") or ctx.project_id, "name": values.get("name", ""),
@@ -208,7 +221,8 @@ def create_port_with_ips(conn: sa.Connection, ctx: RequestContext, values: dict[
            "binding_vif_details": {"port_filter": True} if values.get("binding_host_id") else {},
            "security_groups": groups, "extra_dhcp_opts": values.get("extra_dhcp_opts", []),
            "allowed_address_pairs": values.get("allowed_address_pairs", []),
-           "dns_name": values.get("dns_name", ""), "port_security_enabled": psec,
+           "dns_name": values.get("dns_name", ""), "dns_domain": values.get("dns_domain", ""),
+           "port_security_enabled": psec,
            "description": values.get("description", ""), "created_at": utcnow(),
            "updated_at": None}
     _insert_port(conn, row, base_mac, mac)
@@ -227,9 +241,7 @@ def update_port(conn: sa.Connection, ctx: RequestContext, port_id: str,
         values["binding_vif_details"] = {"port_filter": True} if bound else {}
         if not bound:
             values["status"] = "DOWN"
-    if values.get("security_groups") and not values.get("port_security_enabled",
-                                                        before["port_security_enabled"]):
-        raise exc.SecurityGroupCannotBeApplied()
+    _check_port_security(before, values)
     if "fixed_ips" in values:
         requested = values.pop("fixed_ips")
         conn.execute(ip_allocations.delete().where(ip_allocations.c.port_id == port_id))
@@ -247,13 +259,29 @@ def update_port(conn: sa.Connection, ctx: RequestContext, port_id: str,
     return before, _GET.first(conn, w_id=port_id) or {}
 
 
+def _check_port_security(before: dict[str, Any], values: dict[str, Any]) -> None:
+    """A port without port security has no security groups and no allowed
+    address pairs: asking for them is 400, leaving them on when turning it
+    off 409 (Neutron's ``PortSecurityPortHasSecurityGroup``)."""
+    enabled = values.get("port_security_enabled", before["port_security_enabled"])
+    if enabled:
+        return
+    if values.get("security_groups"):
+        raise exc.SecurityGroupCannotBeApplied()
+    if values.get("security_groups", before["security_groups"]):
+        raise exc.PortSecurityPortHasSecurityGroup()
+    if values.get("allowed_address_pairs", before["allowed_address_pairs"]):
+        raise exc.AddressPairAndPortSecurityRequired()
+
+
 def delete_port(conn: sa.Connection, ctx: RequestContext, port_id: str) -> dict[str, Any]:
     return delete_port_row(conn, get_port(conn, ctx, port_id))
 
 
 def delete_port_row(conn: sa.Connection, row: dict[str, Any]) -> dict[str, Any]:
-    """Delete the port ``row`` (read in this transaction) and its addresses."""
+    """Delete the port ``row`` (read in this transaction), its addresses and tags."""
     _DELETE_IPS.execute(conn, w_port=row["id"])
+    tags.delete_tags(conn, [row["id"]])
     _DELETE.execute(conn, w_id=row["id"])
     return row
 

@@ -12,6 +12,7 @@ from cirrus.db.engine import fetch_all, fetch_one
 from cirrus.db.prepared import Prepared
 from cirrus.db.rows import PreparedRead
 from cirrus.network import exception as exc
+from cirrus.network import tags
 from cirrus.network.common import new_id, owned, timestamps_view
 from cirrus.network.models import (default_security_groups, ports, security_group_rules,
                                    security_groups)
@@ -161,6 +162,7 @@ def delete_group(conn: sa.Connection, ctx: RequestContext, group_id: str) -> Non
     conn.execute(security_group_rules.delete().where(sa.or_(
         security_group_rules.c.security_group_id == group_id,
         security_group_rules.c.remote_group_id == group_id)))  # Neutron's cascade on the remote group
+    tags.delete_tags(conn, [group_id])
     conn.execute(security_groups.delete().where(security_groups.c.id == group_id))
 
 
