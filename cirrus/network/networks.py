@@ -12,7 +12,7 @@ from cirrus.db.engine import fetch_all, fetch_one
 from cirrus.db.rows import PreparedRead
 from cirrus.network import authz
 from cirrus.network import exception as exc
-from cirrus.network import subnet_rules, tags
+from cirrus.network import ipam, subnet_rules, tags
 from cirrus.network.common import new_id, owned, timestamps_view
 from cirrus.network.models import ip_allocations, networks, ports, subnets
 
@@ -188,7 +188,18 @@ def create_subnet(conn: sa.Connection, ctx: RequestContext, values: dict[str, An
            "ipv6_ra_mode": values.get("ipv6_ra_mode"), "description": values.get("description", ""),
            "created_at": utcnow()}
     conn.execute(subnets.insert().values(**row))
+    if ipam.is_auto_address(row):
+        _address_existing_ports(conn, row)
     return row
+
+
+def _address_existing_ports(conn: sa.Connection, subnet: dict[str, Any]) -> None:
+    """A new automatic-address subnet gives each port already on its network
+    its EUI-64 address there, as Neutron does (router interfaces excepted)."""
+    for port in conn.execute(sa.select(ports.c.id, ports.c.mac_address).where(
+            ports.c.network_id == subnet["network_id"],
+            ~ports.c.device_owner.like("network:router%"))):
+        ipam.allocate_eui64(conn, subnet, port.id, port.mac_address)
 
 
 def update_subnet(conn: sa.Connection, ctx: RequestContext, subnet_id: str,

@@ -128,39 +128,59 @@ def _insert_port(conn: sa.Connection, row: dict[str, Any], base_mac: str,
     raise exc.NetworkError(reason="Unable to generate a unique mac address")
 
 
-def _allocate_fixed_ips(conn: sa.Connection, network: dict[str, Any], port_id: str,
+def _allocate_fixed_ips(conn: sa.Connection, network: dict[str, Any], port: dict[str, Any],
                         requested: list[dict[str, Any]] | None,
                         nets: list[dict[str, Any]] | None = None,
                         taken: dict[str, int] | None = None) -> list[dict[str, str]]:
-    """The port's fixed IPs as allocated (``subnet_id``, ``ip_address``), in
-    order. ``nets``: the network's subnets, when the caller read them already;
-    ``taken``: see ``ipam.allocate_ip``."""
+    """The fixed IPs of ``port`` (its row: id and MAC) as allocated
+    (``subnet_id``, ``ip_address``), in order: the requested ones, or one of
+    the first IPv4 subnet and one of the first IPv6 subnet whose addresses
+    are not automatic; then its EUI-64 address on every automatic-address
+    (SLAAC, DHCPv6-stateless) subnet not requested already, as Neutron gives
+    them. ``nets``: the network's subnets, when the caller read them
+    already; ``taken``: see ``ipam.allocate_ip``."""
     if nets is None:
         nets = subnets_of(conn, [network["id"]])
     by_id = {s["id"]: s for s in nets}
     if requested is None:
-        # One address from the first IPv4 subnet, and from the first IPv6 one.
         chosen: dict[int, dict[str, Any]] = {}
         for subnet in nets:
-            chosen.setdefault(subnet["ip_version"], subnet)
-        return [{"subnet_id": subnet["id"],
-                 "ip_address": ipam.allocate_ip(conn, subnet, port_id, taken=taken)}
-                for subnet in chosen.values()]
-    fixed = []
-    for item in requested:
-        subnet_id, address = item.get("subnet_id"), item.get("ip_address")
-        if subnet_id is None and address is not None:
-            subnet_id = subnet_for_address(nets, address)
-            if subnet_id is None:
-                raise exc.InvalidInput(reason=f"IP address {shown(address)} is not a valid IP "
-                                              f"for any subnet on network {network['id']}.")
-        if not isinstance(subnet_id, str) or subnet_id not in by_id:
-            raise exc.InvalidInput(reason=f"Subnet {shown(subnet_id)} is not on network "
-                                          f"{network['id']}")
-        fixed.append({"subnet_id": subnet_id,
-                      "ip_address": ipam.allocate_ip(conn, by_id[subnet_id], port_id, address,
-                                                     taken)})
+            if not ipam.is_auto_address(subnet):
+                chosen.setdefault(subnet["ip_version"], subnet)
+        requested = [{"subnet_id": subnet["id"]} for subnet in chosen.values()]
+    fixed = [_allocate_one(conn, network, port, item, nets, by_id, taken) for item in requested]
+    asked = {ip["subnet_id"] for ip in fixed}
+    for subnet in nets:
+        if ipam.is_auto_address(subnet) and subnet["id"] not in asked:
+            fixed.append({"subnet_id": subnet["id"], "ip_address": ipam.allocate_eui64(
+                conn, subnet, port["id"], port["mac_address"])})
     return fixed
+
+
+def _allocate_one(conn: sa.Connection, network: dict[str, Any], port: dict[str, Any],
+                  item: dict[str, Any], nets: list[dict[str, Any]],
+                  by_id: dict[str, dict[str, Any]], taken: dict[str, int] | None
+                  ) -> dict[str, str]:
+    """One requested fixed IP: an address, a subnet, or both."""
+    subnet_id, address = item.get("subnet_id"), item.get("ip_address")
+    if subnet_id is None and address is not None:
+        subnet_id = subnet_for_address(nets, address)
+        if subnet_id is None:
+            raise exc.InvalidInput(reason=f"IP address {shown(address)} is not a valid IP "
+                                          f"for any subnet on network {network['id']}.")
+    if not isinstance(subnet_id, str) or subnet_id not in by_id:
+        raise exc.InvalidInput(reason=f"Subnet {shown(subnet_id)} is not on network "
+                                      f"{network['id']}")
+    subnet = by_id[subnet_id]
+    if ipam.is_auto_address(subnet):
+        if address is not None:
+            raise exc.InvalidInput(reason=f"IPv6 address {shown(address)} cannot be directly "
+                                          f"assigned to a port on subnet {subnet_id} as the "
+                                          f"subnet is configured for automatic addresses")
+        return {"subnet_id": subnet_id, "ip_address": ipam.allocate_eui64(
+            conn, subnet, port["id"], port["mac_address"])}
+    return {"subnet_id": subnet_id,
+            "ip_address": ipam.allocate_ip(conn, subnet, port["id"], address, taken)}
 
 
 def subnet_for_address(nets: list[dict[str, Any]], address: Any) -> str | None:
@@ -226,8 +246,7 @@ def create_port_with_ips(conn: sa.Connection, ctx: RequestContext, values: dict[
            "description": values.get("description", ""), "created_at": utcnow(),
            "updated_at": None}
     _insert_port(conn, row, base_mac, mac)
-    return row, _allocate_fixed_ips(conn, network, port_id, values.get("fixed_ips"), subnets,
-                                    taken)
+    return row, _allocate_fixed_ips(conn, network, row, values.get("fixed_ips"), subnets, taken)
 
 
 def update_port(conn: sa.Connection, ctx: RequestContext, port_id: str,
@@ -242,11 +261,14 @@ def update_port(conn: sa.Connection, ctx: RequestContext, port_id: str,
         if not bound:
             values["status"] = "DOWN"
     _check_port_security(before, values)
+    if values.get("mac_address", before["mac_address"]) != before["mac_address"] \
+            and "fixed_ips" not in values:
+        values["fixed_ips"] = _kept_on_new_mac(conn, port_id)
     if "fixed_ips" in values:
         requested = values.pop("fixed_ips")
         conn.execute(ip_allocations.delete().where(ip_allocations.c.port_id == port_id))
         _allocate_fixed_ips(conn, get_network(conn, ctx.elevated(), before["network_id"]),
-                            port_id, requested)
+                            {**before, **values}, requested)
     if values:
         try:
             with statement_savepoint(conn):
@@ -257,6 +279,15 @@ def update_port(conn: sa.Connection, ctx: RequestContext, port_id: str,
             raise exc.MacAddressInUse(net_id=before["network_id"],
                                       mac=values.get("mac_address")) from None
     return before, _GET.first(conn, w_id=port_id) or {}
+
+
+def _kept_on_new_mac(conn: sa.Connection, port_id: str) -> list[dict[str, Any]]:
+    """The fixed IPs a port keeps when its MAC changes: all but its EUI-64
+    ones, which are derived again from the new MAC."""
+    fixed = fixed_ips_of(conn, [port_id])[port_id]
+    auto = {sid for sid, row in subnets_by_id(conn, [ip["subnet_id"] for ip in fixed]).items()
+            if ipam.is_auto_address(row)}
+    return [ip for ip in fixed if ip["subnet_id"] not in auto]
 
 
 def _check_port_security(before: dict[str, Any], values: dict[str, Any]) -> None:

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cirrus.network import dns
+from cirrus.network.backends import dhcpv6
 from cirrus.network.linux import ip
 
 LOG = logging.getLogger(__name__)
@@ -33,15 +35,21 @@ def served_subnets(subnets: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def hosts_text(ports: list[dict[str, Any]], subnets: list[dict[str, Any]]) -> str:
-    """The ``--dhcp-hostsfile``: one ``MAC,IP,host-A-B-C-D`` line per fixed
-    address of a served subnet."""
+    """The ``--dhcp-hostsfile``: one ``MAC,IP,hostname`` line per fixed
+    address of a served IPv4 subnet or DHCPv6-stateful subnet (``[IP]``); the
+    host name is the port's ``dns_name``, else ``host-A-B-C-D`` (its
+    ``dns_assignment``)."""
     served = {s["id"] for s in served_subnets(subnets)}
+    stateful = dhcpv6.stateful_ids(subnets)
     lines = []
     for port in sorted(ports, key=lambda p: p["mac_address"]):
         for fixed in port.get("fixed_ips", []):
+            address = fixed["ip_address"]
+            name = dns.hostname(port.get("dns_name") or "", address)
             if fixed["subnet_id"] in served:
-                address = fixed["ip_address"]
-                lines.append(f"{port['mac_address']},{address},host-{address.replace('.', '-')}")
+                lines.append(f"{port['mac_address']},{address},{name}")
+            elif fixed["subnet_id"] in stateful:
+                lines.append(f"{port['mac_address']},[{address}],{name}")
     return "".join(line + "\n" for line in lines)
 
 
@@ -55,6 +63,7 @@ def dnsmasq_argv(network: dict[str, Any], subnets: list[dict[str, Any]], files: 
             # dnsmasq re-reads the hosts file after dropping privileges; the state
             # dir may be private to the user cirrus runs as.
             f"--user={user}", "--dhcp-authoritative"]
+    argv += dhcpv6.argv(subnets, LEASE_SECONDS)
     for subnet in served_subnets(subnets):
         net = ipaddress.ip_network(subnet["cidr"], strict=False)
         tag = f"subnet-{subnet['id']}"
@@ -130,11 +139,11 @@ class DhcpServers:
 
     async def sync(self, network: dict[str, Any], subnets: list[dict[str, Any]],
                    ports: list[dict[str, Any]], bridge: str) -> None:
-        """Serve exactly ``ports``' addresses on ``network``; no served subnet
-        or no port: no dnsmasq."""
+        """Serve exactly ``ports``' addresses on ``network`` (and advertise
+        its IPv6 prefixes); no served subnet or no port: no dnsmasq."""
         net_id = network["id"]
         hosts = hosts_text(ports, subnets)
-        if not hosts or not served_subnets(subnets):
+        if not (hosts and served_subnets(subnets)) and not (ports and dhcpv6.served(subnets)):
             await self.stop(net_id)
             return
         files = self.files(net_id)
