@@ -144,7 +144,7 @@ def parse_many(resource: str, body: Any) -> tuple[list[dict[str, Any]], bool]:
     """A create body → the values of each resource to create, and whether it
     was a bulk create (``{"networks": [{...}, ...]}``, Neutron's native bulk)."""
     collection = COLLECTIONS[resource]
-    if not isinstance(body, dict) or collection not in body or resource in body:
+    if not isinstance(body, dict) or collection not in body:
         return [parse(resource, body, True)], False
     items = body[collection]
     if len(body) != 1:
