@@ -14,7 +14,7 @@ from tests.functional.servers import db_count
 from tests.functional.test_network import NET, make_net, make_port
 
 
-async def _resources(client: httpx.AsyncClient) -> dict[str, str]:
+async def make_resources(client: httpx.AsyncClient) -> dict[str, str]:
     """One of each taggable resource, by collection."""
     net = await make_net(client, "tagged", "10.61.0.0/24")
     sub = (await client.get(f"{NET}/subnets", params={"network_id": net["id"]})).json()
@@ -27,7 +27,7 @@ async def _resources(client: httpx.AsyncClient) -> dict[str, str]:
 
 @pytest.mark.parametrize("collection", ["networks", "subnets", "ports", "security-groups"])
 async def test_tag_api_on_each_resource(demo: httpx.AsyncClient, collection: str) -> None:
-    rid = (await _resources(demo))[collection]
+    rid = (await make_resources(demo))[collection]
     base = f"{NET}/{collection}/{rid}/tags"
     assert (await demo.get(base)).json() == {"tags": []}
     added = await demo.put(f"{base}/red")
@@ -97,7 +97,7 @@ async def test_tag_filters(demo: httpx.AsyncClient, query: dict[str, str],
 
 
 async def test_tag_filters_on_every_collection(demo: httpx.AsyncClient) -> None:
-    ids = await _resources(demo)
+    ids = await make_resources(demo)
     for collection, rid in ids.items():
         await demo.put(f"{NET}/{collection}/{rid}/tags/mark")
         listed = (await demo.get(f"{NET}/{collection}", params={"tags": "mark"})).json()
@@ -144,7 +144,7 @@ async def test_a_tag_in_the_url_is_checked(demo: httpx.AsyncClient) -> None:
 
 
 async def test_deleting_a_resource_forgets_its_tags(cloud: Cloud, demo: httpx.AsyncClient) -> None:
-    ids = await _resources(demo)
+    ids = await make_resources(demo)
     for collection, rid in ids.items():
         await demo.put(f"{NET}/{collection}/{rid}/tags/gone")
     assert (await demo.delete(f"{NET}/security-groups/{ids['security-groups']}")).status_code == 204
