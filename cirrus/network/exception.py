@@ -169,3 +169,24 @@ class PortSecurityPortHasSecurityGroup(Conflict):
 
 class AddressPairAndPortSecurityRequired(Conflict):
     msg_fmt = "Port Security must be enabled in order to have allowed address pairs on a port."
+
+
+class SecurityGroupDefaultAlreadyExists(Conflict):
+    msg_fmt = "Default security group already exists."
+
+
+class SecurityGroupInvalidPortRange(Invalid):
+    msg_fmt = "For TCP/UDP protocols, port_range_min must be <= port_range_max"
+
+
+class SecurityGroupInvalidPortValue(Invalid):
+    msg_fmt = "Invalid value for port %(port)s"
+
+
+class SecurityGroupInvalidIcmpValue(Invalid):
+    msg_fmt = "Invalid value for ICMP %(field)s (%(attr)s) %(value)s. It must be 0 to 255."
+
+
+class SecurityGroupMissingIcmpType(Invalid):
+    msg_fmt = ("ICMP code (port-range-max) %(value)s is provided but ICMP type "
+               "(port-range-min) is missing.")

@@ -10,7 +10,7 @@ from starlette.routing import Route
 
 from cirrus import policy
 from cirrus.api.wsgi import context, json_body, no_content, reply
-from cirrus.network import bulk, tags
+from cirrus.network import bulk, listing, tags
 from cirrus.network import exception as exc
 from cirrus.network import networks as net_db
 from cirrus.network import ports as port_db
@@ -46,57 +46,6 @@ def _param(request: Request, name: str = "id") -> str:
     if len(value) > 255 or storable(value):
         raise exc.ResourceNotFound()
     return value
-
-
-def _filters(request: Request) -> dict[str, list[str]]:
-    return {k: request.query_params.getlist(k) for k in request.query_params
-            if k not in ("fields", "limit", "marker", "page_reverse", "sort_key", "sort_dir")}
-
-
-def _limit(raw: str | None) -> int:
-    """``?limit=``: a positive number, else none (0)."""
-    if raw and raw.isascii() and raw.isdigit() and len(raw) <= 9:
-        return int(raw)
-    return 0
-
-
-def _sortable(value: Any) -> tuple[int, Any]:
-    """A sort key for any view value: None first, then numbers, then text."""
-    if value is None:
-        return (0, 0)
-    if isinstance(value, (bool, int, float)):
-        return (1, value)
-    return (2, str(value))
-
-
-def _sorted(request: Request, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``?sort_key=a&sort_dir=desc&sort_key=b``: by each key in turn, each in
-    its direction (ascending when not given)."""
-    keys = request.query_params.getlist("sort_key")
-    dirs = request.query_params.getlist("sort_dir")
-    for i in reversed(range(len(keys))):
-        desc = i < len(dirs) and dirs[i] == "desc"
-        items = sorted(items, key=lambda item: _sortable(item.get(keys[i])), reverse=desc)
-    return items
-
-
-def _page(request: Request, items: list[dict[str, Any]], collection: str) -> Response:
-    items = _sorted(request, items)
-    marker = request.query_params.get("marker")
-    if marker:
-        ids = [i["id"] for i in items]
-        items = items[ids.index(marker) + 1:] if marker in ids else []
-    body: dict[str, Any] = {}
-    limit = _limit(request.query_params.get("limit"))
-    if limit:
-        more = len(items) > limit
-        items = items[:limit]
-        if more:
-            body[f"{collection}_links"] = [{"rel": "next", "href": str(request.url.include_query_params(
-                marker=items[-1]["id"]))}]
-    fields = request.query_params.getlist("fields")
-    body[collection] = [select_fields(i, fields) for i in items]
-    return reply(body)
 
 
 async def versions(request: Request) -> Response:
@@ -143,14 +92,14 @@ async def list_networks(request: Request) -> Response:
     ctx = context(request)
     svc = _svc(request)
 
-    filters = _filters(request)
+    filters = listing.filters(request)
     tagged = tags.filter_clause(networks.c.id, filters)
 
     def load(conn: sa.Connection) -> list[dict[str, Any]]:
         rows = svc.list_rows(conn, ctx, networks, filters, net_db.NETWORK_COLUMNS,
                              net_db.visible_networks_clause(ctx), tagged)
         return _network_views(conn, rows)
-    return _page(request, await request.app.state.db.read(load), "networks")
+    return listing.page(request, await request.app.state.db.read(load), "networks")
 
 
 def _created(resource: str, views: list[dict[str, Any]], many: bool) -> Response:
@@ -191,14 +140,14 @@ async def list_subnets(request: Request) -> Response:
     ctx = context(request)
     svc = _svc(request)
 
-    filters = _filters(request)
+    filters = listing.filters(request)
     tagged = tags.filter_clause(subnets.c.id, filters)
 
     def load(conn: sa.Connection) -> list[dict[str, Any]]:
         rows = svc.list_rows(conn, ctx, subnets, filters, net_db.SUBNET_COLUMNS,
                              net_db.visible_subnets_clause(ctx), tagged)
         return [net_db.subnet_view(r) for r in tags.attach(conn, rows)]
-    return _page(request, await request.app.state.db.read(load), "subnets")
+    return listing.page(request, await request.app.state.db.read(load), "subnets")
 
 
 async def create_subnet(request: Request) -> Response:
@@ -245,7 +194,7 @@ def _ports_by_id(request: Request, ids: list[str]) -> Callable[[sa.Connection], 
 async def list_ports(request: Request) -> Response:
     ctx = context(request)
     svc = _svc(request)
-    filters = _filters(request)
+    filters = listing.filters(request)
     matches = fixed_ip_filter(filters.pop("fixed_ips", []))
     tagged = tags.filter_clause(ports.c.id, filters)
     domain = request.app.state.settings.dns_domain
@@ -253,7 +202,7 @@ async def list_ports(request: Request) -> Response:
     def load(conn: sa.Connection) -> list[dict[str, Any]]:
         rows = svc.list_rows(conn, ctx, ports, filters, port_db.PORT_COLUMNS, where=tagged)
         return [view for view in _port_views(conn, rows, domain) if matches(view["fixed_ips"])]
-    return _page(request, await request.app.state.db.read(load), "ports")
+    return listing.page(request, await request.app.state.db.read(load), "ports")
 
 
 async def create_port(request: Request) -> Response:
@@ -289,14 +238,14 @@ async def list_groups(request: Request) -> Response:
     def load(conn: sa.Connection) -> list[dict[str, Any]]:
         if ctx.project_id:
             sg_db.ensure_default(conn, ctx.project_id)
-        filters = _filters(request)
+        filters = listing.filters(request)
         tagged = tags.filter_clause(security_groups.c.id, filters)
         rows = svc.list_rows(conn, ctx, security_groups, filters,
                              {"id": "id", "name": "name", "project_id": "project_id",
                               "tenant_id": "project_id"}, where=tagged)
         rules = sg_db.rules_of(conn, [r["id"] for r in tags.attach(conn, rows)])
         return [sg_db.group_view(r, rules[r["id"]]) for r in rows]
-    return _page(request, await request.app.state.db.run(load), "security_groups")
+    return listing.page(request, await request.app.state.db.run(load), "security_groups")
 
 
 async def create_group(request: Request) -> Response:
@@ -336,13 +285,13 @@ async def list_rules(request: Request) -> Response:
     svc = _svc(request)
 
     def load(conn: sa.Connection) -> list[dict[str, Any]]:
-        rows = svc.list_rows(conn, ctx, security_group_rules, _filters(request),
+        rows = svc.list_rows(conn, ctx, security_group_rules, listing.filters(request),
                              {"id": "id", "security_group_id": "security_group_id",
                               "direction": "direction", "protocol": "protocol",
                               "ethertype": "ethertype", "project_id": "project_id",
                               "tenant_id": "project_id"})
         return [sg_db.rule_view(r) for r in rows]
-    return _page(request, await request.app.state.db.read(load), "security_group_rules")
+    return listing.page(request, await request.app.state.db.read(load), "security_group_rules")
 
 
 async def create_rule(request: Request) -> Response:

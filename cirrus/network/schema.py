@@ -26,6 +26,13 @@ def _protocol(value: Any) -> v.Reason:
     return v.string(32)(value)
 
 
+def _port(value: Any) -> v.Reason:
+    """A rule's port (or ICMP type/code): Neutron's message for a bad one."""
+    if v.integer(0, 65535)(value):
+        return f"Invalid value for port {v.shown(value)}"
+    return None
+
+
 # resource → {attribute: (column, validator, create_only)}; column "" is accepted and ignored.
 ATTRS: dict[str, dict[str, tuple[str, v.Validator, bool]]] = {
     "network": {
@@ -92,10 +99,11 @@ ATTRS: dict[str, dict[str, tuple[str, v.Validator, bool]]] = {
         "direction": ("direction", v.one_of("ingress", "egress"), True),
         "ethertype": ("ethertype", v.one_of("IPv4", "IPv6"), True),
         "protocol": ("protocol", v.optional(_protocol), True),
-        "port_range_min": ("port_range_min", v.optional(v.integer(0, 65535)), True),
-        "port_range_max": ("port_range_max", v.optional(v.integer(0, 65535)), True),
+        "port_range_min": ("port_range_min", v.optional(_port), True),
+        "port_range_max": ("port_range_max", v.optional(_port), True),
         "remote_ip_prefix": ("remote_ip_prefix", v.optional(v.ip_or_cidr), True),
-        "remote_group_id": ("remote_group_id", v.optional(v.uuid_like), True),
+        # Not a uuid: a group that does not exist (404, as Neutron), when the rule is made.
+        "remote_group_id": ("remote_group_id", v.optional(v.string(36)), True),
         "description": ("description", _NAME, True),
         "tenant_id": ("project_id", _PROJECT, True), "project_id": ("project_id", _PROJECT, True),
         "remote_address_group_id": ("", v.optional(v.uuid_like), True),

@@ -180,7 +180,7 @@ class NetworkService:
             sg_db.ensure_default(conn, project)
             self.check_quota(conn, "security_group", project)
             if values.get("name") == "default":
-                raise exc.InvalidInput(reason="Default security group already exists.")
+                raise exc.SecurityGroupDefaultAlreadyExists()
             row = sg_db.create_group(conn, ctx, values.get("name", ""),
                                      values.get("description", ""), project)
             return _tagged(conn, "security_group", row, values)
@@ -193,6 +193,8 @@ class NetworkService:
             authz.enforce(ctx, "network:update", "security_group", row)
             if row["name"] == "default" and values.get("name", "default") != "default":
                 raise exc.InvalidInput(reason="Updating default security group name not allowed.")
+            if row["name"] != "default" and values.get("name") == "default":
+                raise exc.SecurityGroupDefaultAlreadyExists()  # one default per project
             if values:
                 conn.execute(security_groups.update().where(
                     security_groups.c.id == row["id"]).values(**values))

@@ -37,13 +37,14 @@ RESOURCES: dict[str, tuple[Getter, str]] = {
 }
 
 
-def _ids(request: Request) -> tuple[str, str | None]:
-    """The resource id and the tag of the path (URL-decoded by the router)."""
+def _ids(request: Request) -> tuple[str, str]:
+    """The resource id and the tag of the path (URL-decoded by the router;
+    "" on the routes of the whole list)."""
     resource_id = request.path_params["id"]
     if len(resource_id) > 255 or storable(resource_id):
         raise exc.ResourceNotFound()
-    tag = request.path_params.get("tag")
-    if tag is not None:
+    tag = request.path_params.get("tag", "")
+    if "tag" in request.path_params:
         tags.check_tag(tag)
     return resource_id, tag
 
@@ -62,7 +63,7 @@ def _handlers(collection: str) -> dict[str, Handler]:
     kind = tags.RESOURCE_TYPES[collection]
 
     async def run(request: Request, writing: bool,
-                  work: Callable[[sa.Connection, str, str | None], Any]) -> Any:
+                  work: Callable[[sa.Connection, str, str], Any]) -> Any:
         ctx = context(request)
         resource_id, tag = _ids(request)
 

@@ -85,10 +85,10 @@ class PortFilter:
         extra = self.pair_addresses(version)
         if not extra:
             return addresses
-        nets = ipaddress.collapse_addresses(
-            ipaddress.ip_network(a, strict=False) for a in addresses + extra)
+        # One family (``version``) throughout, as collapse_addresses needs.
+        nets: list[Any] = [ipaddress.ip_network(a, strict=False) for a in addresses + extra]
         return [str(n.network_address) if n.prefixlen == n.max_prefixlen else str(n)
-                for n in nets]
+                for n in ipaddress.collapse_addresses(nets)]
 
     def link_local(self) -> str:
         """The EUI-64 link-local address a guest derives from the MAC."""
