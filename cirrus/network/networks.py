@@ -227,12 +227,17 @@ def get_subnet(conn: sa.Connection, ctx: RequestContext, subnet_id: str) -> dict
 
 def delete_subnet(conn: sa.Connection, ctx: RequestContext, subnet_id: str) -> dict[str, Any]:
     """Delete subnet ``subnet_id``: 404 unless the caller sees it, 403 unless
-    it may delete it, 409 while a port has an address on it."""
+    it may delete it, 409 while a port has an address on it (but for the
+    automatic ones of SLAAC and DHCPv6-stateless subnets)."""
     row = get_subnet(conn, ctx, subnet_id)
     authz.enforce(ctx, "network:delete", "subnet", row)
+    # The EUI-64 addresses of an automatic-address subnet go with it (Neutron
+    # removes them from the ports); only a router's interface holds it.
+    holders = ports.c.device_owner.like("network:router%") if ipam.is_auto_address(row) \
+        else ~ports.c.device_owner.like("network:%")
     used = conn.execute(sa.select(ip_allocations.c.port_id).join(
         ports, ports.c.id == ip_allocations.c.port_id).where(
-        ip_allocations.c.subnet_id == subnet_id, ~ports.c.device_owner.like("network:%"))).first()
+        ip_allocations.c.subnet_id == subnet_id, holders)).first()
     if used:
         raise exc.SubnetInUse(subnet_id=subnet_id)
     conn.execute(ip_allocations.delete().where(ip_allocations.c.subnet_id == subnet_id))

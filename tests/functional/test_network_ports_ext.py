@@ -213,3 +213,17 @@ async def test_sorting(demo: httpx.AsyncClient, query: list[tuple[str, str]],
         await demo.post(f"{NET}/networks", json={"network": {"name": name, "mtu": mtu}})
     listed = (await demo.get(f"{NET}/networks", params=query)).json()["networks"]
     assert [n["name"] for n in listed] == expected
+
+
+async def test_a_slaac_subnet_is_deleted_with_its_ports_addresses(demo: httpx.AsyncClient) -> None:
+    net = await make_net(demo, "drop-v6", "10.96.0.0/24")
+    v6 = await _subnet(demo, net["id"], "fd00:96::/64", ipv6_ra_mode="slaac",
+                       ipv6_address_mode="slaac")
+    stateful = await _subnet(demo, net["id"], "fd00:97::/64", ipv6_address_mode="dhcpv6-stateful")
+    port = (await make_port(demo, net["id"])).json()["port"]
+    assert len(port["fixed_ips"]) == 3
+    assert (await demo.delete(f"{NET}/subnets/{stateful['id']}")).status_code == 409
+    assert (await demo.delete(f"{NET}/subnets/{v6['id']}")).status_code == 204
+    shown = (await demo.get(f"{NET}/ports/{port['id']}")).json()["port"]
+    assert {ip["subnet_id"] for ip in shown["fixed_ips"]} == {
+        port["fixed_ips"][0]["subnet_id"], stateful["id"]}
