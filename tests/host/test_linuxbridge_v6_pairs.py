@@ -74,3 +74,26 @@ async def test_an_allowed_address_pair_may_send_and_others_may_not(env: Env) -> 
     assert not await guest.ping("10.94.0.1", source="10.94.0.251")  # no pair: spoofing
     counters = await env.host("nft", "list", "chain", "bridge", "cirrus", f"spoof-{port['id']}")
     assert "10.94.0.250" in counters
+
+
+async def test_a_ports_extra_dhcp_options_reach_its_guest(env: Env) -> None:
+    await env.start_backend()
+    net, _ = await env.network("10.97.0.0/24")
+    port = await _port(env, net, [], port_security_enabled=False, extra_dhcp_opts=[
+        {"opt_name": "ntp-server", "opt_value": "192.0.2.123"}])
+    other = await _port(env, net, [], port_security_enabled=False)
+    assert env.binder is not None
+    for p in (port, other):
+        await env.binder.bound(p)
+    seen = {}
+    for p in (port, other):
+        guest = env.guest(p)
+        await guest.plug(bridge_name(net["id"]))
+        out = env.workdir / f"{p['id']}.ntp"
+        script = env.workdir / f"{p['id']}.sh"
+        script.write_text(f"#!/bin/sh\n[ \"$1\" = bound ] && echo \"ntp=$ntpsrv\" > {out}\nexit 0\n")
+        script.chmod(0o755)
+        await sh("ip", "netns", "exec", guest.ns, "busybox", "udhcpc", "-i", "eth0", "-n", "-q",
+                 "-t", "5", "-T", "1", "-O", "ntpsrv", "-s", str(script), timeout=30)
+        seen[p["id"]] = out.read_text().strip()
+    assert seen == {port["id"]: "ntp=192.0.2.123", other["id"]: "ntp="}

@@ -139,3 +139,31 @@ def test_hosts_and_argv_of_a_dual_stack_network(tmp_path: Any) -> None:
     assert argv.count("--enable-ra") == 1
     assert "--dhcp-range=set:subnet-auto,fd00:2::,slaac,64,86400s" in argv
     assert "--dhcp-range=set:subnet-four,10.0.0.0,static,255.255.255.0,86400s" in argv
+
+
+def test_extra_dhcp_options_file_and_host_tags() -> None:
+    from cirrus.network.backends.dhcp_opts import opts_text
+    port = {"id": "p1", "mac_address": "fa:16:3e:00:00:07", "dns_name": "", "extra_dhcp_opts": [
+        {"opt_name": "ntp-server", "opt_value": "192.0.2.123"},
+        {"opt_name": "26", "opt_value": "1300"},
+        {"opt_name": "dns-server", "opt_value": "[fd00::53]", "ip_version": 6},
+        {"opt_name": "tftp-server", "opt_value": None}],
+        "fixed_ips": [{"subnet_id": "four", "ip_address": "10.0.0.7"}]}
+    assert opts_text([port]) == ("tag:port-p1,option:ntp-server,192.0.2.123\n"
+                                 "tag:port-p1,26,1300\n"
+                                 "tag:port-p1,option6:dns-server,[fd00::53]\n")
+    v4 = {"id": "four", "ip_version": 4, "cidr": "10.0.0.0/24", "gateway_ip": "10.0.0.1",
+          "enable_dhcp": True, "ipv6_ra_mode": None, "ipv6_address_mode": None}
+    assert hosts_text([port], [v4]) == "fa:16:3e:00:00:07,set:port-p1,10.0.0.7,host-10-0-0-7\n"
+
+
+@pytest.mark.parametrize("opts, ok", [
+    ([{"opt_name": "mtu", "opt_value": "1400"}], True),
+    ([{"opt_name": "classless-static-route", "opt_value": "10.0.0.0/8,10.0.0.1"}], True),
+    ([{"opt_name": "mtu", "opt_value": "1400\ntag:x,option:router,6.6.6.6"}], False),
+    ([{"opt_name": "mtu\r", "opt_value": "1"}], False),
+    ([{"opt_name": "a,b", "opt_value": "1"}], False),
+])
+def test_dhcp_options_cannot_carry_line_breaks(opts: list[dict[str, Any]], ok: bool) -> None:
+    from cirrus.network.validators import dhcp_options
+    assert (dhcp_options(opts) is None) is ok

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from cirrus.network import dns
-from cirrus.network.backends import dhcpv6
+from cirrus.network.backends import dhcp_opts, dhcpv6
 from cirrus.network.linux import ip
 
 LOG = logging.getLogger(__name__)
@@ -46,10 +46,12 @@ def hosts_text(ports: list[dict[str, Any]], subnets: list[dict[str, Any]]) -> st
         for fixed in port.get("fixed_ips", []):
             address = fixed["ip_address"]
             name = dns.hostname(port.get("dns_name") or "", address)
+            # The tag selects the port's extra DHCP options (dhcp_opts).
+            tag = f",set:{dhcp_opts.port_tag(port['id'])}" if dhcp_opts.has_options(port) else ""
             if fixed["subnet_id"] in served:
-                lines.append(f"{port['mac_address']},{address},{name}")
+                lines.append(f"{port['mac_address']}{tag},{address},{name}")
             elif fixed["subnet_id"] in stateful:
-                lines.append(f"{port['mac_address']},[{address}],{name}")
+                lines.append(f"{port['mac_address']}{tag},[{address}],{name}")
     return "".join(line + "\n" for line in lines)
 
 
@@ -59,7 +61,8 @@ def dnsmasq_argv(network: dict[str, Any], subnets: list[dict[str, Any]], files: 
     argv = ["dnsmasq", "--conf-file=/dev/null", "--port=0", "--no-resolv", "--no-hosts",
             "--bind-interfaces", f"--interface={bridge}", "--except-interface=lo",
             f"--pid-file={files.pid}", f"--dhcp-leasefile={files.leases}",
-            f"--dhcp-hostsfile={files.hosts}", f"--log-facility={files.log}",
+            f"--dhcp-hostsfile={files.hosts}", f"--dhcp-optsfile={files.opts}",
+            f"--log-facility={files.log}",
             # dnsmasq re-reads the hosts file after dropping privileges; the state
             # dir may be private to the user cirrus runs as.
             f"--user={user}", "--dhcp-authoritative"]
@@ -102,6 +105,10 @@ class DhcpFiles:
         return self.root / "hosts"
 
     @property
+    def opts(self) -> Path:
+        return self.root / "opts"
+
+    @property
     def leases(self) -> Path:
         return self.root / "leases"
 
@@ -115,6 +122,7 @@ class _Server:
     pid: int
     argv: list[str]
     hosts: str
+    opts: str = ""
 
 
 class DhcpServers:
@@ -142,7 +150,7 @@ class DhcpServers:
         """Serve exactly ``ports``' addresses on ``network`` (and advertise
         its IPv6 prefixes); no served subnet or no port: no dnsmasq."""
         net_id = network["id"]
-        hosts = hosts_text(ports, subnets)
+        hosts, opts = hosts_text(ports, subnets), dhcp_opts.opts_text(ports)
         if not (hosts and served_subnets(subnets)) and not (ports and dhcpv6.served(subnets)):
             await self.stop(net_id)
             return
@@ -153,12 +161,13 @@ class DhcpServers:
             await self.stop(net_id)
             server = None
         if server is None:
-            await self._start(net_id, files, argv, hosts)
-        elif server.hosts != hosts:
+            await self._start(net_id, files, argv, hosts, opts)
+        elif (server.hosts, server.opts) != (hosts, opts):
             gone = _entries(server.hosts) - _entries(hosts)
+            _write(files.opts, opts)
             _write(files.hosts, hosts)
             os.kill(server.pid, signal.SIGHUP)
-            server.hosts = hosts
+            server.hosts, server.opts = hosts, opts
             await self._release(net_id, files, bridge, gone)
 
     async def _release(self, net_id: str, files: DhcpFiles, bridge: str,
@@ -181,16 +190,18 @@ class DhcpServers:
         lines = files.leases.read_text().splitlines()
         _write(files.leases, "".join(f"{line}\n" for line in lines
                                      if not any(mac in line for mac, _ in leased)))
-        await self._start(net_id, files, server.argv, server.hosts)
+        await self._start(net_id, files, server.argv, server.hosts, server.opts)
 
-    async def _start(self, net_id: str, files: DhcpFiles, argv: list[str], hosts: str) -> None:
+    async def _start(self, net_id: str, files: DhcpFiles, argv: list[str], hosts: str,
+                     opts: str) -> None:
         files.root.mkdir(parents=True, exist_ok=True)
         await _kill_stale(files)  # left by a previous cirrus that did not stop cleanly
         _write(files.hosts, hosts)
+        _write(files.opts, opts)
         # dnsmasq daemonizes once it is listening, so errors surface here.
         await ip.run(self.settings, argv)
         pid = int(files.pid.read_text().strip())
-        self._servers[net_id] = _Server(pid=pid, argv=argv, hosts=hosts)
+        self._servers[net_id] = _Server(pid=pid, argv=argv, hosts=hosts, opts=opts)
         LOG.info("dnsmasq for network %s started (pid %d)", net_id, pid)
 
     async def stop(self, network_id: str) -> None:
@@ -213,10 +224,10 @@ class DhcpServers:
 
 
 def _entries(hosts: str) -> set[tuple[str, str]]:
-    """(MAC, address) pairs of a hosts file's ``MAC,IP,name`` lines."""
+    """(MAC, address) pairs of a hosts file's ``MAC[,set:tag],IP,name`` lines."""
     out = set()
     for line in hosts.splitlines():
-        fields = line.split(",")
+        fields = [f for f in line.split(",") if not f.startswith("set:")]
         if len(fields) >= 2:
             out.add((fields[0].lower(), fields[1].strip("[]")))
     return out
