@@ -14,7 +14,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from cirrus.config import Settings
-from cirrus.db.prepared import Prepared
+from cirrus.db.prepared import Prepared, statement_savepoint
 from cirrus.network import exception as exc
 from cirrus.network import ports as port_db
 from cirrus.network import validators as v
@@ -155,11 +155,22 @@ def update(conn: sa.Connection, settings: Settings, project_id: str, values: dic
                 raise exc.BadRequest(reason=f"Quota limit {limit} for {resource} must be "
                                             f"greater than or equal to already used {in_use}")
     for resource, limit in values.items():
-        conn.execute(network_quotas.delete().where(network_quotas.c.project_id == project_id,
-                                                   network_quotas.c.resource == resource))
-        conn.execute(network_quotas.insert().values(project_id=project_id, resource=resource,
-                                                    limit=limit))
+        _set_limit(conn, project_id, resource, limit)
     return limits(conn, settings, project_id)
+
+
+def _set_limit(conn: sa.Connection, project_id: str, resource: str, limit: int) -> None:
+    """Update the project's row of ``resource``, or insert it; a concurrent
+    insert of the same row (the key clash) is followed by the update."""
+    key = (network_quotas.c.project_id == project_id, network_quotas.c.resource == resource)
+    if conn.execute(network_quotas.update().where(*key).values(limit=limit)).rowcount:
+        return
+    try:
+        with statement_savepoint(conn):
+            conn.execute(network_quotas.insert().values(project_id=project_id,
+                                                        resource=resource, limit=limit))
+    except sa.exc.IntegrityError:
+        conn.execute(network_quotas.update().where(*key).values(limit=limit))
 
 
 def reset(conn: sa.Connection, project_id: str) -> None:

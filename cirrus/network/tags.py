@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 import sqlalchemy as sa
 
-from cirrus.db.prepared import Prepared
+from cirrus.db.prepared import Prepared, statement_savepoint
 from cirrus.network import exception as exc
 from cirrus.network import validators as v
 from cirrus.network.models import network_tags
@@ -104,9 +104,13 @@ def add_tags(conn: sa.Connection, resource_type: str, resource_id: str,
     if len(current) + len(new) > MAX_TAGS:
         raise exc.BadRequest(reason=f"The number of tags exceed the per-resource limit of "
                                     f"{MAX_TAGS}")
-    if new:
-        conn.execute(network_tags.insert(), [
-            {"resource_id": resource_id, "tag": t, "resource_type": resource_type} for t in new])
+    for tag in new:
+        try:
+            with statement_savepoint(conn):
+                conn.execute(network_tags.insert().values(
+                    resource_id=resource_id, tag=tag, resource_type=resource_type))
+        except sa.exc.IntegrityError:
+            pass  # a concurrent request added it: the resource has it, as asked
     return sorted(current + new)
 
 

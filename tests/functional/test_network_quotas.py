@@ -3,6 +3,7 @@
 projects with limits of their own, and the limits at work."""
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
@@ -119,3 +120,13 @@ async def test_an_impossible_project_id(admin: httpx.AsyncClient) -> None:
     assert (await admin.put(f"{NET}/quotas/{long_id}", json={"quota": {"port": 1}})
             ).status_code == 404
     assert (await admin.get(f"{NET}/quotas/{long_id}")).status_code == 404
+
+
+async def test_concurrent_updates_leave_one_limit(admin: httpx.AsyncClient,
+                                                  demo: httpx.AsyncClient) -> None:
+    project = await _project(demo)
+    answers = await asyncio.gather(*[admin.put(f"{NET}/quotas/{project}", json={
+        "quota": {"port": 100 + i}}) for i in range(6)])
+    assert {a.status_code for a in answers} == {200}
+    assert (await admin.get(f"{NET}/quotas/{project}")).json()["quota"]["port"] in range(100, 106)
+    assert len((await admin.get(f"{NET}/quotas")).json()["quotas"]) == 1

@@ -3,6 +3,7 @@ API on networks, subnets, ports and security groups, tags on create, the
 listing filters, and who may do what."""
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
@@ -154,3 +155,13 @@ async def test_deleting_a_resource_forgets_its_tags(cloud: Cloud, demo: httpx.As
         assert (await demo.get(f"{NET}/{collection}/{rid}/tags")).status_code == 404
     # The subnet and the port went with the network, their tags too.
     assert await db_count(cloud, network_tags) == 0
+
+
+async def test_concurrent_adds_of_one_tag(demo: httpx.AsyncClient) -> None:
+    net = await make_net(demo, "racing", None)
+    base = f"{NET}/networks/{net['id']}/tags"
+    answers = await asyncio.gather(*[demo.put(f"{base}/same") for _ in range(8)],
+                                   *[demo.post(base, json={"tags": ["same", "other"]})
+                                     for _ in range(4)])
+    assert sorted({a.status_code for a in answers}) == [201]
+    assert (await demo.get(base)).json() == {"tags": ["other", "same"]}
