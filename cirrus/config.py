@@ -191,6 +191,7 @@ class Settings:
     physical_interface_mappings: str = ""
     # This host may serve DHCP for networks spanning hosts (one host per network).
     dhcp_agent: bool = True
+    dns_domain: str = "openstacklocal."  # the domain of ports' dns_assignment FQDNs
 
     def __post_init__(self) -> None:
         self.state_dir = Path(self.state_dir)

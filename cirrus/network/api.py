@@ -23,6 +23,7 @@ from cirrus.db.rows import PreparedRead, read_here
 from cirrus.network import exception as exc
 from cirrus.network import ipam
 from cirrus.network import ports as port_db
+from cirrus.network import quotas
 from cirrus.network import security_group_api
 from cirrus.network import security_groups as sg_db
 from cirrus.network.auto_allocate import find_auto_network, get_or_create_auto_network
@@ -141,7 +142,7 @@ class API:
 
     async def _within_port_quota(self, ctx: RequestContext, per_instance: int,
                                  num_instances: int) -> int:
-        if not per_instance or self.settings.quota_ports < 0:
+        if not per_instance:
             return num_instances  # nothing to count
         return await read_here(self.db, self._ports_fit, ctx.project_id or "", per_instance,
                                num_instances)
@@ -151,10 +152,13 @@ class API:
         """How many of ``num_instances`` servers needing ``per_instance`` new
         ports each the project's port quota leaves room for (Nova's
         ``validate_networks``); PortLimitExceeded if it is over already."""
-        limit = self.settings.quota_ports
-        if not per_instance or limit < 0:
+        if not per_instance:
             return num_instances
-        used = port_db.ports_of_project(conn, project_id)
+        # The project's own limit when an admin set one: read even when the
+        # default is unlimited.
+        limit, used = quotas.port_limit_and_use(conn, self.settings, project_id)
+        if limit < 0:
+            return num_instances
         if used > limit:
             raise exc.PortLimitExceeded(f"The number of defined ports: {used} is over the "
                                         f"limit: {limit}")

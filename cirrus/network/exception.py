@@ -178,3 +178,35 @@ class NoNetworkAvailable(CirrusException):
 
     code = 503
     msg_fmt = "Unable to create the network. No tenant network is available for allocation."
+class TagNotFound(NotFound):
+    msg_fmt = "Tag %(tag)s could not be found."
+
+
+class PortSecurityPortHasSecurityGroup(Conflict):
+    msg_fmt = ("Port has security group associated. Cannot disable port security or ip "
+               "address until security group is removed")
+
+
+class AddressPairAndPortSecurityRequired(Conflict):
+    msg_fmt = "Port Security must be enabled in order to have allowed address pairs on a port."
+
+
+class SecurityGroupDefaultAlreadyExists(Conflict):
+    msg_fmt = "Default security group already exists."
+
+
+class SecurityGroupInvalidPortRange(Invalid):
+    msg_fmt = "For TCP/UDP protocols, port_range_min must be <= port_range_max"
+
+
+class SecurityGroupInvalidPortValue(Invalid):
+    msg_fmt = "Invalid value for port %(port)s"
+
+
+class SecurityGroupInvalidIcmpValue(Invalid):
+    msg_fmt = "Invalid value for ICMP %(field)s (%(attr)s) %(value)s. It must be 0 to 255."
+
+
+class SecurityGroupMissingIcmpType(Invalid):
+    msg_fmt = ("ICMP code (port-range-max) %(value)s is provided but ICMP type "
+               "(port-range-min) is missing.")

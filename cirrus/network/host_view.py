@@ -161,8 +161,18 @@ def _filters(conn: sa.Connection, rows: list[dict[str, Any]]) -> list[PortFilter
         filters.append(PortFilter(
             id=row["id"], devname=devname(row["id"]), bridge=bridge_name(row["network_id"]),
             mac=row["mac_address"], ips=tuple(ip["ip_address"] for ip in row["fixed_ips"]),
-            port_security=bool(row["port_security_enabled"]), rules=tuple(port_rules)))
+            port_security=bool(row["port_security_enabled"]), rules=tuple(port_rules),
+            pairs=_pairs(row)))
     return filters
+
+
+def _pairs(row: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The port's allowed address pairs as (MAC, address): its own MAC where
+    the pair names none. A port without port security has none to enforce."""
+    if not row["port_security_enabled"]:
+        return ()
+    return tuple((pair.get("mac_address") or row["mac_address"], pair["ip_address"])
+                 for pair in row["allowed_address_pairs"] or [])
 
 
 def _group_addresses(conn: sa.Connection, group_ids: list[str]) -> dict[str, list[str]]:

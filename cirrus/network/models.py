@@ -20,6 +20,7 @@ networks = sa.Table(
     sa.Column("description", sa.String(255), nullable=False, default=""),
     sa.Column("auto_allocated", sa.Boolean, nullable=False, default=False),
     *timestamps(),
+    sa.Column("dns_domain", sa.String(255), nullable=False, server_default=""),  # migration 0023
     # The segment (``segments.py``, migration 0022): one network per segment.
     sa.Column("network_type", sa.String(16), nullable=False, server_default="local"),
     sa.Column("physical_network", sa.String(64), nullable=False, server_default=""),
@@ -88,6 +89,7 @@ ports = sa.Table(
     sa.Column("description", sa.String(255), nullable=False, default=""),
     *timestamps(),
     sa.UniqueConstraint("network_id", "mac_address"),
+    sa.Column("dns_domain", sa.String(255), nullable=False, server_default=""),  # migration 0023
 )
 
 # A project's ports, for its port quota: kept by triggers on ``ports``
@@ -149,4 +151,22 @@ auto_allocated_networks = sa.Table(
     sa.Column("project_id", sa.String(64), primary_key=True),
     sa.Column("network_id", sa.String(36), sa.ForeignKey("networks.id", ondelete="CASCADE"),
               nullable=False),
+)
+
+# Tags of networks, subnets, ports and security groups (``standard-attr-tag``,
+# migration 0023): their ids are uuids, so the id names the resource.
+network_tags = sa.Table(
+    "network_tags", metadata,
+    sa.Column("resource_id", sa.String(36), primary_key=True),
+    sa.Column("tag", sa.String(255), primary_key=True),
+    sa.Column("resource_type", sa.String(32), nullable=False),
+    sa.Index("ix_network_tags_tag", "tag", "resource_id"),
+)
+
+# A project's network quota limits set through the API; no row: the default.
+network_quotas = sa.Table(
+    "network_quotas", metadata,
+    sa.Column("project_id", sa.String(64), primary_key=True),
+    sa.Column("resource", sa.String(32), primary_key=True),
+    sa.Column("limit", sa.Integer, nullable=False),
 )

@@ -12,7 +12,7 @@ from cirrus.db.engine import fetch_all, fetch_one
 from cirrus.db.rows import PreparedRead
 from cirrus.network import authz
 from cirrus.network import exception as exc
-from cirrus.network import subnet_rules
+from cirrus.network import ipam, subnet_rules, tags
 from cirrus.network.common import new_id, owned, timestamps_view
 from cirrus.network.models import ip_allocations, networks, ports, subnets
 from cirrus.network.segments import Segment, SegmentConfig, allocate, check_mtu
@@ -105,7 +105,8 @@ def network_view(row: dict[str, Any], subnet_ids: list[str], admin: bool = False
             "description": row["description"], "subnets": subnet_ids,
             "availability_zone_hints": [], "availability_zones": ["nova"],
             "ipv4_address_scope": None, "ipv6_address_scope": None, "is_default": False,
-            "l2_adjacency": True, **provider, **timestamps_view(row)}
+            "l2_adjacency": True, "dns_domain": row.get("dns_domain") or "",
+            **provider, **timestamps_view(row)}
 
 
 def subnet_view(row: dict[str, Any]) -> dict[str, Any]:
@@ -139,7 +140,8 @@ def create_network(conn: sa.Connection, ctx: RequestContext, values: dict[str, A
                "description": values.get("description", ""),
                "auto_allocated": values.get("auto_allocated", False), "created_at": utcnow(),
                "network_type": seg.network_type.value, "physical_network": seg.physical_network,
-               "segmentation_id": seg.segmentation_id}
+               "segmentation_id": seg.segmentation_id,
+               "dns_domain": values.get("dns_domain", "")}
         conn.execute(networks.insert().values(**row))
         return row
     return allocate(conn, config, segment, insert)
@@ -169,6 +171,10 @@ def delete_network(conn: sa.Connection, ctx: RequestContext, net_id: str) -> dic
         ports.c.network_id == net_id, ~ports.c.device_owner.like("network:%"))).first()
     if in_use:
         raise exc.NetworkInUse(net_id=net_id)
+    gone = [net_id, *conn.execute(sa.select(ports.c.id).where(ports.c.network_id == net_id))
+            .scalars(), *conn.execute(sa.select(subnets.c.id).where(subnets.c.network_id == net_id))
+            .scalars()]
+    tags.delete_tags(conn, gone)
     conn.execute(ports.delete().where(ports.c.network_id == net_id))
     conn.execute(subnets.delete().where(subnets.c.network_id == net_id))
     conn.execute(networks.delete().where(networks.c.id == net_id))
@@ -205,7 +211,18 @@ def create_subnet(conn: sa.Connection, ctx: RequestContext, values: dict[str, An
            "ipv6_ra_mode": values.get("ipv6_ra_mode"), "description": values.get("description", ""),
            "created_at": utcnow()}
     conn.execute(subnets.insert().values(**row))
+    if ipam.is_auto_address(row):
+        _address_existing_ports(conn, row)
     return row
+
+
+def _address_existing_ports(conn: sa.Connection, subnet: dict[str, Any]) -> None:
+    """A new automatic-address subnet gives each port already on its network
+    its EUI-64 address there, as Neutron does (router interfaces excepted)."""
+    for port in conn.execute(sa.select(ports.c.id, ports.c.mac_address).where(
+            ports.c.network_id == subnet["network_id"],
+            ~ports.c.device_owner.like("network:router%"))):
+        ipam.allocate_eui64(conn, subnet, port.id, port.mac_address)
 
 
 def update_subnet(conn: sa.Connection, ctx: RequestContext, subnet_id: str,
@@ -233,14 +250,20 @@ def get_subnet(conn: sa.Connection, ctx: RequestContext, subnet_id: str) -> dict
 
 def delete_subnet(conn: sa.Connection, ctx: RequestContext, subnet_id: str) -> dict[str, Any]:
     """Delete subnet ``subnet_id``: 404 unless the caller sees it, 403 unless
-    it may delete it, 409 while a port has an address on it."""
+    it may delete it, 409 while a port has an address on it (but for the
+    automatic ones of SLAAC and DHCPv6-stateless subnets)."""
     row = get_subnet(conn, ctx, subnet_id)
     authz.enforce(ctx, "network:delete", "subnet", row)
+    # The EUI-64 addresses of an automatic-address subnet go with it (Neutron
+    # removes them from the ports); only a router's interface holds it.
+    holders = ports.c.device_owner.like("network:router%") if ipam.is_auto_address(row) \
+        else ~ports.c.device_owner.like("network:%")
     used = conn.execute(sa.select(ip_allocations.c.port_id).join(
         ports, ports.c.id == ip_allocations.c.port_id).where(
-        ip_allocations.c.subnet_id == subnet_id, ~ports.c.device_owner.like("network:%"))).first()
+        ip_allocations.c.subnet_id == subnet_id, holders)).first()
     if used:
         raise exc.SubnetInUse(subnet_id=subnet_id)
     conn.execute(ip_allocations.delete().where(ip_allocations.c.subnet_id == subnet_id))
+    tags.delete_tags(conn, [subnet_id])
     conn.execute(subnets.delete().where(subnets.c.id == subnet_id))
     return row

@@ -49,7 +49,13 @@ NAMED_KINDS = {"target": "assignment_target", "tid": "project", "uid": "user",
                "alias": "extension", "network_id": "network"}
 # … or, first of all, by the two collections before it (a server's tag is not an image's).
 NESTED_KINDS = {("servers", "tags"): "server_tag", ("servers", "ips"): "network_label",
-                ("images", "metadata"): "image_meta_key"}
+                ("images", "metadata"): "image_meta_key", ("networks", "tags"): "network_tag",
+                ("subnets", "tags"): "subnet_tag", ("ports", "tags"): "port_tag",
+                ("security-groups", "tags"): "security_group_tag"}
+
+# Network resources with tags: kind → collection.
+NETWORK_TAGGED = {"network": "networks", "subnet": "subnets", "port": "ports",
+                  "security_group": "security-groups"}
 
 # Who creates a fresh resource of a kind.
 ADMIN_KINDS = {"flavor", "extra_spec", "project", "user", "role", "granted_role", "aggregate"}
@@ -240,6 +246,9 @@ class World:
         await self.call("member", "PUT", f"/image/v2/images/{s['image']}/tags/seed-tag")
         await self.call("member", "POST", f"/image/v2/images/{s['image']}/members",
                         {"member": s["other_project"]})
+        for kind, collection in NETWORK_TAGGED.items():  # each seed resource has a tag
+            s[f"{kind}_tag"] = "seed-tag"
+            await self.call("member", "PUT", f"/network/v2.0/{collection}/{s[kind]}/tags/seed-tag")
         s["meta_key"] = "role"
         s["network_label"] = "fz-seed-net"
         s["image_meta_key"] = "os_distro"  # make_image sets it

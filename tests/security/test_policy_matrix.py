@@ -154,7 +154,8 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
                 "migration_id": "1", "host_name": ids["host"],
                 "before_timestamp": "2026-01-02 03:04:05", "security_group_id": ids["sg"],
                 "rule_id": ids["sg_rule"], "network_id": ids["network"],
-                "class_name": "matrix-class", "alias": "os-consoles"}[name]
+                "class_name": "matrix-class",
+                "alias": "quotas" if prefix == "/network" else "os-consoles"}[name]
     return re.sub(r"\{([^}]+)\}", value, path), private
 
 
@@ -209,6 +210,7 @@ def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str,
         ("PUT", "/v2.0/security-groups/{id}"): {"security_group": {"name": "sg3"}},
         ("POST", "/v2.0/security-group-rules"): {"security_group_rule": {
             "security_group_id": ids["sg"], "direction": "egress"}},
+        ("PUT", "/v2.0/quotas/{project_id}"): {"quota": {"port": 600}},
         ("POST", "/v2/images"): {"name": "i2", "disk_format": "raw", "container_format": "bare"},
         ("POST", "/v2/images/{image_id}/members"): {"member": "0" * 32},
         ("PUT", "/v2/images/{image_id}/members/{member}"): {"status": "accepted"},
@@ -223,6 +225,8 @@ def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str,
         tagged = {"headers": {"OpenStack-API-Version": "compute 2.26"}}  # tags are 2.26's
         return {**tagged, "json": {"tags": ["t"]}} if path.endswith("/tags") and method == "PUT" \
             else tagged
+    if prefix == "/network" and path.endswith("/{id}/tags") and method in ("PUT", "POST"):
+        return {"json": {"tags": ["t"]}}  # a resource's whole tag list
     if (method, path) == ("PATCH", "/v2/images/{image_id}"):
         return {"json": [{"op": "replace", "path": "/name", "value": "x"}],
                 "headers": {"Content-Type": "application/openstack-images-v2.1-json-patch"}}

@@ -242,8 +242,9 @@ def _traced_allocation(conn: sa.Connection, api: Any, ctx: RequestContext,
 def test_an_auto_allocation_runs_six_statements(conn: sa.Connection, tmp_path: Path) -> None:
     """Once the project has its network and default group: the network, the
     groups, the subnets with their counts, the port, its address and the
-    info cache — and the next boot gets the next address. A port quota adds
-    the read of the project's port counter."""
+    info cache — and the next boot gets the next address — and the read of
+    the project's port limit and counter (one statement; read when the default
+    is unlimited too, since an admin may have set the project's own)."""
     from cirrus.config import Settings
     from cirrus.network.api import API
 
@@ -253,7 +254,8 @@ def test_an_auto_allocation_runs_six_statements(conn: sa.Connection, tmp_path: P
     _, first = unlimited._allocate(conn, ctx, _instance_row(conn, "1"), [{"network_id": "auto"}],
                                    ["default"], "h1", [], {})
     statements, second = _traced_allocation(conn, unlimited, ctx, _instance_row(conn, "2"))
-    assert len(statements) == 6, statements
+    assert len(statements) == 7, statements
+    assert [s for s in statements if "FROM network_quotas" in s], statements
     limited = API(Settings(state_dir=tmp_path, quota_ports=10), None,  # type: ignore[arg-type]
                   Binder(None, NoopBackend()))
     counted, third = _traced_allocation(conn, limited, ctx, _instance_row(conn, "3"))
