@@ -56,7 +56,8 @@ MAX_METADATA_ITEMS = 128
 QUOTA_FIRST_ABOVE = 16
 # Where a guest (or its log) is to be read: Nova refuses only a server on no host.
 CONSOLE_STATES = frozenset(v.value for v in (VmState.ACTIVE, VmState.STOPPED, VmState.PAUSED,
-                                             VmState.SUSPENDED, VmState.RESCUED))
+                                             VmState.SUSPENDED, VmState.RESCUED,
+                                             VmState.RESIZED))
 GROUP_POLICIES = ("affinity", "anti-affinity", "soft-affinity", "soft-anti-affinity")
 
 # Every create writes these records: statements built once (cirrus/db/prepared.py).

@@ -286,7 +286,7 @@ def test_live_migration_keeps_the_guest_answering_ping(two_hosts: TwoHostCloud) 
     assert uuid in dest.domains() and uuid not in source.domains()
     assert dest.has_link(tap) and not source.has_link(tap)
     migrations = _migrations(cloud, "lm-live")
-    assert [(m["Migration Type"], m["Status"], m["Source Compute"], m["Dest Compute"])
+    assert [(m["Type"], m["Status"], m["Source Compute"], m["Dest Compute"])
             for m in migrations] == [("live-migration", "completed", "lm1", "lm2")]
     # The guest kept running (no second boot) and its console log kept going.
     console = cloud.console("lm-live")
