@@ -27,15 +27,38 @@ def test_migration_uri(uri: str, scheme: str, dest: str, expected: str) -> None:
     assert migration.migration_uri(settings, dest) == expected
 
 
-@pytest.mark.parametrize("block, copies_disks, tunnelled", [
-    (False, False, False), (True, True, False), (False, False, True)])
-def test_migration_flags(block: bool, copies_disks: bool, tunnelled: bool) -> None:
-    flags = migration.migration_flags(libvirt, block, tunnelled)
+@pytest.mark.parametrize("block, shared, tunnelled, copies_disks, unsafe", [
+    (False, False, False, False, False),
+    (True, False, False, True, False),
+    (False, False, True, False, False),
+    # Shared local disks: libvirt is told the migration is safe.
+    (False, True, False, False, True),
+    (False, True, True, False, True),
+    # A block migration copies the disks; nothing unsafe to allow.
+    (True, True, False, True, False),
+])
+def test_migration_flags(block: bool, shared: bool, tunnelled: bool, copies_disks: bool,
+                         unsafe: bool) -> None:
+    flags = migration.migration_flags(libvirt, block, tunnelled, shared)
     assert bool(flags & libvirt.VIR_MIGRATE_TUNNELLED) is tunnelled
     for always in (libvirt.VIR_MIGRATE_LIVE, libvirt.VIR_MIGRATE_PEER2PEER,
                    libvirt.VIR_MIGRATE_PERSIST_DEST, libvirt.VIR_MIGRATE_UNDEFINE_SOURCE):
         assert flags & always
     assert bool(flags & libvirt.VIR_MIGRATE_NON_SHARED_INC) is copies_disks
+    assert bool(flags & libvirt.VIR_MIGRATE_UNSAFE) is unsafe
+
+
+@pytest.mark.parametrize("addr, tunnelled, expected", [
+    ("198.51.100.12", False, "tcp://198.51.100.12"),
+    ("2001:db8::12", False, "tcp://[2001:db8::12]"),
+    (None, False, None),  # the destination's host name, as libvirt resolves it
+    ("198.51.100.12", True, None),  # the stream rides libvirtd's connection
+])
+def test_migration_params(addr: str | None, tunnelled: bool, expected: str | None) -> None:
+    params = migration.migration_params(
+        libvirt, migration.LiveMigrateData(target_connect_addr=addr), tunnelled)
+    assert params.get(libvirt.VIR_MIGRATE_PARAM_URI) == expected
+    assert len(params) == (expected is not None)
 
 
 class StubDriver:
@@ -76,3 +99,120 @@ async def test_a_revert_without_what_was_kept_is_an_error(tmp_path: Path) -> Non
     with pytest.raises(vexc.MigrationError):
         await migration.finish_revert_migration(StubDriver(tmp_path), {"uuid": "u1"}, [],
                                                 True)
+
+
+# -- live migration against a recording domain ---------------------------------------
+class RecordingDomain:
+    def __init__(self, error: Exception | None = None) -> None:
+        self.calls: list[tuple[str, dict[str, str], int]] = []
+        self.error = error
+
+    def migrateToURI3(self, uri: str, params: dict[str, str], flags: int) -> None:
+        self.calls.append((uri, params, flags))
+        if self.error is not None:
+            raise self.error
+
+
+class RecordingHost:
+    """What ``live_migration`` needs of ``Host``: one domain, calls run inline."""
+
+    def __init__(self, domain: RecordingDomain | None) -> None:
+        self.libvirt = libvirt
+        self.domain = domain
+
+    def find_domain(self, conn: Any, uuid: str) -> RecordingDomain | None:
+        return self.domain
+
+    async def call(self, fn: Any, *args: Any) -> Any:
+        return fn(None, *args)
+
+
+class LiveStubDriver(StubDriver):
+    def __init__(self, root: Path, domain: RecordingDomain | None,
+                 inbound_addr: str = "") -> None:
+        super().__init__(root)
+        self.hostname = "lm2"
+        self.host = RecordingHost(domain)
+        self.settings = SimpleNamespace(live_migration_uri="", live_migration_scheme="tcp",
+                                        live_migration_tunnelled=False,
+                                        live_migration_inbound_addr=inbound_addr)
+        self.plugged: list[str] = []
+
+    async def plug_vifs(self, instance: dict[str, Any], network_info: Any) -> None:
+        self.plugged.append(instance["uuid"])
+
+
+def _instance_dir_with_layout(root: Path, uuid: str) -> Path:
+    (root / uuid).mkdir()
+    (root / uuid / "layout.json").write_text("{}")
+    return root / uuid
+
+
+@pytest.mark.parametrize("inbound, expected", [("198.51.100.12", "198.51.100.12"), ("", None)])
+async def test_pre_live_migration_reports_shared_disks_and_where_to_connect(
+        tmp_path: Path, inbound: str, expected: str | None) -> None:
+    driver: Any = LiveStubDriver(tmp_path, None, inbound)
+    _instance_dir_with_layout(tmp_path, "u1")
+    data = await migration.pre_live_migration(driver, {"uuid": "u1"}, [], False)
+    assert data == {"shared_storage": True, "target_connect_addr": expected}
+    assert driver.plugged == ["u1"]  # the destination's bridges made first
+
+
+async def test_pre_live_migration_without_the_disks_needs_a_block_migration(
+        tmp_path: Path) -> None:
+    driver: Any = LiveStubDriver(tmp_path, None)
+    with pytest.raises(vexc.MigrationError, match="block migration"):
+        await migration.pre_live_migration(driver, {"uuid": "u1"}, [], False)
+    data = await migration.pre_live_migration(driver, {"uuid": "u1"}, [], True)
+    assert data["shared_storage"] is False
+
+
+@pytest.mark.parametrize("data, uri, params, unsafe", [
+    ({"shared_storage": True, "target_connect_addr": "198.51.100.12"},
+     "qemu+tcp://198.51.100.12/system", {libvirt.VIR_MIGRATE_PARAM_URI: "tcp://198.51.100.12"}, True),
+    ({"shared_storage": True, "target_connect_addr": None}, "qemu+tcp://lm2/system", {}, True),
+])
+async def test_live_migration_goes_to_the_inbound_address(
+        tmp_path: Path, data: dict[str, Any], uri: str, params: dict[str, str],
+        unsafe: bool) -> None:
+    domain = RecordingDomain()
+    driver: Any = LiveStubDriver(tmp_path, domain)
+    inst_dir = _instance_dir_with_layout(tmp_path, "u1")
+    await migration.live_migration(driver, {"uuid": "u1"}, "lm2", False, data)  # type: ignore[arg-type]
+    ((called_uri, called_params, flags),) = domain.calls
+    assert (called_uri, called_params) == (uri, params)
+    assert bool(flags & libvirt.VIR_MIGRATE_UNSAFE) is unsafe
+    assert inst_dir.exists()  # shared: the destination's guest uses these very files
+
+
+async def test_a_block_migration_leaves_no_disks_behind(tmp_path: Path) -> None:
+    domain = RecordingDomain()
+    driver: Any = LiveStubDriver(tmp_path, domain)
+    inst_dir = _instance_dir_with_layout(tmp_path, "u1")
+    await migration.live_migration(driver, {"uuid": "u1"}, "lm2", True,
+                                   {"shared_storage": False})
+    assert domain.calls[0][2] & libvirt.VIR_MIGRATE_NON_SHARED_INC
+    assert not inst_dir.exists()
+
+
+@pytest.mark.parametrize("code, raised", [
+    (libvirt.VIR_ERR_OPERATION_ABORTED, vexc.LiveMigrationAborted),
+    (libvirt.VIR_ERR_MIGRATE_UNSAFE, vexc.MigrationError),
+])
+async def test_a_failed_migration_keeps_the_disks_and_says_why(
+        tmp_path: Path, code: int, raised: type[Exception]) -> None:
+    error = libvirt.libvirtError("refused")
+    error.err = (code, 0, "refused", 0, "", None, None, 0, 0)
+    driver: Any = LiveStubDriver(tmp_path, RecordingDomain(error))
+    inst_dir = _instance_dir_with_layout(tmp_path, "u1")
+    with pytest.raises(raised):
+        await migration.live_migration(driver, {"uuid": "u1"}, "lm2", True,
+                                       {"shared_storage": False})
+    assert inst_dir.exists()
+
+
+async def test_live_migration_of_a_guest_that_is_gone(tmp_path: Path) -> None:
+    driver: Any = LiveStubDriver(tmp_path, None)
+    with pytest.raises(vexc.InstanceNotFound):
+        await migration.live_migration(driver, {"uuid": "u1"}, "lm2", False,
+                                       {"shared_storage": True})
