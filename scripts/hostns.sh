@@ -22,7 +22,8 @@ set -euo pipefail
 ROOT=/run/cirrus-hosts
 UNDERLAY=cirrus-ul
 # What a host's libvirt keeps private; each gets a directory of its own.
-PRIVATE_DIRS="etc:/etc/libvirt run:/run/libvirt lib:/var/lib/libvirt log:/var/log/libvirt cache:/var/cache/libvirt"
+PRIVATE_DIRS="etc:/etc/libvirt run:/run/libvirt lib:/var/lib/libvirt log:/var/log/libvirt
+              cache:/var/cache/libvirt"
 
 die() { echo "hostns: $*" >&2; exit 1; }
 need_root() { [ "$(id -u)" -eq 0 ] || die "needs root (network namespaces, libvirtd)"; }
@@ -60,7 +61,8 @@ ensure_netns() {
     fi
     ip link set "$veth" master "$UNDERLAY" up
     ip -n "$name" link set ul0 up
-    ip -n "$name" -o addr show dev ul0 | grep -w >/dev/null "$addr" || ip -n "$name" addr add "$addr" dev ul0
+    ip -n "$name" -o addr show dev ul0 | grep -w >/dev/null "$addr" \
+        || ip -n "$name" addr add "$addr" dev ul0
 }
 
 # The host's libvirt configuration: the machine's qemu.conf (guests run as

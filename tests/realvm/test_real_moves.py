@@ -279,6 +279,7 @@ def test_live_migration_keeps_the_guest_answering_ping(two_hosts: TwoHostCloud) 
         # Keep pinging a little on the destination, as a user would notice.
         answered = ping.replies
         cloud.wait("pings answered on the destination", lambda: ping.replies >= answered + 10)
+    print(f"live migration: {ping.sent} pings sent, {ping.lost} lost")
     assert ping.sent >= 10, ping.output
     assert ping.lost <= LOST_PINGS_ALLOWED, ping.output[-2000:]
 

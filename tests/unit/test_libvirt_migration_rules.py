@@ -169,7 +169,8 @@ async def test_pre_live_migration_without_the_disks_needs_a_block_migration(
 
 @pytest.mark.parametrize("data, uri, params, unsafe", [
     ({"shared_storage": True, "target_connect_addr": "198.51.100.12"},
-     "qemu+tcp://198.51.100.12/system", {libvirt.VIR_MIGRATE_PARAM_URI: "tcp://198.51.100.12"}, True),
+     "qemu+tcp://198.51.100.12/system",
+     {libvirt.VIR_MIGRATE_PARAM_URI: "tcp://198.51.100.12"}, True),
     ({"shared_storage": True, "target_connect_addr": None}, "qemu+tcp://lm2/system", {}, True),
 ])
 async def test_live_migration_goes_to_the_inbound_address(
@@ -178,7 +179,8 @@ async def test_live_migration_goes_to_the_inbound_address(
     domain = RecordingDomain()
     driver: Any = LiveStubDriver(tmp_path, domain)
     inst_dir = _instance_dir_with_layout(tmp_path, "u1")
-    await migration.live_migration(driver, {"uuid": "u1"}, "lm2", False, data)  # type: ignore[arg-type]
+    await migration.live_migration(driver, {"uuid": "u1"}, "lm2", False,
+                                   migration.LiveMigrateData(**data))
     ((called_uri, called_params, flags),) = domain.calls
     assert (called_uri, called_params) == (uri, params)
     assert bool(flags & libvirt.VIR_MIGRATE_UNSAFE) is unsafe
