@@ -226,6 +226,21 @@ def _migrations(cloud: TwoHostCloud, server: str) -> list[dict[str, Any]]:
                                 "list", "--server", server, "-f", "json"))
 
 
+def _poke_serial_console(cloud: TwoHostCloud, server: str) -> None:
+    """The serial console opens through the proxy and stays open."""
+    import asyncio
+
+    from websockets.asyncio.client import connect
+
+    url = cloud.openstack("console", "url", "show", "--serial", server, "-f", "json")["url"]
+
+    async def poke() -> None:
+        async with connect(url, subprotocols=["binary"]) as ws:  # type: ignore[list-item]
+            await ws.send(b"\r")
+            await ws.ping()
+    asyncio.run(poke())
+
+
 def test_resize_gives_the_guest_the_new_flavors_memory_and_revert_takes_it_back(
         two_hosts: TwoHostCloud) -> None:
     cloud = two_hosts
@@ -294,6 +309,7 @@ def test_live_migration_keeps_the_guest_answering_ping(two_hosts: TwoHostCloud) 
     assert console.count(MARKER) == 1
     cloud.wait("ticks after the move", lambda: len(re.findall(
         r"user-data: tick", cloud.console("lm-live"))) > ticks + 5)
+    _poke_serial_console(cloud, "lm-live")  # on the port the destination chose
     # The source forgets the port: no firewall rules name its tap any more.
     cloud.wait("the source's rules for the port gone", lambda: tap not in source.ns(
         "nft", "list", "ruleset").stdout)

@@ -3,6 +3,8 @@ flags, and the resize's directory kept aside for a revert."""
 from __future__ import annotations
 
 import json
+import random
+import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -10,7 +12,8 @@ from typing import Any
 import pytest
 
 from cirrus.virt import exception as vexc
-from cirrus.virt.libvirt import migration
+from cirrus.virt.libvirt import migration, serial
+from cirrus.virt.libvirt.config import GuestSpec, guest_xml, serial_port_of, with_serial_port
 
 libvirt = pytest.importorskip("libvirt")
 
@@ -103,9 +106,14 @@ async def test_a_revert_without_what_was_kept_is_an_error(tmp_path: Path) -> Non
 
 # -- live migration against a recording domain ---------------------------------------
 class RecordingDomain:
-    def __init__(self, error: Exception | None = None) -> None:
+    def __init__(self, error: Exception | None = None, xml: str = "<domain/>") -> None:
         self.calls: list[tuple[str, dict[str, str], int]] = []
         self.error = error
+        self.xml = xml
+
+    def XMLDesc(self, flags: int) -> str:
+        assert flags & libvirt.VIR_DOMAIN_XML_MIGRATABLE
+        return self.xml
 
     def migrateToURI3(self, uri: str, params: dict[str, str], flags: int) -> None:
         self.calls.append((uri, params, flags))
@@ -135,7 +143,8 @@ class LiveStubDriver(StubDriver):
         self.host = RecordingHost(domain)
         self.settings = SimpleNamespace(live_migration_uri="", live_migration_scheme="tcp",
                                         live_migration_tunnelled=False,
-                                        live_migration_inbound_addr=inbound_addr)
+                                        live_migration_inbound_addr=inbound_addr,
+                                        serial_console_enabled=False, host_netns="")
         self.plugged: list[str] = []
 
     async def plug_vifs(self, instance: dict[str, Any], network_info: Any) -> None:
@@ -218,3 +227,73 @@ async def test_live_migration_of_a_guest_that_is_gone(tmp_path: Path) -> None:
     with pytest.raises(vexc.InstanceNotFound):
         await migration.live_migration(driver, {"uuid": "u1"}, "lm2", False,
                                        {"shared_storage": True})
+
+
+# -- the serial console's port on the destination --------------------------------------
+def _guest(serial_port: int | None) -> str:
+    return guest_xml(GuestSpec(name="instance-00000001", uuid="u1", display_name="vm",
+                               flavor_name="tiny", virt_type="qemu", memory_mb=128, vcpus=1,
+                               console_log="/x/console.log", disks=[], vifs=[],
+                               serial_port=serial_port))
+
+
+@pytest.mark.parametrize("ss_output, ports", [
+    ("LISTEN 0 1000 198.51.100.11:16509 0.0.0.0:*\nLISTEN 0 1 127.0.0.1:12345 0.0.0.0:*\n",
+     {16509, 12345}),
+    ("LISTEN 0 4096 [::]:22 [::]:*\n", {22}),
+    ("", set()),
+    ("garbage\n", set()),
+])
+def test_listening_ports(ss_output: str, ports: set[int]) -> None:
+    assert serial.listening_ports(ss_output) == ports
+
+
+def test_pick_port_avoids_what_is_taken() -> None:
+    taken = set(range(10000, 10010)) - {10004}
+    assert serial.pick_port(taken, (10000, 10009), random.Random(1), tries=1000) == 10004
+    with pytest.raises(OSError, match="10000-10001"):
+        serial.pick_port({10000, 10001}, (10000, 10001), random.Random(1))
+
+
+def test_the_destination_xml_moves_only_the_serial_port() -> None:
+    moved = with_serial_port(_guest(12345), 15000)
+    assert serial_port_of(moved) == 15000
+    assert moved.replace("15000", "12345") == _guest(12345)
+    assert serial_port_of(with_serial_port(_guest(None), 15000)) is None  # a file console
+
+
+@pytest.mark.parametrize("xml, ports, moved", [
+    (_guest(12345), [15000], 15000),
+    (_guest(12345), None, None),  # the destination chose none: the XML stays
+    (_guest(None), [15000], None),  # no TCP serial console to move
+])
+def test_migration_params_give_the_destination_its_serial_port(
+        xml: str, ports: list[int] | None, moved: int | None) -> None:
+    data = migration.LiveMigrateData(shared_storage=True)
+    if ports is not None:
+        data["serial_listen_ports"] = ports
+    params = migration.migration_params(libvirt, data, False, xml)
+    dest_xml = params.get(libvirt.VIR_MIGRATE_PARAM_DEST_XML)
+    assert (None if dest_xml is None else serial_port_of(dest_xml)) == moved
+
+
+async def test_live_migration_sends_the_destinations_xml(tmp_path: Path) -> None:
+    domain = RecordingDomain(xml=_guest(12345))
+    driver: Any = LiveStubDriver(tmp_path, domain)
+    _instance_dir_with_layout(tmp_path, "u1")
+    await migration.live_migration(driver, {"uuid": "u1"}, "lm2", False, migration.LiveMigrateData(
+        shared_storage=True, serial_listen_ports=[15001]))
+    params = domain.calls[0][1]
+    assert serial_port_of(params[libvirt.VIR_MIGRATE_PARAM_DEST_XML]) == 15001
+
+
+async def test_pre_live_migration_picks_a_serial_port_free_on_the_destination(
+        tmp_path: Path) -> None:
+    driver: Any = LiveStubDriver(tmp_path, None)
+    driver.settings.serial_console_enabled = True
+    _instance_dir_with_layout(tmp_path, "u1")
+    data = await migration.pre_live_migration(driver, {"uuid": "u1"}, [], False)
+    (port,) = data["serial_listen_ports"]
+    assert serial.PORT_RANGE[0] <= port <= serial.PORT_RANGE[1]
+    listening = subprocess.run(["ss", "-Hltn"], capture_output=True, text=True, check=True)
+    assert port not in serial.listening_ports(listening.stdout)

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from cirrus.compute.states import PowerState
 from cirrus.virt import exception as vexc
 from cirrus.virt.libvirt import imagebackend
+from cirrus.virt.libvirt.config import serial_port_of, with_serial_port
+from cirrus.virt.libvirt.serial import free_port_in_host
 
 if TYPE_CHECKING:
     from cirrus.virt.libvirt.driver import LibvirtDriver
@@ -37,6 +39,9 @@ class LiveMigrateData(TypedDict, total=False):
     # The destination's ``live_migration_inbound_addr``: where its libvirtd
     # and the incoming QEMU are reached (None: its host name).
     target_connect_addr: str | None
+    # A port free in the destination's namespace for each serial console
+    # (the source's may be taken there).
+    serial_listen_ports: list[int]
 
 
 def migration_uri(settings: Any, dest: str) -> str:
@@ -69,17 +74,22 @@ def migration_flags(libvirt: Any, block_migration: bool, tunnelled: bool = False
     return int(flags)
 
 
-def migration_params(libvirt: Any, migrate_data: LiveMigrateData,
-                     tunnelled: bool) -> dict[str, str]:
+def migration_params(libvirt: Any, migrate_data: LiveMigrateData, tunnelled: bool,
+                     xml: str | None = None) -> dict[str, str]:
     """``virDomainMigrateToURI3``'s parameters: the memory stream goes to the
     destination's inbound address (Nova's ``live_migration_inbound_addr``),
-    not to whatever its host name resolves to; a tunnelled stream has no
-    address of its own."""
+    not to whatever its host name resolves to (a tunnelled stream has no
+    address of its own); the guest's serial console listens on the port the
+    destination chose (``xml``: the domain's migratable XML)."""
+    params = {}
     addr = migrate_data.get("target_connect_addr")
-    if not addr or tunnelled:
-        return {}
-    host = f"[{addr}]" if ":" in addr else addr
-    return {libvirt.VIR_MIGRATE_PARAM_URI: f"tcp://{host}"}
+    if addr and not tunnelled:
+        host = f"[{addr}]" if ":" in addr else addr
+        params[libvirt.VIR_MIGRATE_PARAM_URI] = f"tcp://{host}"
+    ports = migrate_data.get("serial_listen_ports")
+    if xml is not None and ports and serial_port_of(xml) is not None:
+        params[libvirt.VIR_MIGRATE_PARAM_DEST_XML] = with_serial_port(xml, ports[0])
+    return params
 
 
 def _resize_dir(driver: "LibvirtDriver", instance: dict[str, Any]) -> Path:
@@ -174,8 +184,11 @@ async def pre_live_migration(driver: "LibvirtDriver", instance: dict[str, Any],
     if not shared and not block_migration:
         raise vexc.MigrationError(reason=f"{driver.hostname} does not share the disks of "
                                          f"{instance['uuid']}: a block migration is needed")
-    return LiveMigrateData(shared_storage=shared,
+    data = LiveMigrateData(shared_storage=shared,
                            target_connect_addr=driver.settings.live_migration_inbound_addr or None)
+    if driver.settings.serial_console_enabled:
+        data["serial_listen_ports"] = [await free_port_in_host(driver.settings)]
+    return data
 
 
 async def live_migration(driver: "LibvirtDriver", instance: dict[str, Any], dest: str,
@@ -188,13 +201,13 @@ async def live_migration(driver: "LibvirtDriver", instance: dict[str, Any], dest
     shared = bool(migrate_data.get("shared_storage"))
     tunnelled = settings.live_migration_tunnelled
     flags = migration_flags(libvirt, block_migration and not shared, tunnelled, shared)
-    params = migration_params(libvirt, migrate_data, tunnelled)
 
     def migrate(conn: Any) -> None:
         dom = driver.host.find_domain(conn, instance["uuid"])
         if dom is None:
             raise vexc.InstanceNotFound(instance_id=instance["uuid"])
-        dom.migrateToURI3(uri, params, flags)
+        xml = dom.XMLDesc(libvirt.VIR_DOMAIN_XML_MIGRATABLE)
+        dom.migrateToURI3(uri, migration_params(libvirt, migrate_data, tunnelled, xml), flags)
     try:
         await driver.host.call(migrate)
     except libvirt.libvirtError as e:
