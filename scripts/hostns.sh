@@ -174,6 +174,7 @@ cmd_down() {
     fi
     ip link del "ul-$name" 2>/dev/null || true
     rm -rf "$dir"
+    rmdir "$ROOT" 2>/dev/null || true
     # The underlay goes with its last host.
     if ip link show "$UNDERLAY" >/dev/null 2>&1 \
             && [ -z "$(ip -o link show master "$UNDERLAY")" ]; then
