@@ -137,6 +137,10 @@ class Settings:
     # Send the guest's memory through libvirtd's own connection (Nova's
     # live_migration_tunnelled): needed between network namespaces with no route.
     live_migration_tunnelled: bool = False
+    # libvirt: this host's address for incoming live migrations (Nova's
+    # live_migration_inbound_addr): the source's libvirtd and QEMU connect
+    # there instead of to the host name; also the host_ip it reports.
+    live_migration_inbound_addr: str = ""
 
     # scheduler
     max_attempts: int = 3

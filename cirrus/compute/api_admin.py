@@ -28,7 +28,8 @@ from cirrus.exception import ConsoleTypeUnavailable
 Row = dict[str, Any]
 # Where a guest (or its log) is to be read: Nova refuses only a server on no host.
 CONSOLE_STATES = frozenset(v.value for v in (VmState.ACTIVE, VmState.STOPPED, VmState.PAUSED,
-                                             VmState.SUSPENDED, VmState.RESCUED))
+                                             VmState.SUSPENDED, VmState.RESCUED,
+                                             VmState.RESIZED))
 
 
 class AdminActions:

@@ -15,7 +15,7 @@ import logging
 import shutil
 import time
 from pathlib import Path
-from typing import Any, AsyncIterator, Mapping, Sequence
+from typing import Any, AsyncIterator, Mapping, Sequence, cast
 
 from cirrus.compute import exception as cexc
 from cirrus.compute.states import PowerState, TaskState
@@ -101,7 +101,8 @@ class LibvirtDriver(GuestStateOps, ComputeDriver):  # guest_state.py: pause, res
         return NodeResources(hypervisor_hostname=nodename, vcpus=int(info[2]),
                              memory_mb=int(info[1]), local_gb=int(disk.total // (1 << 30)),
                              hypervisor_type="QEMU", hypervisor_version=int(version),
-                             cpu_arch=str(info[0]), host_ip="127.0.0.1",
+                             cpu_arch=str(info[0]),
+                             host_ip=self.settings.live_migration_inbound_addr or "127.0.0.1",
                              extra={"virt_type": self.virt_type})
 
     async def list_instance_uuids(self) -> list[str]:
@@ -478,11 +479,13 @@ class LibvirtDriver(GuestStateOps, ComputeDriver):  # guest_state.py: pause, res
 
     async def pre_live_migration(self, context: Any, instance: dict[str, Any],
                                  network_info: Any, block_migration: bool) -> dict[str, Any]:
-        return await migration.pre_live_migration(self, instance, network_info, block_migration)
+        return dict(await migration.pre_live_migration(self, instance, network_info,
+                                                       block_migration))
 
     async def live_migration(self, context: Any, instance: dict[str, Any], dest: str,
                              block_migration: bool, migrate_data: dict[str, Any]) -> None:
-        await migration.live_migration(self, instance, dest, block_migration, migrate_data)
+        await migration.live_migration(self, instance, dest, block_migration,
+                                       cast(migration.LiveMigrateData, migrate_data))
 
     async def live_migration_abort(self, instance: dict[str, Any]) -> None:
         await migration.job_op(self, instance, "abortJob")
