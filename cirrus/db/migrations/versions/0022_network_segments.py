@@ -14,12 +14,13 @@ depends_on = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table('networks') as batch:
-        batch.add_column(sa.Column('network_type', sa.String(length=16), server_default='local',
-                                   nullable=False))
-        batch.add_column(sa.Column('physical_network', sa.String(length=64), server_default='',
-                                   nullable=False))
-        batch.add_column(sa.Column('segmentation_id', sa.Integer(), nullable=True))
+    # Plain ADD COLUMNs: a batch copy of ``networks`` drops the table, which
+    # its subnets' and ports' foreign keys refuse once it holds rows.
+    op.add_column('networks', sa.Column('network_type', sa.String(length=16),
+                                        server_default='local', nullable=False))
+    op.add_column('networks', sa.Column('physical_network', sa.String(length=64),
+                                        server_default='', nullable=False))
+    op.add_column('networks', sa.Column('segmentation_id', sa.Integer(), nullable=True))
     op.create_index('ix_networks_segment', 'networks',
                     ['network_type', 'physical_network', 'segmentation_id'], unique=True)
     op.create_table('network_agents',
@@ -33,7 +34,5 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_table('network_agents')
     op.drop_index('ix_networks_segment', table_name='networks')
-    with op.batch_alter_table('networks') as batch:
-        batch.drop_column('segmentation_id')
-        batch.drop_column('physical_network')
-        batch.drop_column('network_type')
+    for column in ('segmentation_id', 'physical_network', 'network_type'):
+        op.drop_column('networks', column)
