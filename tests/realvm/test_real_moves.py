@@ -61,8 +61,9 @@ class TwoHostCloud(RealCloud):
                    ["OS-EXT-SRV-ATTR:host"])
 
 
-def _compute_env(state: Path, host: NamespaceHost, bus: str) -> dict[str, str]:
+def _compute_env(state: Path, host: NamespaceHost, bus: str, url: str) -> dict[str, str]:
     return {**os.environ,
+            "CIRRUS_PUBLIC_URL": url,  # where the compute downloads images from
             "CIRRUS_DATABASE_URL": f"sqlite:///{state / 'cirrus.db'}",
             "CIRRUS_TRANSPORT_URL": bus,
             "CIRRUS_INSTANCES_PATH": str(state / "instances"),
@@ -74,19 +75,16 @@ def _compute_env(state: Path, host: NamespaceHost, bus: str) -> dict[str, str]:
             "CIRRUS_REPORT_INTERVAL": "2"}
 
 
-def _start_compute(state: Path, name: str, host: NamespaceHost, bus: str
+def _start_compute(state: Path, name: str, host: NamespaceHost, bus: str, url: str
                    ) -> subprocess.Popen[str]:
     """``cirrus compute --host NAME`` with a state directory of its own (its
-    DHCP files, logs) whose images are the cloud's (a compute reads images
-    from its state directory)."""
+    DHCP files, logs); it downloads images from the cloud at ``url``."""
     own = state.parent / name
     own.mkdir(exist_ok=True)
-    if not (own / "images").exists():
-        (own / "images").symlink_to(state / "images")
     log = open(state.parent / f"{name}.out", "a")
     return subprocess.Popen([sys.executable, "-m", "cirrus.cli.main", "compute", "--host", name,
                              "--driver", "libvirt", "--state-dir", str(own)],
-                            env=_compute_env(state, host, bus), stdout=log,
+                            env=_compute_env(state, host, bus, url), stdout=log,
                             stderr=subprocess.STDOUT, text=True)
 
 
@@ -133,7 +131,7 @@ def two_hosts(realvm_lock: None, tmp_path_factory: pytest.TempPathFactory
         cloud.netns = HOSTS[0].name
         cloud.hosts = {f"lm{i}": host for i, host in enumerate(HOSTS, 1)}
         for name, host in cloud.hosts.items():
-            computes[name] = _start_compute(state, name, host, bus)
+            computes[name] = _start_compute(state, name, host, bus, cloud.url)
         cloud.computes = computes
         cloud.wait("both computes up", lambda: _up_hypervisors(cloud) == set(cloud.hosts),
                    timeout=120)
