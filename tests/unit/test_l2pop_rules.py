@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
 from cirrus.config import Settings
 from cirrus.context import RequestContext
-from cirrus.db import migrate
-from cirrus.db.engine import make_engine
 from cirrus.network import agents
 from cirrus.network import networks as net_db
 from cirrus.network import ports as port_db
@@ -141,16 +139,6 @@ def test_uplinks_are_told_from_taps(dev: str, uplink: bool) -> None:
 # -- the host view the entries are computed from --------------------------------------
 ADMIN = RequestContext(project_id="p", roles=["admin"])
 VXLAN = SegmentConfig(tenant_type=NetworkType.VXLAN)
-
-
-@pytest.fixture
-def conn(tmp_path: Path) -> Iterator[sa.Connection]:
-    url = f"sqlite:///{tmp_path / 'unit.db'}"
-    migrate.upgrade(url)
-    engine = make_engine(url)
-    with engine.begin() as connection:
-        yield connection
-    engine.dispose()
 
 
 def _network(conn: sa.Connection, config: SegmentConfig = VXLAN) -> tuple[dict[str, Any], str]:

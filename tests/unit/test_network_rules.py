@@ -9,8 +9,6 @@ import pytest
 import sqlalchemy as sa
 
 from cirrus.context import RequestContext
-from cirrus.db import migrate
-from cirrus.db.engine import make_engine
 from cirrus.network import exception as exc
 from cirrus.network import ipam
 from cirrus.network import ports as port_db
@@ -64,16 +62,6 @@ def test_in_pools(address: str, inside: bool) -> None:
 ])
 def test_pool_addresses_walk_one_pool(pool: dict[str, str], addresses: list[str]) -> None:
     assert list(ipam._pool_addresses([pool])) == addresses
-
-
-@pytest.fixture
-def conn(tmp_path: Path) -> Any:
-    url = f"sqlite:///{tmp_path / 'unit.db'}"
-    migrate.upgrade(url)
-    engine = make_engine(url)
-    with engine.begin() as connection:
-        yield connection
-    engine.dispose()
 
 
 def _subnet(conn: sa.Connection) -> dict[str, Any]:

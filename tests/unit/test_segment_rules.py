@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
 from cirrus.config import Settings
 from cirrus.context import RequestContext
-from cirrus.db import migrate
-from cirrus.db.engine import make_engine
 from cirrus.network import exception as exc
 from cirrus.network.models import networks
 from cirrus.network.networks import create_network, update_network
@@ -111,16 +109,6 @@ def test_requested_segment_refuses(values: dict[str, Any], reason: str) -> None:
         requested_segment(VXLAN, values)
     assert reason in caught.value.format_message()
     assert caught.value.code == 400
-
-
-@pytest.fixture
-def conn(tmp_path: Path) -> Iterator[sa.Connection]:
-    url = f"sqlite:///{tmp_path / 'unit.db'}"
-    migrate.upgrade(url)
-    engine = make_engine(url)
-    with engine.begin() as connection:
-        yield connection
-    engine.dispose()
 
 
 def _create(conn: sa.Connection, config: SegmentConfig = VXLAN, segment: Segment | None = None,
