@@ -295,3 +295,14 @@ class UnshelveInstanceInvalidState(InstanceInvalidState):
 
 class ImageQuotaExceeded(Forbidden):
     msg_fmt = "Quota exceeded creating the image: %(reason)s"
+
+
+class HostNotFound(NotFound):
+    msg_fmt = "Compute host %(host)s could not be found."
+
+
+class FeatureNotSupported(CirrusException):
+    """What no cirrus driver does (Nova's libvirt answers the same): 501."""
+
+    code = 501
+    msg_fmt = "The requested functionality is not supported."

@@ -6,10 +6,11 @@ from typing import Any, TypedDict
 
 import sqlalchemy as sa
 
+from cirrus.compute.exception import HostNotFound
 from cirrus.compute.models import compute_nodes, instances
 from cirrus.db.base import utcnow
 from cirrus.db.engine import fetch_all
-from cirrus.exception import CirrusException, NotFound
+from cirrus.exception import NotFound
 from cirrus.service_models import services
 
 # cirrus's binaries under the names OpenStack tooling looks for.
@@ -88,17 +89,6 @@ def servers_on_nodes(conn: sa.Connection, nodes: list[str]) -> dict[str, list[di
     for row in conn.execute(query):
         found.setdefault(row.node, []).append({"uuid": row.uuid, "name": "instance-%08x" % row.id})
     return found
-
-
-class HostNotFound(NotFound):
-    msg_fmt = "Compute host %(host)s could not be found."
-
-
-class FeatureNotSupported(CirrusException):
-    """What no cirrus driver does (Nova's libvirt answers the same): 501."""
-
-    code = 501
-    msg_fmt = "The requested functionality is not supported."
 
 
 class HostResource(TypedDict):
