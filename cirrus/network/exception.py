@@ -178,6 +178,8 @@ class NoNetworkAvailable(CirrusException):
 
     code = 503
     msg_fmt = "Unable to create the network. No tenant network is available for allocation."
+
+
 class TagNotFound(NotFound):
     msg_fmt = "Tag %(tag)s could not be found."
 
