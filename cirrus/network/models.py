@@ -170,3 +170,56 @@ network_quotas = sa.Table(
     sa.Column("resource", sa.String(32), primary_key=True),
     sa.Column("limit", sa.Integer, nullable=False),
 )
+
+# L3 (migration 0024). A router's interfaces and its gateway are ports, as in
+# Neutron: ``device_owner`` ``network:router_interface`` /
+# ``network:router_gateway`` and ``device_id`` the router's id.
+routers = sa.Table(
+    "routers", metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("name", sa.String(255), nullable=False, default=""),
+    sa.Column("project_id", sa.String(64), nullable=False, index=True),
+    sa.Column("description", sa.String(255), nullable=False, default=""),
+    sa.Column("admin_state_up", sa.Boolean, nullable=False, default=True),
+    sa.Column("status", sa.String(16), nullable=False, default="ACTIVE"),
+    # The external gateway: its port on a ``router:external`` network.
+    sa.Column("gw_port_id", sa.String(36), sa.ForeignKey("ports.id", ondelete="SET NULL"),
+              nullable=True),
+    sa.Column("enable_snat", sa.Boolean, nullable=False, default=True),
+    # The host whose L3 agent runs the router's namespace (Neutron's
+    # RouterL3AgentBinding); empty until the router has a port to serve.
+    sa.Column("host", sa.String(255), nullable=False, default="", index=True),
+    *timestamps(),
+)
+
+# Static routes (``extraroute``): Neutron's ``routerroutes``.
+router_routes = sa.Table(
+    "router_routes", metadata,
+    sa.Column("router_id", sa.String(36), sa.ForeignKey("routers.id", ondelete="CASCADE"),
+              primary_key=True),
+    sa.Column("destination", sa.String(64), primary_key=True),
+    sa.Column("nexthop", sa.String(64), primary_key=True),
+)
+
+floatingips = sa.Table(
+    "floatingips", metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("project_id", sa.String(64), nullable=False, index=True),
+    sa.Column("description", sa.String(255), nullable=False, default=""),
+    sa.Column("floating_ip_address", sa.String(64), nullable=False),
+    sa.Column("floating_network_id", sa.String(36), sa.ForeignKey("networks.id"), nullable=False),
+    # The port on the external network holding the address
+    # (``network:floatingip``); deleting the floating IP deletes it.
+    sa.Column("floating_port_id", sa.String(36), sa.ForeignKey("ports.id", ondelete="CASCADE"),
+              nullable=False),
+    sa.Column("fixed_port_id", sa.String(36), sa.ForeignKey("ports.id", ondelete="SET NULL"),
+              nullable=True, index=True),
+    sa.Column("fixed_ip_address", sa.String(64), nullable=True),
+    sa.Column("router_id", sa.String(36), sa.ForeignKey("routers.id"), nullable=True,
+              index=True),
+    sa.Column("status", sa.String(16), nullable=False, default="DOWN"),
+    *timestamps(),
+    sa.UniqueConstraint("floating_network_id", "floating_ip_address"),
+    # One floating IP per fixed address of a port, as Neutron enforces.
+    sa.UniqueConstraint("fixed_port_id", "fixed_ip_address"),
+)
