@@ -100,7 +100,7 @@ def _host_cidr(address: str) -> str:
 
 
 def wanted_devices(spec: RouterSpec) -> dict[str, WantedDevice]:
-    """Every device of the router by name; floating addresses on the gateway."""
+    """Every device of the router by name; floating addresses (/32) on the gateway."""
     out = {}
     for port in spec.interfaces:
         name = nat.device_name(nat.QR_PREFIX, port.port_id)
@@ -108,7 +108,9 @@ def wanted_devices(spec: RouterSpec) -> dict[str, WantedDevice]:
     if spec.gateway is not None:
         port = spec.gateway.port
         name = nat.device_name(nat.QG_PREFIX, port.port_id)
-        floating = {_host_cidr(f.floating_ip_address) for f in spec.floating_ips}
+        # IPv4 only, as the NAT: an IPv6 "floating" address would be the router's own.
+        floating = {_host_cidr(f.floating_ip_address) for f in spec.floating_ips
+                    if ":" not in f.floating_ip_address}
         out[name] = WantedDevice(name, port, frozenset(map(_normal, port.cidrs)) | floating)
     return out
 
