@@ -32,7 +32,7 @@ class InNamespace:
 
 
 # Namespace names are global: ``ip netns add/del`` run where this process is.
-_HERE = InNamespace("")
+HERE = InNamespace("")
 
 
 def exists(name: str) -> bool:
@@ -42,7 +42,7 @@ def exists(name: str) -> bool:
 
 async def create(name: str) -> InNamespace:
     """Add the namespace, bring up ``lo`` and turn forwarding on inside it."""
-    await ip.run(_HERE, ["ip", "netns", "add", name])
+    await ip.run(HERE, ["ip", "netns", "add", name])
     inside = InNamespace(name)
     await ip.run(inside, ["ip", "link", "set", "lo", "up"])
     for key in FORWARDING_SYSCTLS:
@@ -75,4 +75,4 @@ async def delete(name: str) -> None:
                 await ip.run(inside, ["ip", "link", "del", "dev", dev], check=False)
     except ip.CommandError as e:  # still delete the namespace itself
         LOG.warning("listing devices of %s failed: %s", name, e)
-    await ip.run(_HERE, ["ip", "netns", "del", name])
+    await ip.run(HERE, ["ip", "netns", "del", name])

@@ -1,10 +1,15 @@
 """One router's namespace made to match its spec (Neutron's
 ``agent/l3/router_info.py``, ``RouterInfo.process``).
 
-:meth:`RouterInfo.process` reads the namespace once (``ip -j addr``, the
-routes) and the host's links once, then runs only the commands that change
-something: devices that are missing, wrong or extra, addresses, routes, and
-the NAT script when its text changed.
+The namespace's state is compared as data (:class:`NamespaceState`): what the
+spec wants against what is there, which is the state the last applied spec
+left (:func:`as_built`), or, the first time and after any failure, what the
+kernel reports (:func:`read_state`: ``ip -j addr``, the routes, the host's
+links). Only the difference becomes commands, run as one ``ip -batch`` on
+the host side (veth pairs onto the bridges) and one inside the namespace
+(devices, addresses, routes), plus ``nft -f`` when the NAT script changed. A
+floating IP associated is then four processes: ``ip -batch``, ``nft``,
+``arping`` and nothing else.
 """
 from __future__ import annotations
 
@@ -16,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cirrus.network.l3 import nat, namespaces
-from cirrus.network.l3.namespaces import InNamespace
+from cirrus.network.l3.namespaces import HERE, InNamespace
 from cirrus.network.l3.spec import RouterPort, RouterSpec
 from cirrus.network.linux import ip
 from cirrus.network.model import devname
@@ -25,12 +30,29 @@ LOG = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class WantedDevice:
-    """A ``qr-``/``qg-`` device as the spec wants it."""
+class Device:
+    """A ``qr-``/``qg-`` device inside the namespace."""
 
-    name: str
-    port: RouterPort
+    mac: str
+    mtu: int
+    up: bool
     cidrs: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Peer:
+    """The host end of a router device's veth pair."""
+
+    master: str | None
+    mtu: int | None
+    up: bool
+
+
+@dataclass(frozen=True)
+class NamespaceState:
+    devices: dict[str, Device]
+    peers: dict[str, Peer]  # host ends of the spec's devices, by name
+    routes: frozenset[tuple[str, str]]  # (destination, next hop)
 
 
 @dataclass
@@ -45,43 +67,51 @@ class RouterInfo:
 
     async def process(self, settings: Any, spec: RouterSpec) -> None:
         """Make the namespace match ``spec``; raises :class:`ip.CommandError`
-        (the next sync retries from what is there)."""
-        self.spec = None
-        inside = InNamespace(spec.namespace)
+        (the next sync re-reads the namespace and retries)."""
+        previous, self.spec = self.spec, None
         if not namespaces.exists(spec.namespace):
-            inside = await namespaces.create(spec.namespace)
-            self.nat = None
-        have = await namespaces.links(inside)
-        host = await ip.links(settings)
-        wanted = wanted_devices(spec)
-        for dev in wanted.values():
-            await plug(settings, inside, dev, have.get(dev.name), host.get(devname(dev.port.port_id)),
-                       spec.admin_state_up)
-            added = await set_addresses(inside, dev, have.get(dev.name, {}))
-            if spec.gateway is not None and dev.port == spec.gateway.port and spec.admin_state_up:
-                await self._announce(inside, dev.name, added)
-        for name in have:
-            if name.startswith(namespaces.ROUTER_DEVICE_PREFIXES) and name not in wanted:
-                await ip.run(inside, ["ip", "link", "del", "dev", name])
+            await namespaces.create(spec.namespace)
+            previous, self.nat = None, None
+            have = NamespaceState({}, {}, frozenset())
+        elif previous is None:
+            have = await read_state(settings, InNamespace(spec.namespace), spec)
+        else:
+            have = as_built(previous)
+        want = as_built(spec)
+        await _batch(settings, host_commands(spec, want, have))
         script = nat.render(spec)
         if script != self.nat:
             self.nat = None  # unknown until nft succeeds
-            await ip.run(inside, ["nft", "-f", "-"], input=script)
+            await ip.run(InNamespace(spec.namespace), ["nft", "-f", "-"], input=script)
             self.nat = script
-        await set_routes(inside, spec)
+        await _batch(HERE, namespace_commands(want, have), spec.namespace)
+        await self._announce(spec, want, have)
         self.spec = spec
 
-    async def _announce(self, inside: InNamespace, dev: str, added: list[str]) -> None:
-        """Gratuitous ARP for new IPv4 addresses on the gateway (a floating IP
-        moved from another router or host is reachable at once)."""
+    async def _announce(self, spec: RouterSpec, want: NamespaceState,
+                        have: NamespaceState) -> None:
+        """Gratuitous ARP for IPv4 addresses new on the gateway (a floating IP
+        that moved from another router is reachable at once)."""
         argv = arping_argv()
-        for cidr in added:
+        if spec.gateway is None or argv is None or not spec.admin_state_up:
+            return
+        dev = nat.device_name(nat.QG_PREFIX, spec.gateway.port.port_id)
+        before = have.devices.get(dev)
+        for cidr in sorted(want.devices[dev].cidrs - (before.cidrs if before else frozenset())):
             address = str(ipaddress.ip_interface(cidr).ip)
-            if argv is None or ":" in address:
-                continue
-            await ip.run(inside, [*argv, "-U", "-c", "1", "-I", dev, "-s", address, address],
-                         check=False)
-            self.garp.append(address)
+            if ":" not in address:
+                await ip.run(InNamespace(spec.namespace),
+                             [*argv, "-U", "-c", "1", "-I", dev, "-s", address, address],
+                             check=False)
+                self.garp.append(address)
+
+
+async def _batch(settings: Any, lines: list[str], netns: str | None = None) -> None:
+    """Run ``ip`` commands as one process; ``-force`` applies every line it
+    can and still fails (the next sync re-reads) when one did not apply."""
+    if lines:
+        where = ["-n", netns] if netns else []
+        await ip.run(settings, ["ip", *where, "-force", "-batch", "-"], input="\n".join(lines) + "\n")
 
 
 def arping_argv() -> list[str] | None:
@@ -95,64 +125,31 @@ def _normal(cidr: str) -> str:
     return str(ipaddress.ip_interface(cidr))
 
 
-def _host_cidr(address: str) -> str:
-    return str(ipaddress.ip_interface(address))  # /32 or /128
-
-
-def wanted_devices(spec: RouterSpec) -> dict[str, WantedDevice]:
-    """Every device of the router by name; floating addresses (/32) on the gateway."""
-    out = {}
-    for port in spec.interfaces:
-        name = nat.device_name(nat.QR_PREFIX, port.port_id)
-        out[name] = WantedDevice(name, port, frozenset(map(_normal, port.cidrs)))
+def ports(spec: RouterSpec) -> dict[str, RouterPort]:
+    """The router's ports by device name."""
+    out = {nat.device_name(nat.QR_PREFIX, p.port_id): p for p in spec.interfaces}
     if spec.gateway is not None:
-        port = spec.gateway.port
-        name = nat.device_name(nat.QG_PREFIX, port.port_id)
-        # IPv4 only, as the NAT: an IPv6 "floating" address would be the router's own.
-        floating = {_host_cidr(f.floating_ip_address) for f in spec.floating_ips
-                    if ":" not in f.floating_ip_address}
-        out[name] = WantedDevice(name, port, frozenset(map(_normal, port.cidrs)) | floating)
+        out[nat.device_name(nat.QG_PREFIX, spec.gateway.port.port_id)] = spec.gateway.port
     return out
 
 
-async def plug(settings: Any, inside: InNamespace, dev: WantedDevice, link: dict[str, Any] | None,
-               peer: dict[str, Any] | None, up: bool) -> None:
-    """The veth pair exists, the router end has the port's MAC, MTU and admin
-    state, the host end is up on the network's bridge."""
-    port, peer_name = dev.port, devname(dev.port.port_id)
-    if link is None:
-        if peer is not None:  # the host end of a half-made pair
-            await ip.delete_link(settings, peer_name)
-        await ip.run(settings, ["ip", "link", "add", peer_name, "type", "veth",
-                                "peer", "name", dev.name, "netns", inside.host_netns])
-        link, peer = {}, {}
-    changes: list[str] = []
-    if str(link.get("address", "")).lower() != port.mac_address.lower():
-        changes += ["address", port.mac_address]
-    if link.get("mtu") != port.mtu:
-        changes += ["mtu", str(port.mtu)]
-    if ("UP" in link.get("flags", [])) != up:
-        changes.append("up" if up else "down")
-    if changes:
-        await ip.run(inside, ["ip", "link", "set", "dev", dev.name, *changes])
-    peer = peer or {}
-    if (peer.get("master") != port.bridge or peer.get("mtu") != port.mtu
-            or "UP" not in peer.get("flags", [])):
-        await ip.run(settings, ["ip", "link", "set", "dev", peer_name, "master", port.bridge,
-                                "mtu", str(port.mtu), "up"])
+def wanted_cidrs(spec: RouterSpec, port: RouterPort) -> frozenset[str]:
+    """The port's addresses; the gateway also holds the floating IPs (/32,
+    IPv4 only, as the NAT: an IPv6 one would be the router's own address)."""
+    cidrs = set(map(_normal, port.cidrs))
+    if spec.gateway is not None and port == spec.gateway.port:
+        cidrs |= {_normal(f.floating_ip_address) for f in spec.floating_ips
+                  if ":" not in f.floating_ip_address}
+    return frozenset(cidrs)
 
 
-async def set_addresses(inside: InNamespace, dev: WantedDevice, link: dict[str, Any]) -> list[str]:
-    """Exactly ``dev.cidrs`` on the device; returns the addresses added."""
-    have = {_normal(c) for c in namespaces.global_addresses(link)}
-    added = sorted(dev.cidrs - have)
-    for cidr in added:
-        # nodad: the address is the router's by construction, usable at once.
-        await ip.run(inside, ["ip", "addr", "add", cidr, "dev", dev.name,
-                              *(["nodad"] if ":" in cidr else [])])
-    for cidr in sorted(have - dev.cidrs):
-        await ip.run(inside, ["ip", "addr", "del", cidr, "dev", dev.name])
-    return added
+def as_built(spec: RouterSpec) -> NamespaceState:
+    """The namespace as :meth:`RouterInfo.process` leaves it for ``spec``."""
+    devices = {name: Device(port.mac_address.lower(), port.mtu, spec.admin_state_up,
+                            wanted_cidrs(spec, port)) for name, port in ports(spec).items()}
+    peers = {devname(port.port_id): Peer(port.bridge, port.mtu, True)
+             for port in ports(spec).values()}
+    return NamespaceState(devices, peers, frozenset(wanted_routes(spec)))
 
 
 def wanted_routes(spec: RouterSpec) -> set[tuple[str, str]]:
@@ -174,6 +171,25 @@ def wanted_routes(spec: RouterSpec) -> set[tuple[str, str]]:
     return out
 
 
+async def read_state(settings: Any, inside: InNamespace, spec: RouterSpec) -> NamespaceState:
+    """What the kernel has: the namespace's router devices and routes, and
+    the host ends of the spec's devices."""
+    devices = {}
+    for name, link in (await namespaces.links(inside)).items():
+        if name.startswith(namespaces.ROUTER_DEVICE_PREFIXES):
+            devices[name] = Device(str(link.get("address", "")).lower(), int(link.get("mtu", 0)),
+                                   "UP" in link.get("flags", []),
+                                   frozenset(map(_normal, namespaces.global_addresses(link))))
+    host = await ip.links(settings)
+    peers = {}
+    for port in ports(spec).values():
+        peer = host.get(devname(port.port_id))
+        if peer is not None:
+            peers[devname(port.port_id)] = Peer(peer.get("master"), peer.get("mtu"),
+                                                "UP" in peer.get("flags", []))
+    return NamespaceState(devices, peers, frozenset(await present_routes(inside)))
+
+
 async def present_routes(inside: InNamespace) -> set[tuple[str, str]]:
     """The routes through a next hop in the namespace's main table (the
     kernel's connected routes have none, so every one listed is ours)."""
@@ -187,9 +203,46 @@ async def present_routes(inside: InNamespace) -> set[tuple[str, str]]:
     return out
 
 
-async def set_routes(inside: InNamespace, spec: RouterSpec) -> None:
-    want, have = wanted_routes(spec), await present_routes(inside)
-    for dst, hop in sorted(have - want):
-        await ip.run(inside, ["ip", "route", "del", dst, "via", hop], check=False)
-    for dst, hop in sorted(want - have):
-        await ip.run(inside, ["ip", "route", "replace", dst, "via", hop])
+def host_commands(spec: RouterSpec, want: NamespaceState, have: NamespaceState) -> list[str]:
+    """``ip -batch`` lines on the host: missing veth pairs (their router end
+    straight into the namespace), host ends up on the right bridge."""
+    lines = []
+    for name, port in ports(spec).items():
+        peer = devname(port.port_id)
+        current = have.peers.get(peer)
+        if name not in have.devices:
+            if current is not None:  # the host end of a half-made pair
+                lines.append(f"link del dev {peer}")
+            lines.append(f"link add {peer} type veth peer name {name} netns {spec.namespace}")
+            current = None
+        if current != want.peers[peer]:
+            lines.append(f"link set dev {peer} master {port.bridge} mtu {port.mtu} up")
+    return lines
+
+
+def namespace_commands(want: NamespaceState, have: NamespaceState) -> list[str]:
+    """``ip -batch`` lines in the namespace. Stale routes go first, while
+    their devices are still up; new routes last, once addresses are there."""
+    lines = [f"route del {dst} via {hop}" for dst, hop in sorted(have.routes - want.routes)]
+    for name, device in want.devices.items():
+        lines += _device_commands(name, device, have.devices.get(name))
+    lines += [f"link del dev {name}" for name in sorted(set(have.devices) - set(want.devices))]
+    lines += [f"route replace {dst} via {hop}" for dst, hop in sorted(want.routes - have.routes)]
+    return lines
+
+
+def _device_commands(name: str, want: Device, have: Device | None) -> list[str]:
+    have = have or Device("", 0, False, frozenset())
+    changes = []
+    if have.mac != want.mac:
+        changes.append(f"address {want.mac}")
+    if have.mtu != want.mtu:
+        changes.append(f"mtu {want.mtu}")
+    if have.up != want.up:
+        changes.append("up" if want.up else "down")
+    lines = [f"link set dev {name} {' '.join(changes)}"] if changes else []
+    # nodad: the address is the router's by construction, usable at once.
+    lines += [f"addr add {cidr} dev {name}" + (" nodad" if ":" in cidr else "")
+              for cidr in sorted(want.cidrs - have.cidrs)]
+    lines += [f"addr del {cidr} dev {name}" for cidr in sorted(have.cidrs - want.cidrs)]
+    return lines
