@@ -24,6 +24,7 @@ from cirrus.network.backends import firewall
 from cirrus.network.backends.firewall import PortFilter, Rule
 from cirrus.network.l3.agent import L3Agent
 from cirrus.network.l3.spec import FloatingIP, Gateway, RouterPort, RouterSpec, namespace_name
+from cirrus.network.linux import ip
 from cirrus.network.model import devname
 from tests.host.netns import Guest, Namespaces, eventually, ping_from, sh, why_not
 
@@ -359,3 +360,26 @@ async def test_security_groups_apply_through_the_floating_ip_and_admin_down(worl
     assert await world.peer_seen(world.guest_b.ns, OUTSIDE_IP) is None
     await world.serve(world.outside)
     assert await world.reaches(world.guest_a.ns, OUTSIDE_IP, FLOATING)
+
+
+async def test_a_failed_sync_is_redone_and_a_lost_namespace_rebuilt(world: World) -> None:
+    agent = world.agent()
+    spec = world.spec()
+    elsewhere = replace(spec.interfaces[1], bridge="brqlate")
+    late = replace(spec, interfaces=(spec.interfaces[0], elsewhere))
+    # The bridge is not there yet (its network has no port on this host): the
+    # sync fails, the rest of the router is built, the next sync finishes it.
+    with pytest.raises(ip.CommandError):
+        await agent.sync([late])
+    assert await eventually(lambda: world.guest_a.ping("10.90.1.1"))
+    await sh("ip", "-n", world.host, "link", "add", "brqlate", "type", "bridge")
+    await sh("ip", "-n", world.host, "link", "set", "brqlate", "up")
+    await agent.sync([late])
+    peer = devname(elsewhere.port_id)
+    assert json.loads(await world.in_host("ip", "-j", "link", "show", peer))[0]["master"] == "brqlate"
+
+    # Someone deleted the namespace: the next sync (same specs) makes it again.
+    await sh("ip", "netns", "del", world.namespace)
+    await agent.sync([spec])
+    assert await eventually(lambda: world.guest_b.ping("10.90.2.1"))
+    assert "cirrus-nat" in await world.router("nft", "list", "tables")

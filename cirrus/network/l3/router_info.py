@@ -18,7 +18,7 @@ import json
 import logging
 import shutil
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 from cirrus.network.l3 import nat, namespaces
 from cirrus.network.l3.namespaces import HERE, InNamespace
@@ -78,15 +78,29 @@ class RouterInfo:
         else:
             have = as_built(previous)
         want = as_built(spec)
-        await _batch(settings, host_commands(spec, want, have))
+        # Each step is tried even when one before failed (a bridge not there
+        # yet must not keep the router's other networks down).
+        failed: list[ip.CommandError] = []
+        steps: list[Callable[[], Awaitable[None]]] = [
+            lambda: _batch(settings, host_commands(spec, want, have)),
+            lambda: self._load_nat(spec),
+            lambda: _batch(HERE, namespace_commands(want, have), spec.namespace)]
+        for step in steps:
+            try:
+                await step()
+            except ip.CommandError as e:
+                failed.append(e)
+        if failed:
+            raise failed[0]
+        await self._announce(spec, want, have)
+        self.spec = spec
+
+    async def _load_nat(self, spec: RouterSpec) -> None:
         script = nat.render(spec)
         if script != self.nat:
             self.nat = None  # unknown until nft succeeds
             await ip.run(InNamespace(spec.namespace), ["nft", "-f", "-"], input=script)
             self.nat = script
-        await _batch(HERE, namespace_commands(want, have), spec.namespace)
-        await self._announce(spec, want, have)
-        self.spec = spec
 
     async def _announce(self, spec: RouterSpec, want: NamespaceState,
                         have: NamespaceState) -> None:
