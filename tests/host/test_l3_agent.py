@@ -116,9 +116,12 @@ class World:
         return (await sh("ip", "netns", "exec", self.host, *argv)).stdout
 
     async def serve(self, ns: str) -> None:
+        """Start the server in ``ns`` and wait until it listens (so a failed
+        connection later means the network, not a server still starting)."""
         await asyncio.create_subprocess_exec("ip", "netns", "exec", ns, sys.executable, "-c",
                                              SERVER, str(PORT), stdout=asyncio.subprocess.DEVNULL,
                                              stderr=asyncio.subprocess.DEVNULL)
+        assert await self.reaches(ns, "127.0.0.1", "127.0.0.1")
 
     async def peer_seen(self, ns: str, target: str) -> str | None:
         """The address the server at ``target`` sees a connection from ``ns`` come from."""
@@ -203,11 +206,11 @@ async def test_routing_snat_floating_ip_and_removal(world: World) -> None:
     # own address), A leaves as its floating address, B through the hairpin.
     await agent.sync([world.spec(floating_a())])
     await world.serve(world.guest_a.ns)
-    assert await ping_from(world.outside, FLOATING)
+    assert await eventually(lambda: ping_from(world.outside, FLOATING))
     assert await world.reaches(world.outside, FLOATING, OUTSIDE_IP)
-    assert await world.peer_seen(world.guest_a.ns, OUTSIDE_IP) == FLOATING
-    assert await world.peer_seen(world.guest_b.ns, OUTSIDE_IP) == GATEWAY_IP
-    assert await world.peer_seen(world.guest_b.ns, FLOATING) == "10.90.1.1"
+    assert await world.reaches(world.guest_a.ns, OUTSIDE_IP, FLOATING)
+    assert await world.reaches(world.guest_b.ns, OUTSIDE_IP, GATEWAY_IP)
+    assert await world.reaches(world.guest_b.ns, FLOATING, "10.90.1.1")
     assert FLOATING in world.agents[0].routers[spec.router_id].garp
 
     # Disassociation cuts access at once, connections already open included.
@@ -307,7 +310,7 @@ async def test_same_specs_change_nothing_even_after_a_restart(world: World) -> N
     finally:
         for m in monitors:
             m.stop()
-    assert await ping_from(world.outside, FLOATING)
+    assert await eventually(lambda: ping_from(world.outside, FLOATING))
 
     # A namespace named like a router but not this host's is left alone; the
     # restarted agent's own router goes when it is no longer listed.
@@ -356,9 +359,10 @@ async def test_security_groups_apply_through_the_floating_ip_and_admin_down(worl
     assert await eventually(outside_pings)
 
     # Without SNAT, a guest with no floating IP cannot get out; one with it can.
+    await world.serve(world.outside)
+    assert await world.reaches(world.guest_b.ns, OUTSIDE_IP, GATEWAY_IP)
     await agent.sync([world.spec(floating_a(), enable_snat=False)])
     assert await world.peer_seen(world.guest_b.ns, OUTSIDE_IP) is None
-    await world.serve(world.outside)
     assert await world.reaches(world.guest_a.ns, OUTSIDE_IP, FLOATING)
 
 
@@ -376,6 +380,13 @@ async def test_a_failed_sync_is_redone_and_a_lost_namespace_rebuilt(world: World
     await sh("ip", "-n", world.host, "link", "set", "brqlate", "up")
     await agent.sync([late])
     peer = devname(elsewhere.port_id)
+    assert json.loads(await world.in_host("ip", "-j", "link", "show", peer))[0]["master"] == "brqlate"
+
+    # The host end fell off its bridge (the bridge was re-made): the periodic
+    # re-read puts it back.
+    await sh("ip", "-n", world.host, "link", "set", peer, "nomaster")
+    agent.RESYNC_INTERVAL = 0.0
+    await agent.sync([late])
     assert json.loads(await world.in_host("ip", "-j", "link", "show", peer))[0]["master"] == "brqlate"
 
     # Someone deleted the namespace: the next sync (same specs) makes it again.

@@ -33,12 +33,18 @@ class L3Agent:
     ``settings.host_netns`` and must exist: the agent plugs into them and
     creates nothing else there."""
 
+    # Seconds after which a sync re-reads every namespace instead of trusting
+    # what it applied last (someone deleted a device, a bridge was re-made):
+    # reads only, changes only where the host drifted.
+    RESYNC_INTERVAL = 60.0
+
     def __init__(self, settings: Any) -> None:
         self.settings = settings
         self.records = Path(settings.state_dir) / "l3"
         self.routers: dict[str, RouterInfo] = {}
         self._lock = asyncio.Lock()
         self._loaded = False
+        self._read_at = -float("inf")  # loop time of the last full re-read
 
     async def sync(self, specs: Sequence[RouterSpec]) -> None:
         """Make this host's routers exactly ``specs``.
@@ -49,6 +55,7 @@ class L3Agent:
         """
         async with self._lock:
             self._load_records()
+            self._expire()
             errors: list[Exception] = []
             wanted = {spec.router_id: spec for spec in specs}
             for spec in wanted.values():
@@ -65,6 +72,13 @@ class L3Agent:
                     errors.append(e)
         if errors:
             raise errors[0]
+
+    def _expire(self) -> None:
+        now = asyncio.get_running_loop().time()
+        if now - self._read_at >= self.RESYNC_INTERVAL:
+            self._read_at = now
+            for info in self.routers.values():
+                info.spec = None  # the next process reads what is there
 
     async def _process(self, spec: RouterSpec) -> None:
         info = self.routers.setdefault(spec.router_id, RouterInfo(spec.router_id))
