@@ -68,11 +68,19 @@ async def delete(name: str) -> None:
     not whenever the kernel reaps the namespace), then the namespace."""
     if not exists(name):
         return
-    inside = InNamespace(name)
     try:
-        for dev in await links(inside):
-            if dev.startswith(ROUTER_DEVICE_PREFIXES):
-                await ip.run(inside, ["ip", "link", "del", "dev", dev], check=False)
+        devices = [dev for dev in await links(InNamespace(name))
+                   if dev.startswith(ROUTER_DEVICE_PREFIXES)]
+        await batch(HERE, [f"link del dev {dev}" for dev in devices], name)
     except ip.CommandError as e:  # still delete the namespace itself
-        LOG.warning("listing devices of %s failed: %s", name, e)
+        LOG.warning("deleting the devices of %s failed: %s", name, e)
     await ip.run(HERE, ["ip", "netns", "del", name])
+
+
+async def batch(settings: Any, lines: list[str], netns: str | None = None) -> None:
+    """Run ``ip`` commands as one process (in ``netns`` when given);
+    ``-force`` applies every line it can and still fails when one did not."""
+    if lines:
+        where = ["-n", netns] if netns else []
+        await ip.run(settings, ["ip", *where, "-force", "-batch", "-"],
+                     input="\n".join(lines) + "\n")

@@ -5,11 +5,11 @@ The namespace's state is compared as data (:class:`NamespaceState`): what the
 spec wants against what is there, which is the state the last applied spec
 left (:func:`as_built`), or, the first time and after any failure, what the
 kernel reports (:func:`read_state`: ``ip -j addr``, the routes, the host's
-links). Only the difference becomes commands, run as one ``ip -batch`` on
+links; also every ``RESYNC_INTERVAL`` of the agent). Only the difference becomes commands, run as one ``ip -batch`` on
 the host side (veth pairs onto the bridges) and one inside the namespace
 (devices, addresses, routes), plus ``nft -f`` when the NAT script changed. A
-floating IP associated is then four processes: ``ip -batch``, ``nft``,
-``arping`` and nothing else.
+floating IP associated is then three processes: the namespace's
+``ip -batch``, ``nft`` and ``arping``.
 """
 from __future__ import annotations
 
@@ -82,9 +82,9 @@ class RouterInfo:
         # yet must not keep the router's other networks down).
         failed: list[ip.CommandError] = []
         steps: list[Callable[[], Awaitable[None]]] = [
-            lambda: _batch(settings, host_commands(spec, want, have)),
+            lambda: namespaces.batch(settings, host_commands(spec, want, have)),
             lambda: self._load_nat(spec),
-            lambda: _batch(HERE, namespace_commands(want, have), spec.namespace)]
+            lambda: namespaces.batch(HERE, namespace_commands(want, have), spec.namespace)]
         for step in steps:
             try:
                 await step()
@@ -118,14 +118,6 @@ class RouterInfo:
                              [*argv, "-U", "-c", "1", "-I", dev, "-s", address, address],
                              check=False)
                 self.garp.append(address)
-
-
-async def _batch(settings: Any, lines: list[str], netns: str | None = None) -> None:
-    """Run ``ip`` commands as one process; ``-force`` applies every line it
-    can and still fails (the next sync re-reads) when one did not apply."""
-    if lines:
-        where = ["-n", netns] if netns else []
-        await ip.run(settings, ["ip", *where, "-force", "-batch", "-"], input="\n".join(lines) + "\n")
 
 
 def arping_argv() -> list[str] | None:
