@@ -23,7 +23,8 @@ from cirrus.config import Settings
 from cirrus.network.backends import firewall
 from cirrus.network.backends.firewall import PortFilter, Rule
 from cirrus.network.l3.agent import L3Agent
-from cirrus.network.l3.spec import FloatingIP, Gateway, RouterPort, RouterSpec, namespace_name
+from cirrus.network.l3.spec import (FloatingIP, Gateway, Route, RouterPort, RouterSpec,
+                                    namespace_name)
 from cirrus.network.linux import ip
 from cirrus.network.model import devname
 from tests.host.netns import Guest, Namespaces, eventually, ping_from, sh, why_not
@@ -388,6 +389,13 @@ async def test_a_failed_sync_is_redone_and_a_lost_namespace_rebuilt(world: World
     agent.RESYNC_INTERVAL = 0.0
     await agent.sync([late])
     assert json.loads(await world.in_host("ip", "-j", "link", "show", peer))[0]["master"] == "brqlate"
+
+    # Static routes come and go with the spec.
+    routed = replace(late, routes=(Route("10.99.0.0/24", B_IP),))
+    await agent.sync([routed])
+    assert f"10.99.0.0/24 via {B_IP}" in await world.router("ip", "route", "show")
+    await agent.sync([late])
+    assert "10.99.0.0/24" not in await world.router("ip", "route", "show")
 
     # Someone deleted the namespace: the next sync (same specs) makes it again.
     await sh("ip", "netns", "del", world.namespace)
