@@ -63,7 +63,8 @@ class RouterInfo:
     router_id: str
     spec: RouterSpec | None = None
     nat: str | None = None
-    garp: list[str] = field(default_factory=list)  # addresses announced, for tests/logs
+    # Addresses announced by the last change (tests and operators read it).
+    garp: list[str] = field(default_factory=list)
 
     async def process(self, settings: Any, spec: RouterSpec) -> None:
         """Make the namespace match ``spec``; raises :class:`ip.CommandError`
@@ -71,7 +72,7 @@ class RouterInfo:
         previous, self.spec = self.spec, None
         if not namespaces.exists(spec.namespace):
             await namespaces.create(spec.namespace)
-            previous, self.nat = None, None
+            self.nat = None
             have = NamespaceState({}, {}, frozenset())
         elif previous is None:
             have = await read_state(settings, InNamespace(spec.namespace), spec)
@@ -90,9 +91,9 @@ class RouterInfo:
                 await step()
             except ip.CommandError as e:
                 failed.append(e)
+        await self._announce(spec, want, have)
         if failed:
             raise failed[0]
-        await self._announce(spec, want, have)
         self.spec = spec
 
     async def _load_nat(self, spec: RouterSpec) -> None:
@@ -106,6 +107,7 @@ class RouterInfo:
                         have: NamespaceState) -> None:
         """Gratuitous ARP for IPv4 addresses new on the gateway (a floating IP
         that moved from another router is reachable at once)."""
+        self.garp = []
         argv = arping_argv()
         if spec.gateway is None or argv is None or not spec.admin_state_up:
             return
