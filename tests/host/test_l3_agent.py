@@ -256,7 +256,7 @@ class Monitor:
     async def until(self, marker: str, timeout: float = 10.0) -> list[str]:
         """The lines reported before the first one containing ``marker``."""
         assert self.proc is not None and self.proc.stdout is not None
-        seen = []
+        seen: list[str] = []
         while True:
             line = (await asyncio.wait_for(self.proc.stdout.readline(), timeout)).decode()
             if marker in line:
