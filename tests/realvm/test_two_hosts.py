@@ -21,12 +21,16 @@ import json
 import re
 import sqlite3
 import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Iterator
 
+import httpx
 import pytest
 
 from cirrus.network.l2pop import dhcp_host
+from tests.multihost.cloud import login
 from tests.realvm.conftest import MARKER, TINY_CACHE
 from tests.realvm.hostns import NamespaceHost
 from tests.realvm.twohost import TwoHostCloud, two_host_cloud
@@ -157,7 +161,7 @@ def test_guests_on_two_hosts_lease_and_ping_each_other_across_the_overlay(
     first_ok = {host: _wait_pings(cloud, f"ov-{host}", True, run=3) for host in NAMES}
     # How many pings went unanswered before the first answer (the FDB entries
     # for the peer arrive with the port's binding, or with the 2 s sync).
-    print("pings lost before the first answer:",
+    print("DHCP host:", dhcp_host(net["id"], NAMES), "; pings lost before the first answer:",
           {h: sum(1 for n, ok in _pings(cloud, f"ov-{h}") if not ok and n < first_ok[h])
            for h in NAMES})
     macs = {h: cloud.openstack("port", "show", f"ov-port-{h}", "-f", "json")["mac_address"]
@@ -182,6 +186,42 @@ def test_a_security_group_between_them_is_enforced(cloud: TwoHostCloud) -> None:
     _wait_pings(cloud, "ov-ov2", True, after=_pings(cloud, "ov-ov2")[-1][0])
 
 
+def _discovered(log: Path, mac: str) -> bool:
+    """Whether dnsmasq logged a DHCPDISCOVER from ``mac``."""
+    return log.exists() and any("DHCPDISCOVER" in line and mac in line
+                                for line in log.read_text(errors="replace").splitlines())
+
+
+def _time_learning(cloud: TwoHostCloud, port: str, host: str) -> dict[str, float]:
+    """How long after ``port`` was bound to ``host`` the other host's
+    VXLAN device and the network's dnsmasq knew its MAC, and the guest's
+    first DHCPDISCOVER reached that dnsmasq (polled every 0.1 s; a
+    measurement to print, not a condition to assert)."""
+    other = cloud.hosts[PEER[host]]
+    with httpx.Client(base_url=cloud.url, timeout=30,
+                      headers={"X-Auth-Token": login(cloud.url)}) as api:
+        net_id = api.get("/network/v2.0/networks", params={"name": "ov-net"}
+                         ).json()["networks"][0]["id"]
+        hosts_file = cloud.compute_dir(dhcp_host(net_id, NAMES) or "") / "dhcp" / net_id / "hosts"
+        seen: dict[str, float] = {}
+        deadline = time.monotonic() + 300
+        while len(seen) < 4 and time.monotonic() < deadline:
+            shown = api.get(f"/network/v2.0/ports/{port}").json()["port"]
+            now = time.monotonic()
+            if shown["binding:host_id"] == host:
+                mac = shown["mac_address"]
+                seen.setdefault("bound", now)
+                if (mac, cloud.hosts[host].ip) in _vxlan_fdb(other):
+                    seen.setdefault("fdb", now)
+                if hosts_file.exists() and mac in hosts_file.read_text():
+                    seen.setdefault("dhcp", now)
+                if _discovered(hosts_file.with_name("dnsmasq.log"), mac):
+                    seen.setdefault("discover", now)
+            time.sleep(0.1)
+    assert len(seen) == 4, f"port {port}: only {sorted(seen)} seen"
+    return {what: round(at - seen["bound"], 1) for what, at in seen.items() if what != "bound"}
+
+
 def test_a_removed_base_is_fetched_again(cloud: TwoHostCloud) -> None:
     image = cloud.openstack("image", "show", "cirrus-tiny", "-f", "json")
     base = cloud.compute_dir("ov2") / "instances" / "_base" / image["id"]
@@ -191,11 +231,18 @@ def test_a_removed_base_is_fetched_again(cloud: TwoHostCloud) -> None:
     cloud.openstack("server", "delete", "--wait", "ov-ov2", timeout=180)
     base.unlink()  # as the image cache manager removes an unused base
 
-    _boot(cloud, "ov-ov2b", "ov2", "--network", "ov-net", "--security-group", "ov-icmp")
+    port = cloud.openstack("port", "create", "--network", "ov-net", "--security-group",
+                           "ov-icmp", "ov-port-ov2b", "-f", "json")["id"]
+    with ThreadPoolExecutor(1) as pool:  # watching from before the boot
+        learning = pool.submit(_time_learning, cloud, port, "ov2")
+        _boot(cloud, "ov-ov2b", "ov2", "--port", port)
+        print("seconds from the binding on ov2 until ov1's FDB and dnsmasq knew the port, "
+              "and until the guest's first DHCPDISCOVER:", learning.result())
     cloud.wait_status("ov-ov2b", "ACTIVE", timeout=300)
     cloud.wait_console("ov-ov2b", re.escape(MARKER))
     assert base.exists()
     assert _downloads(cloud, "ov2", image["id"]) == before + 1
+    _wait_pings(cloud, "ov-ov2b", True)  # the new guest reaches the old across the overlay
     cloud.openstack("server", "delete", "--wait", "ov-ov2b", timeout=180)
 
 
