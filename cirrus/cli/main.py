@@ -148,6 +148,13 @@ def quiet_server(config: Any, signals: tuple[int, ...] = (signal.SIGINT, signal.
     return Server(config)
 
 
+def announce_clouds_yaml(clouds: Path) -> None:
+    """Tell the user where the clouds.yaml just written is and how to use it."""
+    print(f"clouds.yaml: {clouds}", flush=True)
+    print(f"  export OS_CLIENT_CONFIG_FILE={clouds}; openstack --os-cloud cirrus server list",
+          flush=True)
+
+
 async def serve(settings: Settings) -> None:
     """Start every service and the HTTP API; return on SIGINT/SIGTERM."""
     from cirrus.bootstrap import Cloud, write_clouds_yaml
@@ -157,11 +164,8 @@ async def serve(settings: Settings) -> None:
     settle_heap()
     try:
         server = quiet_server(uvicorn_config(cloud.app, settings))
-        clouds = write_clouds_yaml(settings)
         print(f"cirrus is up at {settings.public_url}", flush=True)
-        print(f"clouds.yaml: {clouds}", flush=True)
-        print(f"  export OS_CLIENT_CONFIG_FILE={clouds}; openstack --os-cloud cirrus server list",
-              flush=True)
+        announce_clouds_yaml(write_clouds_yaml(settings))
         await server.serve()
     finally:
         await cloud.stop()
@@ -194,8 +198,9 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 async def run_process(settings: Settings, role: str) -> None:
     """One service (or the API) until SIGINT/SIGTERM. The schema must exist
-    (``cirrus db upgrade``); only the API process bootstraps data."""
-    from cirrus.bootstrap import Cloud
+    (``cirrus db upgrade``); only the API process bootstraps data, and writes
+    ``STATE_DIR/clouds.yaml`` for it."""
+    from cirrus.bootstrap import Cloud, write_clouds_yaml
 
     cloud = Cloud(settings, api=role == "api", roles=() if role == "api" else (role,),
                   prepare_db=role == "api")
@@ -204,6 +209,8 @@ async def run_process(settings: Settings, role: str) -> None:
     try:
         if role == "api":
             print(f"cirrus api listening at {settings.public_url}", flush=True)
+            # As ``cirrus up``: the users exist now (this process bootstrapped them).
+            announce_clouds_yaml(write_clouds_yaml(settings))
             await quiet_server(uvicorn_config(cloud.app, settings)).serve()
         else:
             stop = asyncio.Event()

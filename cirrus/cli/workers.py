@@ -157,7 +157,7 @@ async def _api_worker(settings: Settings, sock: socket.socket, ready_w: int, n: 
 
 async def _engine(settings: Settings, workers: list[Worker], clouds: Path) -> int:
     from cirrus.bootstrap import Cloud
-    from cirrus.cli.main import settle_heap
+    from cirrus.cli.main import announce_clouds_yaml, settle_heap
 
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()  # set by a signal, or by a worker that exited
@@ -194,9 +194,7 @@ async def _engine(settings: Settings, workers: list[Worker], clouds: Path) -> in
         if ready:
             print(f"cirrus is up at {settings.public_url} "
                   f"(engine pid {os.getpid()}, {len(workers)} api workers)", flush=True)
-            print(f"clouds.yaml: {clouds}", flush=True)
-            print(f"  export OS_CLIENT_CONFIG_FILE={clouds}; openstack --os-cloud cirrus "
-                  "server list", flush=True)
+            announce_clouds_yaml(clouds)
             await stop.wait()
     finally:
         await _stop_workers(workers, exited)

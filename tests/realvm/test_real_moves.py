@@ -11,21 +11,17 @@ and a pinger namespace on it pings the guest wherever it runs.
 """
 from __future__ import annotations
 
-import os
 import re
-import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import pytest
 
-from tests.client.conftest import free_port, start_cloud, stop, wait_up
-from tests.realvm.conftest import MARKER, TINY_CACHE, RealCloud, _why_not
-from tests.realvm.hostns import (ContinuousPing, HostSetupError, NamespaceHost, attach_pinger,
-                                 link_bridges, remove_namespace)
+from tests.realvm.conftest import MARKER, TINY_CACHE
+from tests.realvm.hostns import (ContinuousPing, NamespaceHost, attach_pinger, link_bridges,
+                                 remove_namespace)
+from tests.realvm.twohost import TwoHostCloud, two_host_cloud
 
 pytestmark = [pytest.mark.realvm, pytest.mark.slow]
 HOSTS = (NamespaceHost("cirrus-lm1", "198.51.100.11/24"),
@@ -39,125 +35,24 @@ USER_DATA = ("#!/bin/sh\ngrep MemTotal /proc/meminfo\n"
 LOST_PINGS_ALLOWED = 5  # the switch-over pauses the guest for a moment
 
 
-class TwoHostCloud(RealCloud):
-    hosts: dict[str, NamespaceHost]  # compute host name → its namespace host
-    computes: dict[str, subprocess.Popen[str]]
-
-    def wait(self, what: str, check: Callable[[], bool], timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while not check():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{what}: not after {timeout}s")
-            time.sleep(0.5)
-
-    def openstack(self, *args: str, cloud: str = "cirrus-admin", check: bool = True,
-                  timeout: float = 120) -> Any:
-        """As an admin: placing servers on a host (``nova:HOST``) and moving
-        them live are admin's, and admin owns everything here."""
-        return super().openstack(*args, cloud=cloud, check=check, timeout=timeout)
-
-    def host_of(self, server: str) -> str:
-        return str(self.openstack("server", "show", server, "-f", "json")
-                   ["OS-EXT-SRV-ATTR:host"])
-
-
-def _compute_env(state: Path, host: NamespaceHost, bus: str, url: str) -> dict[str, str]:
-    return {**os.environ,
-            "CIRRUS_PUBLIC_URL": url,  # where the compute downloads images from
-            "CIRRUS_DATABASE_URL": f"sqlite:///{state / 'cirrus.db'}",
-            "CIRRUS_TRANSPORT_URL": bus,
-            "CIRRUS_INSTANCES_PATH": str(state / "instances"),
-            "CIRRUS_LIBVIRT_URI": host.libvirt_uri,
-            "CIRRUS_LIBVIRT_VIRT_TYPE": "qemu",
-            "CIRRUS_HOST_NETNS": host.name,
-            "CIRRUS_LIVE_MIGRATION_INBOUND_ADDR": host.ip,
-            "CIRRUS_VIF_PLUGGING_TIMEOUT": "60", "CIRRUS_SHUTDOWN_TIMEOUT": "30",
-            "CIRRUS_REPORT_INTERVAL": "2"}
-
-
-def _start_compute(state: Path, name: str, host: NamespaceHost, bus: str, url: str
-                   ) -> subprocess.Popen[str]:
-    """``cirrus compute --host NAME`` with a state directory of its own (its
-    DHCP files, logs); it downloads images from the cloud at ``url``."""
-    own = state.parent / name
-    own.mkdir(exist_ok=True)
-    log = open(state.parent / f"{name}.out", "a")
-    return subprocess.Popen([sys.executable, "-m", "cirrus.cli.main", "compute", "--host", name,
-                             "--driver", "libvirt", "--state-dir", str(own)],
-                            env=_compute_env(state, host, bus, url), stdout=log,
-                            stderr=subprocess.STDOUT, text=True)
-
-
-def _hosts_up() -> str | None:
-    """Why two namespace hosts cannot run here, or None (they are up)."""
-    reason = _why_not()
-    if reason is not None:
-        return reason
-    try:
-        for host in HOSTS:
-            host.up()
-    except HostSetupError as error:
-        return f"the namespace hosts could not start: {error}"
-    return None
+def _compute_env(state: Path, host: NamespaceHost) -> dict[str, str]:
+    """One ``instances_path`` for both (the disks stay put in a live
+    migration), and where each host takes a migration in."""
+    return {"CIRRUS_INSTANCES_PATH": str(state / "instances"),
+            "CIRRUS_LIVE_MIGRATION_INBOUND_ADDR": host.ip}
 
 
 @pytest.fixture(scope="module")
 def two_hosts(realvm_lock: None, tmp_path_factory: pytest.TempPathFactory
               ) -> Iterator[TwoHostCloud]:
-    reason = _hosts_up()
-    if reason is not None:
-        for host in HOSTS:
-            host.down()
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
     state = tmp_path_factory.mktemp("moves") / "state"
     state.mkdir()
-    bus = f"local://{state / 'bus.sock'}"
-    port = free_port()
-    os.environ.update(CIRRUS_TRANSPORT_URL=bus, CIRRUS_REPORT_INTERVAL="2")
     try:
-        proc = start_cloud(state, port, "--driver", "libvirt", "--computes", "0",
-                           "--api-workers", "1")
+        with two_host_cloud(HOSTS, ("lm1", "lm2"), state, _compute_env) as cloud:
+            _prepare(cloud)
+            yield cloud
     finally:
-        for key in ("CIRRUS_TRANSPORT_URL", "CIRRUS_REPORT_INTERVAL"):
-            os.environ.pop(key)
-    computes: dict[str, subprocess.Popen[str]] = {}
-    try:
-        wait_up(f"http://127.0.0.1:{port}", proc, timeout=120)
-        env = {**os.environ, "OS_CLIENT_CONFIG_FILE": str(state / "clouds.yaml")}
-        env.pop("OS_CLOUD", None)
-        cloud = TwoHostCloud(f"http://127.0.0.1:{port}", state, proc, env)
-        cloud.netns = HOSTS[0].name
-        cloud.hosts = {f"lm{i}": host for i, host in enumerate(HOSTS, 1)}
-        for name, host in cloud.hosts.items():
-            computes[name] = _start_compute(state, name, host, bus, cloud.url)
-        cloud.computes = computes
-        cloud.wait("both computes up", lambda: _up_hypervisors(cloud) == set(cloud.hosts),
-                   timeout=120)
-        _prepare(cloud)
-        yield cloud
-    finally:
-        for compute in computes.values():
-            if compute.poll() is None:
-                compute.send_signal(signal.SIGTERM)
-        for compute in computes.values():
-            try:
-                compute.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                compute.kill()
-        if proc.poll() is None:
-            stop(proc)
         remove_namespace(PINGER)
-        for host in HOSTS:
-            host.down()
-
-
-def _up_hypervisors(cloud: TwoHostCloud) -> set[str]:
-    listed = cloud.openstack("hypervisor", "list", "-f", "json", "--long", check=False)
-    if not isinstance(listed, list):
-        return set()
-    return {h["Hypervisor Hostname"] for h in listed if h.get("State") == "up"}
 
 
 def _prepare(cloud: TwoHostCloud) -> None:
