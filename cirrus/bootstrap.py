@@ -18,6 +18,7 @@ from cirrus.config import Settings, split_bind
 from cirrus.console.serialproxy import SerialProxy
 from cirrus.db import migrate
 from cirrus.db.engine import Database
+from cirrus.preflight import check_state_dir, database_step, transport_step
 from cirrus.rpc import Transport, get_transport
 from cirrus.service import Service
 
@@ -79,14 +80,27 @@ class Cloud:
         self.serial_proxy: SerialProxy | None = None
 
     async def start(self) -> None:
+        """Start everything; on a failure, stop what had started and raise
+        (:class:`~cirrus.preflight.StartupError` for a state dir, database
+        or bus that cannot be used)."""
+        try:
+            await self._start()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _start(self) -> None:
         s = self.settings
-        s.state_dir.mkdir(parents=True, exist_ok=True)
+        check_state_dir(s.state_dir)
         loop = asyncio.get_running_loop()
-        if self.prepare_db:
-            await loop.run_in_executor(None, migrate.upgrade_if_needed, s.database_url)
+        # Migrated (the API and ``cirrus up``) or at least reached once, so an
+        # unreachable database is one line here, not a traceback from a service.
+        await loop.run_in_executor(None, database_step, s.database_url,
+                                   migrate.upgrade_if_needed if self.prepare_db
+                                   else migrate.current, s.database_url)
         self.db = Database(s.database_url)
         self.transport = get_transport(s.transport_url, hub=self.bus_hub)
-        await self.transport.start()
+        await transport_step(s.transport_url, self.transport.start)
         if self.prepare_db:
             await self.db.run(bootstrap_data, s)
         self.state = await self._build_state()
@@ -143,11 +157,13 @@ class Cloud:
         # (a build) on a service that has already stopped.
         if self.transport is not None:
             await self.transport.stop()
+            self.transport = None
         for service in reversed(self.services):
             await service.stop()
         self.services.clear()
         if self.db is not None:
             self.db.close()
+            self.db = None
 
 
 def _state_factories() -> list[tuple[str, Any]]:

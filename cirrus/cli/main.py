@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from cirrus.config import Settings, load_settings
+from cirrus.preflight import check_state_dir, listen_socket
 
 LOG = logging.getLogger("cirrus")
 # uvicorn closes an idle keep-alive connection after 5 s by default. Its timer
@@ -152,8 +153,14 @@ async def serve(settings: Settings) -> None:
     """Start every service and the HTTP API; return on SIGINT/SIGTERM."""
     from cirrus.bootstrap import Cloud, write_clouds_yaml
 
+    # Bound first: a taken port is one line before anything else has started.
+    sock = listen_socket(settings.host, settings.port)
     cloud = Cloud(settings)
-    await cloud.start()
+    try:
+        await cloud.start()
+    except BaseException:
+        sock.close()
+        raise
     settle_heap()
     try:
         server = quiet_server(uvicorn_config(cloud.app, settings))
@@ -162,9 +169,10 @@ async def serve(settings: Settings) -> None:
         print(f"clouds.yaml: {clouds}", flush=True)
         print(f"  export OS_CLIENT_CONFIG_FILE={clouds}; openstack --os-cloud cirrus server list",
               flush=True)
-        await server.serve()
+        await server.serve(sockets=[sock])
     finally:
         await cloud.stop()
+        sock.close()
         print("cirrus stopped", flush=True)
 
 
@@ -180,6 +188,7 @@ def event_loop_runner() -> Any:
 
 def cmd_up(args: argparse.Namespace) -> int:
     settings = settings_from(args)
+    check_state_dir(settings.state_dir)  # before the log file is opened in it
     setup_logging(settings)
     try:
         if settings.api_workers > 0:
@@ -197,14 +206,20 @@ async def run_process(settings: Settings, role: str) -> None:
     (``cirrus db upgrade``); only the API process bootstraps data."""
     from cirrus.bootstrap import Cloud
 
+    sock = listen_socket(settings.host, settings.port) if role == "api" else None
     cloud = Cloud(settings, api=role == "api", roles=() if role == "api" else (role,),
                   prepare_db=role == "api")
-    await cloud.start()
+    try:
+        await cloud.start()
+    except BaseException:
+        if sock is not None:
+            sock.close()
+        raise
     settle_heap()
     try:
-        if role == "api":
+        if sock is not None:
             print(f"cirrus api listening at {settings.public_url}", flush=True)
-            await quiet_server(uvicorn_config(cloud.app, settings)).serve()
+            await quiet_server(uvicorn_config(cloud.app, settings)).serve(sockets=[sock])
         else:
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()
@@ -222,6 +237,7 @@ def cmd_process(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     if not settings.compute_host and args.role != "api":
         settings.compute_host = socket.gethostname()
+    check_state_dir(settings.state_dir)
     setup_logging(settings)
     asyncio.run(run_process(settings, args.role))
     return 0

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from cirrus.config import Settings
+from cirrus.preflight import database_step, listen_socket
 
 if sys.platform != "linux":  # pragma: no cover - pidfd_open, fork after imports
     raise ImportError("api workers need Linux")
@@ -66,25 +67,14 @@ def prepare_database(settings: Settings) -> None:
     from cirrus.db import migrate
     from cirrus.db.engine import make_engine
 
-    settings.state_dir.mkdir(parents=True, exist_ok=True)
-    migrate.upgrade_if_needed(settings.database_url)
-    engine = make_engine(settings.database_url)
+    url = settings.database_url
+    database_step(url, migrate.upgrade_if_needed, url)
+    engine = make_engine(url)
     try:
         with engine.begin() as conn:
             bootstrap_data(conn, settings)
     finally:
         engine.dispose()  # no connection may cross the fork
-
-
-def listen_socket(settings: Settings) -> socket.socket:
-    """The API's listening socket, shared by every worker."""
-    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((settings.host, settings.port))
-    sock.listen(2048)
-    sock.set_inheritable(True)
-    return sock
 
 
 def run(settings: Settings) -> int:
@@ -93,11 +83,15 @@ def run(settings: Settings) -> int:
     from cirrus.bootstrap import Cloud, write_clouds_yaml  # noqa: F401
     from cirrus.cli.main import event_loop_runner
 
-    prepare_database(settings)
+    sock = listen_socket(settings.host, settings.port)  # a taken port: one line, first
+    try:
+        prepare_database(settings)
+    except BaseException:
+        sock.close()
+        raise
     clouds = write_clouds_yaml(settings)  # before anyone can answer a request
     if settings.transport_url.startswith("inprocess:"):
         settings = replace(settings, transport_url=f"local://{bus_path(settings)}")
-    sock = listen_socket(settings)
     gc.collect()
     gc.freeze()  # what the workers inherit is never scanned, so never copied
     workers = [_fork_worker(settings, sock, n) for n in range(settings.api_workers)]
