@@ -18,6 +18,7 @@ from cirrus.config import Settings, split_bind
 from cirrus.console.serialproxy import SerialProxy
 from cirrus.db import migrate
 from cirrus.db.engine import Database
+from cirrus.first_run import ensure_defaults
 from cirrus.preflight import check_state_dir, database_step, transport_step
 from cirrus.rpc import Transport, get_transport
 from cirrus.service import Service
@@ -63,9 +64,13 @@ class Cloud:
     def __init__(self, settings: Settings, *, api: bool = True,
                  roles: tuple[str, ...] = ("conductor", "scheduler", "compute"),
                  prepare_db: bool = True, bus_hub: bool = False,
-                 http_transport: httpx.AsyncBaseTransport | None = None) -> None:
+                 http_transport: httpx.AsyncBaseTransport | None = None,
+                 defaults: bool | None = None) -> None:
         """``http_transport``: how computes reach the HTTP API (the image
-        service); None: over the network, at the configured URLs."""
+        service); None: over the network, at the configured URLs.
+        ``defaults``: this process gives a fresh cloud its defaults, if
+        ``bootstrap_defaults`` (None: if it prepares the database and serves the API)."""
+        self.make_defaults = prepare_db and api if defaults is None else defaults
         self.settings = settings
         self.http_transport = http_transport
         self.bus_hub = bus_hub
@@ -104,6 +109,8 @@ class Cloud:
         if self.prepare_db:
             await self.db.run(bootstrap_data, s)
         self.state = await self._build_state()
+        if self.make_defaults and s.bootstrap_defaults:
+            await ensure_defaults(s, self.db, self.state["images"], self.state["network"])
         for service in self._build_services():
             await service.start()
             self.services.append(service)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from cirrus.config import Settings, load_settings
+from cirrus.image.tiny import DEFAULT_OUTPUT as TINY_OUTPUT
 from cirrus.preflight import check_state_dir, listen_socket
 
 LOG = logging.getLogger("cirrus")
@@ -68,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--public-url", help="URL clients use, if not http://BIND")
     up.add_argument("--computes", type=int, help="number of simulated compute hosts")
     up.add_argument("--driver", dest="compute_driver", help="compute driver: fake or libvirt")
+    up.add_argument("--no-defaults", dest="bootstrap_defaults", action="store_false",
+                    default=None, help="a fresh state dir gets no default image and network")
     up.add_argument("--api-workers", type=int,
                     help="serve the API from this many processes beside the engine's "
                          "(0: everything in one process)")
@@ -83,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
         if role == "api":
             proc.add_argument("--bind", help="HOST:PORT to listen on")
             proc.add_argument("--public-url", help="URL clients use, if not http://BIND")
+            proc.add_argument("--no-defaults", dest="bootstrap_defaults", action="store_false",
+                              default=None,
+                              help="a fresh state dir gets no default image and network")
         if role == "compute":
             proc.add_argument("--driver", dest="compute_driver", help="fake or libvirt")
         proc.set_defaults(func=cmd_process, role=role)
@@ -92,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     tiny = imagesub.add_parser("build-tiny", help="build the tiny guest (Debian kernel + "
                                "busybox) and register it in a cloud")
     tiny.add_argument("--os-cloud", help="cloud in clouds.yaml (default: OS_CLOUD)")
-    tiny.add_argument("--output", type=Path, default=Path.home() / ".cache/cirrus/tiny",
+    tiny.add_argument("--output", type=Path, default=TINY_OUTPUT,
                       help="where the kernel, ramdisk and disk are built")
     tiny.add_argument("--name", default="cirrus-tiny", help="image name")
     tiny.add_argument("--visibility", default="public", help="public, shared or private")
@@ -109,7 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def settings_from(args: argparse.Namespace) -> Settings:
     keys = ("state_dir", "database_url", "transport_url", "log_level", "bind",
-            "public_url", "computes", "compute_driver", "compute_host", "api_workers")
+            "public_url", "computes", "compute_driver", "compute_host", "api_workers",
+            "bootstrap_defaults")
     overrides = {k: getattr(args, k, None) for k in keys}
     return load_settings(getattr(args, "config", None), overrides=overrides)
 

@@ -179,7 +179,7 @@ async def _engine(settings: Settings, workers: list[Worker], clouds: Path) -> in
         pidfd = os.pidfd_open(worker.pid)
         loop.add_reader(pidfd, reap, worker, pidfd)
 
-    cloud = Cloud(settings, api=False, prepare_db=False, bus_hub=True)
+    cloud = Cloud(settings, api=False, prepare_db=False, bus_hub=True, defaults=True)
     ready = False
     try:
         await cloud.start()
