@@ -16,9 +16,11 @@ from starlette.applications import Starlette
 from cirrus.api.app import build_app
 from cirrus.config import Settings, split_bind
 from cirrus.console.serialproxy import SerialProxy
+from cirrus.compute.stuck_builds import fail_stuck_builds, shutting_down, stuck_builds
 from cirrus.db import migrate
 from cirrus.db.engine import Database
 from cirrus.first_run import ensure_defaults
+from cirrus.network.api import make_network_api
 from cirrus.preflight import check_state_dir, database_step, transport_step
 from cirrus.rpc import Transport, get_transport
 from cirrus.service import Service
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     import httpx  # (imported on first use by cirrus.image.client)
 
 LOG = logging.getLogger(__name__)
+DRAIN_POLL_S = 0.1  # how often a drain looks whether the builds in flight are done
 
 
 def write_clouds_yaml(settings: Settings) -> Path:
@@ -83,6 +86,7 @@ class Cloud:
         self.state: dict[str, Any] = {}
         self.app: Starlette | None = None
         self.serial_proxy: SerialProxy | None = None
+        self.draining = False  # drain() was called: stop() fails the builds left
 
     async def start(self) -> None:
         """Start everything; on a failure, stop what had started and raise
@@ -154,6 +158,40 @@ class Cloud:
                 out.extend(_SERVICE_BUILDERS[role](self.settings, self.db, self.transport))
         return out
 
+    async def drain(self) -> int:
+        """A stop's first step (SIGTERM): from now on every new build is
+        refused (503), and the builds in flight that this process runs get
+        ``shutdown_grace_period`` seconds to finish. Returns how many did not
+        (:meth:`stop` fails them, with a fault that says so)."""
+        self.draining = True
+        compute_api = self.state.get("compute_api")
+        if compute_api is not None:
+            compute_api.admission.close()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.shutdown_grace_period
+        while (left := len(await self._unfinished_builds())) and loop.time() < deadline:
+            await asyncio.sleep(DRAIN_POLL_S)
+        return left
+
+    async def _unfinished_builds(self) -> list[dict[str, Any]]:
+        """The builds this process's services own: on its compute hosts, and
+        (with a conductor) those not scheduled yet."""
+        hosts = [svc.host for svc in self.services if svc.binary == "cirrus-compute"]
+        unscheduled = "conductor" in self.roles
+        if self.db is None or not (hosts or unscheduled):
+            return []
+        return await self.db.read(stuck_builds, 0, hosts, unscheduled)
+
+    async def _fail_unfinished_builds(self) -> None:
+        """After a drain: the builds the grace period did not see finish go to
+        ERROR, their fault naming the shutdown, instead of waiting in BUILD for
+        the next start (or ``instance_build_timeout``)."""
+        rows = await self._unfinished_builds()
+        if rows and self.db is not None:
+            network = make_network_api(self.settings, self.db, None, None)
+            await fail_stuck_builds(self.db, network, rows,
+                                    shutting_down(self.settings.shutdown_grace_period), None)
+
     async def stop(self) -> None:
         """Stop taking messages, then stop each service; every task they
         started ends with them (none is left running on the loop)."""
@@ -165,6 +203,8 @@ class Cloud:
         if self.transport is not None:
             await self.transport.stop()
             self.transport = None
+        if self.draining:
+            await self._fail_unfinished_builds()
         for service in reversed(self.services):
             await service.stop()
         self.services.clear()

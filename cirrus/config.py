@@ -163,6 +163,9 @@ class Settings:
     enabled_filters: str = ""
 
     # service frame
+    # SIGTERM: new builds are refused (503) at once, those in flight get this
+    # many seconds to finish, then the rest go to ERROR and the services stop.
+    shutdown_grace_period: float = 30.0
     report_interval: float = 10.0
     service_down_time: float = 60.0
 

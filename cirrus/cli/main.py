@@ -8,11 +8,12 @@ import logging
 import signal
 import sys
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from cirrus.config import Settings, load_settings
 from cirrus.image.tiny import DEFAULT_OUTPUT as TINY_OUTPUT
 from cirrus.preflight import check_state_dir, listen_socket
+from cirrus.utils import spawn
 
 LOG = logging.getLogger("cirrus")
 # uvicorn closes an idle keep-alive connection after 5 s by default. Its timer
@@ -135,15 +136,28 @@ def setup_logging(settings: Settings) -> None:
     root.setLevel(settings.log_level.upper())
 
 
-def quiet_server(config: Any, signals: tuple[int, ...] = (signal.SIGINT, signal.SIGTERM)
-                 ) -> Any:
+def quiet_server(config: Any, signals: tuple[int, ...] = (signal.SIGINT, signal.SIGTERM),
+                 on_stop: Callable[[], None] | None = None) -> Any:
     """A uvicorn server that stops on ``signals`` and then returns normally
-    (uvicorn re-raises the signal after shutdown, which would exit non-zero)."""
+    (uvicorn re-raises the signal after shutdown, which would exit non-zero).
+
+    With ``on_stop``, the first signal calls it instead (from the signal
+    handler: it may only schedule work), and the server goes on serving
+    until something sets ``should_exit``; a second signal stops it at once."""
     import contextlib
 
     import uvicorn
 
     class Server(uvicorn.Server):
+        stopping = False
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            if on_stop is None or self.stopping:
+                super().handle_exit(sig, frame)
+                return
+            self.stopping = True
+            on_stop()
+
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
             originals = {sig: signal.signal(sig, self.handle_exit)
@@ -169,8 +183,18 @@ async def serve(settings: Settings) -> None:
         sock.close()
         raise
     settle_heap()
+    loop = asyncio.get_running_loop()
+    draining: list[asyncio.Task[None]] = []
+
+    def stop_gracefully() -> None:
+        def exit_now() -> None:
+            server.should_exit = True
+        draining.append(spawn(drain_then(cloud, exit_now), name="cirrus-drain"))
+
+    def on_signal() -> None:  # in the signal handler: only schedule
+        loop.call_soon_threadsafe(stop_gracefully)
     try:
-        server = quiet_server(uvicorn_config(cloud.app, settings))
+        server = quiet_server(uvicorn_config(cloud.app, settings), on_stop=on_signal)
         clouds = write_clouds_yaml(settings)
         print(f"cirrus is up at {settings.public_url}", flush=True)
         print(f"clouds.yaml: {clouds}", flush=True)
@@ -178,9 +202,25 @@ async def serve(settings: Settings) -> None:
               flush=True)
         await server.serve(sockets=[sock])
     finally:
+        for task in draining:  # a second signal ends the grace period early
+            task.cancel()
+        await asyncio.gather(*draining, return_exceptions=True)
         await cloud.stop()
         sock.close()
         print("cirrus stopped", flush=True)
+
+
+async def drain_then(cloud: Any, done: Callable[[], None]) -> None:
+    """SIGTERM's grace period: ``cloud.drain()``, then ``done()`` (which
+    ends the serving). Printed, so an operator sees why it waits."""
+    grace = cloud.settings.shutdown_grace_period
+    print(f"cirrus is shutting down: new builds are refused; builds in flight get {grace:g} s "
+          "to finish (a second signal stops at once)", flush=True)
+    left = await cloud.drain()
+    if left:
+        LOG.warning("%d builds did not finish within the %g s grace period; they go to ERROR",
+                    left, grace)
+    done()
 
 
 def event_loop_runner() -> Any:

@@ -37,6 +37,7 @@ from typing import Any
 
 from cirrus.config import Settings
 from cirrus.preflight import database_step, listen_socket
+from cirrus.utils import spawn
 
 if sys.platform != "linux":  # pragma: no cover - pidfd_open, fork after imports
     raise ImportError("api workers need Linux")
@@ -109,6 +110,8 @@ def _fork_worker(settings: Settings, sock: socket.socket, n: int) -> Worker:
     # A Ctrl-C reaches every process of the terminal's group; the engine stops
     # the workers itself (SIGTERM), after which they drain their requests.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # SIGUSR1: the engine is draining (set to refuse builds once the API runs).
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
     code = 1
     try:
         from cirrus.cli.main import event_loop_runner
@@ -129,6 +132,8 @@ async def _api_worker(settings: Settings, sock: socket.socket, ready_w: int, n: 
     try:
         await cloud.start()
         settle_heap()
+        admission = cloud.state["compute_api"].admission
+        signal.signal(signal.SIGUSR1, lambda _sig, _frame: admission.close())
         server = quiet_server(uvicorn_config(cloud.app, settings), signals=(signal.SIGTERM,))
         serving = asyncio.ensure_future(server.serve(sockets=[sock]))
         while not server.started and not serving.done():
@@ -151,17 +156,27 @@ async def _api_worker(settings: Settings, sock: socket.socket, ready_w: int, n: 
 
 async def _engine(settings: Settings, workers: list[Worker], clouds: Path) -> int:
     from cirrus.bootstrap import Cloud
-    from cirrus.cli.main import settle_heap
+    from cirrus.cli.main import drain_then, settle_heap
 
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()  # set by a signal, or by a worker that exited
     signalled = False
     exited: dict[int, int] = {}
 
+    cloud = Cloud(settings, api=False, prepare_db=False, bus_hub=True, defaults=True)
+    ready = False
+    draining: list[asyncio.Task[None]] = []
+
     def on_signal() -> None:
         nonlocal signalled
-        signalled = True
-        stop.set()
+        again, signalled = signalled, True
+        if again or not ready:  # a second signal, or one while starting: stop now
+            stop.set()
+            return
+        # The workers refuse new builds (SIGUSR1) while the engine lets those
+        # in flight finish; then they are stopped (SIGTERM), and the engine.
+        _signal_workers(workers, exited, signal.SIGUSR1)
+        draining.append(spawn(drain_then(cloud, stop.set), name="cirrus-drain"))
 
     def reap(worker: Worker, pidfd: int) -> None:
         loop.remove_reader(pidfd)
@@ -179,8 +194,6 @@ async def _engine(settings: Settings, workers: list[Worker], clouds: Path) -> in
         pidfd = os.pidfd_open(worker.pid)
         loop.add_reader(pidfd, reap, worker, pidfd)
 
-    cloud = Cloud(settings, api=False, prepare_db=False, bus_hub=True, defaults=True)
-    ready = False
     try:
         await cloud.start()
         settle_heap()
@@ -193,6 +206,9 @@ async def _engine(settings: Settings, workers: list[Worker], clouds: Path) -> in
                   "server list", flush=True)
             await stop.wait()
     finally:
+        for task in draining:
+            task.cancel()
+        await asyncio.gather(*draining, return_exceptions=True)
         await _stop_workers(workers, exited)
         await cloud.stop()
         print("cirrus stopped", flush=True)
@@ -225,11 +241,7 @@ async def _all_ready(workers: list[Worker], stop: asyncio.Event) -> bool:
 async def _stop_workers(workers: list[Worker], exited: dict[int, int]) -> None:
     """SIGTERM the workers still running (they drain their requests), then wait."""
     running = [w for w in workers if w.pid not in exited]
-    for worker in running:
-        try:
-            os.kill(worker.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
+    _signal_workers(running, exited, signal.SIGTERM)
     deadline = asyncio.get_running_loop().time() + STOP_TIMEOUT
     while any(w.pid not in exited for w in running):
         if asyncio.get_running_loop().time() > deadline:
@@ -240,3 +252,12 @@ async def _stop_workers(workers: list[Worker], exited: dict[int, int]) -> None:
             break
         await asyncio.sleep(0.05)
 
+
+def _signal_workers(workers: list[Worker], exited: dict[int, int], sig: int) -> None:
+    for worker in workers:
+        if worker.pid in exited:
+            continue
+        try:
+            os.kill(worker.pid, sig)
+        except ProcessLookupError:
+            pass
