@@ -70,8 +70,12 @@ class BuildAdmission:
 
     def close(self) -> None:
         """Refuse every build from now on (a stop was asked for): creates and
-        the actions that start a build get 503 while those in flight finish."""
+        the actions that start a build get 503 while those in flight finish.
+        Creates waiting for their turn get it at once, and with it the 503."""
         self.closed = True
+        while self._waiting:
+            _count, turn = self._waiting.popleft()
+            turn.cancel()
 
     def check_open(self) -> None:
         """Raise :class:`ServiceShuttingDown` (503) once :meth:`close` was called."""
@@ -123,6 +127,7 @@ class BuildAdmission:
             if not turn.done():  # waited max_wait, or the request was cancelled
                 self._waiting.remove(entry)
                 turn.cancel()
+            # (a turn cancelled by close() has left the queue already)
             if not self._waiting and self._recounting is not None:
                 # Nobody left to recount for: stop now rather than after the
                 # next sleep (a task of no one's would outlive the request).
