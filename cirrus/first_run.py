@@ -8,8 +8,8 @@ On the first start of a state dir (``bootstrap_defaults``, on by default;
   ``tiny_guest_dir``; else ``cirrus-blank``, a small raw disk of zeros: any
   bytes boot on the fake driver, and it is a valid disk for libvirt (which
   finds no OS on it);
-* for the demo project, a network with a subnet, and its default security
-  group.
+* for the demo project, a network with a subnet (also its auto-allocated
+  network, which ``networks: auto`` boots use), and its default security group.
 
 Each default is recorded in ``first_run_defaults`` when made, and never made
 again: a restart keeps what the user has, and a default the user deleted
@@ -32,6 +32,7 @@ from cirrus.identity import models as identity
 from cirrus.image.api import ImageAPI
 from cirrus.image.tiny import COMMAND_LINE, DEFAULT_OUTPUT, TinyGuest, built
 from cirrus.network import bulk
+from cirrus.network.auto_allocate import adopt_as_auto_network
 from cirrus.network.security_groups import ensure_default
 from cirrus.network.service import NetworkService
 from cirrus.service_models import first_run_defaults as table
@@ -126,4 +127,6 @@ async def _demo_network(db: Database, network: NetworkService, ctx: RequestConte
         "name": SUBNET, "network_id": net["id"], "ip_version": 4, "cidr": SUBNET_CIDR}})
     assert ctx.project_id is not None
     await db.run(ensure_default, ctx.project_id)
+    # The openstack CLI boots with ``networks: auto`` (2.37+): this one, not a second.
+    await db.run(adopt_as_auto_network, ctx.project_id, net["id"])
     return str(net["id"])

@@ -65,6 +65,13 @@ async def test_a_fresh_cloud_boots_a_server_with_no_arguments_but_flavor_and_ima
         assert active["status"] == "ACTIVE", active.get("fault")
         assert list(active["addresses"]) == [NETWORK]
         assert active["addresses"][NETWORK][0]["addr"].startswith("10.10.0.")
+        # What the openstack CLI sends (2.37+): `auto` takes the same network.
+        body = {"server": {"name": "vm2", "flavorRef": "1", "imageRef": image["id"],
+                           "networks": "auto"}}
+        server = await create_server(demo, body, version="2.37")
+        active = await wait_for_status(demo, server["id"], {"ACTIVE", "ERROR"})
+        assert list(active["addresses"]) == [NETWORK], active.get("fault")
+        assert await names(demo, "/network/v2.0/networks", "networks") == [NETWORK]
 
 
 async def test_defaults_are_made_once_and_stay_deleted(settings: Settings) -> None:
