@@ -9,7 +9,7 @@ The table is a journal, ``<state_dir>/fake-hypervisor/<host>.jsonl``: one
 line per change (a guest's whole record, or its removal), appended with one
 unbuffered write, so a ``kill -9`` loses nothing written before it and a
 boot costs one small write, not a rewrite of every guest. A start replays it
-and writes it back compacted.
+and writes it back compacted, as does a run once most of its lines are stale.
 """
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from cirrus.compute.states import PowerState
+
+COMPACT_SLACK = 10_000  # stale journal lines tolerated before a rewrite
 
 
 @dataclass
@@ -55,10 +57,12 @@ class GuestTable(MutableMapping[str, FakeInstance]):
     to a guest in place is journalled by :meth:`saved`.
     """
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | None, compact_slack: int = COMPACT_SLACK) -> None:
         self.path = path
+        self.compact_slack = compact_slack
         self._guests: dict[str, FakeInstance] = {}
         self._journal: BinaryIO | None = None
+        self._lines = 0  # in the journal file, to compact it when mostly stale
 
     def load(self) -> None:
         """Replay the journal (what a previous process left), then compact it."""
@@ -74,9 +78,16 @@ class GuestTable(MutableMapping[str, FakeInstance]):
                 self._guests.pop(entry["uuid"], None)
             else:
                 self._guests[entry["uuid"]] = FakeInstance.from_record(entry)
+        self._compact()
+
+    def _compact(self) -> None:
+        """Rewrite the journal as one line per guest (renamed into place)."""
+        assert self.path is not None
+        self.close()
         compacted = self.path.with_suffix(".tmp")
         compacted.write_bytes(b"".join(self._line(g.record()) for g in self._guests.values()))
         os.replace(compacted, self.path)
+        self._lines = len(self._guests)
 
     def saved(self, guest: FakeInstance) -> None:
         """Journal ``guest`` after a change made to it in place."""
@@ -99,6 +110,10 @@ class GuestTable(MutableMapping[str, FakeInstance]):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._journal = open(self.path, "ab", buffering=0)  # noqa: SIM115 - kept open
         self._journal.write(self._line(entry))
+        self._lines += 1
+        # A long run (boots and deletes by the thousand) would grow it without end.
+        if self._lines > self.compact_slack + 2 * len(self._guests):
+            self._compact()
 
     # -- the mapping ---------------------------------------------------------------
     def __getitem__(self, uuid: str) -> FakeInstance:

@@ -75,3 +75,16 @@ def test_a_guest_no_longer_in_the_table_is_not_journalled_by_saved(tmp_path: Pat
     table.saved(old)  # a stale object (a resize source, say) changes nothing
     table.close()
     assert reopened(path)["a"].state == PowerState.SHUTDOWN
+
+
+def test_a_journal_mostly_stale_is_compacted_as_it_goes(tmp_path: Path) -> None:
+    path = tmp_path / "h1.jsonl"
+    table = GuestTable(path, compact_slack=10)
+    table["keep"] = guest("keep")
+    for i in range(100):
+        table[f"g{i}"] = guest(f"g{i}")
+        del table[f"g{i}"]
+    assert len(path.read_bytes().splitlines()) <= 13
+    table["last"] = guest("last")
+    table.close()
+    assert sorted(reopened(path)) == ["keep", "last"]
