@@ -13,13 +13,14 @@ and writes it back compacted, as does a run once most of its lines are stale.
 """
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
+
+import orjson
 
 from cirrus.compute.states import PowerState
 
@@ -71,8 +72,8 @@ class GuestTable(MutableMapping[str, FakeInstance]):
         self.close()
         for line in self.path.read_bytes().splitlines():
             try:
-                entry = json.loads(line)
-            except ValueError:
+                entry = orjson.loads(line)
+            except orjson.JSONDecodeError:
                 continue  # a line cut short by a crash: the change before it stands
             if entry.get("gone"):
                 self._guests.pop(entry["uuid"], None)
@@ -101,7 +102,7 @@ class GuestTable(MutableMapping[str, FakeInstance]):
 
     @staticmethod
     def _line(entry: dict[str, Any]) -> bytes:
-        return json.dumps(entry, separators=(",", ":")).encode() + b"\n"
+        return orjson.dumps(entry) + b"\n"  # ~1 µs: it is on every boot's path
 
     def _write(self, entry: dict[str, Any]) -> None:
         if self.path is None:
