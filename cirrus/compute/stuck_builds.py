@@ -3,7 +3,11 @@
 Two services run it: a compute host for its own builds
 (``periodic.ComputePeriodics``) and the conductor for the builds of hosts
 whose compute service is down (``ConductorManager.fail_orphaned_builds``), so
-a crashed service leaves nothing in BUILD forever. It lives apart from the
+a crashed service leaves nothing in BUILD forever. The same end, with a
+fault naming the cause (:class:`BuildInterrupted`), comes sooner where the
+cause is known: a host's start fails the builds it had (``init_instances``),
+a conductor's start those never scheduled, a stop those its grace period did
+not see finish (``Cloud.drain``). It lives apart from the
 host's periodic tasks because the conductor may not import a compute host's
 code (the import-linter contracts in pyproject.toml): this module reads and
 writes rows, releases claims and ports, and touches no driver.
