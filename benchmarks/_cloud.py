@@ -78,7 +78,7 @@ def running_cloud(computes: int, env: dict[str, str] | None = None,
     port = port or free_port()
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "cirrus.cli.main", "up", "--state-dir", state_dir or tmp,
-               "--bind", f"127.0.0.1:{port}", "--computes", str(computes), *extra]
+               "--bind", f"127.0.0.1:{port}", "--no-defaults", "--computes", str(computes), *extra]
         proc = subprocess.Popen(cmd, env={**os.environ, **(env or {})},
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         url = f"http://127.0.0.1:{port}"

@@ -16,8 +16,12 @@ from starlette.applications import Starlette
 from cirrus.api.app import build_app
 from cirrus.config import Settings, split_bind
 from cirrus.console.serialproxy import SerialProxy
+from cirrus.compute.stuck_builds import fail_stuck_builds, shutting_down, stuck_builds
 from cirrus.db import migrate
 from cirrus.db.engine import Database
+from cirrus.first_run import ensure_defaults
+from cirrus.network.api import make_network_api
+from cirrus.preflight import check_state_dir, database_step, transport_step
 from cirrus.rpc import Transport, get_transport
 from cirrus.service import Service
 
@@ -25,6 +29,7 @@ if TYPE_CHECKING:
     import httpx  # (imported on first use by cirrus.image.client)
 
 LOG = logging.getLogger(__name__)
+DRAIN_POLL_S = 0.1  # how often a drain looks whether the builds in flight are done
 
 
 def write_clouds_yaml(settings: Settings) -> Path:
@@ -62,9 +67,13 @@ class Cloud:
     def __init__(self, settings: Settings, *, api: bool = True,
                  roles: tuple[str, ...] = ("conductor", "scheduler", "compute"),
                  prepare_db: bool = True, bus_hub: bool = False,
-                 http_transport: httpx.AsyncBaseTransport | None = None) -> None:
+                 http_transport: httpx.AsyncBaseTransport | None = None,
+                 defaults: bool | None = None) -> None:
         """``http_transport``: how computes reach the HTTP API (the image
-        service); None: over the network, at the configured URLs."""
+        service); None: over the network, at the configured URLs.
+        ``defaults``: this process gives a fresh cloud its defaults, if
+        ``bootstrap_defaults`` (None: if it prepares the database and serves the API)."""
+        self.make_defaults = prepare_db and api if defaults is None else defaults
         self.settings = settings
         self.http_transport = http_transport
         self.bus_hub = bus_hub
@@ -77,19 +86,35 @@ class Cloud:
         self.state: dict[str, Any] = {}
         self.app: Starlette | None = None
         self.serial_proxy: SerialProxy | None = None
+        self.draining = False  # drain() was called: stop() fails the builds left
 
     async def start(self) -> None:
+        """Start everything; on a failure, stop what had started and raise
+        (:class:`~cirrus.preflight.StartupError` for a state dir, database
+        or bus that cannot be used)."""
+        try:
+            await self._start()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _start(self) -> None:
         s = self.settings
-        s.state_dir.mkdir(parents=True, exist_ok=True)
+        check_state_dir(s.state_dir)
         loop = asyncio.get_running_loop()
-        if self.prepare_db:
-            await loop.run_in_executor(None, migrate.upgrade_if_needed, s.database_url)
+        # Migrated (the API and ``cirrus up``) or at least reached once, so an
+        # unreachable database is one line here, not a traceback from a service.
+        await loop.run_in_executor(None, database_step, s.database_url,
+                                   migrate.upgrade_if_needed if self.prepare_db
+                                   else migrate.current, s.database_url)
         self.db = Database(s.database_url)
         self.transport = get_transport(s.transport_url, hub=self.bus_hub)
-        await self.transport.start()
+        await transport_step(s.transport_url, self.transport.start)
         if self.prepare_db:
             await self.db.run(bootstrap_data, s)
         self.state = await self._build_state()
+        if self.make_defaults and s.bootstrap_defaults:
+            await ensure_defaults(s, self.db, self.state["images"], self.state["network"])
         for service in self._build_services():
             await service.start()
             self.services.append(service)
@@ -133,6 +158,40 @@ class Cloud:
                 out.extend(_SERVICE_BUILDERS[role](self.settings, self.db, self.transport))
         return out
 
+    async def drain(self) -> int:
+        """A stop's first step (SIGTERM): from now on every new build is
+        refused (503), and the builds in flight that this process runs get
+        ``shutdown_grace_period`` seconds to finish. Returns how many did not
+        (:meth:`stop` fails them, with a fault that says so)."""
+        self.draining = True
+        compute_api = self.state.get("compute_api")
+        if compute_api is not None:
+            compute_api.admission.close()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.shutdown_grace_period
+        while (left := len(await self._unfinished_builds())) and loop.time() < deadline:
+            await asyncio.sleep(DRAIN_POLL_S)
+        return left
+
+    async def _unfinished_builds(self) -> list[dict[str, Any]]:
+        """The builds this process's services own: on its compute hosts, and
+        (with a conductor) those not scheduled yet."""
+        hosts = [svc.host for svc in self.services if svc.binary == "cirrus-compute"]
+        unscheduled = "conductor" in self.roles
+        if self.db is None or not (hosts or unscheduled):
+            return []
+        return await self.db.read(stuck_builds, 0, hosts, unscheduled)
+
+    async def _fail_unfinished_builds(self) -> None:
+        """After a drain: the builds the grace period did not see finish go to
+        ERROR, their fault naming the shutdown, instead of waiting in BUILD for
+        the next start (or ``instance_build_timeout``)."""
+        rows = await self._unfinished_builds()
+        if rows and self.db is not None:
+            network = make_network_api(self.settings, self.db, None, None)
+            await fail_stuck_builds(self.db, network, rows,
+                                    shutting_down(self.settings.shutdown_grace_period), None)
+
     async def stop(self) -> None:
         """Stop taking messages, then stop each service; every task they
         started ends with them (none is left running on the loop)."""
@@ -143,11 +202,15 @@ class Cloud:
         # (a build) on a service that has already stopped.
         if self.transport is not None:
             await self.transport.stop()
+            self.transport = None
+        if self.draining:
+            await self._fail_unfinished_builds()
         for service in reversed(self.services):
             await service.stop()
         self.services.clear()
         if self.db is not None:
             self.db.close()
+            self.db = None
 
 
 def _state_factories() -> list[tuple[str, Any]]:

@@ -44,6 +44,12 @@ class Settings:
     # libvirtd live; empty = the process's own.
     host_netns: str = ""
     region: str = "RegionOne"
+    # The first start of a state dir makes a default image and gives the demo
+    # project a network (cirrus/first_run.py); each once. ``cirrus up --no-defaults``.
+    bootstrap_defaults: bool = True
+    # Where the tiny guest is looked for as that image (empty: ~/.cache/cirrus/tiny,
+    # where ``cirrus image build-tiny`` builds it).
+    tiny_guest_dir: str = ""
     log_level: str = "INFO"
 
     # identity
@@ -157,6 +163,9 @@ class Settings:
     enabled_filters: str = ""
 
     # service frame
+    # SIGTERM: new builds are refused (503) at once, those in flight get this
+    # many seconds to finish, then the rest go to ERROR and the services stop.
+    shutdown_grace_period: float = 30.0
     report_interval: float = 10.0
     service_down_time: float = 60.0
 

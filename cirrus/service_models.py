@@ -1,4 +1,5 @@
-"""The services table: one row per running service, with its heartbeat."""
+"""The services table (one row per running service, with its heartbeat), and
+the record of the defaults a fresh cloud was given."""
 from __future__ import annotations
 
 import sqlalchemy as sa
@@ -20,4 +21,13 @@ services = sa.Table(
     sa.Column("report_count", sa.Integer, nullable=False, default=0),
     *timestamps(),
     sa.UniqueConstraint("host", "binary"),
+)
+
+# The defaults a fresh cloud was given (cirrus/first_run.py), one row each, so
+# each is made once: a restart, or the user deleting one, does not bring it back.
+first_run_defaults = sa.Table(
+    "first_run_defaults", metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("resource_id", sa.String(64), nullable=True),
+    sa.Column("created_at", sa.DateTime, nullable=True),
 )

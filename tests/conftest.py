@@ -24,6 +24,9 @@ TEST_DEFAULTS: dict[str, Any] = {
     "computes": 2,
     "report_interval": 3600.0,
     "max_body_bytes": 1 << 20,
+    # Tests count images and networks from an empty cloud (tests/functional/test_first_run.py
+    # turns the defaults on).
+    "bootstrap_defaults": False,
 }
 
 

@@ -8,9 +8,12 @@ import logging
 import signal
 import sys
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from cirrus.config import Settings, load_settings
+from cirrus.image.tiny import DEFAULT_OUTPUT as TINY_OUTPUT
+from cirrus.preflight import check_state_dir, listen_socket
+from cirrus.utils import spawn
 
 LOG = logging.getLogger("cirrus")
 # uvicorn closes an idle keep-alive connection after 5 s by default. Its timer
@@ -67,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--public-url", help="URL clients use, if not http://BIND")
     up.add_argument("--computes", type=int, help="number of simulated compute hosts")
     up.add_argument("--driver", dest="compute_driver", help="compute driver: fake or libvirt")
+    up.add_argument("--no-defaults", dest="bootstrap_defaults", action="store_false",
+                    default=None, help="a fresh state dir gets no default image and network")
     up.add_argument("--api-workers", type=int,
                     help="serve the API from this many processes beside the engine's "
                          "(0: everything in one process)")
@@ -82,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
         if role == "api":
             proc.add_argument("--bind", help="HOST:PORT to listen on")
             proc.add_argument("--public-url", help="URL clients use, if not http://BIND")
+            proc.add_argument("--no-defaults", dest="bootstrap_defaults", action="store_false",
+                              default=None,
+                              help="a fresh state dir gets no default image and network")
         if role == "compute":
             proc.add_argument("--driver", dest="compute_driver", help="fake or libvirt")
         proc.set_defaults(func=cmd_process, role=role)
@@ -91,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     tiny = imagesub.add_parser("build-tiny", help="build the tiny guest (Debian kernel + "
                                "busybox) and register it in a cloud")
     tiny.add_argument("--os-cloud", help="cloud in clouds.yaml (default: OS_CLOUD)")
-    tiny.add_argument("--output", type=Path, default=Path.home() / ".cache/cirrus/tiny",
+    tiny.add_argument("--output", type=Path, default=TINY_OUTPUT,
                       help="where the kernel, ramdisk and disk are built")
     tiny.add_argument("--name", default="cirrus-tiny", help="image name")
     tiny.add_argument("--visibility", default="public", help="public, shared or private")
@@ -108,7 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def settings_from(args: argparse.Namespace) -> Settings:
     keys = ("state_dir", "database_url", "transport_url", "log_level", "bind",
-            "public_url", "computes", "compute_driver", "compute_host", "api_workers")
+            "public_url", "computes", "compute_driver", "compute_host", "api_workers",
+            "bootstrap_defaults")
     overrides = {k: getattr(args, k, None) for k in keys}
     return load_settings(getattr(args, "config", None), overrides=overrides)
 
@@ -127,15 +136,28 @@ def setup_logging(settings: Settings) -> None:
     root.setLevel(settings.log_level.upper())
 
 
-def quiet_server(config: Any, signals: tuple[int, ...] = (signal.SIGINT, signal.SIGTERM)
-                 ) -> Any:
+def quiet_server(config: Any, signals: tuple[int, ...] = (signal.SIGINT, signal.SIGTERM),
+                 on_stop: Callable[[], None] | None = None) -> Any:
     """A uvicorn server that stops on ``signals`` and then returns normally
-    (uvicorn re-raises the signal after shutdown, which would exit non-zero)."""
+    (uvicorn re-raises the signal after shutdown, which would exit non-zero).
+
+    With ``on_stop``, the first signal calls it instead (from the signal
+    handler: it may only schedule work), and the server goes on serving
+    until something sets ``should_exit``; a second signal stops it at once."""
     import contextlib
 
     import uvicorn
 
     class Server(uvicorn.Server):
+        stopping = False
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            if on_stop is None or self.stopping:
+                super().handle_exit(sig, frame)
+                return
+            self.stopping = True
+            on_stop()
+
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
             originals = {sig: signal.signal(sig, self.handle_exit)
@@ -159,17 +181,50 @@ async def serve(settings: Settings) -> None:
     """Start every service and the HTTP API; return on SIGINT/SIGTERM."""
     from cirrus.bootstrap import Cloud, write_clouds_yaml
 
+    # Bound first: a taken port is one line before anything else has started.
+    sock = listen_socket(settings.host, settings.port)
     cloud = Cloud(settings)
-    await cloud.start()
-    settle_heap()
     try:
-        server = quiet_server(uvicorn_config(cloud.app, settings))
+        await cloud.start()
+    except BaseException:
+        sock.close()
+        raise
+    settle_heap()
+    loop = asyncio.get_running_loop()
+    draining: list[asyncio.Task[None]] = []
+
+    def stop_gracefully() -> None:
+        def exit_now() -> None:
+            server.should_exit = True
+        draining.append(spawn(drain_then(cloud, exit_now), name="cirrus-drain"))
+
+    def on_signal() -> None:  # in the signal handler: only schedule
+        loop.call_soon_threadsafe(stop_gracefully)
+    try:
+        server = quiet_server(uvicorn_config(cloud.app, settings), on_stop=on_signal)
         print(f"cirrus is up at {settings.public_url}", flush=True)
         announce_clouds_yaml(write_clouds_yaml(settings))
-        await server.serve()
+        await server.serve(sockets=[sock])
     finally:
+        for task in draining:  # a second signal ends the grace period early
+            task.cancel()
+        await asyncio.gather(*draining, return_exceptions=True)
         await cloud.stop()
+        sock.close()
         print("cirrus stopped", flush=True)
+
+
+async def drain_then(cloud: Any, done: Callable[[], None]) -> None:
+    """SIGTERM's grace period: ``cloud.drain()``, then ``done()`` (which
+    ends the serving). Printed, so an operator sees why it waits."""
+    grace = cloud.settings.shutdown_grace_period
+    print(f"cirrus is shutting down: new builds are refused; builds in flight get {grace:g} s "
+          "to finish (a second signal stops at once)", flush=True)
+    left = await cloud.drain()
+    if left:
+        LOG.warning("%d builds did not finish within the %g s grace period; they go to ERROR",
+                    left, grace)
+    done()
 
 
 def event_loop_runner() -> Any:
@@ -184,6 +239,7 @@ def event_loop_runner() -> Any:
 
 def cmd_up(args: argparse.Namespace) -> int:
     settings = settings_from(args)
+    check_state_dir(settings.state_dir)  # before the log file is opened in it
     setup_logging(settings)
     try:
         if settings.api_workers > 0:
@@ -202,16 +258,22 @@ async def run_process(settings: Settings, role: str) -> None:
     ``STATE_DIR/clouds.yaml`` for it."""
     from cirrus.bootstrap import Cloud, write_clouds_yaml
 
+    sock = listen_socket(settings.host, settings.port) if role == "api" else None
     cloud = Cloud(settings, api=role == "api", roles=() if role == "api" else (role,),
                   prepare_db=role == "api")
-    await cloud.start()
+    try:
+        await cloud.start()
+    except BaseException:
+        if sock is not None:
+            sock.close()
+        raise
     settle_heap()
     try:
-        if role == "api":
+        if sock is not None:
             print(f"cirrus api listening at {settings.public_url}", flush=True)
             # As ``cirrus up``: the users exist now (this process bootstrapped them).
             announce_clouds_yaml(write_clouds_yaml(settings))
-            await quiet_server(uvicorn_config(cloud.app, settings)).serve()
+            await quiet_server(uvicorn_config(cloud.app, settings)).serve(sockets=[sock])
         else:
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()
@@ -229,6 +291,7 @@ def cmd_process(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     if not settings.compute_host and args.role != "api":
         settings.compute_host = socket.gethostname()
+    check_state_dir(settings.state_dir)
     setup_logging(settings)
     asyncio.run(run_process(settings, args.role))
     return 0

@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from cirrus.config import Settings
+from cirrus.preflight import database_step, listen_socket
+from cirrus.utils import spawn
 
 if sys.platform != "linux":  # pragma: no cover - pidfd_open, fork after imports
     raise ImportError("api workers need Linux")
@@ -66,25 +68,14 @@ def prepare_database(settings: Settings) -> None:
     from cirrus.db import migrate
     from cirrus.db.engine import make_engine
 
-    settings.state_dir.mkdir(parents=True, exist_ok=True)
-    migrate.upgrade_if_needed(settings.database_url)
-    engine = make_engine(settings.database_url)
+    url = settings.database_url
+    database_step(url, migrate.upgrade_if_needed, url)
+    engine = make_engine(url)
     try:
         with engine.begin() as conn:
             bootstrap_data(conn, settings)
     finally:
         engine.dispose()  # no connection may cross the fork
-
-
-def listen_socket(settings: Settings) -> socket.socket:
-    """The API's listening socket, shared by every worker."""
-    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((settings.host, settings.port))
-    sock.listen(2048)
-    sock.set_inheritable(True)
-    return sock
 
 
 def run(settings: Settings) -> int:
@@ -93,11 +84,15 @@ def run(settings: Settings) -> int:
     from cirrus.bootstrap import Cloud, write_clouds_yaml  # noqa: F401
     from cirrus.cli.main import event_loop_runner
 
-    prepare_database(settings)
+    sock = listen_socket(settings.host, settings.port)  # a taken port: one line, first
+    try:
+        prepare_database(settings)
+    except BaseException:
+        sock.close()
+        raise
     clouds = write_clouds_yaml(settings)  # before anyone can answer a request
     if settings.transport_url.startswith("inprocess:"):
         settings = replace(settings, transport_url=f"local://{bus_path(settings)}")
-    sock = listen_socket(settings)
     gc.collect()
     gc.freeze()  # what the workers inherit is never scanned, so never copied
     workers = [_fork_worker(settings, sock, n) for n in range(settings.api_workers)]
@@ -115,6 +110,8 @@ def _fork_worker(settings: Settings, sock: socket.socket, n: int) -> Worker:
     # A Ctrl-C reaches every process of the terminal's group; the engine stops
     # the workers itself (SIGTERM), after which they drain their requests.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # SIGUSR1: the engine is draining (set to refuse builds once the API runs).
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)
     code = 1
     try:
         from cirrus.cli.main import event_loop_runner
@@ -135,6 +132,8 @@ async def _api_worker(settings: Settings, sock: socket.socket, ready_w: int, n: 
     try:
         await cloud.start()
         settle_heap()
+        admission = cloud.state["compute_api"].admission
+        signal.signal(signal.SIGUSR1, lambda _sig, _frame: admission.close())
         server = quiet_server(uvicorn_config(cloud.app, settings), signals=(signal.SIGTERM,))
         serving = asyncio.ensure_future(server.serve(sockets=[sock]))
         while not server.started and not serving.done():
@@ -157,17 +156,27 @@ async def _api_worker(settings: Settings, sock: socket.socket, ready_w: int, n: 
 
 async def _engine(settings: Settings, workers: list[Worker], clouds: Path) -> int:
     from cirrus.bootstrap import Cloud
-    from cirrus.cli.main import announce_clouds_yaml, settle_heap
+    from cirrus.cli.main import announce_clouds_yaml, drain_then, settle_heap
 
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()  # set by a signal, or by a worker that exited
     signalled = False
     exited: dict[int, int] = {}
 
+    cloud = Cloud(settings, api=False, prepare_db=False, bus_hub=True, defaults=True)
+    ready = False
+    draining: list[asyncio.Task[None]] = []
+
     def on_signal() -> None:
         nonlocal signalled
-        signalled = True
-        stop.set()
+        again, signalled = signalled, True
+        if again or not ready:  # a second signal, or one while starting: stop now
+            stop.set()
+            return
+        # The workers refuse new builds (SIGUSR1) while the engine lets those
+        # in flight finish; then they are stopped (SIGTERM), and the engine.
+        _signal_workers(workers, exited, signal.SIGUSR1)
+        draining.append(spawn(drain_then(cloud, stop.set), name="cirrus-drain"))
 
     def reap(worker: Worker, pidfd: int) -> None:
         loop.remove_reader(pidfd)
@@ -185,8 +194,6 @@ async def _engine(settings: Settings, workers: list[Worker], clouds: Path) -> in
         pidfd = os.pidfd_open(worker.pid)
         loop.add_reader(pidfd, reap, worker, pidfd)
 
-    cloud = Cloud(settings, api=False, prepare_db=False, bus_hub=True)
-    ready = False
     try:
         await cloud.start()
         settle_heap()
@@ -197,6 +204,9 @@ async def _engine(settings: Settings, workers: list[Worker], clouds: Path) -> in
             announce_clouds_yaml(clouds)
             await stop.wait()
     finally:
+        for task in draining:
+            task.cancel()
+        await asyncio.gather(*draining, return_exceptions=True)
         await _stop_workers(workers, exited)
         await cloud.stop()
         print("cirrus stopped", flush=True)
@@ -229,11 +239,7 @@ async def _all_ready(workers: list[Worker], stop: asyncio.Event) -> bool:
 async def _stop_workers(workers: list[Worker], exited: dict[int, int]) -> None:
     """SIGTERM the workers still running (they drain their requests), then wait."""
     running = [w for w in workers if w.pid not in exited]
-    for worker in running:
-        try:
-            os.kill(worker.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
+    _signal_workers(running, exited, signal.SIGTERM)
     deadline = asyncio.get_running_loop().time() + STOP_TIMEOUT
     while any(w.pid not in exited for w in running):
         if asyncio.get_running_loop().time() > deadline:
@@ -244,3 +250,12 @@ async def _stop_workers(workers: list[Worker], exited: dict[int, int]) -> None:
             break
         await asyncio.sleep(0.05)
 
+
+def _signal_workers(workers: list[Worker], exited: dict[int, int], sig: int) -> None:
+    for worker in workers:
+        if worker.pid in exited:
+            continue
+        try:
+            os.kill(worker.pid, sig)
+        except ProcessLookupError:
+            pass

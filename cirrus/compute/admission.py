@@ -33,6 +33,7 @@ from collections import deque
 
 import sqlalchemy as sa
 
+from cirrus.compute.exception import ServiceShuttingDown
 from cirrus.compute.models import instances
 from cirrus.compute.states import TaskState, VmState
 from cirrus.db.engine import Database
@@ -65,6 +66,21 @@ class BuildAdmission:
         self._recounting: asyncio.Task[None] | None = None
         # Admitted, their rows not yet committed: a count cannot see them.
         self._unrecorded = 0
+        self.closed = False  # shutting down: every new build is refused
+
+    def close(self) -> None:
+        """Refuse every build from now on (a stop was asked for): creates and
+        the actions that start a build get 503 while those in flight finish.
+        Creates waiting for their turn get it at once, and with it the 503."""
+        self.closed = True
+        while self._waiting:
+            _count, turn = self._waiting.popleft()
+            turn.cancel()
+
+    def check_open(self) -> None:
+        """Raise :class:`ServiceShuttingDown` (503) once :meth:`close` was called."""
+        if self.closed:
+            raise ServiceShuttingDown()
 
     @property
     def waiting(self) -> int:
@@ -89,7 +105,8 @@ class BuildAdmission:
 
     async def admit(self, count: int) -> None:
         """Return when ``count`` more instances may join the backlog, or after
-        ``max_wait`` seconds in the queue."""
+        ``max_wait`` seconds in the queue; 503 once closed (before or meanwhile)."""
+        self.check_open()
         if self.limit <= 0:
             return
         if self._backlog is None:
@@ -110,6 +127,7 @@ class BuildAdmission:
             if not turn.done():  # waited max_wait, or the request was cancelled
                 self._waiting.remove(entry)
                 turn.cancel()
+            # (a turn cancelled by close() has left the queue already)
             if not self._waiting and self._recounting is not None:
                 # Nobody left to recount for: stop now rather than after the
                 # next sleep (a task of no one's would outlive the request).
@@ -117,6 +135,7 @@ class BuildAdmission:
                 self._recounting = None  # a new waiter starts a new one
         if turn.cancelled():  # max_wait is up: go ahead
             self._backlog += count
+        self.check_open()
 
     async def _recount(self) -> None:
         try:

@@ -138,7 +138,8 @@ class API(StateActions, ImageActions, AdminActions, DeleteActions):
         self.notifier = Notifier("compute-api")  # the actions done here (lock, unlock)
         self.admission = BuildAdmission(db, settings.build_backlog_limit,
                                         settings.build_backlog_wait)
-        self.moves = MoveAPI(settings, db, self.get, self.compute_task_api, self.compute_rpcapi)
+        self.moves = MoveAPI(settings, db, self.get, self.compute_task_api, self.compute_rpcapi,
+                             self.admission)
 
     # -- create ------------------------------------------------------------------
     async def create(self, ctx: RequestContext, req: CreateRequest) -> tuple[list[dict[str, Any]], str]:
@@ -147,6 +148,7 @@ class API(StateActions, ImageActions, AdminActions, DeleteActions):
         What needs no lookup is refused first; nothing is built before the
         count is known to fit ``max_instances_per_request`` and the quota."""
         policy.enforce(ctx, "compute:server:create", {"project_id": require_project(ctx)})
+        self.admission.check_open()  # shutting down: 503 before any work
         if req.min_count > req.max_count:
             raise exc.InvalidRequest(reason="min_count must be <= max_count")
         req.max_count = self._within_request_cap(req.min_count, req.max_count)

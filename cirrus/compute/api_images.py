@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from cirrus import policy
 from cirrus.compute import exception as exc
 from cirrus.compute import image_requests, keypairs, records
+from cirrus.compute.admission import BuildAdmission
 from cirrus.compute.image_requests import RebuildRequest
 from cirrus.compute.rpcapi import ComputeAPI
 from cirrus.compute.states import VmState
@@ -37,6 +38,7 @@ class ImageActions:
     # What the compute API (cirrus/compute/api.py) gives these methods.
     db: Database
     images: Any  # cirrus.image.api.ImageAPI
+    admission: BuildAdmission
     compute_rpcapi: ComputeAPI
     compute_task_api: ComputeTaskAPI
     get: Callable[[RequestContext, str], Awaitable[Row]]
@@ -53,6 +55,7 @@ class ImageActions:
         key pair or bad user data; 409 from a state rebuild does not take."""
         row = await self.get(ctx, uuid)
         policy.enforce(ctx, "compute:server:action", row)
+        self.admission.check_open()
         if len(req.changes.get("metadata") or {}) > MAX_METADATA_ITEMS:
             raise exc.MetadataLimitExceeded(allowed=MAX_METADATA_ITEMS)
         self._check_user_data(req.changes.get("user_data"))
@@ -162,6 +165,7 @@ class ImageActions:
         else scheduled anew (in ``availability_zone`` if given, 2.77)."""
         row = await self.get(ctx, uuid)
         policy.enforce(ctx, "compute:server:action", row)
+        self.admission.check_open()
         offloaded = row["vm_state"] == VmState.SHELVED_OFFLOADED.value
         if availability_zone is not None:
             if not offloaded:  # Nova: only an offloaded server may change its zone

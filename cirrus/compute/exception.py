@@ -75,6 +75,13 @@ class ImageUnacceptable(Invalid):
     msg_fmt = "Image %(image_id)s is unacceptable: %(reason)s"
 
 
+class ServiceShuttingDown(CirrusException):
+    """A stop was asked for: builds in flight finish, no new one starts."""
+
+    code = 503
+    msg_fmt = "cirrus is shutting down; no new builds are accepted. Try again when it is back."
+
+
 class GlanceConnectionFailed(CirrusException):
     """The image service did not answer usefully: unreachable, refusing the
     host's service credentials, or failing."""

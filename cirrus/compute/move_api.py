@@ -17,6 +17,7 @@ from cirrus.compute import instance as inst
 from cirrus.compute import instance_actions
 from cirrus.compute import migrations as mig
 from cirrus.compute import quotas
+from cirrus.compute.admission import BuildAdmission
 from cirrus.compute.flavors import get_flavor
 from cirrus.compute.hosts import compute_is_up, list_services
 from cirrus.compute.migrations import Migration, MigrationType, Status
@@ -66,11 +67,13 @@ class MoveAPI:
     get: Getter  # the instance if the caller may see it (404 otherwise)
     conductor: ComputeTaskAPI
     compute: ComputeAPI
+    admission: BuildAdmission  # closed when cirrus shuts down: no move starts then
 
     # -- resize and cold migration ---------------------------------------------------
     async def resize(self, ctx: RequestContext, uuid: str, flavor_id: str) -> None:
         """Resize to ``flavor_id`` (quota delta checked here, as Nova does)."""
         row = await self._instance(ctx, uuid)
+        self.admission.check_open()
         migration = await self.db.run(self._begin_resize, ctx, row, flavor_id)
         await self.conductor.migrate_server(ctx, instance_uuid=uuid,
                                             migration_uuid=migration["uuid"], live=False)
@@ -78,6 +81,7 @@ class MoveAPI:
     async def migrate(self, ctx: RequestContext, uuid: str, host: str | None) -> None:
         """Cold-migrate to ``host`` or wherever the scheduler chooses."""
         row = await self._instance(ctx, uuid)
+        self.admission.check_open()
         if host is not None:
             await self._check_target(row, host, "migrate", "CannotMigrateToSameHost")
         migration = await self.db.run(self._begin_move, ctx, row, TRANSITIONS["migrate"],
@@ -178,6 +182,7 @@ class MoveAPI:
                            block_migration: bool | None, force: bool) -> None:
         """Live-migrate to ``host`` (checked by the scheduler unless ``force``)."""
         row = await self._instance(ctx, uuid)
+        self.admission.check_open()
         if host is not None:
             await self._check_target(row, host, "live-migrate", "UnableToMigrateToSelf")
         migration = await self.db.run(self._begin_move, ctx, row, TRANSITIONS["live_migrate"],
@@ -235,6 +240,7 @@ class MoveAPI:
                        admin_password: str | None, force: bool) -> None:
         """Rebuild the server elsewhere; its host's compute service must be down."""
         row = await self._instance(ctx, uuid)
+        self.admission.check_open()
         if host is not None:
             await self._check_target(row, host, "evacuate", "UnableToMigrateToSelf",
                                      missing=ComputeHostMissing)

@@ -20,7 +20,8 @@ from cirrus.compute.builds import RunningBuilds
 from cirrus.compute.models import instances
 from cirrus.compute.states import PowerState, TaskState, VmState
 from cirrus.compute.store import Instance, InstanceStore
-from cirrus.compute.stuck_builds import fail_stuck_builds, stuck_builds
+from cirrus.compute.stuck_builds import (BuildTimedOut, compute_restarted, fail_stuck_builds,
+                                         stuck_builds)
 from cirrus.context import admin_context
 from cirrus.db.engine import fetch_all
 from cirrus.network.api import API as NetworkAPI
@@ -59,7 +60,8 @@ class ComputePeriodics:
         # being written rolls them back itself, and the sweep's release must
         # come after, not race it.
         await self.builds.cancel_many([r["uuid"] for r in rows], BUILD_UNWIND_TIMEOUT)
-        return await fail_stuck_builds(self.store, self.network, rows, timeout, self.store.host)
+        return await fail_stuck_builds(self.store, self.network, rows,
+                                       BuildTimedOut(timeout=timeout), self.store.host)
 
     async def sync_power_states(self) -> None:
         rows = await self.store.read(_host_instances, self.store.host)
@@ -105,11 +107,13 @@ class ComputePeriodics:
             return
 
     async def init_instances(self) -> None:
-        """At start: builds that died with the previous process go to ERROR;
-        other interrupted tasks are cleared."""
-        rows = await self.store.read(_host_instances, self.store.host)
+        """At start: builds that died with the previous process go to ERROR
+        with a fault saying so (as Nova's ``_init_instance``); other
+        interrupted tasks are cleared."""
+        host = self.store.host
+        rows = await self.store.read(_host_instances, host)
         building = [r for r in rows if r["vm_state"] == VmState.BUILDING.value]
-        await fail_stuck_builds(self.store, self.network, building, 0, self.store.host)
+        await fail_stuck_builds(self.store, self.network, building, compute_restarted(host), host)
         for row in rows:
             if row["vm_state"] != VmState.BUILDING.value and row["task_state"] not in (
                     None, TaskState.DELETING.value):

@@ -3,7 +3,11 @@
 Two services run it: a compute host for its own builds
 (``periodic.ComputePeriodics``) and the conductor for the builds of hosts
 whose compute service is down (``ConductorManager.fail_orphaned_builds``), so
-a crashed service leaves nothing in BUILD forever. It lives apart from the
+a crashed service leaves nothing in BUILD forever. The same end, with a
+fault naming the cause (:class:`BuildInterrupted`), comes sooner where the
+cause is known: a host's start fails the builds it had (``init_instances``),
+a conductor's start those never scheduled, a stop those its grace period did
+not see finish (``Cloud.drain``). It lives apart from the
 host's periodic tasks because the conductor may not import a compute host's
 code (the import-linter contracts in pyproject.toml): this module reads and
 writes rows, releases claims and ports, and touches no driver.
@@ -20,7 +24,7 @@ from cirrus import claims
 from cirrus.compute import exception as exc
 from cirrus.compute import instance as inst
 from cirrus.compute.models import instances
-from cirrus.compute.states import VmState
+from cirrus.compute.states import TaskState, VmState
 from cirrus.context import admin_context
 from cirrus.db.base import utcnow
 from cirrus.db.engine import fetch_all
@@ -42,6 +46,27 @@ class BuildTimedOut(CirrusException):
     msg_fmt = "Instance build timed out after %(timeout)s seconds. Set to error state."
 
 
+class BuildInterrupted(CirrusException):
+    """A build that a stop or a crash cut short; the message names which."""
+
+    code = 500
+    msg_fmt = "Build interrupted: %(reason)s. Set to error state."
+
+
+def compute_restarted(host: str) -> BuildInterrupted:
+    return BuildInterrupted(reason=f"the compute service on {host} stopped before the build "
+                                   "finished")
+
+
+def conductor_restarted() -> BuildInterrupted:
+    return BuildInterrupted(reason="the conductor stopped before the build was scheduled")
+
+
+def shutting_down(grace: float) -> BuildInterrupted:
+    return BuildInterrupted(reason=f"cirrus is shutting down and the build did not finish "
+                                   f"within the {grace:g} s grace period")
+
+
 def stuck_builds(conn: sa.Connection, timeout: float, hosts: list[str] | None,
                  include_unscheduled: bool) -> list[dict[str, Any]]:
     """BUILDING instances not updated for ``timeout`` s, on ``hosts`` (None: any)."""
@@ -54,11 +79,22 @@ def stuck_builds(conn: sa.Connection, timeout: float, hosts: list[str] | None,
     return fetch_all(conn, sa.select(instances).where(*where))
 
 
+def unscheduled_builds(conn: sa.Connection, created_before: dt.datetime
+                       ) -> list[dict[str, Any]]:
+    """Instances waiting for a host (BUILD, SCHEDULING, no host) since before
+    ``created_before``."""
+    return fetch_all(conn, sa.select(instances).where(
+        instances.c.vm_state == VmState.BUILDING.value,
+        instances.c.task_state == TaskState.SCHEDULING.value, instances.c.host.is_(None),
+        instances.c.deleted.is_(False), instances.c.created_at < created_before))
+
+
 async def fail_stuck_builds(db: Transactions, network_api: NetworkAPI,
-                            rows: list[dict[str, Any]], timeout: float,
-                            reporter: str) -> list[str]:
-    """ERROR + fault for each row still building; claims and ports released."""
-    def to_error(conn: sa.Connection, uuid: str, error: BuildTimedOut) -> None:
+                            rows: list[dict[str, Any]], error: CirrusException,
+                            reporter: str | None) -> list[str]:
+    """ERROR + ``error`` as the fault for each row still building; claims and
+    ports released."""
+    def to_error(conn: sa.Connection, uuid: str, error: CirrusException) -> None:
         # One transaction: nobody sees the ERROR without its fault, or a claim
         # held by an instance that no longer builds.
         inst.save(conn, uuid, {"vm_state": VmState.ERROR, "task_state": None},
@@ -70,14 +106,14 @@ async def fail_stuck_builds(db: Transactions, network_api: NetworkAPI,
     ctx = admin_context()
     for row in rows:
         try:
-            await db.run(to_error, row["uuid"], BuildTimedOut(timeout=timeout))
+            await db.run(to_error, row["uuid"], error)
         except (exc.InstanceNotFound, exc.UnexpectedTaskStateError):
             continue
         try:
             await network_api.deallocate_for_instance(
                 ctx, row, requested_networks=row.get("requested_networks"))
         except Exception:  # noqa: BLE001 - the next sweep retries nothing; log it loudly
-            LOG.exception("could not release ports of timed-out build %s", row["uuid"])
-        LOG.warning("build of %s timed out after %ss; set to ERROR", row["uuid"], timeout)
+            LOG.exception("could not release ports of failed build %s", row["uuid"])
+        LOG.warning("build of %s: %s", row["uuid"], error.format_message())
         failed.append(row["uuid"])
     return failed

@@ -23,7 +23,8 @@ from cirrus.compute.models import instances
 from cirrus.compute.rpcapi import ComputeAPI
 from cirrus.compute.server_groups import group_of_instance
 from cirrus.compute.states import TaskState, VmState
-from cirrus.compute.stuck_builds import fail_stuck_builds, stuck_builds
+from cirrus.compute.stuck_builds import (BuildTimedOut, conductor_restarted,
+                                         fail_stuck_builds, stuck_builds, unscheduled_builds)
 from cirrus.conductor.migrate import MoveTasks
 from cirrus.config import Settings
 from cirrus.context import RequestContext
@@ -31,6 +32,7 @@ from cirrus.db.base import utcnow
 from cirrus.db.engine import Database
 from cirrus.db.prepared import Prepared
 from cirrus.db.rows import read_here
+from cirrus.network.api import make_network_api
 from cirrus.rpc import ConnectionLost, Transport
 from cirrus.claims import release
 from cirrus.scheduler.exception import NoValidHost
@@ -55,6 +57,8 @@ class ConductorManager:
         self.scheduler_client = SchedulerAPI(transport)
         self.compute_rpcapi = ComputeAPI(transport)
         self._network_api: Any = None
+        # Instances created before this process are no build of its (start()).
+        self.started_at = utcnow()
         self.moves = MoveTasks(db, self.scheduler_client, self.compute_rpcapi, host,
                                settings.allow_resize_to_same_host)
 
@@ -177,17 +181,32 @@ class ConductorManager:
     async def fail_orphaned_builds(self) -> list[str]:
         """Builds stuck past ``instance_build_timeout`` whose host is down (or that
         never reached a host) go to ERROR; a live host sweeps its own."""
-        from cirrus.network.api import make_network_api
-
         timeout = self.settings.instance_build_timeout
         services = await self.db.read(list_services, None, "cirrus-compute")
         down = [s["host"] for s in services if not is_up(s, self.settings.service_down_time)]
         rows = await self.db.read(stuck_builds, timeout, down, True)
         if not rows:
             return []
+        return await fail_stuck_builds(self.db, self._network(), rows,
+                                       BuildTimedOut(timeout=timeout), self.host)
+
+    async def start(self) -> None:
+        """Before taking messages: builds the previous process accepted and
+        never scheduled go to ERROR with a fault saying so, within seconds
+        instead of after ``instance_build_timeout``. Only on a bus that keeps
+        nothing across a restart (``inprocess://``, ``local://``: the process
+        that died held their requests); a broker hands them to this one."""
+        if self.settings.transport_url.startswith("amqp"):
+            return
+        rows = await self.db.read(unscheduled_builds, self.started_at)
+        if rows:
+            await fail_stuck_builds(self.db, self._network(), rows, conductor_restarted(),
+                                    self.host)
+
+    def _network(self) -> Any:
         if self._network_api is None:
             self._network_api = make_network_api(self.settings, self.db, None, None)
-        return await fail_stuck_builds(self.db, self._network_api, rows, timeout, self.host)
+        return self._network_api
 
     def _check_retries(self, uuids: list[str], retry: dict[str, Any]) -> None:
         if retry["num_attempts"] > self.settings.max_attempts:

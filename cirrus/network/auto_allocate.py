@@ -49,3 +49,10 @@ def get_or_create_auto_network(conn: sa.Connection, settings: Any, project_id: s
     row = network_by_id(conn, existing)
     assert row is not None
     return row
+
+
+def adopt_as_auto_network(conn: sa.Connection, project_id: str, network_id: str) -> None:
+    """Make ``network_id`` the project's auto-allocated network: what a boot
+    with ``networks: auto`` uses (a fresh cloud's demo network, first_run.py)."""
+    conn.execute(auto_allocated_networks.insert().values(project_id=project_id,
+                                                         network_id=network_id))

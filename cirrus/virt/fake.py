@@ -23,6 +23,7 @@ from cirrus.virt.diagnostics import (STATE_NAMES, CpuDiagnostics, Diagnostics, D
                                      MemoryDiagnostics, NicDiagnostics)
 from cirrus.virt.driver import (Capabilities, ComputeDriver, ConsoleSerial, InstanceInfo,
                                 NodeResources, UpdateTaskState)
+from cirrus.virt.fake_guests import FakeInstance, GuestTable
 from cirrus.virt.fakeconsole import FakeSerialPort, close_all
 from cirrus.virt.imagecache import ImageCache
 from cirrus.virt.images import active_image
@@ -72,18 +73,6 @@ def hold(release: asyncio.Event, host: str | None = None) -> FaultRule:
     return FaultRule(error=None, host=host, hang=True, release=release)
 
 
-@dataclass
-class FakeInstance:
-    uuid: str
-    name: str
-    state: PowerState
-    console: list[str] = field(default_factory=list)
-    admin_password: str | None = None  # the last one set_admin_password set
-    rescue_image: str | None = None  # the image a rescue guest boots, while rescued
-    image_ref: str = ""  # the image it was spawned from (rebuild and unshelve change it)
-    started: float = field(default_factory=time.monotonic)  # for its diagnostics' uptime
-
-
 class FakeDriver(ComputeDriver):
     """An in-memory hypervisor with one node named after the host."""
 
@@ -96,7 +85,11 @@ class FakeDriver(ComputeDriver):
         self.local_gb = settings.fake_host_disk_gb
         self.spawn_delay = float(getattr(settings, "fake_spawn_delay", 0.0))
         self.snapshot_delay = float(getattr(settings, "fake_snapshot_delay", 0.0))
-        self.instances: dict[str, FakeInstance] = {}
+        # Kept in the state dir, as a hypervisor keeps its guests across a
+        # restart of the compute service (fake_guests.py).
+        state_dir = getattr(settings, "state_dir", None)
+        self.instances = GuestTable(
+            Path(state_dir) / "fake-hypervisor" / f"{host}.jsonl" if state_dir else None)
         self.faults: dict[str, list[FaultRule]] = defaultdict(list)
         self.plugged: dict[str, list[str]] = {}
         self.macs: dict[str, list[str]] = {}  # of the plugged VIFs, for diagnostics
@@ -129,6 +122,16 @@ class FakeDriver(ComputeDriver):
         if found is None:
             raise vexc.InstanceNotFound(instance_id=instance["uuid"])
         return found
+
+    async def init_host(self, host: str) -> None:
+        """The guests this host had when its previous process stopped."""
+        self.instances.load()
+
+    def _set_state(self, instance: dict[str, Any], state: PowerState) -> FakeInstance:
+        fake = self._get(instance)
+        fake.state = state
+        self.instances.saved(fake)
+        return fake
 
     def get_available_nodes(self) -> list[str]:
         return [self.host]
@@ -180,12 +183,12 @@ class FakeDriver(ComputeDriver):
     async def power_on(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
                        block_device_info: Mapping[str, Any] | None = None) -> None:
         await self._check_fault("power_on", instance)
-        self._get(instance).state = PowerState.RUNNING
+        self._set_state(instance, PowerState.RUNNING)
 
     async def power_off(self, instance: dict[str, Any], timeout: float = 0,
                         retry_interval: float = 0) -> None:
         await self._check_fault("power_off", instance)
-        self._get(instance).state = PowerState.SHUTDOWN
+        self._set_state(instance, PowerState.SHUTDOWN)
 
     async def reboot(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
                      reboot_type: str, block_device_info: Mapping[str, Any] | None = None) -> None:
@@ -193,6 +196,7 @@ class FakeDriver(ComputeDriver):
         fake = self._get(instance)
         fake.state = PowerState.RUNNING
         fake.console.append(f"rebooted ({reboot_type.lower()})")
+        self.instances.saved(fake)
 
     def _plug(self, instance: dict[str, Any], network_info: Sequence[VIF] | None) -> None:
         self.plugged[instance["uuid"]] = [vif["id"] for vif in (network_info or [])]
@@ -236,6 +240,7 @@ class FakeDriver(ComputeDriver):
 
     async def cleanup_host(self, host: str) -> None:
         await close_all(self.serial_ports)
+        self.instances.close()
 
     async def snapshot(self, context: Any, instance: dict[str, Any], image_id: str,
                        update_task_state: UpdateTaskState) -> None:
@@ -259,9 +264,7 @@ class FakeDriver(ComputeDriver):
     # -- pause, suspend, rescue, password (issue #19) --------------------------------
     async def _to_state(self, op: str, instance: dict[str, Any], state: PowerState) -> FakeInstance:
         await self._check_fault(op, instance)
-        fake = self._get(instance)
-        fake.state = state
-        return fake
+        return self._set_state(instance, state)
 
     async def pause(self, instance: dict[str, Any]) -> None:
         await self._to_state("pause", instance, PowerState.PAUSED)
@@ -284,14 +287,18 @@ class FakeDriver(ComputeDriver):
         fake = await self._to_state("rescue", instance, PowerState.RUNNING)
         fake.rescue_image = image_meta.get("id") or ""
         fake.console.append(f"rescued from {fake.rescue_image}")
+        self.instances.saved(fake)
 
     async def unrescue(self, context: Any, instance: dict[str, Any]) -> None:
         fake = await self._to_state("unrescue", instance, PowerState.RUNNING)
         fake.rescue_image = None
+        self.instances.saved(fake)
 
     async def set_admin_password(self, instance: dict[str, Any], new_pass: str) -> None:
         await self._check_fault("set_admin_password", instance)
-        self._get(instance).admin_password = new_pass
+        fake = self._get(instance)
+        fake.admin_password = new_pass
+        self.instances.saved(fake)
 
     # -- moves -------------------------------------------------------------------------
     async def migrate_disk_and_power_off(self, context: Any, instance: dict[str, Any],
@@ -363,6 +370,7 @@ class FakeDriver(ComputeDriver):
     async def live_migration_force_complete(self, instance: dict[str, Any]) -> None:
         guest = self._get(instance)
         guest.state = PowerState.PAUSED  # as libvirt's pause: the copy converges
+        self.instances.saved(guest)
         for rule in self.faults.get("live_migration", ()):
             if rule.release is not None:
                 rule.release.set()

@@ -44,7 +44,8 @@ class RunningCloud:
 def start_cloud(state_dir: Path, port: int, *extra: str) -> subprocess.Popen[str]:
     log = open(state_dir.parent / f"cirrus-{port}.out", "a")
     return subprocess.Popen([sys.executable, "-m", "cirrus.cli.main", "up", "--state-dir",
-                             str(state_dir), "--bind", f"127.0.0.1:{port}", *extra],
+                             str(state_dir), "--bind", f"127.0.0.1:{port}", "--no-defaults",
+                             *extra],
                             stdout=log, stderr=subprocess.STDOUT, text=True)
 
 

@@ -58,3 +58,31 @@ async def test_creates_wait_while_the_backlog_is_full(cloud: Cloud,
 
 def _task_states(conn: sa.Connection) -> list[str | None]:
     return list(conn.execute(sa.select(instances.c.task_state)).scalars())
+
+
+@pytest.mark.parametrize("settings_overrides", [{
+    "computes": 1, "max_concurrent_builds": 1, "build_backlog_limit": 1,
+    "build_backlog_wait": 600, "quota_instances": 20, "quota_cores": 20}])
+async def test_creates_waiting_their_turn_get_503_at_once_when_cirrus_shuts_down(
+        cloud: Cloud, demo: httpx.AsyncClient) -> None:
+    """SIGTERM's drain closes the admission: creates held in its queue are
+    answered 503 then, not after ``build_backlog_wait``."""
+    image = await upload_image(demo)
+    release = asyncio.Event()
+    (driver,) = fake_drivers(cloud).values()
+    driver.faults["spawn"].append(hold(release))
+    admission = cloud.app.state.compute_api.admission
+    creates = [asyncio.ensure_future(demo.post(SERVERS, json=server_body(image, name=f"w{i}")))
+               for i in range(5)]
+    for _ in range(3000):
+        if admission.waiting >= 2:
+            break
+        await asyncio.sleep(0.01)
+    assert admission.waiting >= 2
+    admission.close()
+    answers = await asyncio.wait_for(asyncio.gather(*creates), timeout=30)
+    refused = [r for r in answers if r.status_code == 503]
+    assert len(refused) >= 2, [r.status_code for r in answers]
+    assert all("shutting down" in r.json()["serviceUnavailable"]["message"] for r in refused)
+    assert {r.status_code for r in answers} <= {202, 503}
+    release.set()

@@ -150,7 +150,7 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
     subprocess.run([sys.executable, "-m", "cirrus.cli.main", "db", "upgrade", "--state-dir",
                     str(state)], env=env, check=True, capture_output=True)
     try:
-        dep.start("api", None, "--bind", f"127.0.0.1:{port}")
+        dep.start("api", None, "--bind", f"127.0.0.1:{port}", "--no-defaults")
         _wait_api(dep.url)
         for host in ("cond1", "cond2"):
             dep.start("conductor", host)

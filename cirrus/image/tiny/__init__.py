@@ -22,6 +22,8 @@ from pathlib import Path
 from cirrus.image.tiny.cpio import CpioWriter
 
 BOOT_MARKER = "cirrus-tiny: boot complete"
+# Where ``cirrus image build-tiny`` builds it, and a fresh cloud looks for it.
+DEFAULT_OUTPUT = Path.home() / ".cache/cirrus/tiny"
 COMMAND_LINE = "console=ttyS0 quiet panic=-1"
 KERNEL_PACKAGE = "linux-image-cloud-amd64"
 # What the guest needs; their dependencies are resolved from modules.dep.
@@ -159,6 +161,16 @@ def build_disk(out: Path, work: Path, version: str) -> None:
     _run("mke2fs", "-q", "-F", "-t", "ext4", "-L", "cirrus-root", "-d", str(tree), str(raw), "16M")
     _run("qemu-img", "convert", "-f", "raw", "-O", "qcow2", str(raw), str(out))
     raw.unlink()
+
+
+def built(output: Path) -> TinyGuest | None:
+    """The guest a finished build left in ``output``, or None (nothing is built)."""
+    stamp = output / "BUILT"
+    if not stamp.exists():
+        return None
+    guest = TinyGuest(output / "vmlinuz", output / "initrd.gz", output / "disk.qcow2",
+                      stamp.read_text().strip())
+    return guest if all(p.exists() for p in (guest.kernel, guest.ramdisk, guest.disk)) else None
 
 
 def build(output: Path) -> TinyGuest:
