@@ -59,10 +59,11 @@ else
 fi
 
 # No config drive: the same files from the metadata service (169.254.169.254).
+# (timeout, not wget -T: busybox 1.35's wget crashes with -T.)
 md=http://169.254.169.254/openstack/latest
 if [ -z "$drive" ] && ip link show eth0 >/dev/null 2>&1; then
     for try in 1 2 3 4 5; do
-        wget -q -T 5 -O /run/meta_data.json "$md/meta_data.json" 2>/dev/null && break
+        timeout 10 wget -q -O /run/meta_data.json "$md/meta_data.json" 2>/dev/null && break
         rm -f /run/meta_data.json; sleep 1
     done
     if [ -s /run/meta_data.json ]; then
@@ -70,7 +71,7 @@ if [ -z "$drive" ] && ip link show eth0 >/dev/null 2>&1; then
         say "metadata service: instance-id: $uuid"
         found=$(sed -n 's/.*"hostname": *"\([^"]*\)".*/\1/p' /run/meta_data.json)
         [ -n "$found" ] && hostname "$found" && say "hostname $found"
-        wget -q -T 5 -O /run/user_data "$md/user_data" 2>/dev/null || rm -f /run/user_data
+        timeout 10 wget -q -O /run/user_data "$md/user_data" 2>/dev/null || rm -f /run/user_data
     else
         say "metadata service: unreachable"
     fi
