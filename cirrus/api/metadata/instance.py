@@ -36,11 +36,18 @@ def load(conn: sa.Connection, uuid: str) -> InstanceMetadata | None:
     except cexc.InstanceNotFound:
         return None
     network_info = info_caches(conn, [uuid]).get(uuid, [])
-    ports = [vif["id"] for vif in network_info]
+    return InstanceMetadata(row, list(network_info),
+                            floating_addresses(conn, [vif["id"] for vif in network_info]))
+
+
+def floating_addresses(conn: sa.Connection, port_ids: list[str]) -> list[str]:
+    """The floating IPs associated with any of ``port_ids``, sorted."""
+    if not port_ids:
+        return []
     found = conn.execute(sa.select(floatingips.c.floating_ip_address)
-                         .where(floatingips.c.fixed_port_id.in_(ports))
-                         .order_by(floatingips.c.floating_ip_address)).scalars() if ports else []
-    return InstanceMetadata(row, list(network_info), [str(a) for a in found])
+                         .where(floatingips.c.fixed_port_id.in_(port_ids))
+                         .order_by(floatingips.c.floating_ip_address)).scalars()
+    return [str(a) for a in found]
 
 
 class MetadataCache:

@@ -16,7 +16,7 @@ import threading
 CLONE_NEWNET = 0x40000000
 
 
-def _enter(netns: str) -> None:
+def enter(netns: str) -> None:
     """Move the calling thread into the named namespace (``ip netns`` names)."""
     fd = os.open(f"/run/netns/{netns}", os.O_RDONLY)
     try:
@@ -54,7 +54,7 @@ def make_listener(netns: str, device: str, address: str, port: int) -> socket.so
 
     def run() -> None:
         try:
-            _enter(netns)
+            enter(netns)
             made.append(_listener(device, address, port))
         except BaseException as e:  # noqa: BLE001 - handed to the caller
             failed.append(e)
