@@ -11,13 +11,13 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
 import pytest
 
 from cirrus.api.app import build_app
 from cirrus.api.metadata.service import make_metadata_service
 from cirrus.compute.models import instances
 from cirrus.network.backends.linuxbridge import LinuxBridgeBackend
+from cirrus.network.backends.metadata_forward import AsgiForwarder
 from cirrus.network.backends.metadata_proxy import METADATA_ADDRESS, MetadataProxy
 from cirrus.network.host_view import bridge_name
 from tests.host.netns import Guest, sh
@@ -43,7 +43,7 @@ async def backend(env: Env) -> AsyncIterator[LinuxBridgeBackend]:  # noqa: F811
     app = build_app({"settings": env.settings,
                      "metadata": make_metadata_service(env.settings, env.db, None)})
     found = await env.start_backend()
-    found.metadata = MetadataProxy(env.settings, httpx.ASGITransport(app=app))
+    found.metadata = MetadataProxy(env.settings, AsgiForwarder(app))
     yield found
 
 

@@ -21,10 +21,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 from cirrus.metadata.signature import shared_secret, sign
 from cirrus.network.backends import guest_http
+from cirrus.network.backends.metadata_forward import Forwarder, ForwardError, HttpForwarder
 from cirrus.network.linux import ip
 from cirrus.network.linux.netns import listen_on_device
 
@@ -57,15 +56,14 @@ def askers(ports: list[dict[str, Any]]) -> dict[str, Asker]:
 class MetadataProxy:
     """The listeners of this host's served networks and their port tables."""
 
-    def __init__(self, settings: Any, transport: httpx.AsyncBaseTransport | None = None,
+    def __init__(self, settings: Any, forwarder: Forwarder | None = None,
                  port: int = METADATA_PORT) -> None:
+        """``forwarder``: how the API is reached (None: HTTP to ``metadata_url``)."""
         self.settings = settings
         self.enabled = bool(getattr(settings, "enable_isolated_metadata", True))
         self.port = port
-        self._transport = transport
-        self._client: httpx.AsyncClient | None = None
+        self._forwarder = forwarder
         self._secret = ""
-        self._base = ""
         self._servers: dict[str, asyncio.Server] = {}
         self._askers: dict[str, dict[str, Asker]] = {}
 
@@ -76,7 +74,7 @@ class MetadataProxy:
         """Serve ``network_id`` on ``bridge`` for exactly ``ports``' instances."""
         if not self.enabled:
             return
-        self._askers[network_id] = askers(ports)
+        self.set_ports(network_id, ports)
         if network_id in self._servers:
             return
         await ip.set_address(self.settings, bridge, METADATA_CIDR)
@@ -88,6 +86,10 @@ class MetadataProxy:
                                               lambda req: self._forward(network_id, req))
         self._servers[network_id] = await asyncio.start_server(serve, sock=sock)
         LOG.info("metadata proxy for network %s on %s", network_id, bridge)
+
+    def set_ports(self, network_id: str, ports: list[dict[str, Any]]) -> None:
+        """Whose requests the network's listener answers from now on."""
+        self._askers[network_id] = askers(ports)
 
     async def retain(self, network_ids: set[str]) -> None:
         """Stop serving every network not in ``network_ids``."""
@@ -106,17 +108,16 @@ class MetadataProxy:
     async def stop_all(self) -> None:
         for network_id in list(self._servers):
             await self.stop(network_id)
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        if self._forwarder is not None:
+            await self._forwarder.close()
 
-    def _http(self) -> httpx.AsyncClient:
-        if self._client is None:
-            base = self.settings.metadata_url or self.settings.public_url.rstrip("/") + "/metadata"
+    def _api(self) -> Forwarder:
+        if not self._secret:
             self._secret = shared_secret(self.settings)
-            self._base = base.rstrip("/")
-            self._client = httpx.AsyncClient(transport=self._transport, timeout=30.0)
-        return self._client
+        if self._forwarder is None:
+            self._forwarder = HttpForwarder(self.settings.metadata_url or
+                                            self.settings.public_url.rstrip("/") + "/metadata")
+        return self._forwarder
 
     async def _forward(self, network_id: str, req: guest_http.GuestRequest,
                        ) -> guest_http.GuestResponse:
@@ -124,7 +125,7 @@ class MetadataProxy:
         asker = self._askers.get(network_id, {}).get(req.peer)
         if asker is None:
             return guest_http.GuestResponse(404, b"no instance has this address\n")
-        client = self._http()
+        api = self._api()
         # The guest's own X-Instance-* headers are never passed on: these replace them.
         headers = {"X-Forwarded-For": req.peer, "X-Instance-ID": asker.instance_id,
                    "X-Tenant-ID": asker.tenant_id,
@@ -134,10 +135,7 @@ class MetadataProxy:
         try:
             # The target is an origin-form path (guest_http checked it): it can
             # only name something under the metadata API.
-            resp = await client.request(req.method, self._base + req.target, headers=headers,
-                                        content=req.body)
-        except httpx.HTTPError as e:
-            LOG.warning("metadata API unreachable for %s: %s", asker.instance_id, e)
+            return await api.forward(req.method, req.target, headers, req.body)
+        except ForwardError as e:
+            LOG.warning("metadata request of %s not answered: %s", asker.instance_id, e)
             return guest_http.GuestResponse(502, b"the metadata service is unreachable\n")
-        return guest_http.GuestResponse(resp.status_code, resp.content,
-                                        resp.headers.get("content-type", "text/plain"))
