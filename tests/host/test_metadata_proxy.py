@@ -8,6 +8,8 @@ import base64
 import datetime as dt
 import json
 import re
+import socket
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -20,6 +22,7 @@ from cirrus.network.backends.linuxbridge import LinuxBridgeBackend
 from cirrus.network.backends.metadata_forward import AsgiForwarder
 from cirrus.network.backends.metadata_proxy import METADATA_ADDRESS, MetadataProxy
 from cirrus.network.host_view import bridge_name
+from cirrus.network.linux.netns import enter
 from tests.host.netns import Guest, sh
 from tests.host.test_linuxbridge import PROJECT, Env, env  # noqa: F401 - the fixture
 
@@ -136,3 +139,32 @@ async def test_the_listener_goes_with_the_network(env: Env, backend: LinuxBridge
     assert backend.metadata.serving() == set()
     listening = await env.host("ss", "-Hltn")
     assert f"{METADATA_ADDRESS}:80" not in listening
+
+
+def listener_everywhere(netns: str, port: int) -> socket.socket:
+    """A socket on every address's ``port`` in ``netns`` (another server's)."""
+    made: list[socket.socket] = []
+
+    def run() -> None:
+        enter(netns)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind(("0.0.0.0", port))
+        sock.listen(1)
+        made.append(sock)
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    return made[0]
+
+
+async def test_a_taken_port_costs_the_metadata_not_the_network(
+        env: Env, backend: LinuxBridgeBackend) -> None:  # noqa: F811
+    """Another server on every address's port 80 in the namespace: no proxy,
+    but the port is still bound, served DHCP and reported up."""
+    blocker = listener_everywhere(env.host_ns, 80)
+    try:
+        net, _ = await env.network("10.84.0.0/24")
+        await booted_guest(env, net, "md-blocked")  # bound, up, leased
+        assert backend.metadata.serving() == set()
+    finally:
+        blocker.close()

@@ -66,6 +66,7 @@ class MetadataProxy:
         self._secret = ""
         self._servers: dict[str, asyncio.Server] = {}
         self._askers: dict[str, dict[str, Asker]] = {}
+        self._failed: set[str] = set()  # networks whose listener could not be made
 
     def serving(self) -> set[str]:
         return set(self._servers)
@@ -77,9 +78,19 @@ class MetadataProxy:
         self.set_ports(network_id, ports)
         if network_id in self._servers:
             return
-        await ip.set_address(self.settings, bridge, METADATA_CIDR)
-        sock = await listen_on_device(self.settings.host_netns, bridge, METADATA_ADDRESS,
-                                      self.port)
+        try:
+            await ip.set_address(self.settings, bridge, METADATA_CIDR)
+            sock = await listen_on_device(self.settings.host_netns, bridge, METADATA_ADDRESS,
+                                          self.port)
+        except (ip.CommandError, OSError) as e:
+            # The guests lose their metadata, not their network: DHCP and the
+            # firewall of this network must not fail with it (say, another
+            # server on the namespace's port 80). The next sync tries again.
+            if network_id not in self._failed:
+                LOG.error("no metadata proxy for network %s on %s: %s", network_id, bridge, e)
+            self._failed.add(network_id)
+            return
+        self._failed.discard(network_id)
 
         async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             await guest_http.serve_connection(reader, writer,
