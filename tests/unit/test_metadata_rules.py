@@ -319,3 +319,25 @@ def test_metadata_route_in_option_121(tmp_path: Path, metadata: bool, routes: li
     found = [a.split("classless-static-route,", 1)[1] for a in argv
              if "classless-static-route" in a]
     assert found == ([option] if option else [])
+
+
+# -- the floating IP behind public-ipv4 ----------------------------------------------------
+def test_public_ipv4_is_the_ports_floating_ip(conn: Any) -> None:
+    from cirrus.api.metadata.instance import floating_addresses
+    from cirrus.context import RequestContext
+    from cirrus.network import networks as net_db
+    from cirrus.network import ports as port_db
+    from cirrus.network.models import floatingips
+
+    ctx = RequestContext(user_id="u", project_id="p", roles=["admin"])
+    net = net_db.create_network(conn, ctx, {"name": "n", "project_id": "p"})
+    net_db.create_subnet(conn, ctx, {"network_id": net["id"], "cidr": "10.5.0.0/24"})
+    fixed, floating, other = (port_db.create_port(conn, ctx, {
+        "network_id": net["id"], "project_id": "p"}, "fa:16:3e:00:00:00") for _ in range(3))
+    conn.execute(floatingips.insert().values(
+        id="fip-1", project_id="p", floating_ip_address="203.0.113.9",
+        floating_network_id=net["id"], floating_port_id=floating["id"],
+        fixed_port_id=fixed["id"], fixed_ip_address="10.5.0.2", status="ACTIVE"))
+    assert floating_addresses(conn, [fixed["id"]]) == ["203.0.113.9"]
+    assert floating_addresses(conn, [other["id"]]) == []
+    assert floating_addresses(conn, []) == []
