@@ -215,12 +215,13 @@ class Cloud:
 
 def _state_factories() -> list[tuple[str, Any]]:
     """(name, factory(settings, db, transport)) for every API-side service."""
+    from cirrus.api.metadata.service import make_metadata_service
     from cirrus.compute.api import make_compute_api
     from cirrus.image.api import make_image_api
     from cirrus.network.service import make_network_service
 
     return [("images", make_image_api), ("network", make_network_service),
-            ("compute_api", make_compute_api)]
+            ("compute_api", make_compute_api), ("metadata", make_metadata_service)]
 
 
 def _conductor(settings: Settings, db: Database, transport: Transport) -> list[Service]:

@@ -101,7 +101,8 @@ class Settings:
     instances_path: str = ""
     # Seconds a guest gets to honour an ACPI power-off before it is destroyed.
     shutdown_timeout: float = 60.0
-    # Give every guest a config drive (there is no metadata service).
+    # Give every guest a config drive (else one only when asked; the metadata
+    # service serves the same files to guests without one).
     force_config_drive: bool = True
     # Shelved servers: offloaded at once (0), never (-1) or by a periodic task
     # after this many seconds (Nova's [DEFAULT]shelved_offload_time).
@@ -205,6 +206,20 @@ class Settings:
     # This host may serve DHCP for networks spanning hosts (one host per network).
     dhcp_agent: bool = True
     dns_domain: str = "openstacklocal."  # the domain of ports' dns_assignment FQDNs
+
+    # metadata service (Nova's [api] metadata options, Neutron's metadata agent)
+    # HMAC key of X-Instance-ID-Signature between the host proxies and the API
+    # (Nova's [neutron]metadata_proxy_shared_secret); empty: a random one kept
+    # in STATE_DIR/metadata_proxy_secret, shared by this machine's processes.
+    metadata_proxy_shared_secret: str = ""
+    # Seconds an instance's metadata is served from memory (Nova's [api]
+    # metadata_cache_expiration); 0: read it for every request.
+    metadata_cache_expiration: float = 15.0
+    # Serve 169.254.169.254 to the guests of each network this host serves DHCP
+    # for, with a DHCP route to it (Neutron's enable_isolated_metadata).
+    enable_isolated_metadata: bool = True
+    # Where the host proxies send the guests' requests; empty: public_url/metadata.
+    metadata_url: str = ""
 
     def __post_init__(self) -> None:
         self.state_dir = Path(self.state_dir)

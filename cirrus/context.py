@@ -47,6 +47,9 @@ class RequestContext:
     project_name: str | None = None
     # Set by the API for admins asking about other projects' resources.
     all_tenants: bool = False
+    # Set only for a metadata request signed for this instance (the metadata
+    # service's caller is a guest, not a user).
+    instance_id: str | None = None
 
     @property
     def is_admin(self) -> bool:

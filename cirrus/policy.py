@@ -6,6 +6,8 @@ Two kinds of check, both decided here:
   handler runs, the caller's roles and scope against the route's
   :class:`Level`. An unscoped token carries no project and no roles: it may
   only reach what is :attr:`Level.AUTHENTICATED` (identity's self-service).
+* **Signed requests** (:attr:`Level.SIGNED`): the metadata service's, made by
+  a metadata proxy for one instance and carrying no token at all.
 * **Target rules** (:data:`RULES`, by name): in the service, with the row the
   caller asks about — members and readers act only on their own project's
   things; admins on everyone's.
@@ -29,6 +31,9 @@ class Level(enum.IntEnum):
     READER = 2         # admin, or reader/member of a project (project-scoped token)
     MEMBER = 3         # admin, or member of a project (project-scoped token)
     ADMIN = 4          # admin
+    # No token reaches it, however high its roles: only a metadata request the
+    # host's proxy signed for an instance (``X-Instance-ID-Signature``).
+    SIGNED = 5
 
 
 class Rule(NamedTuple):
@@ -83,6 +88,8 @@ READER_ROLES = frozenset({"admin", "member", "reader"})
 
 def allows(ctx: RequestContext, level: Level) -> bool:
     """Whether ``ctx``'s roles and scope reach ``level`` (no target involved)."""
+    if level is Level.SIGNED:
+        return ctx.instance_id is not None
     if level <= Level.AUTHENTICATED or ctx.is_admin:
         return True
     if level is Level.ADMIN or ctx.project_id is None:
@@ -93,6 +100,10 @@ def allows(ctx: RequestContext, level: Level) -> bool:
 def enforce_route(ctx: RequestContext | None, rule: Rule) -> None:
     """Raise 403 :class:`Forbidden` unless ``ctx`` reaches ``rule``'s level."""
     if rule.level is Level.PUBLIC:
+        return
+    if rule.level is Level.SIGNED:
+        if ctx is None or ctx.instance_id is None:
+            raise Forbidden(action=rule.name)
         return
     if ctx is None or not allows(ctx, rule.level):
         raise Forbidden(action=rule.name)

@@ -32,12 +32,14 @@ def _route_tables() -> list[tuple[str, Sequence[BaseRoute], Locate | None]]:
     # Imported here so each family's modules load only when an app is built.
     from cirrus.api.compute.routes import ROUTES as compute
     from cirrus.api.compute.routes import locate as compute_locate
+    from cirrus.api.metadata.handler import ROUTES as metadata
     from cirrus.identity.routes import ROUTES as identity
     from cirrus.image.routes import ROUTES as image
     from cirrus.network.routes import ROUTES as network
 
     return [("/identity", identity, None), ("/compute", compute, compute_locate),
-            ("/network", network, None), ("/image", image, None)]
+            ("/network", network, None), ("/image", image, None),
+            ("/metadata", metadata, None)]
 
 
 async def index(request: Request) -> Response:

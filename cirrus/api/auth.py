@@ -12,6 +12,7 @@ import logging
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cirrus.api.errors import error_response, style_for_path, unexpected_response
+from cirrus.api.metadata.auth import is_metadata, signed_context
 from cirrus.api.wsgi import sending_headers
 from cirrus.context import new_request_id
 from cirrus.exception import CirrusException
@@ -72,6 +73,13 @@ class AuthMiddleware:
         headers = dict(scope["headers"])
         state = scope["state"]
         path = scope["path"]
+        if is_metadata(path):  # guests' requests, signed by the proxy instead of a token
+            ctx = signed_context(headers, scope["app"].state.metadata.secret)
+            if ctx is not None:
+                ctx.request_id = request_id
+                state["context"] = ctx
+            await self.app(scope, receive, send_with_id)
+            return
         if is_public(scope["method"], path):
             await self.app(scope, receive, send_with_id)
             return

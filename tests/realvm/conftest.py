@@ -108,10 +108,14 @@ def real_cloud(libvirt_host: str, tmp_path_factory: pytest.TempPathFactory) -> I
     os.environ["CIRRUS_HOST_NETNS"] = libvirt_host
     os.environ["CIRRUS_VIF_PLUGGING_TIMEOUT"] = "60"
     os.environ["CIRRUS_SHUTDOWN_TIMEOUT"] = "30"
+    # Guests get a config drive only when they ask (--config-drive True); the
+    # others read the metadata service, as with Nova's defaults.
+    os.environ["CIRRUS_FORCE_CONFIG_DRIVE"] = "false"
     try:
         proc = start_cloud(state, port, "--driver", "libvirt")
     finally:
-        for key in ("CIRRUS_HOST_NETNS", "CIRRUS_VIF_PLUGGING_TIMEOUT", "CIRRUS_SHUTDOWN_TIMEOUT"):
+        for key in ("CIRRUS_HOST_NETNS", "CIRRUS_VIF_PLUGGING_TIMEOUT", "CIRRUS_SHUTDOWN_TIMEOUT",
+                    "CIRRUS_FORCE_CONFIG_DRIVE"):
             os.environ.pop(key)
     url = f"http://127.0.0.1:{port}"
     try:

@@ -39,7 +39,7 @@ def _domains() -> str:
 
 def test_guest_boots_gets_its_address_and_answers_ping(real_cloud: RealCloud) -> None:
     _sg(real_cloud, "rv-icmp", ["--ingress", "--protocol", "icmp"])
-    server = _boot(real_cloud, "rv-ping", "rv-icmp")
+    server = _boot(real_cloud, "rv-ping", "rv-icmp", "--config-drive", "True")
     assert server["status"] == "ACTIVE"
     console = real_cloud.wait_console("rv-ping", re.escape(MARKER))
     port = _port(real_cloud, server["id"])
@@ -47,6 +47,7 @@ def test_guest_boots_gets_its_address_and_answers_ping(real_cloud: RealCloud) ->
     assert re.search(IP_LINE, console).group(1) == fixed
     assert port["status"] == "ACTIVE"
     assert "hostname rv-ping" in console  # read from the config drive
+    assert "config drive /dev/" in console and "metadata service:" not in console
     ping = real_cloud.ns("ping", "-c", "3", "-W", "2", fixed)
     assert ping.returncode == 0, ping.stdout + ping.stderr
 

@@ -35,6 +35,7 @@ REACHES: dict[Level, set[str]] = {
     Level.READER: {"admin", "member", "reader", "other"},
     Level.MEMBER: {"admin", "member", "other"},
     Level.ADMIN: {"admin"},
+    Level.SIGNED: set(),  # the metadata API: no token, only the proxy's signature
 }
 # Denied personas go first: what they try must leave A's things as they were.
 ORDER = ("norole", "unscoped", "reader", "other", "member", "admin")
@@ -130,7 +131,8 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
         name = match.group(1).split(":")[0]
         collection = path.split("/")[2] if prefix in ("/network", "/identity") else ""
         shared = {"flavor_id", "service_id", "hypervisor_id", "pattern", "target", "rid",
-                  "aggregate_id", "host_name", "before_timestamp", "class_name", "alias"}
+                  "aggregate_id", "host_name", "before_timestamp", "class_name", "alias",
+                  "path", "version"}
         if name == "id" and collection in ("roles", "domains"):
             shared.add("id")
         if path.startswith("/v2.1/flavors/"):
@@ -155,7 +157,8 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
                 "before_timestamp": "2026-01-02 03:04:05", "security_group_id": ids["sg"],
                 "rule_id": ids["sg_rule"], "network_id": ids["network"],
                 "class_name": "matrix-class",
-                "alias": "quotas" if prefix == "/network" else "os-consoles"}[name]
+                "alias": "quotas" if prefix == "/network" else "os-consoles",
+                "path": "openstack/latest/meta_data.json", "version": "latest"}[name]
     return re.sub(r"\{([^}]+)\}", value, path), private
 
 
@@ -232,6 +235,8 @@ def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str,
                 "headers": {"Content-Type": "application/openstack-images-v2.1-json-patch"}}
     if (method, path) == ("PUT", "/v2/images/{image_id}/file"):
         return {"content": b"y" * 16, "headers": {"Content-Type": "application/octet-stream"}}
+    if (method, path) == ("POST", "/openstack/{version}/password"):  # the guest's, raw
+        return {"content": b"encrypted"}
     if (method, path) == ("POST", "/v3/auth/tokens"):
         return {"json": {"auth": {"identity": {"methods": ["password"], "password": {"user": {
             "name": "alice", "domain": {"id": "default"}, "password": "alice"}}}}}}

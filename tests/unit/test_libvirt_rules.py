@@ -13,7 +13,7 @@ import pytest
 from cirrus.image.tiny import module_closure
 from cirrus.image.tiny.cpio import CpioWriter
 from cirrus.virt.libvirt.config import DiskSpec, GuestSpec, guest_xml
-from cirrus.virt.libvirt.configdrive import _user_data, meta_data, network_data
+from cirrus.metadata.base import meta_data, network_data, user_data
 from cirrus.virt.libvirt.driver import LIBVIRT_POWER_STATE, domain_name
 from cirrus.compute.states import PowerState
 
@@ -79,7 +79,7 @@ def test_config_drive_metadata_carries_keys_files_and_password() -> None:
     assert data["public_keys"] == {"k": "ssh-ed25519 AAAA x"}
     assert data["meta"] == {"role": "db"} and data["files"] == files
     assert data["admin_pass"] == "s3cret" and data["hostname"] == "web"
-    assert _user_data(instance) == b"#!/bin/sh\necho hi\n"
+    assert user_data(instance) == b"#!/bin/sh\necho hi\n"
     assert meta_data({"uuid": "u"}, [], None).get("admin_pass") is None
 
 

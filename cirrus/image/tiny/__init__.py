@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import glob
 import gzip
+import hashlib
 import os
 import re
 import shutil
@@ -129,6 +130,14 @@ def _asset(name: str) -> bytes:
     return resources.files("cirrus.image.tiny").joinpath(name).read_bytes()
 
 
+def _assets_digest() -> str:
+    """What the ramdisk's own scripts are, so a cached build notices an edit."""
+    digest = hashlib.sha256()
+    for name in ("init.sh", "udhcpc.sh"):
+        digest.update(_asset(name))
+    return digest.hexdigest()[:16]
+
+
 def build_ramdisk(modules_dir: Path, out: Path) -> None:
     """A gzip'd newc cpio: busybox, /init, the udhcpc hook and the modules."""
     order = module_closure(modules_dir)
@@ -180,12 +189,14 @@ def build(output: Path) -> TinyGuest:
     version = modules_dir.name
     guest = TinyGuest(output / "vmlinuz", output / "initrd.gz", output / "disk.qcow2", version)
     stamp = output / "BUILT"
-    if stamp.exists() and stamp.read_text() == version and all(
+    # A changed init script is a new ramdisk, as a new kernel is.
+    built = f"{version} {_assets_digest()}"
+    if stamp.exists() and stamp.read_text() == built and all(
             p.exists() for p in (guest.kernel, guest.ramdisk, guest.disk)):
         return guest
     shutil.copyfile(vmlinuz, guest.kernel)
     os.chmod(guest.kernel, 0o644)
     build_ramdisk(modules_dir, guest.ramdisk)
     build_disk(guest.disk, output, version)
-    stamp.write_text(version)
+    stamp.write_text(built)
     return guest

@@ -24,6 +24,7 @@ fi
 
 # Config drive (label config-2, iso9660 or vfat): hostname, key, user data.
 name=cirrus-tiny
+drive=
 for dev in /dev/vd[b-z] /dev/sr0; do
     [ -b "$dev" ] || continue
     if mount -o ro -t iso9660 "$dev" /mnt/config 2>/dev/null \
@@ -38,6 +39,7 @@ for dev in /dev/vd[b-z] /dev/sr0; do
             [ -n "$keys" ] && say "public key: $keys"
             [ -f /mnt/config/openstack/latest/user_data ] && \
                 cp /mnt/config/openstack/latest/user_data /run/user_data
+            drive=$dev
             break
         fi
         umount /mnt/config
@@ -49,10 +51,30 @@ say "hostname $name"
 ip link set lo up
 if ip link show eth0 >/dev/null 2>&1; then
     ip link set eth0 up
-    udhcpc -i eth0 -s /etc/udhcpc.sh -t 30 -T 1 -A 2 -n -q >/dev/null 2>&1 \
+    # staticroutes (option 121) carries the route to the metadata service.
+    udhcpc -i eth0 -s /etc/udhcpc.sh -O staticroutes -t 30 -T 1 -A 2 -n -q >/dev/null 2>&1 \
         || say "eth0 dhcp failed"
 else
     say "no eth0"
+fi
+
+# No config drive: the same files from the metadata service (169.254.169.254).
+# (timeout, not wget -T: busybox 1.35's wget crashes with -T.)
+md=http://169.254.169.254/openstack/latest
+if [ -z "$drive" ] && ip link show eth0 >/dev/null 2>&1; then
+    for try in 1 2 3 4 5; do
+        timeout 10 wget -q -O /run/meta_data.json "$md/meta_data.json" 2>/dev/null && break
+        rm -f /run/meta_data.json; sleep 1
+    done
+    if [ -s /run/meta_data.json ]; then
+        uuid=$(sed -n 's/.*"uuid": *"\([^"]*\)".*/\1/p' /run/meta_data.json)
+        say "metadata service: instance-id: $uuid"
+        found=$(sed -n 's/.*"hostname": *"\([^"]*\)".*/\1/p' /run/meta_data.json)
+        [ -n "$found" ] && hostname "$found" && say "hostname $found"
+        timeout 10 wget -q -O /run/user_data "$md/user_data" 2>/dev/null || rm -f /run/user_data
+    else
+        say "metadata service: unreachable"
+    fi
 fi
 
 # ACPI power button → clean power off (how stop and soft reboot reach us).

@@ -26,6 +26,8 @@ from cirrus.network.linux import ip
 
 LOG = logging.getLogger(__name__)
 LEASE_SECONDS = 86400
+# Where guests find the metadata service: the proxy on this server's bridge.
+METADATA_CIDR = "169.254.169.254/32"
 
 
 def served_subnets(subnets: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -56,8 +58,9 @@ def hosts_text(ports: list[dict[str, Any]], subnets: list[dict[str, Any]]) -> st
 
 
 def dnsmasq_argv(network: dict[str, Any], subnets: list[dict[str, Any]], files: "DhcpFiles",
-                 bridge: str, user: str) -> list[str]:
-    """The dnsmasq command line for ``network`` (without the netns prefix)."""
+                 bridge: str, user: str, metadata: bool = False) -> list[str]:
+    """The dnsmasq command line for ``network`` (without the netns prefix);
+    ``metadata``: route guests to 169.254.169.254 through this server."""
     argv = ["dnsmasq", "--conf-file=/dev/null", "--port=0", "--no-resolv", "--no-hosts",
             "--bind-interfaces", f"--interface={bridge}", "--except-interface=lo",
             f"--pid-file={files.pid}", f"--dhcp-leasefile={files.leases}",
@@ -81,9 +84,11 @@ def dnsmasq_argv(network: dict[str, Any], subnets: list[dict[str, Any]], files: 
         argv.append(f"--dhcp-option-force=tag:{tag},option:mtu,{network['mtu']}")
         routes = [r for r in subnet["host_routes"] or []
                   if ipaddress.ip_network(r["destination"], strict=False).version == 4]
-        if routes:
+        pairs = [f"{r['destination']},{r['nexthop']}" for r in routes]
+        if metadata:  # Neutron's isolated metadata: with or without a router
+            pairs.insert(0, f"{METADATA_CIDR},{gateway}")
+        if pairs:
             # RFC 3442: clients ignore the router option when option 121 is sent.
-            pairs = [f"{r['destination']},{r['nexthop']}" for r in routes]
             pairs.append(f"0.0.0.0/0,{gateway}")
             argv.append(f"--dhcp-option=tag:{tag},option:classless-static-route,"
                         + ",".join(pairs))
@@ -155,7 +160,8 @@ class DhcpServers:
             await self.stop(net_id)
             return
         files = self.files(net_id)
-        argv = dnsmasq_argv(network, subnets, files, bridge, self._user)
+        argv = dnsmasq_argv(network, subnets, files, bridge, self._user,
+                            bool(getattr(self.settings, "enable_isolated_metadata", False)))
         server = self._servers.get(net_id)
         if server is not None and (server.argv != argv or not _alive(server.pid, files)):
             await self.stop(net_id)

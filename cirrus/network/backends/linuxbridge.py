@@ -30,6 +30,7 @@ from cirrus.network.agents import Agent, report
 from cirrus.network.backends import firewall
 from cirrus.network.backends.base import HostBackend
 from cirrus.network.backends.dhcp import DhcpServers
+from cirrus.network.backends.metadata_proxy import MetadataProxy
 from cirrus.network.backends.tapwatch import TapWatcher
 from cirrus.network.backends.uplinks import UplinkError, Uplinks, is_uplink
 from cirrus.network.host_view import (HostView, bridge_name, load_host_view,
@@ -70,6 +71,7 @@ class LinuxBridgeBackend(HostBackend):
         self.settings = settings
         self.host = host or settings.compute_host
         self.dhcp = DhcpServers(settings)
+        self.metadata = MetadataProxy(settings)  # 169.254.169.254 where we serve DHCP
         self.taps = TapWatcher(settings, self._tap_up)
         self.uplinks = Uplinks(settings, self.host)
         self._reported_at = -float("inf")  # monotonic time of the last agent report
@@ -98,6 +100,7 @@ class LinuxBridgeBackend(HostBackend):
         await self.taps.stop()
         async with self._lock:
             await self.dhcp.stop_all()
+            await self.metadata.stop_all()
 
     # -- HostBackend --------------------------------------------------------------------
     async def port_bound(self, port: dict[str, Any], network: dict[str, Any],
@@ -149,6 +152,7 @@ class LinuxBridgeBackend(HostBackend):
                     errors.append(e)
             for net_id in self.dhcp.serving() - set(view.networks):
                 await self.dhcp.stop(net_id)
+            await self.metadata.retain({n for n in view.networks if view.serves_dhcp(n, self.host)})
             await self._collect_deleted_networks(view)
             script = firewall.render(view.filters)
             if script != self._firewall:
@@ -167,6 +171,7 @@ class LinuxBridgeBackend(HostBackend):
         await self.uplinks.ensure(network, subnets, view)
         if serving:
             await self.dhcp.sync(network, subnets, view.dhcp_ports(net_id), bridge_name(net_id))
+            await self.metadata.sync(net_id, view.dhcp_ports(net_id), bridge_name(net_id))
         elif net_id in self.dhcp.serving():
             await self.dhcp.stop(net_id)
 
