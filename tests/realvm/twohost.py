@@ -25,6 +25,10 @@ from tests.client.conftest import free_port, start_cloud, stop, wait_up
 from tests.realvm.conftest import RealCloud, _why_not
 from tests.realvm.hostns import HostSetupError, NamespaceHost
 
+# What every process of the cloud must agree on although each has its own
+# state dir: the metadata proxies (on the computes) sign what the API checks.
+SHARED = {"CIRRUS_METADATA_PROXY_SHARED_SECRET": "two-host-test-secret"}
+
 # Per host: the environment its compute adds to the common one.
 ComputeEnv = Callable[[Path, NamespaceHost], dict[str, str]]
 
@@ -64,7 +68,7 @@ def _compute_env(state: Path, host: NamespaceHost, bus: str, url: str) -> dict[s
             "CIRRUS_LIBVIRT_VIRT_TYPE": "qemu",
             "CIRRUS_HOST_NETNS": host.name,
             "CIRRUS_VIF_PLUGGING_TIMEOUT": "60", "CIRRUS_SHUTDOWN_TIMEOUT": "30",
-            "CIRRUS_REPORT_INTERVAL": "2"}
+            "CIRRUS_REPORT_INTERVAL": "2", **SHARED}
 
 
 def _start_compute(state: Path, name: str, host: NamespaceHost, bus: str, url: str,
@@ -130,7 +134,8 @@ def two_host_cloud(hosts: tuple[NamespaceHost, ...], names: tuple[str, ...], sta
         pytest.skip(reason)
     bus = f"local://{state / 'bus.sock'}"
     port = free_port()
-    added = {"CIRRUS_TRANSPORT_URL": bus, "CIRRUS_REPORT_INTERVAL": "2", **(cloud_env or {})}
+    added = {"CIRRUS_TRANSPORT_URL": bus, "CIRRUS_REPORT_INTERVAL": "2", **SHARED,
+             **(cloud_env or {})}
     os.environ.update(added)
     proc: subprocess.Popen[str] | None = None
     computes: dict[str, subprocess.Popen[str]] = {}
