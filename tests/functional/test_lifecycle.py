@@ -152,11 +152,14 @@ async def test_build_on_a_dead_host_is_swept_by_the_conductor(cloud: Cloud,
     for driver in fake_drivers(cloud).values():
         driver.faults["spawn"].append(hang())
     created = await create_server(demo, server_body(image))
-    await asyncio.sleep(0.1)
-    for svc in cloud.services:
-        if svc.binary == "cirrus-compute":
-            for task in list(svc.endpoint.builds.tasks()):
-                task.cancel()  # the process died: its build is gone
+    computes = [s for s in cloud.services if s.binary == "cirrus-compute"]
+    for _ in range(2000):  # until a compute runs the build (its spawn hangs)
+        if any(list(s.endpoint.builds.tasks()) for s in computes):
+            break
+        await asyncio.sleep(0.01)
+    for svc in computes:
+        for task in list(svc.endpoint.builds.tasks()):
+            task.cancel()  # the process died: its build is gone
     cloud.settings.service_down_time = 0.1  # and its heartbeats stopped
     await asyncio.sleep(0.5)
     conductor = next(s.endpoint for s in cloud.services if s.binary == "cirrus-conductor")
