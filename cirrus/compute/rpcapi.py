@@ -243,3 +243,12 @@ class ComputeAPI:
         with ``recreate``)."""
         await self._cast_move(ctx, host, "evacuate_instance", instance_uuid=instance_uuid,
                               migration_uuid=migration_uuid, admin_password=admin_password)
+
+    # -- volumes (issue 20) ----------------------------------------------------------
+    async def attach_volume(self, ctx: RequestContext, host: str, instance_uuid: str,
+                            volume_id: str) -> None:
+        await self._cast_to(ctx, host, "attach_volume", instance_uuid, volume_id=volume_id)
+
+    async def detach_volume(self, ctx: RequestContext, host: str, instance_uuid: str,
+                            volume_id: str) -> None:
+        await self._cast_to(ctx, host, "detach_volume", instance_uuid, volume_id=volume_id)

@@ -1,0 +1,73 @@
+"""A cloud whose compute API and computes reach the fake block storage of
+``tests/fakes_volume.py``; import ``cloud`` and ``volumes`` into a test module
+to use them (they replace conftest's ``cloud``)."""
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any, AsyncIterator, Awaitable, Callable
+
+import httpx
+import pytest
+
+from cirrus.bootstrap import Cloud
+from tests.conftest import AppTransport, make_settings
+from tests.databases import Databases
+from tests.fakes_volume import FakeVolumes
+
+SERVERS = "/compute/v2.1/servers"
+
+
+@pytest.fixture
+def volumes() -> FakeVolumes:
+    return FakeVolumes()
+
+
+@pytest.fixture
+async def cloud(tmp_path: Path, database: Databases, settings_overrides: dict[str, Any],
+                volumes: FakeVolumes) -> AsyncIterator[Cloud]:
+    settings = make_settings(tmp_path, database, **{
+        "block_device_allocate_retries_interval": 0.01, **settings_overrides})
+    c = Cloud(settings, http_transport=AppTransport(lambda: c.app), volume_api=volumes)
+    try:
+        await c.start()
+        yield c
+    finally:
+        try:
+            await c.stop()
+        finally:
+            database.drop(settings)
+
+
+async def project_of(client: httpx.AsyncClient) -> str:
+    """The project of the client's token."""
+    resp = await client.get("/identity/v3/auth/tokens",
+                            headers={"X-Subject-Token": client.headers["X-Auth-Token"]})
+    assert resp.status_code == 200, resp.text
+    return str(resp.json()["token"]["project"]["id"])
+
+
+async def attachments(client: httpx.AsyncClient, server_id: str,
+                      version: str = "2.1") -> list[dict[str, Any]]:
+    resp = await client.get(f"{SERVERS}/{server_id}/os-volume_attachments",
+                            headers={"OpenStack-API-Version": f"compute {version}"})
+    assert resp.status_code == 200, resp.text
+    return list(resp.json()["volumeAttachments"])
+
+
+async def wait_until(condition: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
+    """Until ``condition()`` holds (AssertionError naming ``what`` after ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.02)
+
+
+async def wait_for(condition: Callable[[], Awaitable[bool]], what: str,
+                   timeout: float = 20.0) -> None:
+    """Until the coroutine ``condition()`` returns True."""
+    deadline = time.monotonic() + timeout
+    while not await condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.02)
