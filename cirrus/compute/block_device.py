@@ -51,7 +51,7 @@ def check_boot_sequence(bdms: list[BdmRequest], image_href: str | None) -> None:
     indexes = sorted(b["boot_index"] for b in bdms
                      if b.get("boot_index") is not None and b["boot_index"] >= 0)  # type: ignore
     if image_href and (not indexes or indexes[0] != 0):
-        indexes = [0] + [i + 1 for i in indexes]
+        indexes = [0] + indexes  # the image's root, as Nova prepends its mapping
     if not indexes or any(i != v for i, v in enumerate(indexes)):
         raise exc.InvalidBDMBootSequence()
 
@@ -105,13 +105,14 @@ def check_image_size(bdm: BdmRequest, image: dict[str, Any]) -> None:
 def device_names(bdms: list[BdmRequest]) -> list[str]:
     """Nova's ``_default_block_device_names``: the root is /dev/vda, others
     take the next free /dev/vdX in order (a name the request gave is kept)."""
-    taken = {b["device_name"] for b in bdms if b.get("device_name")}
+    given = {b["device_name"] for b in bdms if b.get("device_name")}
+    taken = given | {ROOT_DEVICE_NAME}  # the root's, whichever mapping it is
     names = []
     for bdm in bdms:
         name = bdm.get("device_name")
         if not name:
-            name = ROOT_DEVICE_NAME if bdm.get("boot_index") == 0 and \
-                ROOT_DEVICE_NAME not in taken else next_device_name(taken)
+            root_free = bdm.get("boot_index") == 0 and ROOT_DEVICE_NAME not in given
+            name = ROOT_DEVICE_NAME if root_free else next_device_name(taken)
             taken.add(name)
         names.append(name)
     return names

@@ -134,10 +134,11 @@ async def create(request: Request) -> Response:
 
 async def update(request: Request) -> Response:
     ctx, version = context(request), api_version(request)
-    data = parse_update(await json_body(request), version)
     server_id, volume_id = request.path_params["server_id"], request.path_params["volume_id"]
     api = request.app.state.compute_api
+    # The attachment first: another project's server is a 404 whatever the body.
     bdm = await api.volume_attachment(ctx, server_id, volume_id)
+    data = parse_update(await json_body(request), version)
     if version < (2, 85) or data["volumeId"] != volume_id:
         # Swapping to another volume: admins only, as Nova's swap rule.
         policy.enforce(ctx, SWAP_RULE)
