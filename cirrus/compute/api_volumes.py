@@ -10,7 +10,9 @@ of a reservation gives back what was reserved before it.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import sqlalchemy as sa
 
 from cirrus.compute import bdms as bdm_db
 from cirrus.compute import block_device
@@ -18,15 +20,16 @@ from cirrus.compute import exception as exc
 from cirrus.compute.bdms import Bdm
 from cirrus.compute.block_device import BdmRequest
 from cirrus.compute.records import CreateRequest
-from cirrus.compute.transitions import TRANSITIONS
+from cirrus.compute.rpcapi import ComputeAPI
+from cirrus.compute.transitions import TRANSITIONS, Transition
+from cirrus.config import Settings
 from cirrus.context import RequestContext
+from cirrus.db.engine import Database
 from cirrus.exception import CirrusException, Conflict, Invalid, NotFound
 from cirrus.volume.cinder import Volume, VolumeAPI
 
-if TYPE_CHECKING:
-    from cirrus.compute.api import API
-
 LOG = logging.getLogger(__name__)
+Row = dict[str, Any]
 
 
 def _invalid_volume(error: CirrusException) -> exc.InvalidVolume:
@@ -34,12 +37,34 @@ def _invalid_volume(error: CirrusException) -> exc.InvalidVolume:
 
 
 class VolumeActions:
-    """Mixed into :class:`cirrus.compute.api.API` (which sets ``volume_api``)."""
+    """Mixin: needs the API's db, settings, volume_api and compute_rpcapi, and
+    its instance reads and action start (stubs below)."""
 
+    db: Database
+    settings: Settings
     volume_api: VolumeAPI
+    compute_rpcapi: ComputeAPI
+
+    async def get(self, ctx: RequestContext, uuid: str) -> Row:
+        raise NotImplementedError
+
+    async def _get_for_change(self, ctx: RequestContext, uuid: str, rule: str) -> Row:
+        raise NotImplementedError
+
+    async def _begin_action(self, ctx: RequestContext, uuid: str, t: Transition,
+                            values: dict[str, Any] | None = None, *,
+                            row: Row | None = None) -> Row:
+        raise NotImplementedError
+
+    def _image(self, conn: sa.Connection, ctx: RequestContext, image_id: str) -> Row:
+        raise NotImplementedError
+
+    @staticmethod
+    def _destroy_records(conn: sa.Connection, uuids: list[str]) -> None:
+        raise NotImplementedError
 
     # -- create ---------------------------------------------------------------------
-    async def _validate_bdm(self: "API", ctx: RequestContext, req: CreateRequest,
+    async def _validate_bdm(self, ctx: RequestContext, req: CreateRequest,
                             flavor: dict[str, Any], image: dict[str, Any] | None,
                             az: str | None) -> dict[str, Any] | None:
         """Check the requested mappings (400s) and fill in the sizes volumes
@@ -55,7 +80,7 @@ class VolumeActions:
             await self._validate_one_bdm(ctx, bdm, image, az)
         return None if block_device.is_volume_backed(bdms) else image
 
-    async def _validate_one_bdm(self: "API", ctx: RequestContext, bdm: BdmRequest,
+    async def _validate_one_bdm(self, ctx: RequestContext, bdm: BdmRequest,
                                 image: dict[str, Any] | None, az: str | None) -> None:
         source, uuid = bdm["source_type"], bdm.get("uuid") or ""
         if source == "image" and bdm["destination_type"] == "volume":
@@ -78,7 +103,7 @@ class VolumeActions:
                 bdm.get("volume_type") is not None and not bdm["volume_type"]:
             raise exc.InvalidBDM(message="volume_type must not be empty")
 
-    async def _bdm_image(self: "API", ctx: RequestContext, image_id: str) -> dict[str, Any]:
+    async def _bdm_image(self, ctx: RequestContext, image_id: str) -> dict[str, Any]:
         try:
             image: dict[str, Any] = await self.db.read(self._image, ctx, image_id)
         except CirrusException:
@@ -87,7 +112,7 @@ class VolumeActions:
             raise exc.InvalidBDMImage(id=image_id)
         return image
 
-    async def _bdm_volume(self: "API", ctx: RequestContext, volume_id: str) -> Volume:
+    async def _bdm_volume(self, ctx: RequestContext, volume_id: str) -> Volume:
         try:
             return await self.volume_api.get(ctx, volume_id)
         except exc.VolumeServiceUnavailable:
@@ -95,7 +120,7 @@ class VolumeActions:
         except (NotFound, Invalid):
             raise exc.InvalidBDMVolume(id=volume_id) from None
 
-    def _check_attachable(self: "API", volume: Volume, az: str | None) -> None:
+    def _check_attachable(self, volume: Volume, az: str | None) -> None:
         """Available (or multiattach) and, without ``cross_az_attach``, in the
         instance's zone (Nova's ``check_availability_zone``)."""
         if volume["status"] not in ("available", "in-use", "reserved") or \
@@ -107,7 +132,7 @@ class VolumeActions:
                                            f"availability_zone ({az} vs "
                                            f"{volume['availability_zone']})")
 
-    async def _reserve_volumes(self: "API", ctx: RequestContext,
+    async def _reserve_volumes(self, ctx: RequestContext,
                                rows: list[dict[str, Any]]) -> None:
         """``attachment_create`` for each volume the new instances map; on a
         failure, those made are deleted and the records destroyed."""
@@ -129,7 +154,7 @@ class VolumeActions:
                 raise _invalid_volume(error) from error
             raise
 
-    async def _release_attachments(self: "API", ctx: RequestContext,
+    async def _release_attachments(self, ctx: RequestContext,
                                    attachment_ids: list[str]) -> None:
         for attachment_id in attachment_ids:
             try:
@@ -138,17 +163,17 @@ class VolumeActions:
                 LOG.exception("could not release attachment %s", attachment_id)
 
     # -- os-volume_attachments --------------------------------------------------------
-    async def volume_attachments(self: "API", ctx: RequestContext, uuid: str) -> list[Bdm]:
+    async def volume_attachments(self, ctx: RequestContext, uuid: str) -> list[Bdm]:
         """The server's volume mappings (404 for another project's server)."""
         row = await self.get(ctx, uuid)
         return await self.db.read(bdm_db.volume_bdms, row["uuid"])
 
-    async def volume_attachment(self: "API", ctx: RequestContext, uuid: str,
+    async def volume_attachment(self, ctx: RequestContext, uuid: str,
                                 volume_id: str) -> Bdm:
         row = await self.get(ctx, uuid)
         return await self.db.read(bdm_db.by_volume, row["uuid"], volume_id)
 
-    async def attach_volume(self: "API", ctx: RequestContext, uuid: str, volume_id: str,
+    async def attach_volume(self, ctx: RequestContext, uuid: str, volume_id: str,
                             device: str | None = None, tag: str | None = None,
                             delete_on_termination: bool = False) -> Bdm:
         """Reserve the volume for the server and cast the attach to its host;
@@ -180,7 +205,7 @@ class VolumeActions:
         await self.compute_rpcapi.attach_volume(ctx, row["host"], uuid, volume_id)
         return bdm
 
-    async def detach_volume(self: "API", ctx: RequestContext, uuid: str,
+    async def detach_volume(self, ctx: RequestContext, uuid: str,
                             volume_id: str) -> None:
         """Cast the detach to the server's host; 400 for its root volume."""
         row = await self._get_for_change(ctx, uuid, "compute:server:action")
@@ -190,7 +215,7 @@ class VolumeActions:
         await self._begin_action(ctx, uuid, TRANSITIONS["detach_volume"], row=row)
         await self.compute_rpcapi.detach_volume(ctx, row["host"], uuid, volume_id)
 
-    async def update_volume_attachment(self: "API", ctx: RequestContext, uuid: str,
+    async def update_volume_attachment(self, ctx: RequestContext, uuid: str,
                                        volume_id: str,
                                        delete_on_termination: bool | None) -> Bdm:
         """2.85: change ``delete_on_termination`` of an attached volume."""

@@ -48,8 +48,8 @@ def is_volume_backed(bdms: list[BdmRequest] | list[dict[str, Any]]) -> bool:
 
 def check_boot_sequence(bdms: list[BdmRequest], image_href: str | None) -> None:
     """Boot indexes 0, 1, 2… with no gap; an image root counts as 0."""
-    indexes = sorted(b["boot_index"] for b in bdms
-                     if b.get("boot_index") is not None and b["boot_index"] >= 0)  # type: ignore
+    indexes: list[int] = sorted(i for i in (b.get("boot_index") for b in bdms)
+                                if i is not None and i >= 0)
     if image_href and (not indexes or indexes[0] != 0):
         indexes = [0] + indexes  # the image's root, as Nova prepends its mapping
     if not indexes or any(i != v for i, v in enumerate(indexes)):
@@ -105,7 +105,7 @@ def check_image_size(bdm: BdmRequest, image: dict[str, Any]) -> None:
 def device_names(bdms: list[BdmRequest]) -> list[str]:
     """Nova's ``_default_block_device_names``: the root is /dev/vda, others
     take the next free /dev/vdX in order (a name the request gave is kept)."""
-    given = {b["device_name"] for b in bdms if b.get("device_name")}
+    given: set[str] = {name for name in (b.get("device_name") for b in bdms) if name}
     taken = given | {ROOT_DEVICE_NAME}  # the root's, whichever mapping it is
     names = []
     for bdm in bdms:

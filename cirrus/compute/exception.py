@@ -377,7 +377,7 @@ class VolumeAttachmentExists(Conflict):
 
 class VolumeServiceUnavailable(Invalid):
     """No block storage in this deployment: a request needing it is refused."""
-    msg_fmt = "Block storage is not available in this cloud."
+    msg_fmt = "Volumes are not available: this cloud has no block storage service."
 
 
 class VolumeNotCreated(CirrusException):

@@ -21,11 +21,11 @@ class NoVolumeAPI:
     async def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
         raise VolumeServiceUnavailable()
 
-    get = create = delete = attachment_create = attachment_update = _refuse  # type: ignore
-    attachment_complete = attachment_delete = create_snapshot_force = _refuse  # type: ignore
-    get_snapshot = delete_snapshot = _refuse  # type: ignore
+    get = create = delete = attachment_create = attachment_update = _refuse
+    attachment_complete = attachment_delete = create_snapshot_force = _refuse
+    get_snapshot = delete_snapshot = _refuse
 
 
 def make_volume_api(settings: Settings, db: Any) -> VolumeAPI:
     """The deployment's block storage client (none yet: :class:`NoVolumeAPI`)."""
-    return NoVolumeAPI()  # type: ignore[return-value]
+    return NoVolumeAPI()
