@@ -45,6 +45,8 @@ class ImageActions:
     _checked_image: Callable[[Row | Exception | None, Row], Row | None]
     _check_user_data: Callable[[str | None], None]
     _check_zone_and_host: Callable[[sa.Connection, str | None, str | None], None]
+    _snapshot_volume_backed: Callable[[RequestContext, Row, str, dict[str, str]],
+                                      Awaitable[str | None]]
 
     # -- rebuild -----------------------------------------------------------------------
     async def rebuild(self, ctx: RequestContext, uuid: str, req: RebuildRequest) -> dict[str, Any]:
@@ -84,7 +86,13 @@ class ImageActions:
     async def snapshot(self, ctx: RequestContext, uuid: str, name: str,
                        metadata: dict[str, str]) -> str:
         """Create the snapshot image (queued) and start uploading the guest's
-        disk to it; the image's id."""
+        disk to it; the image's id. A volume-backed server's volumes are
+        snapshotted instead (``api_volumes``)."""
+        row = await self.get(ctx, uuid)
+        policy.enforce(ctx, "compute:server:action", row)
+        image_id = await self._snapshot_volume_backed(ctx, row, name, dict(metadata))
+        if image_id is not None:
+            return image_id
         return await self._image_action(ctx, uuid, "snapshot", name, dict(metadata))
 
     async def backup(self, ctx: RequestContext, uuid: str, name: str, backup_type: str,

@@ -17,11 +17,13 @@ import sqlalchemy as sa
 from cirrus.compute import bdms as bdm_db
 from cirrus.compute import block_device
 from cirrus.compute import exception as exc
+from cirrus.compute import instance as inst
 from cirrus.compute.bdms import Bdm
 from cirrus.compute.block_device import BdmRequest
 from cirrus.compute.records import CreateRequest
 from cirrus.compute.rpcapi import ComputeAPI
-from cirrus.compute.transitions import TRANSITIONS, Transition
+from cirrus.compute.transitions import IMAGING, TRANSITIONS, Transition
+from cirrus.compute.volume_snapshot import snapshot_volume_backed
 from cirrus.config import Settings
 from cirrus.context import RequestContext
 from cirrus.db.engine import Database
@@ -44,6 +46,7 @@ class VolumeActions:
     settings: Settings
     volume_api: VolumeAPI
     compute_rpcapi: ComputeAPI
+    images: Any  # cirrus.image.api.ImageAPI
 
     async def get(self, ctx: RequestContext, uuid: str) -> Row:
         raise NotImplementedError
@@ -226,3 +229,17 @@ class VolumeActions:
                               {"delete_on_termination": delete_on_termination})
             bdm["delete_on_termination"] = delete_on_termination
         return bdm
+
+    # -- createImage of a volume-backed server ------------------------------------------
+    async def _snapshot_volume_backed(self, ctx: RequestContext, row: Row, name: str,
+                                      extra: dict[str, str]) -> str | None:
+        """The image of a volume-backed server's snapshot (Nova's
+        ``snapshot_volume_backed``); None when its root is a local disk."""
+        bdms = await self.db.read(inst.bdms, row["uuid"])
+        if not block_device.is_volume_backed(bdms):
+            return None
+        if row["vm_state"] not in [s.value for s in IMAGING] or row["task_state"] is not None:
+            raise exc.InstanceInvalidState(method="snapshot", instance_uuid=row["uuid"],
+                                           attr="vm_state", state=row["vm_state"])
+        return await snapshot_volume_backed(ctx, row, bdms, name, extra, self.volume_api,
+                                            self.images)

@@ -5,6 +5,7 @@ refused, bad mappings 400 with nothing changed, a failed volume aborting the
 build with the volumes released."""
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -247,3 +248,26 @@ async def test_tagged_volume_at_2_42(cloud: Cloud, demo: httpx.AsyncClient,
     await wait_for_status(demo, created["id"], {"ACTIVE"})
     [view] = await attachments(demo, created["id"], "2.70")
     assert view["tag"] == "root"
+
+
+async def test_snapshot_of_a_volume_backed_server(cloud: Cloud, demo: httpx.AsyncClient,
+                                                  volumes: FakeVolumes, project: str) -> None:
+    volume = volumes.add_volume(project, size=2, bootable=True)
+    created = await create_server(demo, bfv_body([root_volume(volume)]))
+    await wait_for_status(demo, created["id"], {"ACTIVE"})
+    resp = await demo.post(f"{SERVERS}/{created['id']}/action",
+                           json={"createImage": {"name": "bfv-snap"}},
+                           headers={"OpenStack-API-Version": "compute 2.45"})
+    assert resp.status_code == 202, resp.text
+    image = (await demo.get(f"/image/v2/images/{resp.json()['image_id']}")).json()
+    assert (image["status"], image["size"]) == ("active", 0)
+    [snapshot] = volumes.snapshots.values()
+    assert snapshot["volume_id"] == volume
+    [mapping] = json.loads(image["block_device_mapping"])
+    assert mapping["source_type"] == "snapshot" and mapping["snapshot_id"] == snapshot["id"]
+    assert (mapping["boot_index"], mapping["device_name"]) == (0, "/dev/vda")
+    assert mapping["volume_id"] is None
+    assert (image["bdm_v2"], image["root_device_name"]) == ("True", "/dev/vda")
+    assert volumes.status(volume) == "in-use"  # the server goes on with it
+    server = await wait_for_status(demo, created["id"], {"ACTIVE"})
+    assert server["OS-EXT-STS:task_state"] is None
