@@ -18,8 +18,8 @@ from cirrus.context import RequestContext
 from tests.fakes_volume import FakeVolumes, VolumeBackendError
 from tests.functional.servers import (create_server, db_count, fake_drivers, upload_image,
                                       wait_for_status)
-from tests.functional.volumes import (SERVERS, attachments, cloud, project_of,  # noqa: F401
-                                      volumes, wait_until)
+from tests.functional.volumes import (SERVERS, attachments, cloud_options,  # noqa: F401
+                                      project_of, settings_overrides, volumes, wait_until)
 
 SMALL = "2"  # m1.small: 20 GB of root disk, which a volume-backed server does not claim
 

@@ -16,8 +16,9 @@ from cirrus.virt.fake import FaultRule
 from tests.fakes_volume import FakeVolumes, VolumeBackendError
 from tests.functional.actions import last_action
 from tests.functional.servers import active_server, db_count, fake_drivers, wait_for_status
-from tests.functional.volumes import (SERVERS, attachments, cloud, project_of,  # noqa: F401
-                                      volumes, wait_for, wait_until)
+from tests.functional.volumes import (SERVERS, attachments, cloud_options,  # noqa: F401
+                                      project_of, settings_overrides, volumes, wait_for,
+                                      wait_until)
 
 
 @pytest.fixture
@@ -241,3 +242,22 @@ async def test_fault_during_detach_keeps_the_volume_attached(
     await wait_for(detach_failed, "the detach to fail")
     assert volumes.status(volume) == "in-use"
     assert [a["volumeId"] for a in await attachments(demo, server)] == [volume]
+
+
+async def test_rebuild_keeps_the_attached_volume(cloud: Cloud, demo: httpx.AsyncClient,
+                                                 volumes: FakeVolumes, server: str,
+                                                 volume: str) -> None:
+    await attached(demo, volumes, server, volume)
+    image = (await demo.get(f"{SERVERS}/{server}")).json()["server"]["image"]["id"]
+    resp = await demo.post(f"{SERVERS}/{server}/action", json={"rebuild": {"imageRef": image}})
+    assert resp.status_code == 202, resp.text
+    await wait_for(lambda: _rebuilt(demo, server), "the rebuild")
+    assert set(guest_volumes(cloud, server)) == {"/dev/vdb"}  # the new guest has it
+    assert volumes.status(volume) == "in-use"
+    assert [a["volumeId"] for a in await attachments(demo, server)] == [volume]
+
+
+async def _rebuilt(client: httpx.AsyncClient, server_id: str) -> bool:
+    action = await last_action(client, server_id)
+    return action["action"] == "rebuild" and \
+        [e["result"] for e in action["events"]] == ["Success"]

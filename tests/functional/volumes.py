@@ -1,19 +1,15 @@
 """A cloud whose compute API and computes reach the fake block storage of
-``tests/fakes_volume.py``; import ``cloud`` and ``volumes`` into a test module
-to use them (they replace conftest's ``cloud``)."""
+``tests/fakes_volume.py``: import ``cloud_options``, ``settings_overrides``
+and ``volumes`` into a test module to use it (they replace conftest's)."""
 from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any, Awaitable, Callable
 
 import httpx
 import pytest
 
-from cirrus.bootstrap import Cloud
-from tests.conftest import AppTransport, make_settings
-from tests.databases import Databases
 from tests.fakes_volume import FakeVolumes
 
 SERVERS = "/compute/v2.1/servers"
@@ -25,19 +21,14 @@ def volumes() -> FakeVolumes:
 
 
 @pytest.fixture
-async def cloud(tmp_path: Path, database: Databases, settings_overrides: dict[str, Any],
-                volumes: FakeVolumes) -> AsyncIterator[Cloud]:
-    settings = make_settings(tmp_path, database, **{
-        "block_device_allocate_retries_interval": 0.01, **settings_overrides})
-    c = Cloud(settings, http_transport=AppTransport(lambda: c.app), volume_api=volumes)
-    try:
-        await c.start()
-        yield c
-    finally:
-        try:
-            await c.stop()
-        finally:
-            database.drop(settings)
+def cloud_options(volumes: FakeVolumes) -> dict[str, Any]:
+    return {"volume_api": volumes}
+
+
+@pytest.fixture
+def settings_overrides() -> dict[str, Any]:
+    """Boot volumes checked every 10 ms, not every 3 s."""
+    return {"block_device_allocate_retries_interval": 0.01}
 
 
 async def project_of(client: httpx.AsyncClient) -> str:
