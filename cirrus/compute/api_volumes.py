@@ -19,6 +19,7 @@ from cirrus.compute import block_device
 from cirrus.compute import exception as exc
 from cirrus.compute import instance as inst
 from cirrus.compute.bdms import Bdm
+from cirrus.compute.boot_volumes import cleanup_volumes
 from cirrus.compute.block_device import BdmRequest
 from cirrus.compute.records import CreateRequest
 from cirrus.compute.rpcapi import ComputeAPI
@@ -243,3 +244,8 @@ class VolumeActions:
                                            attr="vm_state", state=row["vm_state"])
         return await snapshot_volume_backed(ctx, row, bdms, name, extra, self.volume_api,
                                             self.images)
+
+    async def _local_cleanup_bdm_volumes(self, ctx: RequestContext, uuid: str) -> None:
+        """A delete done here (no host, or a host that is down) releases the
+        server's volumes as the host would (Nova's ``_local_cleanup_bdm_volumes``)."""
+        await cleanup_volumes(ctx, self.db, self.volume_api, uuid)

@@ -23,6 +23,7 @@ from cirrus.compute import exception as exc
 from cirrus.compute.bdms import Bdm
 from cirrus.compute.store import Instance, InstanceStore
 from cirrus.context import RequestContext
+from cirrus.db.engine import Database
 from cirrus.exception import NotFound
 from cirrus.virt.driver import ComputeDriver
 from cirrus.volume.cinder import Connector, Volume, VolumeAPI
@@ -112,24 +113,27 @@ class BootVolumes:
                 await self.volume_api.attachment_complete(ctx, bdm["attachment_id"])
 
     async def cleanup_volumes(self, ctx: RequestContext, uuid: str) -> None:
-        """Nova's ``_cleanup_volumes``: each volume detached from the instance
-        (its attachment deleted) and those with ``delete_on_termination``
-        deleted. Errors are logged, the rest goes on: a delete must finish."""
-        for bdm in await self.store.read(bdm_db.volume_bdms, uuid):
-            await self._release(ctx, bdm)
+        """See :func:`cleanup_volumes`."""
+        await cleanup_volumes(ctx, self.store.db, self.volume_api, uuid)
 
-    async def _release(self, ctx: RequestContext, bdm: Bdm) -> None:
+
+async def cleanup_volumes(ctx: RequestContext, db: Database, volume_api: VolumeAPI,
+                          uuid: str) -> None:
+    """Nova's ``_cleanup_volumes`` (on the host) and ``_local_cleanup_bdm_volumes``
+    (in the API, for a server on no host or a host that is down): each volume
+    detached from the instance (its attachment deleted) and those with
+    ``delete_on_termination`` deleted. Errors are logged and the rest goes
+    on: a delete must finish."""
+    for bdm in await db.read(bdm_db.volume_bdms, uuid):
         try:
             if bdm.get("attachment_id"):
-                await _ignore_missing(self.volume_api.attachment_delete(
-                    ctx, bdm["attachment_id"]))
-                await self.store.run(bdm_db.update, bdm["id"],
-                                     {"attachment_id": None, "connection_info": None})
+                await _ignore_missing(volume_api.attachment_delete(ctx, bdm["attachment_id"]))
+                await db.run(bdm_db.update, bdm["id"],
+                             {"attachment_id": None, "connection_info": None})
             if bdm.get("volume_id") and bdm["delete_on_termination"]:
-                await _ignore_missing(self.volume_api.delete(ctx, bdm["volume_id"]))
+                await _ignore_missing(volume_api.delete(ctx, bdm["volume_id"]))
         except Exception:  # noqa: BLE001 - logged; the volume service's sweep finds it
-            LOG.exception("failed to release volume %s of %s", bdm.get("volume_id"),
-                          bdm["instance_uuid"])
+            LOG.exception("failed to release volume %s of %s", bdm.get("volume_id"), uuid)
 
 
 async def _ignore_missing(call: Any) -> None:

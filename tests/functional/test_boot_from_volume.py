@@ -271,3 +271,25 @@ async def test_snapshot_of_a_volume_backed_server(cloud: Cloud, demo: httpx.Asyn
     assert volumes.status(volume) == "in-use"  # the server goes on with it
     server = await wait_for_status(demo, created["id"], {"ACTIVE"})
     assert server["OS-EXT-STS:task_state"] is None
+
+
+async def test_a_delete_done_by_the_api_releases_the_volumes(
+        cloud: Cloud, demo: httpx.AsyncClient, volumes: FakeVolumes, project: str) -> None:
+    """The host is down: the API deletes the server itself (Nova's local
+    delete), and releases its volumes as the host would have."""
+    kept = volumes.add_volume(project, bootable=True)
+    image = await upload_image(demo)
+    created = await create_server(demo, bfv_body([
+        root_volume(kept),
+        {"source_type": "image", "destination_type": "volume", "uuid": image,
+         "volume_size": 1, "delete_on_termination": True}]))
+    await wait_for_status(demo, created["id"], {"ACTIVE"})
+    [made] = [v for v in volumes.volumes if v != kept]
+    cloud.settings.service_down_time = 0  # every compute looks down from now on
+    assert (await demo.delete(f"{SERVERS}/{created['id']}")).status_code == 204
+    await wait_for_status(demo, created["id"], {"DELETED"})
+    # Deleted here: the host never destroyed its guest.
+    assert any(created["id"] in driver.instances for driver in fake_drivers(cloud).values())
+    assert volumes.status(kept) == "available"
+    assert made not in volumes.volumes
+    assert not volumes.attachments
