@@ -138,7 +138,8 @@ def bdm_rows(bdms: list[BdmRequest], image: dict[str, Any] | None, flavor: dict[
                           "uuid": image["id"], "boot_index": 0,
                           "device_name": ROOT_DEVICE_NAME, "volume_size": flavor["root_gb"],
                           "delete_on_termination": True}, now))
-    names = device_names([*({"device_name": r["device_name"]} for r in rows), *bdms])  # type: ignore
+    implicit: list[BdmRequest] = [{"device_name": r["device_name"]} for r in rows]
+    names = device_names([*implicit, *bdms])
     for bdm, name in zip(bdms, names[len(rows):]):
         if bdm["source_type"] == "image" and bdm["destination_type"] == "local":
             bdm = {**bdm, "volume_size": flavor["root_gb"], "delete_on_termination": True}
@@ -148,7 +149,8 @@ def bdm_rows(bdms: list[BdmRequest], image: dict[str, Any] | None, flavor: dict[
 
 def _row(bdm: BdmRequest, now: Any) -> dict[str, Any]:
     source, uuid = bdm["source_type"], bdm.get("uuid")
-    return {"uuid": str(uuidlib.uuid4()), "source_type": source, "destination_type": bdm["destination_type"],
+    return {"uuid": str(uuidlib.uuid4()), "source_type": source,
+            "destination_type": bdm["destination_type"],
             "image_id": uuid if source == "image" else None,
             "volume_id": uuid if source == "volume" else None,
             "snapshot_id": uuid if source == "snapshot" else None,

@@ -150,7 +150,7 @@ class ComputeManager:
         self.snapshots = Snapshots(runner, self.store, driver, self.images)
         self.shelving = Shelving(runner, self.store, driver, self.network_api, self.images,
                                  self.claims, self.notifier, settings.shutdown_timeout,
-                                 settings.shelved_offload_time)
+                                 settings.shelved_offload_time, self.boot_volumes)
 
         # Moves: each end of a resize, live migration or evacuation.
         to_hosts = ComputeAPI(transport)

@@ -261,3 +261,22 @@ async def _rebuilt(client: httpx.AsyncClient, server_id: str) -> bool:
     action = await last_action(client, server_id)
     return action["action"] == "rebuild" and \
         [e["result"] for e in action["events"]] == ["Success"]
+
+
+async def test_unshelve_exports_the_volume_to_the_new_host(cloud: Cloud, demo: httpx.AsyncClient,
+                                                           volumes: FakeVolumes, server: str,
+                                                           volume: str) -> None:
+    await attached(demo, volumes, server, volume)
+    assert (await demo.post(f"{SERVERS}/{server}/action", json={"shelve": None})).status_code == 202
+    await wait_for_status(demo, server, {"SHELVED_OFFLOADED"})
+    updates = len([c for c in volumes.calls if c[0] == "attachment_update"])
+    assert (await demo.post(f"{SERVERS}/{server}/action",
+                            json={"unshelve": None})).status_code == 202
+    active = await wait_for_status(demo, server, {"ACTIVE"})
+    host = active.get("OS-EXT-SRV-ATTR:host") or \
+        next(h for h, d in fake_drivers(cloud).items() if server in d.instances)
+    assert set(guest_volumes(cloud, server)) == {"/dev/vdb"}
+    assert len([c for c in volumes.calls if c[0] == "attachment_update"]) == updates + 1
+    [ref] = volumes.volumes[volume]["attachments"]
+    assert ref["host_name"] == host  # exported to where the server runs now
+    assert volumes.status(volume) == "in-use"

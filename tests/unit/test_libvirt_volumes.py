@@ -108,7 +108,8 @@ def test_each_transport_is_a_virtio_disk(info: dict[str, Any], kind: str,
 
 def test_an_nbd_volume_names_its_server_and_is_read_only_when_exported_so() -> None:
     disk = ET.fromstring(disk_xml(volume_disk(NBD, "/dev/vdc")))
-    assert disk.find("source/host").attrib == {"name": "10.0.0.7", "port": "10810"}  # type: ignore[union-attr]
+    host = disk.find("source/host")
+    assert host is not None and host.attrib == {"name": "10.0.0.7", "port": "10810"}
     assert disk.find("readonly") is not None
 
 
@@ -129,7 +130,8 @@ def test_a_volume_backed_guest_boots_from_its_volume() -> None:
         name="instance-1", uuid=UUID, display_name="bfv", flavor_name="m1", virt_type="qemu",
         memory_mb=64, vcpus=1, console_log="/x/console.log", disks=disks, vifs=[])))
     [disk] = dom.findall("devices/disk")
-    assert disk.find("source").get("file") == LOCAL["data"]["device_path"]  # type: ignore[union-attr]
+    source = disk.find("source")
+    assert source is not None and source.get("file") == LOCAL["data"]["device_path"]
     assert dom.find("os/boot").get("dev") == "hd"  # type: ignore[union-attr]
 
 

@@ -3,7 +3,8 @@
 ``volume_id``/``snapshot_id`` name the block storage objects a mapping uses,
 ``attachment_id`` the Cinder attachment that holds the volume for the
 instance and ``connection_info`` (JSON) how this host reaches it, as
-``attachment_update`` returned it. ``uuid`` is the mapping's id in the API (2.89 ``bdm_uuid``). ``device_type`` (disk, cdrom), ``tag``
+``attachment_update`` returned it. ``uuid`` is the mapping's id in the API
+(2.89 ``bdm_uuid``). ``device_type`` (disk, cdrom), ``tag``
 (2.42/2.49) and ``volume_type`` (2.67) are kept as the request gave them.
 
 Revision ID: 0026
