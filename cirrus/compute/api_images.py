@@ -47,6 +47,7 @@ class ImageActions:
     _check_zone_and_host: Callable[[sa.Connection, str | None, str | None], None]
     _snapshot_volume_backed: Callable[[RequestContext, Row, str, dict[str, str]],
                                       Awaitable[str | None]]
+    _check_rebuild_volume_backed: Callable[[Row, str], Awaitable[None]]
 
     # -- rebuild -----------------------------------------------------------------------
     async def rebuild(self, ctx: RequestContext, uuid: str, req: RebuildRequest) -> dict[str, Any]:
@@ -55,6 +56,7 @@ class ImageActions:
         key pair or bad user data; 409 from a state rebuild does not take."""
         row = await self.get(ctx, uuid)
         policy.enforce(ctx, "compute:server:action", row)
+        await self._check_rebuild_volume_backed(row, req.image_ref)  # api_volumes.py
         if len(req.changes.get("metadata") or {}) > MAX_METADATA_ITEMS:
             raise exc.MetadataLimitExceeded(allowed=MAX_METADATA_ITEMS)
         self._check_user_data(req.changes.get("user_data"))

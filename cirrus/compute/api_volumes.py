@@ -249,3 +249,11 @@ class VolumeActions:
         """A delete done here (no host, or a host that is down) releases the
         server's volumes as the host would (Nova's ``_local_cleanup_bdm_volumes``)."""
         await cleanup_volumes(ctx, self.db, self.volume_api, uuid)
+
+    async def _check_rebuild_volume_backed(self, row: Row, image_ref: str) -> None:
+        """Nova before 2.93: a volume-backed server is rebuilt only with the
+        image it has (its root volume is not reimaged)."""
+        bdms = await self.db.read(inst.bdms, row["uuid"])
+        if block_device.is_volume_backed(bdms) and image_ref != (row["image_ref"] or None):
+            raise exc.ImageUnacceptable(image_id=image_ref, reason="Unable to rebuild with a "
+                                        "different image for a volume-backed server.")

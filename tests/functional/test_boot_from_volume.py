@@ -293,3 +293,17 @@ async def test_a_delete_done_by_the_api_releases_the_volumes(
     assert volumes.status(kept) == "available"
     assert made not in volumes.volumes
     assert not volumes.attachments
+
+
+async def test_a_volume_backed_server_is_not_rebuilt_with_an_image(
+        cloud: Cloud, demo: httpx.AsyncClient, volumes: FakeVolumes, project: str) -> None:
+    volume = volumes.add_volume(project, bootable=True)
+    created = await create_server(demo, bfv_body([root_volume(volume)]))
+    await wait_for_status(demo, created["id"], {"ACTIVE"})
+    image = await upload_image(demo)
+    resp = await demo.post(f"{SERVERS}/{created['id']}/action",
+                           json={"rebuild": {"imageRef": image}})
+    assert resp.status_code == 400, resp.text
+    assert "volume-backed" in resp.json()["badRequest"]["message"]
+    server = await wait_for_status(demo, created["id"], {"ACTIVE"})
+    assert server["OS-EXT-STS:task_state"] is None
