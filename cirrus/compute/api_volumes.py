@@ -257,3 +257,24 @@ class VolumeActions:
         if block_device.is_volume_backed(bdms) and image_ref != (row["image_ref"] or None):
             raise exc.ImageUnacceptable(image_id=image_ref, reason="Unable to rebuild with a "
                                         "different image for a volume-backed server.")
+
+    async def swap_volume(self, ctx: RequestContext, uuid: str, old_volume_id: str,
+                          new_volume_id: str) -> None:
+        """Replace an attached volume by an available one (Nova's ``swap_volume``,
+        an admin's call): the new one reserved here, the copy done on the host."""
+        row = await self._get_for_change(ctx, uuid, "compute:server:action")
+        await self.db.read(bdm_db.by_volume, uuid, old_volume_id)  # 404 if not attached
+        try:
+            new = await self.volume_api.get(ctx, new_volume_id)
+        except NotFound:
+            raise exc.VolumeNotFound(volume_id=new_volume_id) from None
+        if new["status"] != "available":
+            raise exc.InvalidVolume(reason=f"volume {new_volume_id} status must be "
+                                           f"'available' (it is '{new['status']}')")
+        await self._begin_action(ctx, uuid, TRANSITIONS["swap_volume"], row=row)
+        try:
+            attachment = await self.volume_api.attachment_create(ctx, new_volume_id, uuid)
+        except (Invalid, Conflict) as error:
+            raise _invalid_volume(error) from error
+        await self.compute_rpcapi.swap_volume(ctx, row["host"], uuid, old_volume_id,
+                                              new_volume_id, attachment["id"])

@@ -86,7 +86,7 @@ class ComputeManager:
                          "rollback_live_migration_at_destination", "live_migration_abort",
                          "live_migration_force_complete", "evacuate_instance",
                          # volumes (volume_attach.py)
-                         "attach_volume", "detach_volume"})
+                         "attach_volume", "detach_volume", "swap_volume"})
 
     def __init__(self, settings: Settings, db: Database, transport: Transport, host: str,
                  driver: ComputeDriver, image_service: ImageClient,
@@ -219,6 +219,11 @@ class ComputeManager:
     async def detach_volume(self, ctx: RequestContext, instance_uuid: str,
                             volume_id: str) -> None:
         await self.volume_attachments.detach_volume(ctx, instance_uuid, volume_id)
+
+    async def swap_volume(self, ctx: RequestContext, instance_uuid: str, old_volume_id: str,
+                          new_volume_id: str, new_attachment_id: str) -> None:
+        await self.volume_attachments.swap_volume(ctx, instance_uuid, old_volume_id,
+                                                  new_volume_id, new_attachment_id)
 
     async def get_host_uptime(self, ctx: RequestContext) -> str:
         """This host's ``uptime`` line, from the driver."""

@@ -252,3 +252,10 @@ class ComputeAPI:
     async def detach_volume(self, ctx: RequestContext, host: str, instance_uuid: str,
                             volume_id: str) -> None:
         await self._cast_to(ctx, host, "detach_volume", instance_uuid, volume_id=volume_id)
+
+    async def swap_volume(self, ctx: RequestContext, host: str, instance_uuid: str,
+                          old_volume_id: str, new_volume_id: str,
+                          new_attachment_id: str) -> None:
+        await self._cast_to(ctx, host, "swap_volume", instance_uuid,
+                            old_volume_id=old_volume_id, new_volume_id=new_volume_id,
+                            new_attachment_id=new_attachment_id)

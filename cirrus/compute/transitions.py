@@ -76,4 +76,5 @@ VOLUME_STATES = (A, S, P, VmState.RESIZED)
 TRANSITIONS.update({
     "attach_volume": Transition("attach_volume", "attach_volume", VOLUME_STATES, None),
     "detach_volume": Transition("detach_volume", "detach_volume", VOLUME_STATES, None),
+    "swap_volume": Transition("swap_volume", "swap_volume", (*VOLUME_STATES, SU), None),
 })

@@ -24,6 +24,7 @@ from cirrus.volume.cinder import ConnectionInfo, Connector, VolumeAPI
 LOG = logging.getLogger(__name__)
 ATTACH = ActionSpec("compute_attach_volume", "volume_attach")
 DETACH = ActionSpec("compute_detach_volume", "volume_detach")
+SWAP = ActionSpec("compute_swap_volume", "volume_swap")
 
 
 @dataclass(frozen=True)
@@ -84,3 +85,36 @@ class VolumeAttachments:
                 await self.volume_api.attachment_delete(ctx, bdm["attachment_id"])
             await self.store.run(bdm_db.destroy, bdm["id"])
         await self.runner.run(ctx, uuid, DETACH, body)
+
+    async def swap_volume(self, ctx: RequestContext, uuid: str, old_volume_id: str,
+                          new_volume_id: str, new_attachment_id: str) -> None:
+        """Move the guest's disk from the old volume to the new one (the API
+        reserved it): exported here, swapped by the driver (data copied), in
+        use; the old one released and the mapping naming the new one. On a
+        failure the new one is released and the guest keeps the old."""
+        async def body(instance: Instance) -> None:
+            bdm = await self.store.read(bdm_db.by_volume, uuid, old_volume_id)
+            try:
+                info = await self._swap(ctx, instance, bdm, new_attachment_id)
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    await self.volume_api.attachment_delete(ctx, new_attachment_id)
+                raise
+            await self.store.run(bdm_db.update, bdm["id"], {
+                "volume_id": new_volume_id, "attachment_id": new_attachment_id,
+                "connection_info": info})
+            if bdm.get("attachment_id"):
+                await self.volume_api.attachment_delete(ctx, bdm["attachment_id"])
+        await self.runner.run(ctx, uuid, SWAP, body)
+
+    async def _swap(self, ctx: RequestContext, instance: Instance, bdm: Bdm,
+                    new_attachment_id: str) -> ConnectionInfo:
+        connector: Connector = self.driver.get_volume_connector(instance)  # type: ignore
+        attachment = await self.volume_api.attachment_update(
+            ctx, new_attachment_id, connector, mountpoint=bdm["device_name"])
+        info = attachment["connection_info"]
+        assert info is not None, "attachment_update returns the connection info"
+        await self.driver.swap_volume(ctx, bdm.get("connection_info") or {}, info, instance,
+                                      bdm["device_name"])
+        await self.volume_api.attachment_complete(ctx, new_attachment_id)
+        return info

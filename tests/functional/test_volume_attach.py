@@ -280,3 +280,59 @@ async def test_unshelve_exports_the_volume_to_the_new_host(cloud: Cloud, demo: h
     [ref] = volumes.volumes[volume]["attachments"]
     assert ref["host_name"] == host  # exported to where the server runs now
     assert volumes.status(volume) == "in-use"
+
+
+async def swap(admin: httpx.AsyncClient, server: str, old: str, new: str) -> None:
+    resp = await admin.put(f"{SERVERS}/{server}/os-volume_attachments/{old}",
+                           json={"volumeAttachment": {"volumeId": new}})
+    assert resp.status_code == 202, resp.text
+
+
+async def test_an_admin_swaps_an_attached_volume(cloud: Cloud, demo: httpx.AsyncClient,
+                                                 admin: httpx.AsyncClient,
+                                                 volumes: FakeVolumes, server: str,
+                                                 volume: str) -> None:
+    new = volumes.add_volume(await project_of(demo), size=2)
+    await attached(demo, volumes, server, volume)
+    await swap(admin, server, volume, new)
+    await wait_until(lambda: volumes.status(volume) == "available", "the old volume released")
+    assert volumes.status(new) == "in-use"
+    [view] = await attachments(demo, server)
+    assert (view["volumeId"], view["device"]) == (new, "/dev/vdb")
+    assert new in guest_volumes(cloud, server)["/dev/vdb"]["data"]["device_path"]
+    action = await last_action(admin, server)
+    assert action["action"] == "swap_volume"
+    assert [(e["event"], e["result"]) for e in action["events"]] == \
+        [("compute_swap_volume", "Success")]
+
+
+async def test_a_failed_swap_keeps_the_old_volume(cloud: Cloud, demo: httpx.AsyncClient,
+                                                  admin: httpx.AsyncClient,
+                                                  volumes: FakeVolumes, server: str,
+                                                  volume: str) -> None:
+    new = volumes.add_volume(await project_of(demo))
+    await attached(demo, volumes, server, volume)
+    for driver in fake_drivers(cloud).values():
+        driver.faults["swap_volume"].append(FaultRule(
+            error=lambda i: vexc.VolumeAttachFailed(volume_id=new, reason="copy failed")))
+    await swap(admin, server, volume, new)
+    await wait_until(lambda: volumes.status(new) == "available", "the new volume released")
+    assert volumes.status(volume) == "in-use"
+    assert [a["volumeId"] for a in await attachments(demo, server)] == [volume]
+    assert volume in guest_volumes(cloud, server)["/dev/vdb"]["data"]["device_path"]
+
+
+@pytest.mark.parametrize("new_status, code", [("in-use", 400), (None, 404)])
+async def test_swap_to_a_volume_that_cannot_take_it(demo: httpx.AsyncClient,
+                                                    admin: httpx.AsyncClient,
+                                                    volumes: FakeVolumes, server: str,
+                                                    volume: str, new_status: str | None,
+                                                    code: int) -> None:
+    new = volumes.add_volume(await project_of(demo), status=new_status) if new_status \
+        else "00000000-0000-4000-8000-000000000009"
+    await attached(demo, volumes, server, volume)
+    resp = await admin.put(f"{SERVERS}/{server}/os-volume_attachments/{volume}",
+                           json={"volumeAttachment": {"volumeId": new}})
+    assert resp.status_code == code, resp.text
+    assert volumes.status(volume) == "in-use"
+    assert [a["volumeId"] for a in await attachments(demo, server)] == [volume]

@@ -17,7 +17,6 @@ from cirrus.api.compute.bdm_schema import boolean, tag
 from cirrus.api.compute.microversion import api_version
 from cirrus.api.compute.parameters import bad, text
 from cirrus.api.wsgi import context, json_body, reply
-from cirrus.compute import exception as exc
 from cirrus.exception import ValidationError
 
 Version = tuple[int, int]
@@ -142,8 +141,10 @@ async def update(request: Request) -> Response:
     if version < (2, 85) or data["volumeId"] != volume_id:
         # Swapping to another volume: admins only, as Nova's swap rule.
         policy.enforce(ctx, SWAP_RULE)
-        raise exc.InvalidRequest(reason="swapping an attached volume for another is not "
-                                        "supported by this cloud")
+        if data["volumeId"] == volume_id:
+            raise bad("volumeAttachment/volumeId", "a volume cannot be swapped for itself")
+        await api.swap_volume(ctx, server_id, volume_id, data["volumeId"])
+        return Response(status_code=202)
     _check_unchanged(data, bdm, volume_id)
     if "delete_on_termination" in data:
         await api.update_volume_attachment(ctx, server_id, volume_id,
