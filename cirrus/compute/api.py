@@ -238,7 +238,7 @@ class API(VolumeActions, StateActions, ImageActions, AdminActions, DeleteActions
                                              reservation_id, max_count, utcnow())
             rows = await self.db.run(self._provision_instances, ctx, req, flavor, image, az,
                                      key_data, group, reservation_id, max_count, prepared)
-        await self._reserve_volumes(ctx, rows)
+        await self._reserve_volumes(ctx, req, rows)
         request_spec = records.request_spec(ctx, rows, flavor, image, requested_az, forced_host,
                                             forced_node, req.scheduler_hints, group, destination)
         request_spec["is_bfv"] = volume_backed
