@@ -186,3 +186,10 @@ async def test_a_guest_that_keeps_the_disk_fails_the_detach_after_the_wait(
     dom.lingers = 1  # the guest never lets it go
     with pytest.raises(vexc.DeviceDetachFailed, match="still has it"):
         await driver.detach_volume(None, LOCAL, {"uuid": UUID}, "/dev/vdb")
+
+
+def test_the_connector_names_the_host_and_its_reachable_address() -> None:
+    driver = _driver(None)
+    assert driver.get_volume_connector({"uuid": UUID})["host"] == "compute1"
+    driver.settings.live_migration_inbound_addr = "10.0.0.2"  # type: ignore[attr-defined]
+    assert driver.get_volume_connector({"uuid": UUID})["ip"] == "10.0.0.2"

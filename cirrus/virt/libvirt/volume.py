@@ -65,10 +65,14 @@ class LibvirtVolumeOps:
 
     host: Any
     hostname: str
+    settings: Any
 
     def get_volume_connector(self, instance: dict[str, Any]) -> dict[str, Any]:
-        return {"host": self.hostname, "ip": getattr(self, "my_ip", None) or "127.0.0.1",
-                "platform": "x86_64", "os_type": "linux", "multipath": False}
+        """This host as block storage sees it: its name and the address other
+        hosts reach it at (the one it reports for live migration)."""
+        ip = getattr(self.settings, "live_migration_inbound_addr", "") or "127.0.0.1"
+        return {"host": self.hostname, "ip": ip, "platform": "x86_64", "os_type": "linux",
+                "multipath": False}
 
     def _affect(self, dom: Any) -> int:
         libvirt = self.host.libvirt
