@@ -19,7 +19,8 @@ from tests.fakes_volume import FakeVolumes, VolumeBackendError
 from tests.functional.servers import (create_server, db_count, fake_drivers, upload_image,
                                       wait_for_status)
 from tests.functional.volumes import (SERVERS, attachments, cloud_options,  # noqa: F401
-                                      project_of, settings_overrides, volumes, wait_until)
+                                      guest_volumes, project_of, settings_overrides,
+                                      volumes, wait_until)
 
 SMALL = "2"  # m1.small: 20 GB of root disk, which a volume-backed server does not claim
 
@@ -36,13 +37,6 @@ def bfv_body(bdms: list[dict[str, Any]], image: str | None = None, name: str = "
 def root_volume(volume_id: str, **extra: Any) -> dict[str, Any]:
     return {"source_type": "volume", "destination_type": "volume", "uuid": volume_id,
             "boot_index": 0, **extra}
-
-
-def guest_volumes(cloud: Cloud, server_id: str) -> dict[str, dict[str, Any]]:
-    for driver in fake_drivers(cloud).values():
-        if server_id in driver.instances:
-            return driver.instances[server_id].volumes
-    raise AssertionError(f"no guest {server_id}")
 
 
 async def claimed_disk(cloud: Cloud, server_id: str) -> int:

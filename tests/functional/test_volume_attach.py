@@ -17,8 +17,8 @@ from tests.fakes_volume import FakeVolumes, VolumeBackendError
 from tests.functional.actions import last_action
 from tests.functional.servers import active_server, db_count, fake_drivers, wait_for_status
 from tests.functional.volumes import (SERVERS, attachments, cloud_options,  # noqa: F401
-                                      project_of, settings_overrides, volumes, wait_for,
-                                      wait_until)
+                                      guest_volumes, project_of, settings_overrides,
+                                      volumes, wait_for, wait_until)
 
 
 @pytest.fixture
@@ -29,14 +29,6 @@ async def server(demo: httpx.AsyncClient) -> str:
 @pytest.fixture
 async def volume(demo: httpx.AsyncClient, volumes: FakeVolumes) -> str:
     return volumes.add_volume(await project_of(demo), size=2)
-
-
-def guest_volumes(cloud: Cloud, server_id: str) -> dict[str, dict[str, Any]]:
-    """The fake guest's plugged volumes (mountpoint → connection info)."""
-    for driver in fake_drivers(cloud).values():
-        if server_id in driver.instances:
-            return driver.instances[server_id].volumes
-    raise AssertionError(f"no guest {server_id}")
 
 
 async def attach(client: httpx.AsyncClient, server_id: str, body: dict[str, Any],

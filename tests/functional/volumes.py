@@ -10,7 +10,9 @@ from typing import Any, Awaitable, Callable
 import httpx
 import pytest
 
+from cirrus.bootstrap import Cloud
 from tests.fakes_volume import FakeVolumes
+from tests.functional.servers import fake_drivers
 
 SERVERS = "/compute/v2.1/servers"
 
@@ -29,6 +31,14 @@ def cloud_options(volumes: FakeVolumes) -> dict[str, Any]:
 def settings_overrides() -> dict[str, Any]:
     """Boot volumes checked every 10 ms, not every 3 s."""
     return {"block_device_allocate_retries_interval": 0.01}
+
+
+def guest_volumes(cloud: Cloud, server_id: str) -> dict[str, dict[str, Any]]:
+    """The fake guest's plugged volumes (mountpoint → connection info)."""
+    for driver in fake_drivers(cloud).values():
+        if server_id in driver.instances:
+            return driver.instances[server_id].volumes
+    raise AssertionError(f"no guest {server_id}")
 
 
 async def project_of(client: httpx.AsyncClient) -> str:
