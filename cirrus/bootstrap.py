@@ -6,6 +6,7 @@ process commands (one service each) and by the tests.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,8 @@ from cirrus.service import Service
 
 if TYPE_CHECKING:
     import httpx  # (imported on first use by cirrus.image.client)
+
+    from cirrus.volume.cinder import VolumeAPI
 
 LOG = logging.getLogger(__name__)
 DRAIN_POLL_S = 0.1  # how often a drain looks whether the builds in flight are done
@@ -68,14 +71,18 @@ class Cloud:
                  roles: tuple[str, ...] = ("conductor", "scheduler", "compute"),
                  prepare_db: bool = True, bus_hub: bool = False,
                  http_transport: httpx.AsyncBaseTransport | None = None,
-                 defaults: bool | None = None) -> None:
+                 defaults: bool | None = None,
+                 volume_api: VolumeAPI | None = None) -> None:
         """``http_transport``: how computes reach the HTTP API (the image
         service); None: over the network, at the configured URLs.
         ``defaults``: this process gives a fresh cloud its defaults, if
-        ``bootstrap_defaults`` (None: if it prepares the database and serves the API)."""
+        ``bootstrap_defaults`` (None: if it prepares the database and serves the API).
+        ``volume_api``: block storage as the compute API and the computes
+        reach it (tests pass a fake); None: the configured one."""
         self.make_defaults = prepare_db and api if defaults is None else defaults
         self.settings = settings
         self.http_transport = http_transport
+        self.volume_api = volume_api
         self.bus_hub = bus_hub
         self.prepare_db = prepare_db
         self.run_api = api
@@ -142,7 +149,7 @@ class Cloud:
         await identity.start()
         state: dict[str, Any] = {"settings": self.settings, "db": self.db,
                                  "transport": self.transport, "identity": identity}
-        for name, factory in _state_factories():
+        for name, factory in _state_factories(self.volume_api):
             state[name] = factory(self.settings, self.db, self.transport)
         # network-vif-plugged goes to compute's external events, as Neutron's does.
         state["network"].set_event_sink(state["compute_api"].external_instance_event)
@@ -153,7 +160,8 @@ class Cloud:
         out: list[Service] = []
         for role in self.roles:
             if role == "compute":
-                out.extend(_compute(self.settings, self.db, self.transport, self.http_transport))
+                out.extend(_compute(self.settings, self.db, self.transport, self.http_transport,
+                                    self.volume_api))
             else:
                 out.extend(_SERVICE_BUILDERS[role](self.settings, self.db, self.transport))
         return out
@@ -213,7 +221,7 @@ class Cloud:
             self.db = None
 
 
-def _state_factories() -> list[tuple[str, Any]]:
+def _state_factories(volume_api: VolumeAPI | None = None) -> list[tuple[str, Any]]:
     """(name, factory(settings, db, transport)) for every API-side service."""
     from cirrus.api.metadata.service import make_metadata_service
     from cirrus.compute.api import make_compute_api
@@ -221,7 +229,8 @@ def _state_factories() -> list[tuple[str, Any]]:
     from cirrus.network.service import make_network_service
 
     return [("images", make_image_api), ("network", make_network_service),
-            ("compute_api", make_compute_api), ("metadata", make_metadata_service)]
+            ("compute_api", functools.partial(make_compute_api, volume_api=volume_api)),
+            ("metadata", make_metadata_service)]
 
 
 def _conductor(settings: Settings, db: Database, transport: Transport) -> list[Service]:
@@ -237,10 +246,11 @@ def _scheduler(settings: Settings, db: Database, transport: Transport) -> list[S
 
 
 def _compute(settings: Settings, db: Database, transport: Transport,
-             http_transport: httpx.AsyncBaseTransport | None = None) -> list[Service]:
+             http_transport: httpx.AsyncBaseTransport | None = None,
+             volume_api: VolumeAPI | None = None) -> list[Service]:
     from cirrus.compute.manager import make_services
 
-    return make_services(settings, db, transport, http_transport)
+    return make_services(settings, db, transport, http_transport, volume_api)
 
 
 # The services a process can run, by role (``cirrus up`` runs all three).

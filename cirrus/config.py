@@ -75,6 +75,12 @@ class Settings:
     vif_plugging_timeout: float = 300.0
     vif_plugging_is_fatal: bool = True
     default_access_ip_network_name: str = ""
+    # volumes (issue 20): how long a build waits for a boot volume to be made
+    # (attempts × interval, Nova's block_device_allocate_retries), and whether
+    # a volume may attach to a server in another availability zone.
+    block_device_allocate_retries: int = 60
+    block_device_allocate_retries_interval: float = 3.0
+    cross_az_attach: bool = True
     default_availability_zone: str = "nova"
     instance_build_timeout: float = 600.0
     sync_power_state_interval: float = 600.0

@@ -74,6 +74,7 @@ RULES: dict[str, str] = {
     "compute:flavor_access": ADMIN,
     "compute:usage:list": ADMIN,
     "compute:usage:show": READER,
+    "compute:volume_attachments:swap": ADMIN,  # os-volumes-attachments:swap
     # network
     "network:get": READER,
     "network:create": MEMBER,

@@ -148,10 +148,16 @@ class AppTransport(httpx.AsyncBaseTransport):
 
 
 @pytest.fixture
-async def cloud(tmp_path: Path, database: Databases,
-                settings_overrides: dict[str, Any]) -> AsyncIterator[Cloud]:
+def cloud_options() -> dict[str, Any]:
+    """Override in a test module to give the Cloud more (e.g. a fake ``volume_api``)."""
+    return {}
+
+
+@pytest.fixture
+async def cloud(tmp_path: Path, database: Databases, settings_overrides: dict[str, Any],
+                cloud_options: dict[str, Any]) -> AsyncIterator[Cloud]:
     settings = make_settings(tmp_path, database, **settings_overrides)
-    c = Cloud(settings, http_transport=AppTransport(lambda: c.app))
+    c = Cloud(settings, http_transport=AppTransport(lambda: c.app), **cloud_options)
     try:
         await c.start()
         yield c

@@ -22,9 +22,10 @@ from cirrus.compute.admission import BuildAdmission
 from cirrus.compute.api_admin import AdminActions
 from cirrus.compute.api_delete import DeleteActions
 from cirrus.compute.api_images import ImageActions
+from cirrus.compute.api_volumes import VolumeActions
 from cirrus.compute import instance as inst
-from cirrus.compute import (destinations, flavors, instance_actions, keypairs, quotas, records,
-                            server_groups, tags)
+from cirrus.compute import (block_device, destinations, flavors, instance_actions, keypairs,
+                            quotas, records, server_groups, tags)
 from cirrus.compute.flavors import get_flavor
 from cirrus.compute.models import (block_device_mappings, instance_group_members,
                                    instance_info_caches, instances)
@@ -34,6 +35,7 @@ from cirrus.compute.scope import require_project
 from cirrus.compute.state_api import StateActions
 from cirrus.compute.rpcapi import ComputeAPI
 from cirrus.compute.transitions import TRANSITIONS, Transition
+from cirrus.compute.volume_service import make_volume_api
 from cirrus.compute.states import VmState
 from cirrus.conductor.rpcapi import ComputeTaskAPI
 from cirrus.config import Settings
@@ -48,6 +50,7 @@ from cirrus.notifications import Notifier
 from cirrus.network.exception import NoUniqueMatch, PortLimitExceeded, SecurityGroupNotFound
 from cirrus.rpc import Transport
 from cirrus.service_models import services
+from cirrus.volume.cinder import VolumeAPI
 
 MAX_USERDATA_SIZE = 65535
 MAX_METADATA_ITEMS = 128
@@ -67,7 +70,9 @@ INSTANCE_COLUMNS = (
     "access_ip_v4", "access_ip_v6", "reservation_id", "launch_index", "locked", "progress",
     "deleted", "created_at")
 BDM_COLUMNS = ("instance_uuid", "source_type", "destination_type", "image_id", "boot_index",
-               "device_name", "volume_size", "delete_on_termination", "created_at")
+               "device_name", "volume_size", "delete_on_termination", "created_at",
+               "uuid", "volume_id", "snapshot_id", "guest_format", "disk_bus", "device_type",
+               "volume_type", "tag")
 
 
 def _insert_of(table: sa.Table, columns: tuple[str, ...]) -> sa.Insert:
@@ -119,20 +124,22 @@ def parse_availability_zone(ctx: RequestContext, value: str | None, default: str
     return az or default, host or None, node or None
 
 
-class API(StateActions, ImageActions, AdminActions, DeleteActions):
+class API(VolumeActions, StateActions, ImageActions, AdminActions, DeleteActions):
     """The compute API used by the HTTP handlers (the guest-state actions in
     :class:`~cirrus.compute.state_api.StateActions`, the image ones in
     :class:`~cirrus.compute.api_images.ImageActions`, the consoles and admin
     actions in :class:`~cirrus.compute.api_admin.AdminActions`, the deletes in
-    :class:`~cirrus.compute.api_delete.DeleteActions`)."""
+    :class:`~cirrus.compute.api_delete.DeleteActions`, the volumes in
+    :class:`~cirrus.compute.api_volumes.VolumeActions`)."""
 
     def __init__(self, settings: Settings, db: Database, transport: Transport,
-                 images: Any, network: Any) -> None:
+                 images: Any, network: Any, volume_api: VolumeAPI | None = None) -> None:
         self.settings = settings
         self.db = db
         self.transport = transport
         self.images = images
         self.network = network
+        self.volume_api = volume_api or make_volume_api(settings, db)
         self.compute_task_api = ComputeTaskAPI(transport)
         self.compute_rpcapi = ComputeAPI(transport)
         self.notifier = Notifier("compute-api")  # the actions done here (lock, unlock)
@@ -189,7 +196,11 @@ class API(StateActions, ImageActions, AdminActions, DeleteActions):
             raise exc.FlavorNotFound(flavor_id=req.flavor_id)
         if flavor["disabled"]:
             raise exc.FlavorDisabled()
-        image = self._checked_image(found.image, flavor)
+        volume_backed = block_device.is_volume_backed(req.block_device_mapping)
+        # A volume-backed server's root is no disk of the flavor (Nova: the
+        # image's min_disk is checked against the volume instead).
+        image = self._checked_image(found.image, {**flavor, "root_gb": 0}
+                                    if volume_backed else flavor)
         if found.zone_error is not None:
             raise found.zone_error
         destination, key_data, group = found.destination, found.key_data, found.group
@@ -200,6 +211,7 @@ class API(StateActions, ImageActions, AdminActions, DeleteActions):
         self._check_user_data(req.user_data)
         if isinstance(group, Exception):
             raise group
+        image = await self._validate_bdm(ctx, req, flavor, image, az)
         try:  # an unknown group is a 400 now, not a build rescheduled on every host
             max_net = await self.network.validate_networks(ctx, req.requested_networks, req.max_count,
                                                            security_groups=req.security_groups)
@@ -228,8 +240,10 @@ class API(StateActions, ImageActions, AdminActions, DeleteActions):
                                              reservation_id, max_count, utcnow())
             rows = await self.db.run(self._provision_instances, ctx, req, flavor, image, az,
                                      key_data, group, reservation_id, max_count, prepared)
+        await self._reserve_volumes(ctx, req, rows)
         request_spec = records.request_spec(ctx, rows, flavor, image, requested_az, forced_host,
                                             forced_node, req.scheduler_hints, group, destination)
+        request_spec["is_bfv"] = volume_backed
         build_params = {"admin_password": req.admin_password,
                         "injected_files": [list(f) for f in req.injected_files],
                         "requested_networks": req.requested_networks,
@@ -385,7 +399,8 @@ class API(StateActions, ImageActions, AdminActions, DeleteActions):
         bdms = records.bdm_rows(req, image, flavor, now)
         for uuid in uuids:
             for bdm in bdms:
-                _INSERT_BDM.execute(conn, **_params({**bdm, "instance_uuid": uuid}, BDM_COLUMNS))
+                _INSERT_BDM.execute(conn, **_params({**bdm, "instance_uuid": uuid,
+                                                     "uuid": str(uuidlib.uuid4())}, BDM_COLUMNS))
         tags.instance_tags_create(conn, uuids, req.tags)
         if group is not None:
             self._add_group_members(conn, group, uuids)
@@ -538,10 +553,12 @@ def _begin(conn: sa.Connection, ctx: RequestContext, uuid: str, t: Transition,
     instance_actions.action_start(conn, ctx, uuid, t.action)
 
 
-def make_compute_api(settings: Settings, db: Database, transport: Transport) -> API:
-    """The compute API for ``app.state.compute_api``."""
+def make_compute_api(settings: Settings, db: Database, transport: Transport,
+                     volume_api: VolumeAPI | None = None) -> API:
+    """The compute API for ``app.state.compute_api`` (``volume_api``: block
+    storage as the composition root gives it; None: the configured one)."""
     from cirrus.image.api import make_image_api
     from cirrus.network.api import make_network_api
 
     return API(settings, db, transport, make_image_api(settings, db, transport),
-               make_network_api(settings, db, None, None))
+               make_network_api(settings, db, None, None), volume_api)

@@ -40,6 +40,7 @@ class DeleteActions:
     moves: MoveAPI
     _get_for_change: Callable[[RequestContext, str, str], Awaitable[Row]]
     _delete_shelved_image: Callable[[RequestContext, Row], Awaitable[None]]  # api_images.py
+    _local_cleanup_bdm_volumes: Callable[[RequestContext, str], Awaitable[None]]  # api_volumes
 
     async def delete(self, ctx: RequestContext, uuid: str) -> None:
         """Delete a server in any state, including one that is still building;
@@ -80,6 +81,7 @@ class DeleteActions:
         # host is down: delete here, as Nova's local delete does.
         await self.network.deallocate_for_instance(
             ctx, row, requested_networks=row.get("requested_networks"))
+        await self._local_cleanup_bdm_volumes(ctx, uuid)  # api_volumes.py
         await self.db.run(release, uuid)
         await self.db.run(_local_delete, ctx, uuid)
 

@@ -47,6 +47,9 @@ class ImageActions:
     _checked_image: Callable[[Row | Exception | None, Row], Row | None]
     _check_user_data: Callable[[str | None], None]
     _check_zone_and_host: Callable[[sa.Connection, str | None, str | None], None]
+    _snapshot_volume_backed: Callable[[RequestContext, Row, str, dict[str, str]],
+                                      Awaitable[str | None]]
+    _check_rebuild_volume_backed: Callable[[Row, str], Awaitable[None]]
 
     # -- rebuild -----------------------------------------------------------------------
     async def rebuild(self, ctx: RequestContext, uuid: str, req: RebuildRequest) -> dict[str, Any]:
@@ -56,6 +59,7 @@ class ImageActions:
         row = await self.get(ctx, uuid)
         policy.enforce(ctx, "compute:server:action", row)
         self.admission.check_open()
+        await self._check_rebuild_volume_backed(row, req.image_ref)  # api_volumes.py
         if len(req.changes.get("metadata") or {}) > MAX_METADATA_ITEMS:
             raise exc.MetadataLimitExceeded(allowed=MAX_METADATA_ITEMS)
         self._check_user_data(req.changes.get("user_data"))
@@ -87,7 +91,13 @@ class ImageActions:
     async def snapshot(self, ctx: RequestContext, uuid: str, name: str,
                        metadata: dict[str, str]) -> str:
         """Create the snapshot image (queued) and start uploading the guest's
-        disk to it; the image's id."""
+        disk to it; the image's id. A volume-backed server's volumes are
+        snapshotted instead (``api_volumes``)."""
+        row = await self.get(ctx, uuid)
+        policy.enforce(ctx, "compute:server:action", row)
+        image_id = await self._snapshot_volume_backed(ctx, row, name, dict(metadata))
+        if image_id is not None:
+            return image_id
         return await self._image_action(ctx, uuid, "snapshot", name, dict(metadata))
 
     async def backup(self, ctx: RequestContext, uuid: str, name: str, backup_type: str,

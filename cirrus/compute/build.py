@@ -20,6 +20,7 @@ from cirrus.compute import instance as inst
 from cirrus.compute import instance_actions
 from cirrus.compute.build_failure import (ACTIVE, FAILED, BuildFailures, Started,
                                           create_payload)
+from cirrus.compute.boot_volumes import BootVolumes
 from cirrus.compute.build_request import BuildRequest, ImageSpec, RequestSpec
 from cirrus.compute.builds import RunningBuilds
 from cirrus.compute.models import instance_group_members, instance_groups, instances
@@ -29,6 +30,7 @@ from cirrus.compute.states import TaskState, VmState
 from cirrus.compute.store import BlockDeviceInfo, Instance, InstanceStore, block_device_info
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
+from cirrus.exception import CirrusException
 from cirrus.db.prepared import Prepared
 from cirrus.image.api import ImageAPI
 from cirrus.network.api import API as NetworkAPI
@@ -69,6 +71,7 @@ class Builder:
     failures: BuildFailures
     network_allocate_retries: int
     default_access_ip_network_name: str
+    volumes: BootVolumes  # the mappings to volumes: made ready, then in use after spawn
 
     # -- entry -------------------------------------------------------------------
     def build_and_run_instance(self, ctx: RequestContext, request: BuildRequest) -> None:
@@ -200,6 +203,7 @@ class Builder:
                                     cast(dict[str, Any], started.claim),
                                     resources.network_info,
                                     cast(dict[str, Any], resources.block_device_info))
+            await self.volumes.complete(ctx, resources.block_device_info["block_device_mapping"])
         return instance, resources.network_info
 
     async def _finish_build(self, ctx: RequestContext, started: Started, instance: Instance,
@@ -257,7 +261,7 @@ class Builder:
         net_task = spawn(self._allocate_network_async(ctx, instance, request),
                          name=f"allocate-network:{uuid}", awaited=True)
         try:
-            bdi = self._prep_block_device(bdms)
+            bdi = await self._prep_block_device(ctx, instance, bdms)
             network_info = await net_task
         except BaseException:
             net_task.cancel()
@@ -284,10 +288,21 @@ class Builder:
                 await self.driver.destroy(ctx, instance, network_info, cast(dict[str, Any], bdi))
             raise
 
-    @staticmethod
-    def _prep_block_device(bdms: list[dict[str, Any]]) -> BlockDeviceInfo:
-        """The block device info of the mappings ``_start`` read."""
-        return block_device_info(bdms)
+    async def _prep_block_device(self, ctx: RequestContext, instance: Instance,
+                                 bdms: list[dict[str, Any]]) -> BlockDeviceInfo:
+        """The block device info of the mappings ``_start`` read, each volume
+        ready with its connection info (``boot_volumes.BootVolumes.prep``).
+        A failure aborts the build, naming its cause (seed 000: "Failure
+        prepping block device"): another host would find the same volumes."""
+        try:
+            return block_device_info(await self.volumes.prep(ctx, instance, bdms))
+        except (exc.InstanceNotFound, exc.UnexpectedTaskStateError):
+            raise
+        except Exception as error:
+            reason = error.format_message() if isinstance(error, CirrusException) else str(error)
+            raise exc.BuildAbortException(
+                instance_uuid=instance["uuid"],
+                reason=f"Failure prepping block device: {reason}") from error
 
     async def _allocate_network_async(self, ctx: RequestContext, instance: Instance,
                                       request: BuildRequest) -> NetworkInfo:

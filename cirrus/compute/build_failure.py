@@ -22,6 +22,7 @@ from cirrus.claims import Allocation, ClaimsClient
 from cirrus.compute import exception as exc
 from cirrus.compute import instance as inst
 from cirrus.compute import instance_actions
+from cirrus.compute.boot_volumes import BootVolumes
 from cirrus.compute.build_request import BuildRequest, RequestedNetwork
 from cirrus.compute.outcomes import BUILD_OUTCOMES, Outcome, Rule, rule_of
 from cirrus.compute.states import TaskState, VmState
@@ -88,6 +89,7 @@ class BuildFailures:
     claims: ClaimsClient
     conductor: ComputeTaskAPI
     notifier: Notifier
+    volumes: BootVolumes  # an aborted build's volumes: detached (Nova's _cleanup_volumes)
 
     async def handle(self, ctx: RequestContext, request: BuildRequest, started: Started,
                      node: str, error: Exception, default: Outcome) -> str:
@@ -151,8 +153,9 @@ class BuildFailures:
 
     async def _fail(self, ctx: RequestContext, request: BuildRequest, started: Started,
                     error: BaseException) -> None:
-        """ERROR with a fault; ports and claim released (the abort path)."""
+        """ERROR with a fault; ports, claim and volumes released (the abort path)."""
         await self.clean_up(ctx, request)
+        await self.volumes.cleanup_volumes(ctx, request.instance_uuid)
         await self.store.run(_record_error, ctx, request.instance_uuid, error, self.store.host,
                              started.event_id)
 

@@ -65,6 +65,7 @@ class RequestSpec(TypedDict, total=False):
     scheduler_hints: dict[str, Any]
     instance_group: GroupSpec | None
     retry: Retry
+    is_bfv: bool  # the root is a volume: no root disk claimed on the host (issue 20)
 
 
 class FilterProperties(TypedDict, total=False):

@@ -9,6 +9,7 @@ import sqlalchemy as sa
 from cirrus import claims
 from cirrus.compute import instance as inst
 from cirrus.compute import exception as exc
+from cirrus.compute.boot_volumes import BootVolumes
 from cirrus.compute.builds import RunningBuilds
 from cirrus.compute.events import InstanceEvents
 from cirrus.compute.models import instance_group_members
@@ -35,6 +36,7 @@ class Terminate:
     builds: RunningBuilds
     events: InstanceEvents
     notifier: Notifier
+    volumes: BootVolumes  # detached, and deleted with delete_on_termination
 
     async def __call__(self, ctx: RequestContext, uuid: str) -> None:
         """Delete ``uuid``; a build still running for it is cancelled first."""
@@ -61,6 +63,7 @@ class Terminate:
         await self.driver.destroy(ctx, instance, network_info, None)
         await self.network.deallocate_for_instance(
             ctx, instance, requested_networks=instance.get("requested_networks"))
+        await self.volumes.cleanup_volumes(ctx, instance["uuid"])
 
 
 def _complete_deletion(conn: sa.Connection, ctx: RequestContext, uuid: str,

@@ -313,3 +313,90 @@ class FeatureNotSupported(CirrusException):
 
     code = 501
     msg_fmt = "The requested functionality is not supported."
+
+
+# -- block devices and volumes (issue 20; Nova's names and messages) -------------------
+class InvalidBDM(Invalid):
+    msg_fmt = "Block Device Mapping is Invalid."
+
+
+class InvalidBDMFormat(InvalidBDM):
+    msg_fmt = "Block Device Mapping is Invalid: %(details)s"
+
+
+class InvalidBDMBootSequence(InvalidBDM):
+    msg_fmt = ("Block Device Mapping is Invalid: Boot sequence for the instance and "
+               "image/block device mapping combination is not valid.")
+
+
+class InvalidBDMVolume(InvalidBDM):
+    msg_fmt = "Block Device Mapping is Invalid: failed to get volume %(id)s."
+
+
+class InvalidBDMSnapshot(InvalidBDM):
+    msg_fmt = "Block Device Mapping is Invalid: failed to get snapshot %(id)s."
+
+
+class InvalidBDMImage(InvalidBDM):
+    msg_fmt = "Block Device Mapping is Invalid: failed to get image %(id)s."
+
+
+class InvalidBDMDiskBus(InvalidBDM):
+    msg_fmt = ("Block Device Mapping is invalid: The provided disk bus %(disk_bus)s "
+               "is not valid.")
+
+
+class InvalidBDMSwapSize(InvalidBDM):
+    msg_fmt = "Swap drive requested is larger than instance type allows."
+
+
+class InvalidBDMEphemeralSize(InvalidBDM):
+    msg_fmt = ("Ephemeral disks requested are larger than the instance type allows. If no "
+               "size is given in one block device mapping, flavor ephemeral size will be used.")
+
+
+class VolumeSmallerThanMinDisk(FlavorDiskTooSmall):
+    msg_fmt = ("Volume size %(volume_size)iGB is smaller than the minimum required by "
+               "the image %(image_min_disk)iGB.")
+
+
+class TooManyDiskDevices(Forbidden):
+    msg_fmt = "The maximum allowed number of disk devices (%(maximum)d) to attach to a " \
+              "single instance has been exceeded."
+
+
+class InvalidVolume(Invalid):
+    msg_fmt = "Invalid volume: %(reason)s"
+
+
+class VolumeNotFound(NotFound):
+    msg_fmt = "Volume %(volume_id)s could not be found."
+
+
+class VolumeBDMNotFound(NotFound):
+    """No attachment of the volume to the server (``os-volume_attachments``)."""
+    msg_fmt = "Instance %(instance)s is not attached to volume %(volume_id)s."
+
+
+class VolumeAttachmentExists(Conflict):
+    msg_fmt = "The volume %(volume_id)s is attached to the server already."
+
+
+class VolumeServiceUnavailable(Invalid):
+    """No block storage in this deployment: a request needing it is refused."""
+    msg_fmt = "Volumes are not available: this cloud has no block storage service."
+
+
+class VolumeNotCreated(CirrusException):
+    """A boot volume did not become available in time (Nova's ``VolumeNotCreated``)."""
+    msg_fmt = ("Volume %(volume_id)s did not finish being created even after we waited "
+               "%(seconds)i seconds or %(attempts)i attempts. And its status is "
+               "%(volume_status)s.")
+
+
+class InvalidBDMVolumeNotBootable(InvalidBDM):
+    msg_fmt = "Block Device %(id)s is not bootable."
+
+
+class DevicePathInUse(Conflict):
+    msg_fmt = "The supplied device path (%(path)s) is in use."

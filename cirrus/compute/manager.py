@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from cirrus.claims import ClaimsClient
 from cirrus.compute.action import ActionRunner
+from cirrus.compute.boot_volumes import BootVolumes
 from cirrus.compute.build import Builder
 from cirrus.compute.build_failure import BuildFailures
 from cirrus.compute.build_request import (BuildParams, BuildRequest, FilterProperties,
@@ -23,6 +24,8 @@ from cirrus.compute.delete import Terminate
 from cirrus.compute.events import InstanceEvents
 from cirrus.compute.interfaces import Interfaces
 from cirrus.compute.virtapi import VirtAPI
+from cirrus.compute.volume_attach import VolumeAttachments
+from cirrus.compute.volume_service import make_volume_api
 from cirrus.compute.pause import Pause
 from cirrus.compute.admin_password import Password
 from cirrus.compute.rescue import Rescue, RescueRequest
@@ -52,6 +55,7 @@ from cirrus.service import PeriodicTask, Service
 from cirrus.utils import KeyedLocks
 from cirrus.virt import load_compute_driver
 from cirrus.virt.driver import ComputeDriver
+from cirrus.volume.cinder import VolumeAPI
 
 if TYPE_CHECKING:
     import httpx  # (imported on first use by cirrus.image.client)
@@ -80,10 +84,13 @@ class ComputeManager:
                          "live_migration", "pre_live_migration",
                          "post_live_migration_at_destination",
                          "rollback_live_migration_at_destination", "live_migration_abort",
-                         "live_migration_force_complete", "evacuate_instance"})
+                         "live_migration_force_complete", "evacuate_instance",
+                         # volumes (volume_attach.py)
+                         "attach_volume", "detach_volume", "swap_volume"})
 
     def __init__(self, settings: Settings, db: Database, transport: Transport, host: str,
-                 driver: ComputeDriver, image_service: ImageClient) -> None:
+                 driver: ComputeDriver, image_service: ImageClient,
+                 volume_api: VolumeAPI | None = None) -> None:
         self.settings = settings
         self.db = db
         self.host = host
@@ -104,19 +111,24 @@ class ComputeManager:
         self.rt = ResourceTracker(settings, db, host, driver)
         self.network_api = make_network_api(settings, db, host,
                                              self.events.external_instance_event)
+        self.volume_api = volume_api or make_volume_api(settings, db)
+        self.boot_volumes = BootVolumes(self.store, driver, self.volume_api,
+                                        settings.block_device_allocate_retries,
+                                        settings.block_device_allocate_retries_interval)
         failures = BuildFailures(self.store, driver, self.network_api, self.claims,
-                                 ComputeTaskAPI(transport), self.notifier)
+                                 ComputeTaskAPI(transport), self.notifier, self.boot_volumes)
         self.builder = Builder(
             store=self.store, locks=self.locks, builds=self.builds,
             semaphore=asyncio.Semaphore(settings.max_concurrent_builds), tracker=self.rt,
             driver=driver, network=self.network_api, images=self.images, notifier=self.notifier,
             failures=failures, network_allocate_retries=settings.network_allocate_retries,
-            default_access_ip_network_name=settings.default_access_ip_network_name)
+            default_access_ip_network_name=settings.default_access_ip_network_name,
+            volumes=self.boot_volumes)
         runner = ActionRunner(self.store, self.locks, self.notifier)
         self.power = PowerActions(runner, self.store, driver, self.network_api,
                                   settings.shutdown_timeout)
         self.terminate = Terminate(self.store, self.locks, driver, self.network_api, self.builds,
-                                   self.events, self.notifier)
+                                   self.events, self.notifier, self.boot_volumes)
         self.interfaces = Interfaces(self.store, self.locks, driver, self.network_api)
         self.consoles = Consoles(self.store, driver, settings.serial_console_enabled,
                                  settings.host_netns)
@@ -138,13 +150,15 @@ class ComputeManager:
         self.snapshots = Snapshots(runner, self.store, driver, self.images)
         self.shelving = Shelving(runner, self.store, driver, self.network_api, self.images,
                                  self.claims, self.notifier, settings.shutdown_timeout,
-                                 settings.shelved_offload_time)
+                                 settings.shelved_offload_time, self.boot_volumes)
 
         # Moves: each end of a resize, live migration or evacuation.
         to_hosts = ComputeAPI(transport)
         self.resizes = ResizeActions(runner, self.store, driver, self.network_api, to_hosts)
         self.live_migrations = LiveMigrations(runner, self.store, driver, self.network_api,
                                               to_hosts)
+        self.volume_attachments = VolumeAttachments(runner, self.store, driver,
+                                                    self.volume_api)
         self.evacuation = Evacuation(runner, self.store, driver, self.network_api,
                                      self.images.get)
 
@@ -196,6 +210,20 @@ class ComputeManager:
     async def get_instance_diagnostics(self, ctx: RequestContext,
                                        instance_uuid: str) -> dict[str, Any]:
         return await self.diagnostics.get_instance_diagnostics(ctx, instance_uuid)
+
+    # -- volumes (issue 20) ----------------------------------------------------------
+    async def attach_volume(self, ctx: RequestContext, instance_uuid: str,
+                            volume_id: str) -> None:
+        await self.volume_attachments.attach_volume(ctx, instance_uuid, volume_id)
+
+    async def detach_volume(self, ctx: RequestContext, instance_uuid: str,
+                            volume_id: str) -> None:
+        await self.volume_attachments.detach_volume(ctx, instance_uuid, volume_id)
+
+    async def swap_volume(self, ctx: RequestContext, instance_uuid: str, old_volume_id: str,
+                          new_volume_id: str, new_attachment_id: str) -> None:
+        await self.volume_attachments.swap_volume(ctx, instance_uuid, old_volume_id,
+                                                  new_volume_id, new_attachment_id)
 
     async def get_host_uptime(self, ctx: RequestContext) -> str:
         """This host's ``uptime`` line, from the driver."""
@@ -389,15 +417,17 @@ def compute_hosts(settings: Settings) -> list[str]:
 
 
 def make_services(settings: Settings, db: Database, transport: Transport,
-                  http_transport: httpx.AsyncBaseTransport | None = None) -> list[Service]:
+                  http_transport: httpx.AsyncBaseTransport | None = None,
+                  volume_api: VolumeAPI | None = None) -> list[Service]:
     """One compute service per (simulated) host. ``http_transport``: how the
     image client reaches the API (None: over the network; tests pass the
-    in-process app)."""
+    in-process app); ``volume_api``: block storage (None: the configured one)."""
     out = []
     for host in compute_hosts(settings):
         image_service = ImageClient(ServiceCredentials.from_settings(settings), http_transport)
         manager = ComputeManager(settings, db, transport, host,
-                                 load_compute_driver(settings, host), image_service)
+                                 load_compute_driver(settings, host), image_service,
+                                 volume_api)
         out.append(Service(binary="cirrus-compute", topic="compute", host=host, db=db,
                            transport=transport, endpoint=manager,
                            report_interval=settings.report_interval,

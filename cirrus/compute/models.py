@@ -157,6 +157,15 @@ block_device_mappings = sa.Table(
     sa.Column("delete_on_termination", sa.Boolean, nullable=False, default=True),
     sa.Column("guest_format", sa.String(32), nullable=True),
     sa.Column("disk_bus", sa.String(32), nullable=True),
+    # volumes (migration 0026)
+    sa.Column("uuid", sa.String(36), nullable=True),
+    sa.Column("volume_id", sa.String(36), nullable=True, index=True),
+    sa.Column("snapshot_id", sa.String(36), nullable=True),
+    sa.Column("attachment_id", sa.String(36), nullable=True),
+    sa.Column("connection_info", JSON, nullable=True),
+    sa.Column("device_type", sa.String(32), nullable=True),
+    sa.Column("volume_type", sa.String(255), nullable=True),
+    sa.Column("tag", sa.String(60), nullable=True),
     *timestamps(),
 )
 

@@ -13,6 +13,8 @@ import uuid as uuidlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from cirrus.compute import block_device
+from cirrus.compute.block_device import BdmRequest
 from cirrus.compute.states import PowerState, TaskState, VmState
 from cirrus.context import RequestContext
 
@@ -44,7 +46,7 @@ class CreateRequest:
     security_groups: list[str] = field(default_factory=list)
     admin_password: str | None = None
     requested_networks: list[dict[str, Any]] | None = None
-    block_device_mapping: list[dict[str, Any]] = field(default_factory=list)
+    block_device_mapping: list[BdmRequest] = field(default_factory=list)
     scheduler_hints: dict[str, Any] = field(default_factory=dict)
     access_ip_v4: str | None = None
     access_ip_v6: str | None = None
@@ -119,13 +121,11 @@ system_metadata_of_image = _system_metadata
 
 def bdm_rows(req: CreateRequest, image: dict[str, Any] | None, flavor: dict[str, Any],
              now: Any) -> list[dict[str, Any]]:
-    """The block device mappings of each server (a local root disk from the image)."""
+    """The block device mappings of each server: the image's local root
+    disk, or the requested mappings (:func:`cirrus.compute.block_device.bdm_rows`)."""
     if image is None and not req.block_device_mapping:
         return []
-    return [{"source_type": "image", "destination_type": "local",
-             "image_id": image["id"] if image else None, "boot_index": 0,
-             "device_name": "/dev/vda", "volume_size": flavor["root_gb"],
-             "delete_on_termination": True, "created_at": now}]
+    return block_device.bdm_rows(req.block_device_mapping, image, flavor, now)
 
 
 def request_spec(ctx: RequestContext, rows: list[dict[str, Any]], flavor: dict[str, Any],

@@ -243,3 +243,19 @@ class ComputeAPI:
         with ``recreate``)."""
         await self._cast_move(ctx, host, "evacuate_instance", instance_uuid=instance_uuid,
                               migration_uuid=migration_uuid, admin_password=admin_password)
+
+    # -- volumes (issue 20) ----------------------------------------------------------
+    async def attach_volume(self, ctx: RequestContext, host: str, instance_uuid: str,
+                            volume_id: str) -> None:
+        await self._cast_to(ctx, host, "attach_volume", instance_uuid, volume_id=volume_id)
+
+    async def detach_volume(self, ctx: RequestContext, host: str, instance_uuid: str,
+                            volume_id: str) -> None:
+        await self._cast_to(ctx, host, "detach_volume", instance_uuid, volume_id=volume_id)
+
+    async def swap_volume(self, ctx: RequestContext, host: str, instance_uuid: str,
+                          old_volume_id: str, new_volume_id: str,
+                          new_attachment_id: str) -> None:
+        await self._cast_to(ctx, host, "swap_volume", instance_uuid,
+                            old_volume_id=old_volume_id, new_volume_id=new_volume_id,
+                            new_attachment_id=new_attachment_id)

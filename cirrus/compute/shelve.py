@@ -21,11 +21,13 @@ import sqlalchemy as sa
 from cirrus.claims import ClaimsClient
 from cirrus.compute import exception as exc
 from cirrus.compute import image_requests
+from cirrus.compute import instance as inst
 from cirrus.compute.models import instances
 from cirrus.compute.action import ActionRunner, ActionSpec
+from cirrus.compute.boot_volumes import BootVolumes
 from cirrus.compute.snapshot import delete_image_quietly, task_state_saver
 from cirrus.compute.states import PowerState, TaskState, VmState
-from cirrus.compute.store import Instance, InstanceStore
+from cirrus.compute.store import Instance, InstanceStore, block_device_info
 from cirrus.context import RequestContext, admin_context
 from cirrus.db.base import isotime, utcnow
 from cirrus.db.rows import json_loads
@@ -55,6 +57,7 @@ class Shelving:
     notifier: Notifier
     shutdown_timeout: float
     shelved_offload_time: int
+    volumes: BootVolumes  # an unshelved server's volumes, exported to its new host
 
     # -- shelve ------------------------------------------------------------------------
     async def shelve_instance(self, ctx: RequestContext, uuid: str, image_id: str,
@@ -169,8 +172,11 @@ class Shelving:
             network_info = await self.network.setup_instance_network_on_host(
                 ctx, instance, self.store.host)
             allocation = await self.claims.of(uuid)
+            # The volumes reach this host now (attachment_update with its connector).
+            bdms = await self.volumes.prep(ctx, instance, await self.store.read(inst.bdms, uuid))
             await self.driver.spawn(ctx, instance, image_meta, [], None, dict(allocation or {}),
-                                    network_info, await self.store.block_device_info(uuid))
+                                    network_info, block_device_info(bdms))
+            await self.volumes.complete(ctx, bdms)
         except BaseException:
             await self._undo_spawn(ctx, instance, network_info)
             raise

@@ -69,3 +69,12 @@ TRANSITIONS.update({
                                TaskState.MIGRATING),
     "evacuate": Transition("evacuate", "evacuate", (A, S, E), TaskState.REBUILDING),
 })
+
+# -- volumes (issue 20; Nova's check_instance_state of attach_volume and
+# detach_volume; no task state: the instance lock on the host orders them) ----
+VOLUME_STATES = (A, S, P, VmState.RESIZED)
+TRANSITIONS.update({
+    "attach_volume": Transition("attach_volume", "attach_volume", VOLUME_STATES, None),
+    "detach_volume": Transition("detach_volume", "detach_volume", VOLUME_STATES, None),
+    "swap_volume": Transition("swap_volume", "swap_volume", (*VOLUME_STATES, SU), None),
+})

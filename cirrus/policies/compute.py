@@ -55,6 +55,13 @@ ROUTES: dict[tuple[str, str], Rule] = {
     ("POST", f"{S}/os-interface"): _r("os-attach-interfaces:create", M),
     ("GET", f"{S}/os-interface/{{port_id}}"): _r("os-attach-interfaces:show", R),
     ("DELETE", f"{S}/os-interface/{{port_id}}"): _r("os-attach-interfaces:delete", M),
+    # volumes of a server (issue 20)
+    ("GET", f"{S}/os-volume_attachments"): _r("os-volumes-attachments:index", R),
+    ("POST", f"{S}/os-volume_attachments"): _r("os-volumes-attachments:create", M),
+    ("GET", f"{S}/os-volume_attachments/{{volume_id}}"): _r("os-volumes-attachments:show", R),
+    ("PUT", f"{S}/os-volume_attachments/{{volume_id}}"): _r("os-volumes-attachments:update", M),
+    ("DELETE", f"{S}/os-volume_attachments/{{volume_id}}"):
+        _r("os-volumes-attachments:delete", M),
     # flavors: everyone with a project reads them, admins manage them
     ("GET", "/v2.1/flavors"): _r("flavors:index", R),
     ("GET", "/v2.1/flavors/detail"): _r("flavors:detail", R),

@@ -30,7 +30,9 @@ class Spec:
     def from_request(cls, request_spec: dict[str, Any]) -> "Spec":
         flavor = request_spec["flavor"]
         retry = request_spec.get("retry") or {}
-        disk = int(flavor.get("root_gb") or 0) + int(flavor.get("ephemeral_gb") or 0)
+        # A volume-backed server's root is in block storage, not on the host.
+        root_gb = 0 if request_spec.get("is_bfv") else int(flavor.get("root_gb") or 0)
+        disk = root_gb + int(flavor.get("ephemeral_gb") or 0)
         disk += -(-int(flavor.get("swap") or 0) // 1024)
         destination = request_spec.get("requested_destination") or {}
         return cls(vcpus=int(flavor["vcpus"]), memory_mb=int(flavor["memory_mb"]), disk_gb=disk,

@@ -319,3 +319,32 @@ class ComputeDriver(abc.ABC):
         """On the destination after a failed move: what pre_live_migration made
         is gone. Idempotent."""
         self._unsupported("live migration")
+
+    # -- volumes (issue 20) ------------------------------------------------------------
+    # Optional: the defaults raise DriverNotImplemented. ``connection_info`` is
+    # what block storage's ``attachment_update`` returned for this host's
+    # connector (cirrus.volume.cinder.ConnectionInfo).
+    def get_volume_connector(self, instance: dict[str, Any]) -> dict[str, Any]:
+        """This host as block storage needs to know it to export a volume to it
+        (os-brick's connector properties: host, ip, platform, os_type, multipath)."""
+        raise vexc.DriverNotImplemented(operation="get_volume_connector")
+
+    async def attach_volume(self, context: Any, connection_info: Mapping[str, Any],
+                            instance: dict[str, Any], mountpoint: str,
+                            disk_bus: str | None = None, device_type: str | None = None) -> None:
+        """Plug the volume into the guest at ``mountpoint`` (``/dev/vdb``): live
+        into a running guest and into its persistent definition. Raises
+        VolumeAttachFailed, the guest unchanged."""
+        raise vexc.DriverNotImplemented(operation="attach_volume")
+
+    async def detach_volume(self, context: Any, connection_info: Mapping[str, Any],
+                            instance: dict[str, Any], mountpoint: str) -> None:
+        """Unplug the volume at ``mountpoint``; returns once the guest has let
+        it go (bounded wait). A volume not attached is not an error."""
+        raise vexc.DriverNotImplemented(operation="detach_volume")
+
+    async def swap_volume(self, context: Any, old_connection_info: Mapping[str, Any],
+                          new_connection_info: Mapping[str, Any], instance: dict[str, Any],
+                          mountpoint: str) -> None:
+        """Replace the volume at ``mountpoint`` by another, its data copied."""
+        raise vexc.DriverNotImplemented(operation="swap_volume")

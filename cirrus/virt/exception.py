@@ -82,3 +82,13 @@ class LiveMigrationAborted(CirrusException):
 
     code = 409
     msg_fmt = "Live migration of %(instance_uuid)s was aborted."
+
+
+class VolumeAttachFailed(CirrusException):
+    """The guest did not take the volume (issue 20); nothing of it is left plugged."""
+    msg_fmt = "Volume %(volume_id)s could not be attached. Reason: %(reason)s"
+
+
+class DeviceDetachFailed(CirrusException):
+    """The guest did not let the device go within the wait."""
+    msg_fmt = "Device detach failed for %(device)s: %(reason)s"

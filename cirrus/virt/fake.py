@@ -166,6 +166,7 @@ class FakeDriver(ComputeDriver):
                             f"image {instance.get('image_ref') or 'none'}")
         fake.console.append(f"fake: hostname {instance.get('hostname') or ''}")
         fake.console.append(f"CIRRUS-BOOT-OK ip={','.join(ips)}")
+        fake.volumes = _volumes_at_spawn(block_device_info)
         self.instances[instance["uuid"]] = fake
         self._plug(instance, network_info)
 
@@ -389,3 +390,42 @@ class FakeDriver(ComputeDriver):
                                                      instance: dict[str, Any],
                                                      network_info: Any) -> None:
         self.incoming.discard(instance["uuid"])
+
+    # -- volumes (issue 20): plugged per guest, faults "attach_volume"/"detach_volume"
+    def get_volume_connector(self, instance: dict[str, Any]) -> dict[str, Any]:
+        return {"host": self.host, "ip": "127.0.0.1", "platform": "x86_64",
+                "os_type": "linux", "multipath": False}
+
+    async def attach_volume(self, context: Any, connection_info: Mapping[str, Any],
+                            instance: dict[str, Any], mountpoint: str,
+                            disk_bus: str | None = None, device_type: str | None = None) -> None:
+        await self._check_fault("attach_volume", instance)
+        guest = self._get(instance)
+        if mountpoint in guest.volumes:
+            raise vexc.VolumeAttachFailed(volume_id=connection_info.get("serial", ""),
+                                          reason=f"{mountpoint} is in use")
+        guest.volumes[mountpoint] = dict(connection_info)
+        self.instances.saved(guest)
+
+    async def detach_volume(self, context: Any, connection_info: Mapping[str, Any],
+                            instance: dict[str, Any], mountpoint: str) -> None:
+        await self._check_fault("detach_volume", instance)
+        guest = self.instances.get(instance["uuid"])
+        if guest is not None:
+            guest.volumes.pop(mountpoint, None)
+            self.instances.saved(guest)
+
+    async def swap_volume(self, context: Any, old_connection_info: Mapping[str, Any],
+                          new_connection_info: Mapping[str, Any], instance: dict[str, Any],
+                          mountpoint: str) -> None:
+        await self._check_fault("swap_volume", instance)
+        guest = self._get(instance)
+        guest.volumes[mountpoint] = dict(new_connection_info)
+        self.instances.saved(guest)
+
+
+def _volumes_at_spawn(block_device_info: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """The volumes a guest boots with: mountpoint → connection info."""
+    return {bdm["device_name"]: dict(bdm["connection_info"])
+            for bdm in (block_device_info or {}).get("block_device_mapping", [])
+            if bdm.get("destination_type") == "volume" and bdm.get("connection_info")}

@@ -37,18 +37,22 @@ class FakeInstance:
     rescue_image: str | None = None  # the image a rescue guest boots, while rescued
     image_ref: str = ""  # the image it was spawned from (rebuild and unshelve change it)
     started: float = field(default_factory=time.monotonic)  # for its diagnostics' uptime
+    # mountpoint → the connection info of the volume plugged there (issue 20)
+    volumes: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def record(self) -> dict[str, Any]:
         """What is kept of it (its uptime starts again with the process)."""
         return {"uuid": self.uuid, "name": self.name, "state": int(self.state),
                 "console": self.console, "admin_password": self.admin_password,
-                "rescue_image": self.rescue_image, "image_ref": self.image_ref}
+                "rescue_image": self.rescue_image, "image_ref": self.image_ref,
+                "volumes": self.volumes}
 
     @classmethod
     def from_record(cls, data: dict[str, Any]) -> FakeInstance:
         return cls(uuid=data["uuid"], name=data["name"], state=PowerState(data["state"]),
                    console=list(data["console"]), admin_password=data["admin_password"],
-                   rescue_image=data["rescue_image"], image_ref=data["image_ref"])
+                   rescue_image=data["rescue_image"], image_ref=data["image_ref"],
+                   volumes=dict(data.get("volumes") or {}))
 
 
 class GuestTable(MutableMapping[str, FakeInstance]):

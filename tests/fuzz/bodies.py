@@ -118,6 +118,16 @@ COMPUTE: dict[tuple[str, str], tuple[Example, ...]] = {
             {"ip_address": Unique("10.77.0.{o}")}]}}),
     ),
     ("DELETE", "/compute/v2.1/servers/{server_id}/os-interface/{port_id}"): (NO_BODY,),
+    ("POST", "/compute/v2.1/servers/{server_id}/os-volume_attachments"): (
+        Example({"volumeAttachment": {"volumeId": Ref("volume")}}),
+        Example({"volumeAttachment": {"volumeId": Ref("volume"), "tag": "data",
+                                      "delete_on_termination": True}}, headers=v("2.79")),
+    ),
+    ("PUT", "/compute/v2.1/servers/{server_id}/os-volume_attachments/{volume_id}"): (
+        Example({"volumeAttachment": {"volumeId": Ref("attached_volume"),
+                                      "delete_on_termination": True}}, headers=v("2.85")),),
+    ("DELETE", "/compute/v2.1/servers/{server_id}/os-volume_attachments/{volume_id}"): (
+        NO_BODY,),
     ("POST", "/compute/v2.1/flavors"): (
         Example({"flavor": {"name": Unique("fz-flavor-{n}"), "ram": 512, "vcpus": 1, "disk": 1,
                             "id": Unique("fz-{n}"), "OS-FLV-EXT-DATA:ephemeral": 0, "swap": 0,

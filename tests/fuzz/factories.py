@@ -105,6 +105,21 @@ async def _attached_port(w: World) -> str:
     return made["interfaceAttachment"]["port_id"]
 
 
+async def _volume(w: World) -> str:
+    """A free volume of the member's project, in the fake block storage."""
+    return w.volumes.add_volume(w.seeds["demo_project"], name=f"fz-vol-{w.next_serial()}")
+
+
+async def _attached_volume(w: World) -> str:
+    """A volume attached to the seed server (the attach is cast: its mapping
+    exists when the POST answers)."""
+    volume_id = await _volume(w)
+    await w.call("member", "POST",
+                 f"/compute/v2.1/servers/{w.seeds['server']}/os-volume_attachments",
+                 {"volumeAttachment": {"volumeId": volume_id}})
+    return volume_id
+
+
 async def _network(w: World) -> str:
     body = {"network": {"name": f"fz-net-{w.next_serial()}"}}
     return (await w.call("member", "POST", "/network/v2.0/networks", body))["network"]["id"]
@@ -185,10 +200,10 @@ FACTORIES: dict[str, Factory] = {
     "network": _network, "subnet": _subnet, "port": _port, "security_group": _security_group,
     "security_group_rule": _security_group_rule, "image": _image, "tag": _tag,
     "member": _member, "free_port": _port, "fresh_token": _token, "service": _spare_service,
-    "aggregate": _aggregate,
+    "aggregate": _aggregate, "volume": _volume, "attached_volume": _attached_volume,
     **{f"{kind}_tag": _network_tag(kind, collection) for kind, collection in {
         "network": "networks", "subnet": "subnets", "port": "ports",
         "security_group": "security-groups"}.items()},
 }
 # Kinds that are always made fresh: a free port is used up by the request.
-FRESH_ONLY = {"free_port", "fresh_token"}
+FRESH_ONLY = {"free_port", "fresh_token", "volume"}

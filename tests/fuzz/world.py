@@ -22,6 +22,7 @@ from cirrus.bootstrap import Cloud
 from cirrus.config import Settings
 from tests.conftest import TEST_DEFAULTS, Api, AppTransport, make_settings
 from tests.databases import SQLiteDatabases
+from tests.fakes_volume import FakeVolumes
 from tests.fuzz.factories import FACTORIES, FRESH_ONLY, SetupError
 from tests.fuzz.routes import Target
 from tests.tenants import make_tenants
@@ -40,6 +41,7 @@ COLLECTION_KINDS = {
     "projects": "project", "users": "user", "roles": "role", "domains": "domain",
     "quotas": "quota_project", "auto-allocated-topology": "demo_project",
     "os-hypervisors": "hypervisor", "os-aggregates": "aggregate",
+    "os-volume_attachments": "attached_volume",
 }
 # … or by its own name, which wins.
 NAMED_KINDS = {"target": "assignment_target", "tid": "project", "uid": "user",
@@ -112,6 +114,9 @@ class World:
         self.client: httpx.AsyncClient | None = None
         self.tokens: dict[str, str] = {}
         self.seeds: dict[str, str] = {}
+        # Block storage: the fake's volumes, new with each world (the restored
+        # database names none of the last world's).
+        self.volumes = FakeVolumes()
         self.errors = ErrorLog()
         # The fuzz reports each logged error with the request that caused it;
         # thousands of tracebacks in pytest's captured log would bury that.
@@ -164,10 +169,13 @@ class World:
         ports = await self.call("admin", "GET", f"/network/v2.0/ports?device_id={s['server']}")
         s["attached_port"] = ports["ports"][0]["id"]
         s["used_mac"] = ports["ports"][0]["mac_address"]
+        s["attached_volume"] = await FACTORIES["attached_volume"](self)
         self.errors.drain()
 
     async def _open(self, settings: Settings) -> None:
-        cloud = self.cloud = Cloud(settings, http_transport=AppTransport(lambda: cloud.app))
+        self.volumes = FakeVolumes()
+        cloud = self.cloud = Cloud(settings, http_transport=AppTransport(lambda: cloud.app),
+                                   volume_api=self.volumes)
         await self.cloud.start()
         # raise_app_exceptions=False: a 500 comes back as a response to check.
         transport = httpx.ASGITransport(app=self.cloud.app, raise_app_exceptions=False)

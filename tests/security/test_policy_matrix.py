@@ -109,6 +109,9 @@ async def _a_resources(t: Tenants) -> dict[str, str]:
     return ids
 
 
+# A volume nobody has (this cloud has no block storage: attaching it is a 400).
+NO_SUCH_VOLUME = "00000000-0000-4000-8000-00000000f00d"
+
 # Routes whose answer is 501 when allowed: no cirrus driver has the feature.
 NOT_IMPLEMENTED = {f"/v2.1/os-hosts/{{host_name}}/{action}"
                    for action in ("reboot", "shutdown", "startup")}
@@ -156,7 +159,7 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
                 "migration_id": "1", "host_name": ids["host"],
                 "before_timestamp": "2026-01-02 03:04:05", "security_group_id": ids["sg"],
                 "rule_id": ids["sg_rule"], "network_id": ids["network"],
-                "class_name": "matrix-class",
+                "class_name": "matrix-class", "volume_id": NO_SUCH_VOLUME,
                 "alias": "quotas" if prefix == "/network" else "os-consoles",
                 "path": "openstack/latest/meta_data.json", "version": "latest"}[name]
     return re.sub(r"\{([^}]+)\}", value, path), private
@@ -177,6 +180,8 @@ def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str,
         ("PUT", "/v2.1/servers/{server_id}"): {"server": {"name": "a-vm-renamed"}},
         ("POST", "/v2.1/servers/{server_id}/os-interface"): {"interfaceAttachment": {
             "net_id": ids["network"]}},
+        ("POST", "/v2.1/servers/{server_id}/os-volume_attachments"): {"volumeAttachment": {
+            "volumeId": NO_SUCH_VOLUME}},
         ("POST", "/v2.1/flavors"): {"flavor": {"name": "f2", "ram": 64, "vcpus": 1, "disk": 1}},
         ("PUT", "/v2.1/flavors/{flavor_id}"): {"flavor": {"description": "d"}},
         ("POST", "/v2.1/flavors/{flavor_id}/os-extra_specs"): {"extra_specs": {"k": "v"}},

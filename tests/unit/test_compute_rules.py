@@ -332,7 +332,7 @@ def test_provisioning_stores_what_core_inserts_store(engine: sa.Engine) -> None:
                                  (instance_info_caches, instance_info_caches.c.instance_uuid,
                                   ("instance_uuid",)),
                                  (block_device_mappings, block_device_mappings.c.instance_uuid,
-                                  ("id", "instance_uuid"))):
+                                  ("id", "instance_uuid", "uuid"))):
             assert _raw_row(conn, table, key == rows[0]["uuid"], skip) == \
                 _raw_row(conn, table, key == "twin-of-web-1", skip)
         for row in rows:

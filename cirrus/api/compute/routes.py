@@ -10,7 +10,8 @@ from cirrus.api.compute import (aggregates, availability_zones, extension_info, 
                                 quota_classes, quota_sets, remote_consoles, security_group_proxy,
                                 security_groups, server_actions, server_diagnostics,
                                 server_groups, server_metadata, server_password, server_tags,
-                                servers, services, simple_tenant_usage, usage_audit_log, versions)
+                                servers, services, simple_tenant_usage, usage_audit_log, versions,
+                                volume_attachments)
 
 # Starlette tries routes in order, ~1.5 µs each: the servers' come first, as
 # the most requested (no other pattern matches their paths, so order is free).
@@ -29,6 +30,7 @@ ROUTES: list[BaseRoute] = [
     *quota_sets.ROUTES,
     *instance_actions.ROUTES,
     *interfaces.ROUTES,
+    *volume_attachments.ROUTES,
     *external_events.ROUTES,
     *remote_consoles.ROUTES,
     *aggregates.ROUTES,

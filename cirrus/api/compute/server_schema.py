@@ -18,7 +18,9 @@ import string
 import uuid as uuidlib
 from typing import Any
 
+from cirrus.api.compute.bdm_schema import parse_bdm_v2, parse_legacy
 from cirrus.api.compute.parameters import bad, integer, metadata, text
+from cirrus.compute.block_device import BdmRequest
 from cirrus.compute.records import CreateRequest
 
 Version = tuple[int, int]
@@ -39,9 +41,6 @@ HOSTNAME = re.compile(r"[a-zA-Z0-9]+[a-zA-Z0-9-]*[a-zA-Z0-9]+")
 FQDN = re.compile(r"[a-zA-Z0-9-._]+")
 MAX_TAGS = 50
 MAX_TAG_LENGTH = 60
-BDM_KEYS = {"source_type", "destination_type", "uuid", "boot_index", "device_name",
-            "volume_size", "delete_on_termination", "guest_format", "disk_bus", "device_type",
-            "tag", "volume_type", "no_device"}
 
 
 @functools.lru_cache(maxsize=128)
@@ -143,24 +142,16 @@ def _personality(value: Any) -> list[tuple[str, str]]:
     return files
 
 
-def _bdms(value: Any) -> list[dict[str, Any]]:
-    if not isinstance(value, list):
-        raise bad("block_device_mapping_v2", "must be a list")
-    out = []
-    for i, item in enumerate(value):
-        field = f"block_device_mapping_v2/{i}"
-        if not isinstance(item, dict) or set(item) - BDM_KEYS:
-            raise bad(field, "unknown keys in block device mapping")
-        source, dest = item.get("source_type"), item.get("destination_type", "local")
-        if source != "image" or dest != "local":
-            raise bad(field, f"only image → local block devices are supported "
-                             f"(got {source} → {dest}); volumes are not available in cirrus")
-        boot_index = item.get("boot_index")
-        if boot_index is not None:
-            boot_index = integer(boot_index, f"{field}/boot_index", minimum=-(1 << 31))
-        out.append({"source_type": source, "destination_type": dest,
-                    "uuid": _uuid(item.get("uuid"), f"{field}/uuid"), "boot_index": boot_index})
-    return out
+def _bdms(server: dict[str, Any], image_href: str | None, version: Version) -> list[BdmRequest]:
+    """The v2 mappings, or the legacy (v1) ones converted; not both (Nova)."""
+    if "block_device_mapping_v2" in server and "block_device_mapping" in server:
+        raise bad("block_device_mapping", "Using different block_device_mapping syntaxes "
+                                          "is not allowed")
+    if "block_device_mapping" in server:
+        return parse_legacy(server["block_device_mapping"], image_href)
+    if "block_device_mapping_v2" in server:
+        return parse_bdm_v2(server["block_device_mapping_v2"], version)
+    return []
 
 
 def _hints(body: dict[str, Any]) -> dict[str, Any]:
@@ -212,9 +203,9 @@ def parse_create(body: Any, version: Version) -> tuple[CreateRequest, bool]:
         raise bad("flavorRef", "'flavorRef' is a required property")
     if "networks" not in server and version >= (2, 37):
         raise bad("networks", "'networks' is a required property")
-    bdms = _bdms(server["block_device_mapping_v2"]) if "block_device_mapping_v2" in server else []
     image = server.get("imageRef")
     image_ref = _ref(image, "imageRef") if image not in (None, "") else None
+    bdms = _bdms(server, image_ref, version)
     if image_ref is None and not any(b["boot_index"] == 0 for b in bdms):
         raise bad("imageRef", "an image is required unless booting from a block device")
     if image_ref is not None and not any(b["boot_index"] == 0 for b in bdms):
@@ -260,8 +251,6 @@ def _check_unused_keys(server: dict[str, Any]) -> None:
     trusted certificates (cirrus has no use for them)."""
     if "OS-DCF:diskConfig" in server and server["OS-DCF:diskConfig"] not in DISK_CONFIGS:
         raise bad("OS-DCF:diskConfig", f"must be one of {list(DISK_CONFIGS)}")
-    if "block_device_mapping" in server and not isinstance(server["block_device_mapping"], list):
-        raise bad("block_device_mapping", "must be a list")
     certs = server.get("trusted_image_certificates")
     if certs is not None:
         if not isinstance(certs, list) or not 1 <= len(certs) <= 50:

@@ -17,10 +17,18 @@ CIRRUS_NS = "https://cirrus.dev/xmlns/libvirt/instance/1.0"
 
 @dataclass
 class DiskSpec:
+    """One disk: a file on the host, or (``protocol`` set) a network export
+    — an NBD volume at ``host``:``port``, export ``path``."""
+
     path: str
     target: str  # vda, vdb…
     fmt: str = "qcow2"
     readonly: bool = False
+    protocol: str | None = None  # nbd
+    host: str | None = None
+    port: int | None = None
+    serial: str | None = None  # a volume's id, as the guest sees it (/dev/disk/by-id)
+    bus: str = "virtio"
 
 
 @dataclass
@@ -104,12 +112,7 @@ def guest_xml(spec: GuestSpec) -> str:
     # No USB controller: nothing uses it, and probing it slows every TCG boot.
     _sub(devices, "controller", type="usb", model="none")
     for disk in spec.disks:
-        d = _sub(devices, "disk", type="file", device="disk")
-        _sub(d, "driver", name="qemu", type=disk.fmt)
-        _sub(d, "source", file=disk.path)
-        _sub(d, "target", dev=disk.target, bus="virtio")
-        if disk.readonly:
-            _sub(d, "readonly")
+        devices.append(disk_element(disk))
     for vif in spec.vifs:
         _interface(devices, vif)
     if spec.serial_port is None:
@@ -124,6 +127,29 @@ def guest_xml(spec: GuestSpec) -> str:
     _sub(devices, "memballoon", model="none")
     _sub(devices, "rng", model="virtio").append(_backend_random())
     return ET.tostring(dom, encoding="unicode")
+
+
+def disk_element(disk: DiskSpec) -> ET.Element:
+    """The ``<disk>`` of ``disk`` (in the domain, or alone to hot-plug it)."""
+    kind = "network" if disk.protocol else "file"
+    d = ET.Element("disk", type=kind, device="disk")
+    _sub(d, "driver", name="qemu", type=disk.fmt)
+    if disk.protocol:
+        source = _sub(d, "source", protocol=disk.protocol, name=disk.path)
+        _sub(source, "host", name=disk.host or "localhost", port=str(disk.port or 10809))
+    else:
+        _sub(d, "source", file=disk.path)
+    _sub(d, "target", dev=disk.target, bus=disk.bus)
+    if disk.serial:
+        _sub(d, "serial", disk.serial[:20])
+    if disk.readonly:
+        _sub(d, "readonly")
+    return d
+
+
+def disk_xml(disk: DiskSpec) -> str:
+    """``disk``'s XML alone, as ``attachDeviceFlags`` takes it."""
+    return ET.tostring(disk_element(disk), encoding="unicode")
 
 
 def _backend_random() -> ET.Element:

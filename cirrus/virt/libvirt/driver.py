@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import shutil
@@ -35,6 +36,7 @@ from cirrus.virt.libvirt.configdrive import make_config_drive
 from cirrus.virt.libvirt.guest_state import GuestStateOps
 from cirrus.virt.libvirt.host import Host
 from cirrus.virt.libvirt.virt_type import detect_virt_type
+from cirrus.virt.libvirt.volume import LibvirtVolumeOps, volume_disks
 
 LOG = logging.getLogger(__name__)
 MAX_CONSOLE_BYTES = 100 * 1024
@@ -51,7 +53,8 @@ def domain_name(instance: dict[str, Any]) -> str:
     return "instance-%08x" % int(instance["id"])
 
 
-class LibvirtDriver(GuestStateOps, ComputeDriver):  # guest_state.py: pause, rescue, …
+class LibvirtDriver(GuestStateOps, LibvirtVolumeOps,  # guest_state.py: pause, rescue, …
+                    ComputeDriver):  # volume.py: attach_volume, detach_volume
     capabilities = Capabilities(supports_console_output=True, supports_vif_plugging_events=True,
                                 has_imagecache=True)
 
@@ -116,11 +119,15 @@ class LibvirtDriver(GuestStateOps, ComputeDriver):  # guest_state.py: pause, res
         uuid: str = instance["uuid"]
         return self.instances_path / uuid
 
-    def _get_disk_info(self, instance: dict[str, Any]) -> dict[str, str]:
-        """Which guest device each disk gets (blockinfo.get_disk_info)."""
+    def _get_disk_info(self, instance: dict[str, Any],
+                       volumes: Sequence[DiskSpec] = ()) -> dict[str, str]:
+        """Which guest device each disk gets (blockinfo.get_disk_info); the
+        config drive takes the first device no volume has."""
         info = {"disk": "vda"}
         if instance.get("config_drive") or self.settings.force_config_drive:
-            info["disk.config"] = "vdb"
+            taken = {"vda", *(v.target for v in volumes)}
+            info["disk.config"] = next(f"vd{c}" for c in "bcdefghijklmnopqrstuvwxyz"
+                                       if f"vd{c}" not in taken)
         return info
 
     @contextlib.asynccontextmanager
@@ -145,24 +152,19 @@ class LibvirtDriver(GuestStateOps, ComputeDriver):  # guest_state.py: pause, res
     async def _create_image(self, context: Any, instance: dict[str, Any],
                             image_meta: dict[str, Any], disk_info: dict[str, str],
                             injected_files: list[tuple[str, bytes]], admin_password: str | None,
-                            network_info: Sequence[VIF] | None) -> dict[str, Any]:
-        """Disks, kernel, ramdisk and config drive in the instance directory."""
-        uuid = instance["uuid"]
+                            network_info: Sequence[VIF] | None,
+                            volumes: Sequence[DiskSpec] = ()) -> dict[str, Any]:
+        """Disks, kernel, ramdisk and config drive in the instance directory;
+        ``volumes``: the guest's volumes (one at vda is its root: no local disk)."""
         inst_dir = self._instance_dir(instance)
         inst_dir.mkdir(parents=True, exist_ok=True)
-        if not image_meta.get("id"):
-            raise cexc.ImageUnacceptable(image_id="-", reason="booting from volume is not supported")
-        fmt = imagebackend.FORMATS.get(image_meta.get("disk_format") or "raw")
-        if fmt is None:
-            raise cexc.ImageUnacceptable(image_id=image_meta["id"],
-                                         reason=f"disk_format {image_meta.get('disk_format')} "
-                                                "cannot be booted")
-        async with self._base(context, image_meta["id"]) as (_, base):
-            await imagebackend.create_root_disk(base, fmt, inst_dir / "disk",
-                                                int(instance.get("root_gb") or 0), uuid)
+        layout: dict[str, Any] = {"disks": []}
+        if not any(v.target == "vda" for v in volumes):
+            await self._create_root_disk(context, instance, image_meta, inst_dir)
+            layout["disks"].append({"path": str(inst_dir / "disk"), "target": "vda",
+                                    "fmt": "qcow2"})
+        layout["disks"].extend(dataclasses.asdict(v) for v in volumes)
         props = image_meta.get("properties") or {}
-        layout: dict[str, Any] = {"disks": [{"path": str(inst_dir / "disk"), "target": "vda",
-                                             "fmt": "qcow2"}]}
         for key, name in (("kernel_id", "kernel"), ("ramdisk_id", "ramdisk")):
             if props.get(key):
                 async with self._base(context, props[key]) as (_, path):
@@ -178,6 +180,21 @@ class LibvirtDriver(GuestStateOps, ComputeDriver):  # guest_state.py: pause, res
                                     "readonly": True})
         (inst_dir / LAYOUT).write_text(json.dumps(layout))
         return layout
+
+    async def _create_root_disk(self, context: Any, instance: dict[str, Any],
+                                image_meta: dict[str, Any], inst_dir: Path) -> None:
+        """The local root disk: a qcow2 overlay of the image's base."""
+        if not image_meta.get("id"):
+            raise cexc.ImageUnacceptable(image_id="-", reason="no image and no root volume")
+        fmt = imagebackend.FORMATS.get(image_meta.get("disk_format") or "raw")
+        if fmt is None:
+            raise cexc.ImageUnacceptable(image_id=image_meta["id"],
+                                         reason=f"disk_format {image_meta.get('disk_format')} "
+                                                "cannot be booted")
+        async with self._base(context, image_meta["id"]) as (_, base):
+            await imagebackend.create_root_disk(base, fmt, inst_dir / "disk",
+                                                int(instance.get("root_gb") or 0),
+                                                instance["uuid"])
 
     def _get_guest_xml(self, instance: dict[str, Any], layout: dict[str, Any],
                        network_info: Sequence[VIF] | None) -> str:
@@ -197,9 +214,10 @@ class LibvirtDriver(GuestStateOps, ComputeDriver):  # guest_state.py: pause, res
                     injected_files: list[tuple[str, bytes]], admin_password: str | None,
                     allocations: Mapping[str, Any] | None, network_info: Sequence[VIF] | None,
                     block_device_info: Mapping[str, Any] | None = None) -> None:
-        disk_info = self._get_disk_info(instance)
+        volumes = volume_disks(block_device_info)
+        disk_info = self._get_disk_info(instance, volumes)
         layout = await self._create_image(context, instance, image_meta, disk_info,
-                                          injected_files, admin_password, network_info)
+                                          injected_files, admin_password, network_info, volumes)
         xml = self._get_guest_xml(instance, layout, network_info)
         await self._spawn_domain(context, instance, xml, network_info)
         LOG.info("instance %s spawned as %s", instance["uuid"], domain_name(instance))
@@ -340,20 +358,26 @@ class LibvirtDriver(GuestStateOps, ComputeDriver):  # guest_state.py: pause, res
             return
         await self._destroy_domain(instance)
 
-    async def _hard_reboot(self, instance: dict[str, Any], network_info: Sequence[VIF] | None) -> None:
-        """Seed 003: destroy, regenerate the XML, recreate, wait until RUNNING."""
+    async def _hard_reboot(self, instance: dict[str, Any], network_info: Sequence[VIF] | None,
+                           block_device_info: Mapping[str, Any] | None = None) -> None:
+        """Seed 003: destroy, regenerate the XML, recreate, wait until RUNNING
+        (with the volumes attached now, when compute gives them)."""
         await self._destroy_domain(instance)
         layout_file = self._instance_dir(instance) / LAYOUT
         if not layout_file.exists():
             raise vexc.InstanceRebootFailure(reason=f"the disks of {instance['uuid']} are gone")
         layout = json.loads(layout_file.read_text())
+        if block_device_info is not None:
+            local = [d for d in layout["disks"] if not d.get("serial")]
+            volumes = [dataclasses.asdict(v) for v in volume_disks(block_device_info)]
+            layout["disks"] = sorted(local + volumes, key=lambda d: d["target"])
         xml = self._get_guest_xml(instance, layout, network_info)
         await self._create_domain_and_network(instance, xml, network_info,
                                               vifs_already_plugged=True)
 
     async def power_on(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
                        block_device_info: Mapping[str, Any] | None = None) -> None:
-        await self._hard_reboot(instance, network_info)
+        await self._hard_reboot(instance, network_info, block_device_info)
 
     async def reboot(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
                      reboot_type: str, block_device_info: Mapping[str, Any] | None = None) -> None:
@@ -365,7 +389,7 @@ class LibvirtDriver(GuestStateOps, ComputeDriver):  # guest_state.py: pause, res
                     if await self._wait_for_state(instance, PowerState.RUNNING, timeout=60):
                         return
             LOG.warning("soft reboot of %s did not complete; rebooting hard", instance["uuid"])
-        await self._hard_reboot(instance, network_info)
+        await self._hard_reboot(instance, network_info, block_device_info)
 
     # -- destroy -----------------------------------------------------------------------
     async def destroy(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
