@@ -8,7 +8,7 @@ instance and ``connection_info`` (JSON) how this host reaches it, as
 (2.42/2.49) and ``volume_type`` (2.67) are kept as the request gave them.
 
 Revision ID: 0026
-Revises: 0024
+Revises: 0027
 Create Date: 2026-11-26 01:40:00.000000
 """
 import sqlalchemy as sa
