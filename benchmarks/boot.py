@@ -271,8 +271,13 @@ async def run(url: str, n: int, c: int, network: Any, pids: list[int],
 
 def cloud_env(n: int, k: int) -> dict[str, str]:
     """Room for n servers on k fake hosts; quotas out of the way."""
+    hosts = max(1, k)
+    per_host = 2 * (n + 100) // hosts + 1  # the n, the multi-create's 100, room to spare
     return {**BIG_QUOTAS, "CIRRUS_AUTO_ALLOCATE_CIDR": "10.0.0.0/16",
-            "CIRRUS_FAKE_HOST_MEMORY_MB": str(max(32768, n * 1024 // max(1, k)))}
+            "CIRRUS_FAKE_HOST_MEMORY_MB": str(max(32768, per_host * 512)),
+            # 16 per vCPU (the allocation ratio); flavor 1 takes 1 GB of disk
+            "CIRRUS_FAKE_HOST_VCPUS": str(max(16, per_host // 16 + 1)),
+            "CIRRUS_FAKE_HOST_DISK_GB": str(max(1024, per_host))}
 
 
 def compare(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
