@@ -15,6 +15,8 @@ from cirrus.network.models import ip_allocations, ports, subnets
 from cirrus.network.validators import shown
 
 MAC_ATTEMPTS = 16
+# Tries of the counter's guess before the walk over the subnet's addresses.
+GUESSES = 3
 # Built once: every port creation runs these. The subnet's count of
 # allocations is kept by triggers on ip_allocations (migration 0006).
 _TAKEN = Prepared(sa.select(subnets.c.allocated).where(subnets.c.id == sa.bindparam("w_subnet")))
@@ -154,9 +156,20 @@ def _allocate_next(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
     count = taken.get(subnet["id"]) if taken is not None else None
     if count is None:
         count = _TAKEN.execute(conn, w_subnet=subnet["id"]).fetchone()[0]
-    guess = nth_in_pools(pools, count)
-    if guess is not None and _insert(conn, subnet, port_id, guess):
-        return guess
+    for attempt in range(GUESSES):
+        guess = nth_in_pools(pools, count)
+        if guess is None:
+            break
+        if _insert(conn, subnet, port_id, guess):
+            return guess
+        # Taken: by a hole's neighbour, or (PostgreSQL, computes allocating
+        # side by side) by a transaction that committed after our count was
+        # read. Its insert is in the counter now: count again, not the walk
+        # that reads every address of the subnet.
+        fresh = _TAKEN.execute(conn, w_subnet=subnet["id"]).fetchone()[0]
+        if fresh <= count:
+            break  # a hole: the counter cannot say where the free ones are
+        count = fresh
     used = set(conn.execute(sa.select(ip_allocations.c.ip_address).where(
         ip_allocations.c.subnet_id == subnet["id"])).scalars())
     for candidate in _pool_addresses(pools):
