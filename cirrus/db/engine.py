@@ -6,24 +6,22 @@ function ``fn(conn, *args)`` that runs inside one transaction, awaited with
 :meth:`Database.run`. On SQLite the writes a loop queues in one iteration are
 group-committed on the loop's own thread (``groupcommit``); on other databases
 they run on a pool of writer threads (a network round trip must not block the
-loop), each thread taking every unit queued at once into one transaction
-(``pgcommit``). Reads go to a small reader pool (WAL lets them proceed beside
-the writer); point reads may run on the loop (``rows.read_here``). On
-PostgreSQL a read runs without BEGIN and COMMIT (see ``Database._read_tx``),
-and a pooled connection is checked without a round trip (``_pg_alive``).
+loop). Reads go to a small reader pool (WAL lets them proceed beside the
+writer); point reads may run on the loop (``rows.read_here``). On PostgreSQL a
+read runs without BEGIN and COMMIT (see ``Database._read_tx``), and a pooled
+connection is checked without a round trip (``_pg_alive``).
 """
 from __future__ import annotations
 
 import select
 import threading
-from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Concatenate, ParamSpec, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from cirrus.db import checkpoint, pgcommit
+from cirrus.db import checkpoint
 from cirrus.db.groupcommit import GroupCommit
 from cirrus.db.handoff import settled
 from cirrus.db.rows import json_dumps
@@ -73,7 +71,8 @@ def make_engine(url: str) -> Engine:
 
 
 # DB threads on PostgreSQL. Their units mostly wait on the network, so more than
-# the cores; writers batch what queues behind them (``pgcommit``).
+# the cores. Units are not batched into shared transactions as on SQLite: see
+# docs/performance.md, "Distributed (issue 22)" (deadlocks on counter rows).
 PG_WRITERS = 8
 PG_READERS = 6
 
@@ -113,8 +112,7 @@ class Database:
             self._checkpointer = checkpoint.Checkpointer(self.engine.raw_connection)
             self._group = GroupCommit(self._loop_connection, on_commit=self._checkpointer.nudge)
         else:
-            self._writer = WorkerPool(self._tx, PG_WRITERS, "db-w", max_batch=pgcommit.MAX_BATCH,
-                                      batch=partial(pgcommit.run_batch, self.engine.connect))
+            self._writer = WorkerPool(self._tx, PG_WRITERS, "db-w")
 
     def _connection(self) -> Connection:
         """This thread's connection (reads, ``run_sync``). SQLite keeps one per

@@ -1,0 +1,94 @@
+"""The database on PostgreSQL (cirrus/db/engine.py): writes each in a
+transaction, reads without BEGIN/COMMIT, and a pooled connection whose server
+side went away replaced without a round trip per unit and without a failed
+unit."""
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Iterator
+
+import pytest
+import sqlalchemy as sa
+
+from cirrus.db.engine import Database
+from tests.databases import PG_URL, PostgresDatabases
+
+ITEMS = sa.Table("items", sa.MetaData(), sa.Column("id", sa.Integer, primary_key=True),
+                 sa.Column("name", sa.String(20), nullable=False, unique=True))
+
+
+@pytest.fixture
+def url() -> Iterator[str]:
+    reason = PostgresDatabases.unreachable()
+    if reason:
+        pytest.skip(reason)
+    name = f"cirrus_pgcommit_{uuid.uuid4().hex[:8]}"
+    admin = sa.create_engine(PG_URL, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
+    with admin.connect() as conn:
+        conn.execute(sa.text(f"CREATE DATABASE {name}"))
+    try:
+        yield PG_URL.rsplit("/", 1)[0] + "/" + name
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        admin.dispose()
+
+
+@pytest.fixture
+def db(url: str) -> Iterator[Database]:
+    database = Database(url)
+    ITEMS.metadata.create_all(database.engine)
+    yield database
+    database.close()
+
+
+def _insert(conn: sa.Connection, name: str, then_fail: bool = False) -> int:
+    """Inserts ``name``; the id of the transaction it ran in."""
+    conn.execute(ITEMS.insert().values(name=name))
+    if then_fail:
+        raise ValueError(f"{name} failed after its insert")
+    return int(conn.execute(sa.text("SELECT txid_current()")).scalar_one())
+
+
+def _names(conn: sa.Connection) -> set[str]:
+    return set(conn.execute(sa.select(ITEMS.c.name)).scalars())
+
+
+async def test_concurrent_units_through_the_writers_commit_or_fail_alone(db: Database) -> None:
+    names = [f"c{i}" for i in range(120)]
+    results = await asyncio.gather(*[db.run(_insert, n, then_fail=(i % 7 == 3))
+                                     for i, n in enumerate(names)], return_exceptions=True)
+    failed = {n for i, n in enumerate(names) if i % 7 == 3}
+    for name, result in zip(names, results):
+        assert isinstance(result, ValueError) if name in failed else isinstance(result, int)
+    assert await db.read(_names) == set(names) - failed
+
+
+def _in_transaction(conn: sa.Connection) -> bool:
+    """Whether the server holds a transaction open for this read (a read
+    without BEGIN runs each statement in its own)."""
+    first = conn.execute(sa.text("SELECT txid_current()")).scalar_one()
+    return bool(first == conn.execute(sa.text("SELECT txid_current()")).scalar_one())
+
+
+async def test_reads_run_without_a_transaction(db: Database) -> None:
+    assert await db.read(_in_transaction) is False
+    assert await db.run(_in_transaction) is True
+
+
+def _backend_pid(conn: sa.Connection) -> int:
+    return int(conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one())
+
+
+async def test_a_connection_the_server_closed_is_replaced_without_a_failed_unit(
+        db: Database, url: str) -> None:
+    pids = {await db.read(_backend_pid) for _ in range(3)}
+    admin = sa.create_engine(url, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
+    with admin.connect() as conn:
+        for pid in pids:  # as a server restart or a killed backend would
+            conn.execute(sa.text("SELECT pg_terminate_backend(:p, 10000)"), {"p": pid})
+    admin.dispose()
+    for _ in range(3):
+        assert await db.read(_backend_pid) not in pids
+    assert isinstance(await db.run(_insert, "after"), int)
