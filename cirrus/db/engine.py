@@ -79,7 +79,7 @@ PG_READERS = 6
 
 def _pg_alive(dbapi_conn: Any, _record: Any, _proxy: Any) -> None:
     """Check a pooled connection before use without a round trip (SQLAlchemy's
-    ``pool_pre_ping`` sends a statement for every unit of work: a fifth of a
+    ``pool_pre_ping`` sends a statement for every unit of work: ~15 % of a
     boot's round trips). An idle connection has nothing to read; if its socket
     is readable, the server closed it (a restart, a killed backend: the
     goodbye message or EOF is waiting), and the pool connects afresh."""

@@ -106,8 +106,9 @@ def allocate_ip(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
     Without ``address``: while nothing was released, the first ``k`` pool
     addresses are the ``k`` taken, so the ``k``-th is tried first — the
     subnet's counter, not a walk over every allocation, so the cost stays flat
-    as the subnet fills. If it is taken (a hole from a release, a racing
-    allocation), the pools are walked for the first free address as before.
+    as the subnet fills. If it is taken by a racing allocation, the counter is
+    read again and its guess tried (up to ``GUESSES`` in all); past a hole
+    from a release, the pools are walked for the first free address.
 
     ``taken``: the addresses allocated per subnet id, read earlier in this
     transaction (see ``networks.subnets_to_allocate``) instead of here; it
@@ -156,7 +157,7 @@ def _allocate_next(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
     count = taken.get(subnet["id"]) if taken is not None else None
     if count is None:
         count = _TAKEN.execute(conn, w_subnet=subnet["id"]).fetchone()[0]
-    for attempt in range(GUESSES):
+    for _ in range(GUESSES):
         guess = nth_in_pools(pools, count)
         if guess is None:
             break
