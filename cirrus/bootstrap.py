@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from starlette.applications import Starlette
@@ -20,6 +20,9 @@ from cirrus.db import migrate
 from cirrus.db.engine import Database
 from cirrus.rpc import Transport, get_transport
 from cirrus.service import Service
+
+if TYPE_CHECKING:
+    import httpx  # (imported on first use by cirrus.image.client)
 
 LOG = logging.getLogger(__name__)
 
@@ -58,8 +61,12 @@ class Cloud:
 
     def __init__(self, settings: Settings, *, api: bool = True,
                  roles: tuple[str, ...] = ("conductor", "scheduler", "compute"),
-                 prepare_db: bool = True, bus_hub: bool = False) -> None:
+                 prepare_db: bool = True, bus_hub: bool = False,
+                 http_transport: httpx.AsyncBaseTransport | None = None) -> None:
+        """``http_transport``: how computes reach the HTTP API (the image
+        service); None: over the network, at the configured URLs."""
         self.settings = settings
+        self.http_transport = http_transport
         self.bus_hub = bus_hub
         self.prepare_db = prepare_db
         self.run_api = api
@@ -120,7 +127,10 @@ class Cloud:
         assert self.db is not None and self.transport is not None
         out: list[Service] = []
         for role in self.roles:
-            out.extend(_SERVICE_BUILDERS[role](self.settings, self.db, self.transport))
+            if role == "compute":
+                out.extend(_compute(self.settings, self.db, self.transport, self.http_transport))
+            else:
+                out.extend(_SERVICE_BUILDERS[role](self.settings, self.db, self.transport))
         return out
 
     async def stop(self) -> None:
@@ -162,10 +172,11 @@ def _scheduler(settings: Settings, db: Database, transport: Transport) -> list[S
     return make_services(settings, db, transport)
 
 
-def _compute(settings: Settings, db: Database, transport: Transport) -> list[Service]:
+def _compute(settings: Settings, db: Database, transport: Transport,
+             http_transport: httpx.AsyncBaseTransport | None = None) -> list[Service]:
     from cirrus.compute.manager import make_services
 
-    return make_services(settings, db, transport)
+    return make_services(settings, db, transport, http_transport)
 
 
 # The services a process can run, by role (``cirrus up`` runs all three).

@@ -77,6 +77,9 @@ class Settings:
     fake_host_memory_mb: int = 32768
     fake_host_disk_gb: int = 1024
     fake_spawn_delay: float = 0.0
+    # Seconds the fake driver takes to copy a guest's disk for a snapshot, as a
+    # real hypervisor does (0: at once).
+    fake_snapshot_delay: float = 0.0
     # Seconds a deleted server stays SOFT_DELETED (restorable) before its host
     # reclaims it; 0: DELETE deletes at once (Nova's reclaim_instance_interval).
     reclaim_instance_interval: float = 0.0
@@ -97,6 +100,21 @@ class Settings:
     # Shelved servers: offloaded at once (0), never (-1) or by a periodic task
     # after this many seconds (Nova's [DEFAULT]shelved_offload_time).
     shelved_offload_time: int = 0
+
+    # The image service as compute hosts reach it (Nova's [glance] options):
+    # identity URL (empty: public_url + /identity), service credentials
+    # (password empty: admin_password), image endpoint (empty: the catalog's).
+    glance_auth_url: str = ""
+    glance_username: str = "admin"
+    glance_password: str = ""
+    glance_project_name: str = "admin"
+    glance_endpoint_override: str = ""
+    # The per-host image cache (Nova's [image_cache]): seconds between passes
+    # (0: every 60 s, -1: never), whether unused bases are removed, and how
+    # long after its last use a base may go.
+    image_cache_manager_interval: float = 2400.0
+    remove_unused_base_images: bool = True
+    remove_unused_original_minimum_age_seconds: float = 86400.0
 
     # serial consoles (Nova's [serial_console] and [consoleauth])
     serial_console_enabled: bool = True
@@ -119,6 +137,10 @@ class Settings:
     # Send the guest's memory through libvirtd's own connection (Nova's
     # live_migration_tunnelled): needed between network namespaces with no route.
     live_migration_tunnelled: bool = False
+    # libvirt: this host's address for incoming live migrations (Nova's
+    # live_migration_inbound_addr): the source's libvirtd and QEMU connect
+    # there instead of to the host name; also the host_ip it reports.
+    live_migration_inbound_addr: str = ""
 
     # scheduler
     max_attempts: int = 3
@@ -154,6 +176,26 @@ class Settings:
     # network
     base_mac: str = "fa:16:3e:00:00:00"
     auto_allocate_cidr: str = "10.0.0.0/24"
+    # Segmentation (Neutron's ml2 options; docs/configuration.md, "Tenant networks
+    # across hosts"). The type of a network a project creates: "local" (a bridge
+    # per host, not joined) or "vxlan"; empty: vxlan when local_ip is set.
+    tenant_network_types: str = ""
+    # VNIs tenant networks take, "MIN:MAX[,MIN:MAX…]" ([ml2_type_vxlan] vni_ranges).
+    vni_ranges: str = "1:1000"
+    # Physical networks VLAN provider networks may use, "physnet[:MIN:MAX],…"
+    # ([ml2_type_vlan] network_vlan_ranges), and flat ones ([ml2_type_flat]).
+    network_vlan_ranges: str = ""
+    flat_networks: str = ""
+    # MTU of the underlay; a network's MTU is this less its overlay's overhead.
+    global_physnet_mtu: int = 1500
+    # This host's underlay address, the VXLAN tunnels' local end ([vxlan] local_ip).
+    local_ip: str = ""
+    # "physnet:interface,…": the host interface of each physical network
+    # ([linux_bridge] physical_interface_mappings).
+    physical_interface_mappings: str = ""
+    # This host may serve DHCP for networks spanning hosts (one host per network).
+    dhcp_agent: bool = True
+    dns_domain: str = "openstacklocal."  # the domain of ports' dns_assignment FQDNs
 
     def __post_init__(self) -> None:
         self.state_dir = Path(self.state_dir)

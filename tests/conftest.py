@@ -7,7 +7,7 @@ using ``cloud`` runs on SQLite and on PostgreSQL (tests/databases.py).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ import pytest_asyncio
 from cirrus.bootstrap import Cloud
 from cirrus.config import Settings
 from tests.databases import Databases, PostgresDatabases, SQLiteDatabases, backends
+from tests.tenants import Tenants, make_tenants
 
 TEST_DEFAULTS: dict[str, Any] = {
     "computes": 2,
@@ -131,11 +132,23 @@ def settings_overrides() -> dict[str, Any]:
     return {}
 
 
+class AppTransport(httpx.AsyncBaseTransport):
+    """The in-process cloud's own API app as its computes' HTTP transport
+    (image downloads, snapshot uploads): the requests go through the real
+    routes, auth and policies, without a listening socket."""
+
+    def __init__(self, app: Callable[[], Any]) -> None:
+        self.app = app
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        return await httpx.ASGITransport(app=self.app()).handle_async_request(request)
+
+
 @pytest.fixture
 async def cloud(tmp_path: Path, database: Databases,
                 settings_overrides: dict[str, Any]) -> AsyncIterator[Cloud]:
     settings = make_settings(tmp_path, database, **settings_overrides)
-    c = Cloud(settings)
+    c = Cloud(settings, http_transport=AppTransport(lambda: c.app))
     try:
         await c.start()
         yield c
@@ -161,3 +174,28 @@ async def demo(api: Api) -> AsyncIterator[httpx.AsyncClient]:
 async def admin(api: Api) -> AsyncIterator[httpx.AsyncClient]:
     async with await api.as_user("admin") as c:
         yield c
+
+
+# Suites that change the machine (bridges, namespaces, libvirt guests, service
+# processes) run on one xdist worker, one after the other; the rest spread out.
+MACHINE_SUITES = ("host", "realvm", "multihost")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = Path(__file__).parent
+    for item in items:
+        parts = Path(str(item.fspath)).relative_to(root).parts
+        if parts and parts[0] in MACHINE_SUITES:
+            item.add_marker(pytest.mark.xdist_group("machine"))
+
+
+@pytest.fixture
+async def tenants(api: Api) -> AsyncIterator[Tenants]:
+    """One client per persona (tests/tenants.py), for the security suite and
+    any test that needs another project or role."""
+    t = await make_tenants(api)
+    try:
+        yield t
+    finally:
+        for c in t.clients.values():
+            await c.aclose()

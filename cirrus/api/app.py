@@ -14,7 +14,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Mount, Route
+from starlette.routing import BaseRoute, Mount, Route, Router
 
 from cirrus import policies, policy
 from cirrus.api import errors
@@ -99,9 +99,12 @@ def build_app(state: dict[str, Any]) -> Starlette:
     from cirrus.api.compute.microversion import MicroversionMiddleware
 
     for prefix, table, locate in _route_tables():
-        middleware = [Middleware(MicroversionMiddleware)] if prefix == "/compute" else None
-        routes.append(Mount(prefix, routes=guard_routes(prefix, table, locate),
-                            middleware=middleware))
+        compute = prefix == "/compute"
+        middleware = [Middleware(MicroversionMiddleware)] if compute else None
+        # Nova's routes match a path exactly: ``DELETE /images/`` is a 404
+        # there, not a redirect to the collection (which would answer 405).
+        router = Router(guard_routes(prefix, table, locate), redirect_slashes=not compute)
+        routes.append(Mount(prefix, app=router, middleware=middleware))
     app = Starlette(
         routes=routes,
         middleware=[Middleware(AuthMiddleware)],

@@ -10,13 +10,15 @@ write moves the service row's ``updated_at``, which is how the scheduler's
 host cache learns of the change (cirrus/scheduler/host_manager.py); the
 aggregate's own ``updated_at`` tells it to read the hosts' metadata again.
 
-Each function is one unit of work on a connection; the rules and their errors
+This module holds the aggregate as it is read (by the API, the scheduler's
+host cache and the services listing) and the zone rules; the operations the
+API asks for, which apply those rules, are in ``aggregate_api.py``. Each
+function is one unit of work on a connection; the rules and their errors
 (and HTTP codes) are Nova's.
 """
 from __future__ import annotations
 
 import datetime as dt
-import uuid as uuidlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -160,7 +162,7 @@ def _others_with_zone(conn: sa.Connection, aggregate_id: int, hosts: list[str]
             if a.availability_zone is not None]
 
 
-def _zone_move(conn: sa.Connection, agg: Aggregate, host: str, adding: bool) -> None:
+def check_zone_move(conn: sa.Connection, agg: Aggregate, host: str, adding: bool) -> None:
     """Nova's ``ensure_no_instances_need_to_move_az_when_host_added/removed``:
     a host with instances keeps its zone."""
     count = _instances_on(conn, [host])
@@ -182,19 +184,7 @@ def _zone_move(conn: sa.Connection, agg: Aggregate, host: str, adding: bool) -> 
             f"achieve this."))
 
 
-# -- writing ---------------------------------------------------------------------
-def _name_free(conn: sa.Connection, name: str, aggregate_id: int | None = None) -> None:
-    query = sa.select(aggregates.c.id).where(aggregates.c.name == name)
-    if aggregate_id is not None:
-        query = query.where(aggregates.c.id != aggregate_id)
-    if conn.execute(query).first() is not None:
-        raise exc.AggregateNameExists(aggregate_name=name)
-
-
-def _touch(conn: sa.Connection, aggregate_id: int, now: dt.datetime) -> None:
-    conn.execute(aggregates.update().where(aggregates.c.id == aggregate_id).values(updated_at=now))
-
-
+# -- the zones written --------------------------------------------------------------
 def sync_zones(conn: sa.Connection, hosts: Iterable[str], default_zone: str) -> None:
     """Write each host's zone into its compute service row (and so move the
     row's ``updated_at``, which the scheduler's host cache follows)."""
@@ -206,130 +196,3 @@ def sync_zones(conn: sa.Connection, hosts: Iterable[str], default_zone: str) -> 
     for host in hosts:
         conn.execute(services.update().where(services.c.host == host, services.c.binary == COMPUTE)
                      .values(availability_zone=zones.get(host, default_zone), updated_at=now))
-
-
-def _apply_metadata(conn: sa.Connection, aggregate_id: int, metadata: dict[str, str | None],
-                    now: dt.datetime) -> None:
-    """Set each key to its value; a None value removes the key."""
-    md = aggregate_metadata
-    for key, value in metadata.items():
-        conn.execute(md.delete().where(md.c.aggregate_id == aggregate_id, md.c.key == key))
-        if value is not None:
-            conn.execute(md.insert().values(aggregate_id=aggregate_id, key=key, value=value,
-                                            created_at=now))
-
-
-def create_aggregate(conn: sa.Connection, name: str, zone: str | None) -> Aggregate:
-    """A new, empty aggregate; :class:`AggregateNameExists` (409) on a taken name."""
-    _name_free(conn, name)
-    now = utcnow()
-    try:  # a create racing this one for the name: the unique index decides
-        with conn.begin_nested():
-            key = conn.execute(aggregates.insert().values(
-                uuid=str(uuidlib.uuid4()), name=name, created_at=now)).inserted_primary_key
-    except sa.exc.IntegrityError:
-        raise exc.AggregateNameExists(aggregate_name=name) from None
-    assert key is not None
-    new_id = int(key[0])
-    if zone:
-        _apply_metadata(conn, new_id, {AZ_KEY: zone}, now)
-    return get_aggregate(conn, new_id)
-
-
-def update_aggregate(conn: sa.Connection, aggregate_id: int, name: str | None,
-                     zone: dict[str, str | None], default_zone: str) -> Aggregate:
-    """Rename and/or re-zone (``zone`` is ``{}`` or ``{"availability_zone": …}``)."""
-    agg = get_aggregate(conn, aggregate_id)
-    now = utcnow()
-    if name is not None:
-        _name_free(conn, name, aggregate_id)
-        conn.execute(aggregates.update().where(aggregates.c.id == aggregate_id)
-                     .values(name=name, updated_at=now))
-    check_zone_change(conn, agg, zone, agg.hosts, exc.InvalidAggregateActionUpdate,
-                      check_instances=True)
-    if zone:
-        _apply_metadata(conn, aggregate_id, zone, now)
-        _touch(conn, aggregate_id, now)
-        sync_zones(conn, agg.hosts, default_zone)
-    return get_aggregate(conn, aggregate_id)
-
-
-def set_metadata(conn: sa.Connection, aggregate_id: int, metadata: dict[str, str | None],
-                 default_zone: str) -> Aggregate:
-    """Nova's ``update_aggregate_metadata``: keys set, None values removed."""
-    agg = get_aggregate(conn, aggregate_id)
-    check_zone_change(conn, agg, metadata, agg.hosts, exc.InvalidAggregateActionUpdateMeta,
-                      check_instances=True)
-    now = utcnow()
-    _apply_metadata(conn, aggregate_id, metadata, now)
-    _touch(conn, aggregate_id, now)
-    sync_zones(conn, agg.hosts, default_zone)
-    return get_aggregate(conn, aggregate_id)
-
-
-def delete_aggregate(conn: sa.Connection, aggregate_id: int) -> None:
-    """Only an empty aggregate goes (:class:`InvalidAggregateActionDelete`, 400)."""
-    agg = get_aggregate(conn, aggregate_id)
-    if agg.hosts:
-        raise exc.InvalidAggregateActionDelete(aggregate_id=aggregate_id,
-                                               reason="Host aggregate is not empty")
-    md = aggregate_metadata
-    conn.execute(md.delete().where(md.c.aggregate_id == aggregate_id))
-    conn.execute(aggregates.delete().where(aggregates.c.id == aggregate_id))
-
-
-def _compute_host(conn: sa.Connection, host: str) -> bool:
-    # Compared in Python too: a case-insensitive collation must not match.
-    rows = conn.execute(sa.select(services.c.host).where(
-        services.c.host == host, services.c.binary == COMPUTE)).scalars().all()
-    return host in rows
-
-
-def add_host(conn: sa.Connection, aggregate_id: int, host: str, default_zone: str) -> Aggregate:
-    """Put a compute host in the aggregate: 404 for an unknown host or
-    aggregate, 409 when it is there already or its zone would conflict."""
-    if not _compute_host(conn, host):
-        raise exc.ComputeHostMissing(host=host)
-    agg = get_aggregate(conn, aggregate_id)
-    if host in agg.hosts:
-        raise exc.AggregateHostExists(aggregate_id=aggregate_id, host=host)
-    check_zone_change(conn, agg, dict(agg.metadata), [host], exc.InvalidAggregateActionAdd)
-    _zone_move(conn, agg, host, adding=True)
-    now = utcnow()
-    try:
-        with conn.begin_nested():
-            conn.execute(aggregate_hosts.insert().values(aggregate_id=aggregate_id, host=host,
-                                                         created_at=now))
-    except sa.exc.IntegrityError:
-        raise exc.AggregateHostExists(aggregate_id=aggregate_id, host=host) from None
-    _touch(conn, aggregate_id, now)
-    sync_zones(conn, [host], default_zone)
-    return get_aggregate(conn, aggregate_id)
-
-
-def remove_host(conn: sa.Connection, aggregate_id: int, host: str, default_zone: str) -> Aggregate:
-    """Take a host out: 404 unless it is in the aggregate, 409 when its
-    instances would change zone."""
-    try:
-        agg = get_aggregate(conn, aggregate_id)
-    except exc.AggregateNotFound:
-        raise exc.AggregateHostRemoveFailed(host=host, id=aggregate_id) from None
-    if host not in agg.hosts:
-        raise exc.AggregateHostRemoveFailed(host=host, id=aggregate_id)
-    _zone_move(conn, agg, host, adding=False)
-    conn.execute(aggregate_hosts.delete().where(aggregate_hosts.c.aggregate_id == aggregate_id,
-                                                aggregate_hosts.c.host == host))
-    _touch(conn, aggregate_id, utcnow())
-    sync_zones(conn, [host], default_zone)
-    return get_aggregate(conn, aggregate_id)
-
-
-def forget_host(conn: sa.Connection, host: str) -> None:
-    """A compute service deleted: its host leaves every aggregate (as Nova's
-    service delete does), so that a new service there starts in no zone."""
-    now = utcnow()
-    ids = conn.execute(sa.select(aggregate_hosts.c.aggregate_id)
-                       .where(aggregate_hosts.c.host == host)).scalars().all()
-    conn.execute(aggregate_hosts.delete().where(aggregate_hosts.c.host == host))
-    for aggregate_id in ids:
-        _touch(conn, aggregate_id, now)

@@ -19,6 +19,8 @@ import sqlalchemy as sa
 from cirrus import policy
 from cirrus.compute import exception as exc
 from cirrus.compute.admission import BuildAdmission
+from cirrus.compute.api_admin import AdminActions
+from cirrus.compute.api_delete import DeleteActions
 from cirrus.compute.api_images import ImageActions
 from cirrus.compute import instance as inst
 from cirrus.compute import (destinations, flavors, instance_actions, keypairs, quotas, records,
@@ -32,11 +34,11 @@ from cirrus.compute.scope import require_project
 from cirrus.compute.state_api import StateActions
 from cirrus.compute.rpcapi import ComputeAPI
 from cirrus.compute.transitions import TRANSITIONS, Transition
-from cirrus.compute.states import TaskState, VmState
+from cirrus.compute.states import VmState
 from cirrus.conductor.rpcapi import ComputeTaskAPI
 from cirrus.config import Settings
 from cirrus.context import RequestContext
-from cirrus.exception import CirrusException, ConsoleTypeUnavailable
+from cirrus.exception import CirrusException
 from cirrus.db.base import utcnow
 from cirrus.db.engine import Database
 from cirrus.db.prepared import Prepared
@@ -54,9 +56,6 @@ MAX_METADATA_ITEMS = 128
 # building their records costs less than that read, and the create's
 # transaction checks the quota before it writes them either way.
 QUOTA_FIRST_ABOVE = 16
-# Where a guest (or its log) is to be read: Nova refuses only a server on no host.
-CONSOLE_STATES = frozenset(v.value for v in (VmState.ACTIVE, VmState.STOPPED, VmState.PAUSED,
-                                             VmState.SUSPENDED, VmState.RESCUED))
 GROUP_POLICIES = ("affinity", "anti-affinity", "soft-affinity", "soft-anti-affinity")
 
 # Every create writes these records: statements built once (cirrus/db/prepared.py).
@@ -120,10 +119,12 @@ def parse_availability_zone(ctx: RequestContext, value: str | None, default: str
     return az or default, host or None, node or None
 
 
-class API(StateActions, ImageActions):
+class API(StateActions, ImageActions, AdminActions, DeleteActions):
     """The compute API used by the HTTP handlers (the guest-state actions in
     :class:`~cirrus.compute.state_api.StateActions`, the image ones in
-    :class:`~cirrus.compute.api_images.ImageActions`)."""
+    :class:`~cirrus.compute.api_images.ImageActions`, the consoles and admin
+    actions in :class:`~cirrus.compute.api_admin.AdminActions`, the deletes in
+    :class:`~cirrus.compute.api_delete.DeleteActions`)."""
 
     def __init__(self, settings: Settings, db: Database, transport: Transport,
                  images: Any, network: Any) -> None:
@@ -431,69 +432,6 @@ class API(StateActions, ImageActions):
             raise exc.InstanceIsLocked(instance_uuid=uuid)
         return row
 
-    # -- delete --------------------------------------------------------------------
-    async def delete(self, ctx: RequestContext, uuid: str) -> None:
-        """Delete a server in any state, including one that is still building;
-        with ``reclaim_instance_interval``, soft-delete one that ran."""
-        row = await self._get_for_change(ctx, uuid, "compute:server:delete")
-        if row["vm_state"] == VmState.RESIZED.value:
-            await self.moves.confirm_on_delete(ctx, row)  # Nova's _confirm_resize_on_deleting
-        if self._soft_deletable(row):
-            await self._soft_delete(ctx, row)
-            return
-        await self._delete(ctx, row)
-
-    async def force_delete(self, ctx: RequestContext, uuid: str) -> None:
-        """Delete now, soft delete or not (Nova's ``force_delete``)."""
-        await self._delete(ctx, await self._get_for_change(ctx, uuid, "compute:server:delete"))
-
-    def _soft_deletable(self, row: dict[str, Any]) -> bool:
-        return (self.settings.reclaim_instance_interval > 0 and bool(row["host"])
-                and row["launched_at"] is not None
-                and row["vm_state"] != VmState.SOFT_DELETED.value)
-
-    async def _soft_delete(self, ctx: RequestContext, row: dict[str, Any]) -> None:
-        """Nova's ``soft_delete``: on the host (powered off there), or here if
-        the host is down."""
-        local = not await self.db.read(self._host_is_up, row["host"])
-        await self.db.run(_start_soft_delete, ctx, row["uuid"], local)
-        if not local:
-            await self.compute_rpcapi.soft_delete_instance(ctx, row["host"], row["uuid"])
-
-    async def _delete(self, ctx: RequestContext, row: dict[str, Any]) -> None:
-        uuid = row["uuid"]
-        await self.db.run(self._start_delete, ctx, row)
-        await self._delete_shelved_image(ctx, row)  # api_images.py
-        if row["host"] and await self.db.read(self._host_is_up, row["host"]):
-            await self.compute_rpcapi.terminate_instance(ctx, row["host"], uuid)
-            return
-        # Not on a host yet (the conductor's build will find it gone), or its
-        # host is down: delete here, as Nova's local delete does.
-        from cirrus.claims import release
-
-        await self.network.deallocate_for_instance(
-            ctx, row, requested_networks=row.get("requested_networks"))
-        await self.db.run(release, uuid)
-        await self.db.run(self._local_delete, ctx, row)
-
-    def _host_is_up(self, conn: sa.Connection, host: str) -> bool:
-        from cirrus.compute.hosts import is_up, list_services
-
-        return any(is_up(s, self.settings.service_down_time)
-                   for s in list_services(conn, host, "cirrus-compute"))
-
-    @staticmethod
-    def _start_delete(conn: sa.Connection, ctx: RequestContext, row: dict[str, Any]) -> None:
-        inst.save(conn, row["uuid"], {"task_state": TaskState.DELETING})
-        instance_actions.action_start(conn, ctx, row["uuid"], "delete")
-
-    @staticmethod
-    def _local_delete(conn: sa.Connection, ctx: RequestContext, row: dict[str, Any]) -> None:
-        conn.execute(instance_group_members.delete().where(
-            instance_group_members.c.instance_uuid == row["uuid"]))
-        inst.soft_delete(conn, row["uuid"])
-        instance_actions.action_finish(conn, ctx, row["uuid"])
-
     # -- update ------------------------------------------------------------------
     async def update_instance(self, ctx: RequestContext, uuid: str,
                               updates: dict[str, Any]) -> None:
@@ -579,70 +517,6 @@ class API(StateActions, ImageActions):
         row = await self._begin_action(ctx, uuid, t)
         await self.compute_rpcapi.reboot_instance(ctx, row["host"], uuid, reboot_type)
 
-    async def get_console_output(self, ctx: RequestContext, uuid: str,
-                                 tail_length: int | None) -> str:
-        row = await self.get(ctx, uuid)
-        policy.enforce(ctx, "compute:server:action", row)
-        if not row["host"] or row["vm_state"] not in CONSOLE_STATES:
-            raise exc.InstanceNotReady(instance_id=uuid)
-        return await self.compute_rpcapi.get_console_output(ctx, row["host"], uuid, tail_length)
-
-    async def get_serial_console(self, ctx: RequestContext, uuid: str) -> str:
-        """A URL of the server's serial console through the proxy, with a new token."""
-        from cirrus.console import tokens
-
-        row = await self.get(ctx, uuid)
-        policy.enforce(ctx, "compute:server:action", row)
-        if not self.settings.serial_console_enabled:
-            raise ConsoleTypeUnavailable(console_type="serial")
-        if not row["host"] or row["vm_state"] != VmState.ACTIVE.value:
-            raise exc.InstanceNotReady(instance_id=uuid)
-        where = await self.compute_rpcapi.get_serial_console(ctx, row["host"], uuid)
-        base = self.settings.serial_console_base_url
-        info = tokens.ConnectInfo(instance_uuid=uuid, console_type="serial", host=where["host"],
-                                  port=int(where["port"]), access_url_base=base,
-                                  netns=str(where.get("netns") or ""))
-        token = await self.db.run(tokens.authorize, info, self.settings.console_token_ttl)
-        return f"{base}{'&' if '?' in base else '?'}token={token}"
-
-    async def reset_state(self, ctx: RequestContext, uuid: str, state: str) -> None:
-        """Nova's ``os-resetState``: ``state`` (active or error) forced, the
-        task cleared, whatever the server was doing; recorded as an action."""
-        await self.get(ctx, uuid)
-
-        def reset(conn: sa.Connection) -> None:
-            inst.save(conn, uuid, {"vm_state": VmState(state), "task_state": None})
-            instance_actions.action_start(conn, ctx, uuid, "resetState")
-            instance_actions.action_finish(conn, ctx, uuid)
-        await self.db.run(reset)
-
-    async def get_host_uptime(self, ctx: RequestContext, host: str) -> str:
-        """Compute host ``host``'s ``uptime`` line (asked of the host itself)."""
-        return await self.compute_rpcapi.get_host_uptime(ctx, host)
-
-    # -- external events (network-vif-plugged) -------------------------------------
-    async def external_instance_event(self, ctx: RequestContext,
-                                      events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Route each event to the host of its instance; per-event status codes."""
-        uuids = list({e["server_uuid"] for e in events})
-        rows = {r["uuid"]: r for r in await self.db.read(inst.get_many, uuids)}
-        by_host: dict[str, list[dict[str, Any]]] = {}
-        results = []
-        for event in events:
-            row = rows.get(event["server_uuid"])
-            result = dict(event)
-            if row is None or row["deleted"]:
-                result.update(code=404, status="failed")
-            elif not row["host"]:
-                result.update(code=422, status="failed")
-            else:
-                result.update(code=200, status=event.get("status", "completed"))
-                by_host.setdefault(row["host"], []).append(event)
-            results.append(result)
-        for host, host_events in by_host.items():
-            await self.compute_rpcapi.external_instance_event(ctx, host, host_events)
-        return results
-
 
 def _begin(conn: sa.Connection, ctx: RequestContext, uuid: str, t: Transition,
            extra: dict[str, Any] | None = None) -> None:
@@ -660,19 +534,6 @@ def _begin(conn: sa.Connection, ctx: RequestContext, uuid: str, t: Transition,
         raise exc.InstanceInvalidState(method=t.method, instance_uuid=uuid, attr=attr,
                                        state=state) from None
     instance_actions.action_start(conn, ctx, uuid, t.action)
-
-
-def _start_soft_delete(conn: sa.Connection, ctx: RequestContext, uuid: str, local: bool) -> None:
-    """SOFT_DELETING for the host to finish (or SOFT_DELETED at once, its host
-    down), the delete action recorded; ``deleted_at`` starts the reclaim clock."""
-    now = utcnow()
-    values: dict[str, Any] = {"task_state": TaskState.SOFT_DELETING, "deleted_at": now}
-    if local:
-        values.update(vm_state=VmState.SOFT_DELETED, task_state=None, terminated_at=now)
-    inst.save(conn, uuid, values)
-    instance_actions.action_start(conn, ctx, uuid, "delete")
-    if local:
-        instance_actions.action_finish(conn, ctx, uuid)
 
 
 def make_compute_api(settings: Settings, db: Database, transport: Transport) -> API:

@@ -75,6 +75,32 @@ class ImageUnacceptable(Invalid):
     msg_fmt = "Image %(image_id)s is unacceptable: %(reason)s"
 
 
+class GlanceConnectionFailed(CirrusException):
+    """The image service did not answer usefully: unreachable, refusing the
+    host's service credentials, or failing."""
+
+    code = 503
+    msg_fmt = "Connection to glance host %(server)s failed: %(reason)s"
+
+
+class ImageDownloadFailed(CirrusException):
+    """The image's data did not reach this host (the image service was
+    unreachable, answered with an error, or the stream broke): another host
+    may fare better, so the build is rescheduled."""
+
+    code = 500
+    msg_fmt = "Failed to download image %(image_href)s: %(reason)s"
+
+
+class ImageChecksumMismatch(ImageDownloadFailed):
+    """The downloaded data is not what the image's record says it is: every
+    host would get the same bytes, so the build is aborted."""
+
+    # Digests cut to 12 digits: a fault message keeps 255 characters.
+    msg_fmt = ("Image %(image_href)s is corrupt: the %(algorithm)s of the downloaded data "
+               "does not match the image service's (got %(actual)s, expected %(expected)s)")
+
+
 class FlavorDiskTooSmall(Invalid):
     msg_fmt = "Flavor's disk is too small for requested image."
 
@@ -269,3 +295,14 @@ class UnshelveInstanceInvalidState(InstanceInvalidState):
 
 class ImageQuotaExceeded(Forbidden):
     msg_fmt = "Quota exceeded creating the image: %(reason)s"
+
+
+class HostNotFound(NotFound):
+    msg_fmt = "Compute host %(host)s could not be found."
+
+
+class FeatureNotSupported(CirrusException):
+    """What no cirrus driver does (Nova's libvirt answers the same): 501."""
+
+    code = 501
+    msg_fmt = "The requested functionality is not supported."

@@ -6,10 +6,11 @@ from typing import Any, TypedDict
 
 import sqlalchemy as sa
 
+from cirrus.compute.exception import HostNotFound
 from cirrus.compute.models import compute_nodes, instances
 from cirrus.db.base import utcnow
 from cirrus.db.engine import fetch_all
-from cirrus.exception import CirrusException, NotFound
+from cirrus.exception import NotFound
 from cirrus.service_models import services
 
 # cirrus's binaries under the names OpenStack tooling looks for.
@@ -44,6 +45,11 @@ def list_services(conn: sa.Connection, host: str | None = None,
     if binary:
         q = q.where(services.c.binary == INTERNAL_BINARY.get(binary, binary))
     return fetch_all(conn, q)
+
+
+def compute_is_up(conn: sa.Connection, host: str, down_time: float) -> bool:
+    """Whether ``host``'s compute service is up (see :func:`is_up`)."""
+    return any(is_up(s, down_time) for s in list_services(conn, host, "cirrus-compute"))
 
 
 def get_service(conn: sa.Connection, service_id: str) -> dict[str, Any]:
@@ -83,17 +89,6 @@ def servers_on_nodes(conn: sa.Connection, nodes: list[str]) -> dict[str, list[di
     for row in conn.execute(query):
         found.setdefault(row.node, []).append({"uuid": row.uuid, "name": "instance-%08x" % row.id})
     return found
-
-
-class HostNotFound(NotFound):
-    msg_fmt = "Compute host %(host)s could not be found."
-
-
-class FeatureNotSupported(CirrusException):
-    """What no cirrus driver does (Nova's libvirt answers the same): 501."""
-
-    code = 501
-    msg_fmt = "The requested functionality is not supported."
 
 
 class HostResource(TypedDict):

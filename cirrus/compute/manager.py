@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cirrus.claims import ClaimsClient
 from cirrus.compute.action import ActionRunner
@@ -18,6 +18,7 @@ from cirrus.compute.build_request import (BuildParams, BuildRequest, FilterPrope
                                           RequestSpec)
 from cirrus.compute.builds import RunningBuilds
 from cirrus.compute.consoles import Consoles
+from cirrus.compute.diagnostics import ServerDiagnostics
 from cirrus.compute.delete import Terminate
 from cirrus.compute.events import InstanceEvents
 from cirrus.compute.interfaces import Interfaces
@@ -43,6 +44,7 @@ from cirrus.config import Settings
 from cirrus.context import RequestContext, admin_context
 from cirrus.db.engine import Database
 from cirrus.image.api import make_image_api
+from cirrus.image.client import ImageClient, ServiceCredentials
 from cirrus.network.api import make_network_api
 from cirrus.notifications import Notifier
 from cirrus.rpc import Transport
@@ -50,6 +52,9 @@ from cirrus.service import PeriodicTask, Service
 from cirrus.utils import KeyedLocks
 from cirrus.virt import load_compute_driver
 from cirrus.virt.driver import ComputeDriver
+
+if TYPE_CHECKING:
+    import httpx  # (imported on first use by cirrus.image.client)
 
 LOG = logging.getLogger(__name__)
 
@@ -61,6 +66,7 @@ class ComputeManager:
                          "external_instance_event", "start_instance", "stop_instance",
                          "reboot_instance", "get_console_output", "get_serial_console",
                          "attach_interface", "detach_interface", "get_host_uptime",
+                         "get_diagnostics", "get_instance_diagnostics",
                          # issue #19: pause, suspend, rescue, password, soft delete
                          "pause_instance", "unpause_instance", "suspend_instance",
                          "resume_instance", "rescue_instance", "unrescue_instance",
@@ -77,7 +83,7 @@ class ComputeManager:
                          "live_migration_force_complete", "evacuate_instance"})
 
     def __init__(self, settings: Settings, db: Database, transport: Transport, host: str,
-                 driver: ComputeDriver) -> None:
+                 driver: ComputeDriver, image_service: ImageClient) -> None:
         self.settings = settings
         self.db = db
         self.host = host
@@ -89,9 +95,11 @@ class ComputeManager:
         self.locks = KeyedLocks()
         self.builds = RunningBuilds()
         self.images = make_image_api(settings, db, transport)
-        # Drivers wait for network-vif-plugged and read images through it (seed 003).
+        self.image_service = image_service
+        # Drivers wait for network-vif-plugged and reach the image service's
+        # API through it (seed 003).
         driver.virtapi = VirtAPI(self.events, settings.vif_plugging_timeout,
-                                 settings.vif_plugging_is_fatal, self.images)
+                                 settings.vif_plugging_is_fatal, image_service)
         self.notifier = Notifier(f"compute.{host}")
         self.rt = ResourceTracker(settings, db, host, driver)
         self.network_api = make_network_api(settings, db, host,
@@ -112,6 +120,7 @@ class ComputeManager:
         self.interfaces = Interfaces(self.store, self.locks, driver, self.network_api)
         self.consoles = Consoles(self.store, driver, settings.serial_console_enabled,
                                  settings.host_netns)
+        self.diagnostics = ServerDiagnostics(self.store, driver)
         self.periodics = ComputePeriodics(
             store=self.store, locks=self.locks, builds=self.builds, driver=driver,
             network=self.network_api, build_timeout=settings.instance_build_timeout)
@@ -150,6 +159,7 @@ class ComputeManager:
         await self.builds.cancel_all()
         await self.network_api.stop()
         await self.driver.cleanup_host(self.host)
+        await self.image_service.close()
 
     # -- RPC API -------------------------------------------------------------------
     async def build_and_run_instance(self, ctx: RequestContext, instance_uuid: str, node: str,
@@ -179,6 +189,13 @@ class ComputeManager:
 
     async def get_serial_console(self, ctx: RequestContext, instance_uuid: str) -> dict[str, Any]:
         return await self.consoles.get_serial_console(ctx, instance_uuid)
+
+    async def get_diagnostics(self, ctx: RequestContext, instance_uuid: str) -> dict[str, int]:
+        return await self.diagnostics.get_diagnostics(ctx, instance_uuid)
+
+    async def get_instance_diagnostics(self, ctx: RequestContext,
+                                       instance_uuid: str) -> dict[str, Any]:
+        return await self.diagnostics.get_instance_diagnostics(ctx, instance_uuid)
 
     async def get_host_uptime(self, ctx: RequestContext) -> str:
         """This host's ``uptime`` line, from the driver."""
@@ -344,7 +361,16 @@ class ComputeManager:
             *([PeriodicTask("poll_shelved_instances", max(1.0, min(60.0, s.shelved_offload_time / 4)),
                             self.shelving.poll_shelved_instances)]
               if s.shelved_offload_time > 0 else []),
-        ] + self._move_periodic_tasks()
+        ] + self._move_periodic_tasks() + self._image_cache_task()
+
+    def _image_cache_task(self) -> list[PeriodicTask]:
+        """Nova's ``_run_image_cache_manager_pass``, for a driver that caches
+        images; ``image_cache_manager_interval`` 0 is every 60 s, -1 never."""
+        interval = self.settings.image_cache_manager_interval
+        if interval < 0 or not self.driver.capabilities.has_imagecache:
+            return []
+        return [PeriodicTask("_run_image_cache_manager_pass", interval or 60.0,
+                             self.periodics.run_image_cache_manager_pass)]
 
     def _move_periodic_tasks(self) -> list[PeriodicTask]:
         """Nova's ``_poll_unconfirmed_resizes``, when a confirm window is set."""
@@ -362,12 +388,16 @@ def compute_hosts(settings: Settings) -> list[str]:
     return [f"compute{i}" for i in range(1, settings.computes + 1)]
 
 
-def make_services(settings: Settings, db: Database, transport: Transport) -> list[Service]:
-    """One compute service per (simulated) host."""
+def make_services(settings: Settings, db: Database, transport: Transport,
+                  http_transport: httpx.AsyncBaseTransport | None = None) -> list[Service]:
+    """One compute service per (simulated) host. ``http_transport``: how the
+    image client reaches the API (None: over the network; tests pass the
+    in-process app)."""
     out = []
     for host in compute_hosts(settings):
+        image_service = ImageClient(ServiceCredentials.from_settings(settings), http_transport)
         manager = ComputeManager(settings, db, transport, host,
-                                 load_compute_driver(settings, host))
+                                 load_compute_driver(settings, host), image_service)
         out.append(Service(binary="cirrus-compute", topic="compute", host=host, db=db,
                            transport=transport, endpoint=manager,
                            report_interval=settings.report_interval,

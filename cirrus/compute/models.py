@@ -247,6 +247,16 @@ quota_limits = sa.Table(
     *timestamps(),
 )
 
+# Quota classes (Nova's quota_classes): named sets of limits; "default" holds
+# the defaults of every project without its own limit (migration 0018).
+quota_classes = sa.Table(
+    "quota_classes", metadata,
+    sa.Column("class_name", sa.String(255), primary_key=True),
+    sa.Column("resource", sa.String(255), primary_key=True),
+    sa.Column("hard_limit", sa.Integer, nullable=False),
+    *timestamps(),
+)
+
 # Host aggregates (Nova's API-database tables): named groups of compute hosts
 # with metadata; the ``availability_zone`` key makes one a zone (migration 0014).
 aggregates = sa.Table(

@@ -18,7 +18,7 @@ from cirrus.compute import instance_actions
 from cirrus.compute import migrations as mig
 from cirrus.compute import quotas
 from cirrus.compute.flavors import get_flavor
-from cirrus.compute.hosts import is_up, list_services
+from cirrus.compute.hosts import compute_is_up, list_services
 from cirrus.compute.migrations import Migration, MigrationType, Status
 from cirrus.compute.records import FLAVOR_SNAPSHOT_KEYS
 from cirrus.compute.rpcapi import ComputeAPI
@@ -238,7 +238,7 @@ class MoveAPI:
         if host is not None:
             await self._check_target(row, host, "evacuate", "UnableToMigrateToSelf",
                                      missing=ComputeHostMissing)
-        if await self.db.read(self._host_is_up, row["host"]):
+        if await self.db.read(compute_is_up, row["host"], self.settings.service_down_time):
             raise ComputeServiceInUse(host=row["host"])
         migration = await self.db.run(self._begin_move, ctx, row, TRANSITIONS["evacuate"],
                                       MigrationType.EVACUATION, Status.ACCEPTED, None)
@@ -258,10 +258,6 @@ class MoveAPI:
             raise exc.InstanceInvalidState(method="move", instance_uuid=uuid, attr="vm_state",
                                            state=row["vm_state"])
         return row
-
-    def _host_is_up(self, conn: sa.Connection, host: str) -> bool:
-        return any(is_up(s, self.settings.service_down_time)
-                   for s in list_services(conn, host, "cirrus-compute"))
 
     async def _check_target(self, row: dict[str, Any], host: str, verb: str, same: str,
                             missing: type[CirrusException] = exc.ComputeHostNotFound) -> None:

@@ -59,7 +59,9 @@ BUILD_OUTCOMES: OutcomeTable = (
     Rule(exc.VirtualInterfaceCreateException, Outcome.ABORT,
          "Failed to allocate the network(s), not rescheduling."),
     Rule((exc.FlavorDiskTooSmall, exc.FlavorMemoryTooSmall, exc.ImageNotActive,
-          exc.ImageUnacceptable, exc.ImageNotFound), Outcome.ABORT),
+          exc.ImageUnacceptable, exc.ImageNotFound, exc.ImageChecksumMismatch), Outcome.ABORT),
+    # After the row naming its subclass ImageChecksumMismatch (first match wins).
+    Rule(exc.ImageDownloadFailed, Outcome.RESCHEDULE),
 )
 
 

@@ -1,31 +1,27 @@
-"""Periodic tasks of a compute host, and the sweep for builds nobody finishes.
+"""Periodic tasks of a compute host.
 
 * ``sync_power_states`` – the database follows what the hypervisor says.
 * ``heal_instance_info_cache`` – one instance per run gets fresh network info.
+* ``run_image_cache_manager_pass`` – the driver's unused cached images age out.
 * ``check_instance_build_time`` – builds older than ``instance_build_timeout``
-  end in ERROR with a fault and their claim and ports released. The conductor
-  runs the same sweep for hosts whose compute service is down, so a crashed
-  service leaves nothing in BUILD forever.
+  end in ERROR with a fault and their claim and ports released (the sweep is
+  ``stuck_builds.py``'s: the conductor runs it too, for hosts that are down).
 """
 from __future__ import annotations
 
-import datetime as dt
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, TypeVar
+from typing import Any
 
 import sqlalchemy as sa
 
-from cirrus import claims
 from cirrus.compute import exception as exc
-from cirrus.compute import instance as inst
 from cirrus.compute.builds import RunningBuilds
 from cirrus.compute.models import instances
 from cirrus.compute.states import PowerState, TaskState, VmState
 from cirrus.compute.store import Instance, InstanceStore
+from cirrus.compute.stuck_builds import fail_stuck_builds, stuck_builds
 from cirrus.context import admin_context
-from cirrus.exception import CirrusException
-from cirrus.db.base import utcnow
 from cirrus.db.engine import fetch_all
 from cirrus.network.api import API as NetworkAPI
 from cirrus.utils import KeyedLocks
@@ -34,61 +30,6 @@ from cirrus.virt.driver import ComputeDriver
 
 LOG = logging.getLogger(__name__)
 BUILD_UNWIND_TIMEOUT = 30.0  # a cancelled build's own clean-up, before the sweep's
-
-
-T = TypeVar("T")
-
-
-class Transactions(Protocol):
-    """Where the sweep writes: the database, or a host's InstanceStore."""
-
-    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T: ...
-
-
-class BuildTimedOut(CirrusException):
-    code = 500
-    msg_fmt = "Instance build timed out after %(timeout)s seconds. Set to error state."
-
-
-def stuck_builds(conn: sa.Connection, timeout: float, hosts: list[str] | None,
-                 include_unscheduled: bool) -> list[dict[str, Any]]:
-    """BUILDING instances not updated for ``timeout`` s, on ``hosts`` (None: any)."""
-    cutoff = utcnow() - dt.timedelta(seconds=timeout)
-    last = sa.func.coalesce(instances.c.updated_at, instances.c.created_at)
-    where = [instances.c.vm_state == VmState.BUILDING.value, instances.c.deleted.is_(False),
-             last < cutoff]
-    placed = instances.c.host.in_(hosts) if hosts is not None else instances.c.host.is_not(None)
-    where.append(sa.or_(placed, instances.c.host.is_(None)) if include_unscheduled else placed)
-    return fetch_all(conn, sa.select(instances).where(*where))
-
-
-async def fail_stuck_builds(db: Transactions, network_api: NetworkAPI,
-                            rows: list[dict[str, Any]], timeout: float,
-                            reporter: str) -> list[str]:
-    """ERROR + fault for each row still building; claims and ports released."""
-    def to_error(conn: sa.Connection, uuid: str, error: BuildTimedOut) -> None:
-        # One transaction: nobody sees the ERROR without its fault, or a claim
-        # held by an instance that no longer builds.
-        inst.save(conn, uuid, {"vm_state": VmState.ERROR, "task_state": None},
-                  expected_vm_state=VmState.BUILDING)
-        inst.add_fault(conn, uuid, error, reporter)
-        claims.release(conn, uuid)
-
-    failed: list[str] = []
-    ctx = admin_context()
-    for row in rows:
-        try:
-            await db.run(to_error, row["uuid"], BuildTimedOut(timeout=timeout))
-        except (exc.InstanceNotFound, exc.UnexpectedTaskStateError):
-            continue
-        try:
-            await network_api.deallocate_for_instance(ctx, row,
-                                                      requested_networks=row.get("requested_networks"))
-        except Exception:  # noqa: BLE001 - the next sweep retries nothing; log it loudly
-            LOG.exception("could not release ports of timed-out build %s", row["uuid"])
-        LOG.warning("build of %s timed out after %ss; set to ERROR", row["uuid"], timeout)
-        failed.append(row["uuid"])
-    return failed
 
 
 @dataclass
@@ -102,6 +43,12 @@ class ComputePeriodics:
     network: NetworkAPI
     build_timeout: float  # instance_build_timeout (0: no sweep)
     _heal_queue: list[str] = field(default_factory=list, init=False)
+
+    async def run_image_cache_manager_pass(self) -> None:
+        """Nova's ``_run_image_cache_manager_pass``: the driver ages out the
+        images none of this host's instances uses."""
+        rows = await self.store.read(_host_image_refs, self.store.host)
+        await self.driver.manage_image_cache(admin_context(), rows)
 
     async def check_instance_build_time(self) -> list[str]:
         timeout = self.build_timeout
@@ -170,6 +117,13 @@ class ComputePeriodics:
                     await self.store.save(row["uuid"], {"task_state": None})
                 except exc.InstanceNotFound:
                     pass
+
+
+def _host_image_refs(conn: sa.Connection, host: str) -> list[dict[str, Any]]:
+    """The uuid and image of each instance on ``host`` (soft-deleted ones too:
+    they may be restored), all the image cache needs."""
+    return fetch_all(conn, sa.select(instances.c.uuid, instances.c.image_ref).where(
+        instances.c.host == host, instances.c.deleted.is_(False)))
 
 
 def _host_instances(conn: sa.Connection, host: str) -> list[dict[str, Any]]:

@@ -19,24 +19,38 @@ from typing import Any
 import sqlalchemy as sa
 
 from cirrus.compute.exception import TooManyInstances
-from cirrus.compute.models import instance_groups, key_pairs, project_usages, quota_limits
+from cirrus.compute.models import (instance_groups, key_pairs, project_usages, quota_classes,
+                                   quota_limits)
 from cirrus.db.base import utcnow
 from cirrus.db.prepared import Prepared
 
 INSTANCE_RESOURCES = ("instances", "cores", "ram")
 ALL_RESOURCES = ("instances", "cores", "ram", "key_pairs", "server_groups",
                  "server_group_members")
+# Quotas cirrus shows but does not enforce, at these values unless a quota
+# class says otherwise (Nova's nova-network ones are unlimited).
+UNENFORCED = {"metadata_items": 128, "injected_files": 5, "injected_file_content_bytes": 10240,
+              "injected_file_path_bytes": 255, "fixed_ips": -1, "floating_ips": -1,
+              "security_groups": -1, "security_group_rules": -1}
+DEFAULT_CLASS = "default"  # the quota class whose limits are every project's defaults
 
 
 # Built once: quota reads (limits, usage) come with every create.
 _LIMITS = Prepared(sa.select(quota_limits.c.resource, quota_limits.c.hard_limit).where(
     quota_limits.c.project_id == sa.bindparam("w_project")))
+_CLASS_LIMITS = Prepared(sa.select(quota_classes.c.resource, quota_classes.c.hard_limit).where(
+    quota_classes.c.class_name == sa.bindparam("w_class")))
 
 
-def _own_limit(resource: str) -> sa.ScalarSelect[Any]:
-    return sa.select(quota_limits.c.hard_limit).where(
+def _own_limit(resource: str) -> sa.ColumnElement[Any]:
+    """The project's own limit of ``resource``, else the default class's (NULL: neither)."""
+    own = sa.select(quota_limits.c.hard_limit).where(
         quota_limits.c.project_id == sa.bindparam("w_project"),
         quota_limits.c.resource == resource).scalar_subquery()
+    default = sa.select(quota_classes.c.hard_limit).where(
+        quota_classes.c.class_name == DEFAULT_CLASS,
+        quota_classes.c.resource == resource).scalar_subquery()
+    return sa.func.coalesce(own, default)
 
 
 def _usage_of_project(*extra: Any) -> Prepared[Any]:
@@ -54,9 +68,20 @@ _INSTANCE_USAGE = _usage_of_project()
 _INSTANCE_QUOTA = _usage_of_project(*(_own_limit(r) for r in INSTANCE_RESOURCES))
 
 
+def class_limits(conn: sa.Connection, settings: Any, class_name: str) -> dict[str, int]:
+    """Every quota of the class ``class_name``: the configured ones where the
+    class sets none (Nova's ``get_class_quotas``; -1 is unlimited)."""
+    out = {**{r: int(getattr(settings, f"quota_{r}")) for r in ALL_RESOURCES}, **UNENFORCED}
+    for resource, hard_limit in _CLASS_LIMITS.execute(conn, w_class=class_name).fetchall():
+        if resource in out:
+            out[resource] = hard_limit
+    return out
+
+
 def limits(conn: sa.Connection, settings: Any, project_id: str) -> dict[str, int]:
-    """Hard limits of ``project_id`` (-1 is unlimited)."""
-    out = {r: int(getattr(settings, f"quota_{r}")) for r in ALL_RESOURCES}
+    """Every quota of ``project_id``: its own limits, else the default class's
+    (-1 is unlimited)."""
+    out = class_limits(conn, settings, DEFAULT_CLASS)
     for resource, hard_limit in _LIMITS.execute(conn, w_project=project_id).fetchall():
         out[resource] = hard_limit
     return out
@@ -155,13 +180,24 @@ def usage(conn: sa.Connection, project_id: str, user_id: str | None) -> dict[str
     return out
 
 
+def _store(conn: sa.Connection, table: sa.Table, owner: dict[str, str],
+           values: dict[str, int]) -> None:
+    """Each of ``values`` (resource → limit) as ``table``'s row of ``owner``."""
+    for resource, limit in values.items():
+        match = [table.c[column] == value for column, value in owner.items()]
+        conn.execute(table.delete().where(*match, table.c.resource == resource))
+        conn.execute(table.insert().values(**owner, resource=resource, hard_limit=limit,
+                                           created_at=utcnow()))
+
+
 def set_limits(conn: sa.Connection, project_id: str, values: dict[str, int]) -> None:
     """Per-project overrides of the default limits."""
-    for resource, limit in values.items():
-        conn.execute(quota_limits.delete().where(quota_limits.c.project_id == project_id,
-                                                 quota_limits.c.resource == resource))
-        conn.execute(quota_limits.insert().values(project_id=project_id, resource=resource,
-                                                  hard_limit=limit, created_at=utcnow()))
+    _store(conn, quota_limits, {"project_id": project_id}, values)
+
+
+def set_class_limits(conn: sa.Connection, class_name: str, values: dict[str, int]) -> None:
+    """The limits of a quota class (of every project's defaults, for "default")."""
+    _store(conn, quota_classes, {"class_name": class_name}, values)
 
 
 def reset_limits(conn: sa.Connection, project_id: str) -> None:

@@ -56,6 +56,18 @@ class ComputeAPI:
             ctx, "get_serial_console", instance_uuid=instance_uuid)
         return where
 
+    async def get_diagnostics(self, ctx: RequestContext, host: str,
+                              instance_uuid: str) -> dict[str, int]:
+        counters: dict[str, int] = await self.client.prepare(server=host, timeout=30).call(
+            ctx, "get_diagnostics", instance_uuid=instance_uuid)
+        return counters
+
+    async def get_instance_diagnostics(self, ctx: RequestContext, host: str,
+                                       instance_uuid: str) -> dict[str, Any]:
+        diags: dict[str, Any] = await self.client.prepare(server=host, timeout=30).call(
+            ctx, "get_instance_diagnostics", instance_uuid=instance_uuid)
+        return diags
+
     async def get_host_uptime(self, ctx: RequestContext, host: str) -> str:
         uptime: str = await self.client.prepare(server=host, timeout=30).call(ctx, "get_host_uptime")
         return uptime

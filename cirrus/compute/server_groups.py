@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import uuid as uuidlib
-from typing import Any
+from typing import Any, TypedDict
 
 import sqlalchemy as sa
 
@@ -17,6 +17,22 @@ from cirrus.db.engine import fetch_all, fetch_one
 from cirrus.exception import QuotaExceeded
 
 POLICIES = ("affinity", "anti-affinity", "soft-affinity", "soft-anti-affinity")
+
+
+class GroupRef(TypedDict):
+    """A server group as a request spec names it (``instance_group``)."""
+
+    uuid: str
+    policy: str
+
+
+def group_of_instance(conn: sa.Connection, instance_uuid: str) -> GroupRef | None:
+    """The group ``instance_uuid`` is a member of (Nova's
+    ``InstanceGroup.get_by_instance_uuid``); None if it is in none."""
+    row = conn.execute(sa.select(instance_groups.c.uuid, instance_groups.c.policy).join(
+        instance_group_members, instance_group_members.c.group_uuid == instance_groups.c.uuid
+    ).where(instance_group_members.c.instance_uuid == instance_uuid)).first()
+    return GroupRef(uuid=row.uuid, policy=row.policy) if row is not None else None
 
 
 def members(conn: sa.Connection, group_uuids: list[str]) -> dict[str, list[str]]:

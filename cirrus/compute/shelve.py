@@ -106,11 +106,13 @@ class Shelving:
         block_device_info = await self.store.block_device_info(uuid)
         await self.driver.destroy(ctx, instance, network_info, block_device_info)
         await self.network.cleanup_instance_network_on_host(ctx, instance)
+        # The guest is gone: its claim goes before the state says so, so that
+        # whoever sees SHELVED_OFFLOADED sees no claim on the host either.
+        await self.claims.release(uuid)
         await self.store.save(uuid, {"vm_state": VmState.SHELVED_OFFLOADED, "task_state": None,
                                      "power_state": int(PowerState.NOSTATE), "host": None,
                                      "node": None},
                               expected_task_state=TaskState.SHELVING_OFFLOADING)
-        await self.claims.release(uuid)
         if notify:
             self.notifier.info(ctx, "compute.instance.shelve_offload.end", payload)
 

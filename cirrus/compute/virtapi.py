@@ -1,5 +1,5 @@
 """What a virt driver may ask of compute: wait for ``network-vif-plugged``, and
-read images (record and local data) without touching the database itself.
+reach the image service (records, data, snapshot uploads) over its API.
 
 Seed 003's ``_create_domain_and_network``: prepare the waiters, plug the VIFs
 and start the guest paused inside the ``async with``; on leaving it, wait up
@@ -16,34 +16,32 @@ from typing import Any, AsyncIterator
 
 from cirrus.compute.events import InstanceEvents
 from cirrus.compute.exception import VirtualInterfaceCreateException
+from cirrus.compute.image_service import ImageService
 
 LOG = logging.getLogger(__name__)
 
 
 class VirtAPI:
     def __init__(self, events: InstanceEvents, timeout: float, fatal: bool,
-                 images: Any = None) -> None:
+                 image_service: ImageService | None = None) -> None:
         self.events = events
         self.timeout = timeout
         self.fatal = fatal
-        self.images = images
+        self._image_service = image_service
 
-    async def image_meta(self, context: Any, image_id: str) -> dict[str, Any]:
-        """The image record (ImageNotFound if it is gone)."""
-        image: dict[str, Any] = await self.images.get(context.elevated(), image_id)
-        return image
-
-    def image_path(self, image_id: str) -> Path:
-        """Where the image's data is on this host."""
-        path: Path = self.images.image_path(image_id)
-        return path
+    @property
+    def image_service(self) -> ImageService:
+        """The image service's HTTP API (cirrus.image.client): drivers download
+        images and upload snapshots through it, never through a shared disk."""
+        if self._image_service is None:
+            raise RuntimeError("this VirtAPI was made without an image service")
+        return self._image_service
 
     async def upload_image(self, context: Any, image_id: str, path: Path, disk_format: str,
                            container_format: str = "bare") -> None:
         """Upload the file ``path`` as the data of the queued image ``image_id``
         (a snapshot), in ``disk_format``; the image is active on return."""
-        await self.images.upload_snapshot(context, image_id, _chunks(path), disk_format,
-                                          container_format)
+        await self.image_service.upload(image_id, _chunks(path), disk_format, container_format)
 
     @contextlib.asynccontextmanager
     async def wait_for_vif_plugged(self, instance: dict[str, Any],

@@ -18,9 +18,12 @@ from cirrus.compute import exception as exc
 from cirrus.compute import instance as inst
 from cirrus.compute import instance_actions
 from cirrus.compute.exception import MaxRetriesExceeded
+from cirrus.compute.hosts import is_up, list_services
 from cirrus.compute.models import instances
 from cirrus.compute.rpcapi import ComputeAPI
+from cirrus.compute.server_groups import group_of_instance
 from cirrus.compute.states import TaskState, VmState
+from cirrus.compute.stuck_builds import fail_stuck_builds, stuck_builds
 from cirrus.conductor.migrate import MoveTasks
 from cirrus.config import Settings
 from cirrus.context import RequestContext
@@ -127,7 +130,11 @@ class ConductorManager:
                                 availability_zone: str | None = None) -> None:
         """Schedule an offloaded server (a new claim) and cast its unshelve to
         the chosen host. No host: back to SHELVED_OFFLOADED with a fault."""
-        spec = {**request_spec, "instance_uuids": [instance_uuid], "num_instances": 1}
+        # The group is read here, as Nova's conductor does (setup_instance_group):
+        # its policy applies to the new host as it did at boot.
+        group = await self.db.read(group_of_instance, instance_uuid)
+        spec = {**request_spec, "instance_uuids": [instance_uuid], "num_instances": 1,
+                "instance_group": group}
         try:
             result = await self._schedule_instances(ctx, spec)
         except ConnectionLost:
@@ -170,8 +177,6 @@ class ConductorManager:
     async def fail_orphaned_builds(self) -> list[str]:
         """Builds stuck past ``instance_build_timeout`` whose host is down (or that
         never reached a host) go to ERROR; a live host sweeps its own."""
-        from cirrus.compute.hosts import is_up, list_services
-        from cirrus.compute.periodic import fail_stuck_builds, stuck_builds
         from cirrus.network.api import make_network_api
 
         timeout = self.settings.instance_build_timeout

@@ -4,8 +4,9 @@ scheduler for a destination — which moves the claims in the same transaction
 (cirrus/scheduler/moves.py) — record it on the migration and cast to the host
 that acts first.
 
-No destination: the instance keeps its host and vm_state, its task state is
-cleared, a fault and an error event say why, and the migration is ``error``.
+No destination: the instance keeps its host and vm_state (an evacuation's
+goes to ERROR, as in Nova: its host is down), its task state is cleared, a
+fault and an error event say why, and the migration is ``error``.
 """
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ from cirrus.compute import instance_actions
 from cirrus.compute import migrations as mig
 from cirrus.compute.migrations import Migration, MigrationType, Status
 from cirrus.compute.rpcapi import ComputeAPI
+from cirrus.compute.states import VmState
+from cirrus.compute.server_groups import GroupRef, group_of_instance
 from cirrus.context import RequestContext
 from cirrus.db.engine import Database
 from cirrus.rpc import ConnectionLost
@@ -47,10 +50,12 @@ class MoveTarget:
     same_host: bool = False  # the source host is a candidate (a resize, if allowed)
 
 
-def request_spec(instance: dict[str, Any], migration: Migration, target: MoveTarget
-                 ) -> dict[str, Any]:
+def request_spec(instance: dict[str, Any], migration: Migration, target: MoveTarget,
+                 group: GroupRef | None = None) -> dict[str, Any]:
     """The scheduler's request for moving ``instance`` (its new flavor, its
-    zone, the source excluded unless allowed, the claim to move)."""
+    zone, its server group — whose policy the filters apply to the
+    destination as at boot, Nova's ``setup_instance_group`` — the source
+    excluded unless allowed, the claim to move)."""
     flavor = migration["new_flavor"] or instance["flavor"]
     source = [[instance["host"], instance["node"]]]
     named = target.host
@@ -65,12 +70,21 @@ def request_spec(instance: dict[str, Any], migration: Migration, target: MoveTar
         "force_nodes": [],
         "requested_destination": {"host": named, "node": None}
         if named and not target.force else None,
-        "scheduler_hints": {}, "instance_group": None,
+        "scheduler_hints": {}, "instance_group": group,
         "retry": {"num_attempts": 1, "hosts": [] if target.same_host else source},
         "move": {"migration_uuid": migration["uuid"],
                  "release_source": migration["migration_type"]
                  == MigrationType.EVACUATION.value},
     }
+
+
+@dataclass(frozen=True)
+class Moving:
+    """What a move is scheduled from: the instance, its migration, its group."""
+
+    instance: dict[str, Any]
+    migration: Migration
+    group: GroupRef | None
 
 
 @dataclass(frozen=True)
@@ -91,15 +105,14 @@ class MoveTasks:
         found = await self._load(instance_uuid, migration_uuid)
         if found is None:
             return
-        instance, migration = found
-        same = migration["migration_type"] == MigrationType.RESIZE.value \
+        same = found.migration["migration_type"] == MigrationType.RESIZE.value \
             and self.allow_resize_to_same_host
-        dest = await self._schedule(ctx, instance, migration, MoveTarget(host, force, same),
-                                    EVENTS[live])
+        dest = await self._schedule(ctx, found, MoveTarget(host, force, same), EVENTS[live])
         if dest is None:
             return
         if live:
-            await self.compute.live_migration(ctx, instance["host"], instance_uuid=instance_uuid,
+            await self.compute.live_migration(ctx, found.instance["host"],
+                                              instance_uuid=instance_uuid,
                                               migration_uuid=migration_uuid,
                                               block_migration=block_migration)
         else:
@@ -113,33 +126,31 @@ class MoveTasks:
         found = await self._load(instance_uuid, migration_uuid)
         if found is None:
             return
-        instance, migration = found
-        dest = await self._schedule(ctx, instance, migration, MoveTarget(host, force),
-                                    EVACUATE_EVENT)
+        dest = await self._schedule(ctx, found, MoveTarget(host, force), EVACUATE_EVENT)
         if dest is not None:
             await self.compute.evacuate_instance(ctx, dest["host"], instance_uuid=instance_uuid,
                                                  migration_uuid=migration_uuid,
                                                  admin_password=admin_password)
 
-    async def _load(self, instance_uuid: str, migration_uuid: str
-                    ) -> tuple[dict[str, Any], Migration] | None:
-        def read(conn: sa.Connection) -> tuple[dict[str, Any], Migration] | None:
+    async def _load(self, instance_uuid: str, migration_uuid: str) -> Moving | None:
+        def read(conn: sa.Connection) -> Moving | None:
             try:
-                return inst.get(conn, instance_uuid), mig.get(conn, migration_uuid)
+                return Moving(inst.get(conn, instance_uuid), mig.get(conn, migration_uuid),
+                              group_of_instance(conn, instance_uuid))
             except (exc.InstanceNotFound, mig.MigrationNotFound):
                 return None
         found = await self.db.read(read)
-        if found is None or found[1]["dest_compute"] is not None:
+        if found is None or found.migration["dest_compute"] is not None:
             # Gone, or a second delivery of a move scheduled already.
             return None
         return found
 
-    async def _schedule(self, ctx: RequestContext, instance: dict[str, Any],
-                        migration: Migration, target: MoveTarget,
+    async def _schedule(self, ctx: RequestContext, found: Moving, target: MoveTarget,
                         event: str) -> Destination | None:
         """The destination (claims moved, the migration's destination set), or
         None with the failure recorded."""
-        spec = request_spec(instance, migration, target)
+        instance, migration = found.instance, found.migration
+        spec = request_spec(instance, migration, target, found.group)
         try:
             result = await self.scheduler.select_destinations(ctx, spec)
         except ConnectionLost:
@@ -166,8 +177,12 @@ class MoveTasks:
     def _not_moved(self, conn: sa.Connection, ctx: RequestContext, uuid: str,
                    migration: Migration, error: BaseException, event: str) -> None:
         mig.save(conn, migration["uuid"], {"status": Status.ERROR})
+        values: dict[str, Any] = {"task_state": None}
+        if migration["migration_type"] == MigrationType.EVACUATION.value:
+            # Nova's rebuild_instance: the guest's host is down, so it runs nowhere.
+            values["vm_state"] = VmState.ERROR
         try:
-            inst.save(conn, uuid, {"task_state": None})
+            inst.save(conn, uuid, values)
         except exc.InstanceNotFound:
             return
         inst.add_fault(conn, uuid, error, None)

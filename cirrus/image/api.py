@@ -129,6 +129,9 @@ class ImageAPI:
         if query.tags:
             wanted = set(query.tags)
             rows = [r for r in rows if wanted <= {t for t in r["tags"] or [] if isinstance(t, str)}]
+        if query.properties:
+            rows = [r for r in rows if all((r["properties"] or {}).get(k) == v
+                                           for k, v in query.properties.items())]
         for key, direction in reversed(query.sort):
             rows.sort(key=lambda r: (r[key] is None, r[key] if r[key] is not None else ""),
                       reverse=direction == "desc")

@@ -43,3 +43,4 @@ class ImageLimitExceeded(CirrusException):
 class UnsupportedMediaType(CirrusException):
     code = 415
     msg_fmt = "%(reason)s"
+

@@ -20,6 +20,15 @@ FILTERS = ("name", "status", "visibility", "owner", "disk_format", "container_fo
 SORT_KEYS = ("name", "status", "created_at", "updated_at", "size", "id", "owner",
              "disk_format", "container_format", "visibility", "min_disk", "min_ram")
 SORT_DIRS = ("asc", "desc")
+# Parameters that are not image properties: the rest of a query filters on
+# properties, by exact value (Glance: ``?image_type=backup&instance_uuid=…``).
+# Glance's base and read-only attributes are kept out, as Glance keeps them.
+NOT_PROPERTIES = frozenset((*FILTERS, "limit", "marker", "sort", "sort_key", "sort_dir",
+                            "member_status", "tag", "id", "checksum", "created_at", "updated_at",
+                            "size", "size_min", "size_max", "virtual_size", "min_disk", "min_ram",
+                            "protected", "os_hidden", "os_hash_algo", "os_hash_value", "tags",
+                            "direct_url", "self", "file", "schema", "stores", "location",
+                            "deleted", "deleted_at"))
 FILTER_VISIBILITIES = (*schema.VISIBILITIES, "all")
 MEMBER_STATUSES = (*schema.MEMBER_STATUSES, "all")
 
@@ -30,6 +39,7 @@ class ListQuery:
 
     filters: dict[str, str] = field(default_factory=dict)
     tags: list[str] = field(default_factory=list)
+    properties: dict[str, str] = field(default_factory=dict)
     member_status: str = "accepted"
     limit: int = DEFAULT_LIMIT
     marker: str | None = None
@@ -45,7 +55,10 @@ def parse(params: QueryParams) -> ListQuery:
     if member_status not in MEMBER_STATUSES:
         raise exc.InvalidImage(reason=f"Invalid status: {schema.shown(member_status)}")
     marker = params.get("marker")
+    properties = {key: _value(key, value) for key, value in params.items()
+                  if key not in NOT_PROPERTIES}
     return ListQuery(filters=filters, tags=[_value("tag", t) for t in params.getlist("tag")],
+                     properties=properties,
                      member_status=member_status, limit=_limit(params.get("limit")),
                      marker=None if marker is None else _value("marker", marker),
                      sort=_sort(params))

@@ -23,9 +23,11 @@ from cirrus.db.rows import PreparedRead, read_here
 from cirrus.network import exception as exc
 from cirrus.network import ipam
 from cirrus.network import ports as port_db
+from cirrus.network import quotas
 from cirrus.network import security_group_api
 from cirrus.network import security_groups as sg_db
 from cirrus.network.auto_allocate import find_auto_network, get_or_create_auto_network
+from cirrus.network.segments import SegmentConfig
 from cirrus.network.backends import get_backend
 from cirrus.network.binding import Binder, EventSink
 from cirrus.network.model import NetworkInfo, build_vif
@@ -80,6 +82,7 @@ class API:
         self.settings = settings
         self.db = db
         self.binder = binder
+        self.segments = SegmentConfig.from_settings(settings)  # a bad setting fails here
         self._locks = KeyedLocks()  # per instance
 
     async def start(self) -> None:
@@ -139,7 +142,7 @@ class API:
 
     async def _within_port_quota(self, ctx: RequestContext, per_instance: int,
                                  num_instances: int) -> int:
-        if not per_instance or self.settings.quota_ports < 0:
+        if not per_instance:
             return num_instances  # nothing to count
         return await read_here(self.db, self._ports_fit, ctx.project_id or "", per_instance,
                                num_instances)
@@ -149,10 +152,13 @@ class API:
         """How many of ``num_instances`` servers needing ``per_instance`` new
         ports each the project's port quota leaves room for (Nova's
         ``validate_networks``); PortLimitExceeded if it is over already."""
-        limit = self.settings.quota_ports
-        if not per_instance or limit < 0:
+        if not per_instance:
             return num_instances
-        used = port_db.ports_of_project(conn, project_id)
+        # The project's own limit when an admin set one: read even when the
+        # default is unlimited.
+        limit, used = quotas.port_limit_and_use(conn, self.settings, project_id)
+        if limit < 0:
+            return num_instances
         if used > limit:
             raise exc.PortLimitExceeded(f"The number of defined ports: {used} is over the "
                                         f"limit: {limit}")
@@ -223,7 +229,8 @@ class API:
             # Created once per project: looked up first, so a boot writes nothing for it.
             found = self._auto_requests_and_networks(conn, ctx, instance)
             if found is None:
-                net = get_or_create_auto_network(conn, self.settings, instance["project_id"])
+                net = get_or_create_auto_network(conn, self.settings, instance["project_id"],
+                                                 self.segments)
                 requests = [{"network_id": net["id"], "port_id": None, "fixed_ip": None}]
         if found is not None:
             requests, (ordered, preexisting, nets) = found

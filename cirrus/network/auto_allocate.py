@@ -9,6 +9,7 @@ from cirrus.context import RequestContext
 from cirrus.db.rows import PreparedRead
 from cirrus.network.models import auto_allocated_networks, networks
 from cirrus.network.networks import create_network, create_subnet, network_by_id
+from cirrus.network.segments import SegmentConfig
 
 AUTO_NAME = "auto_allocated_network"
 
@@ -24,9 +25,11 @@ def find_auto_network(conn: sa.Connection, project_id: str) -> dict[str, Any] | 
     return _AUTO_NETWORK.first(conn, w_project=project_id)
 
 
-def get_or_create_auto_network(conn: sa.Connection, settings: Any, project_id: str) -> dict[str, Any]:
-    """Find or create (in this transaction) the project's auto-allocated network;
-    the ``auto_allocated_networks`` primary key settles concurrent first uses."""
+def get_or_create_auto_network(conn: sa.Connection, settings: Any, project_id: str,
+                               segments: SegmentConfig) -> dict[str, Any]:
+    """Find or create (in this transaction) the project's auto-allocated network
+    (on the tenant type's next free segment); the ``auto_allocated_networks``
+    primary key settles concurrent first uses."""
     aan = auto_allocated_networks
     existing = conn.execute(sa.select(aan.c.network_id).where(aan.c.project_id == project_id)).scalar()
     if existing is None:
@@ -34,7 +37,7 @@ def get_or_create_auto_network(conn: sa.Connection, settings: Any, project_id: s
         try:
             with conn.begin_nested():
                 net = create_network(conn, ctx, {"name": AUTO_NAME, "project_id": project_id,
-                                                 "auto_allocated": True})
+                                                 "auto_allocated": True}, segments)
                 conn.execute(aan.insert().values(project_id=project_id, network_id=net["id"]))
                 create_subnet(conn, ctx, {"network_id": net["id"], "cidr": settings.auto_allocate_cidr,
                                           "ip_version": 4, "name": "auto_allocated_subnet_v4",

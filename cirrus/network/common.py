@@ -23,7 +23,7 @@ def owned(ctx: RequestContext, row: dict[str, Any]) -> bool:
 def timestamps_view(row: dict[str, Any]) -> dict[str, Any]:
     return {"created_at": isotime(row.get("created_at")),
             "updated_at": isotime(row.get("updated_at") or row.get("created_at")),
-            "revision_number": 0, "tags": []}
+            "revision_number": 0, "tags": list(row.get("tags") or [])}
 
 
 MAX_FILTER_VALUES = 500  # over all filters of a request: bounds the statement's parameters

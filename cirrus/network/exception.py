@@ -156,3 +156,59 @@ class InvalidFixedIp(Invalid):
     """A requested fixed IP no subnet of the network can give (400 at the API)."""
 
     msg_fmt = "%(reason)s"
+
+
+class VlanIdInUse(Conflict):
+    msg_fmt = ("Unable to create the network. The VLAN %(vlan_id)s on physical network "
+               "%(physical_network)s is in use.")
+
+
+class TunnelIdInUse(Conflict):
+    msg_fmt = "Unable to create the network. The tunnel ID %(tunnel_id)s is in use."
+
+
+class FlatNetworkInUse(Conflict):
+    msg_fmt = ("Unable to create the flat network. Physical network %(physical_network)s "
+               "is in use.")
+
+
+class NoNetworkAvailable(CirrusException):
+    """Every segmentation id of the tenant ranges is taken (Neutron's
+    ResourceExhausted: 503, the operator widens the ranges)."""
+
+    code = 503
+    msg_fmt = "Unable to create the network. No tenant network is available for allocation."
+
+
+class TagNotFound(NotFound):
+    msg_fmt = "Tag %(tag)s could not be found."
+
+
+class PortSecurityPortHasSecurityGroup(Conflict):
+    msg_fmt = ("Port has security group associated. Cannot disable port security or ip "
+               "address until security group is removed")
+
+
+class AddressPairAndPortSecurityRequired(Conflict):
+    msg_fmt = "Port Security must be enabled in order to have allowed address pairs on a port."
+
+
+class SecurityGroupDefaultAlreadyExists(Conflict):
+    msg_fmt = "Default security group already exists."
+
+
+class SecurityGroupInvalidPortRange(Invalid):
+    msg_fmt = "For TCP/UDP protocols, port_range_min must be <= port_range_max"
+
+
+class SecurityGroupInvalidPortValue(Invalid):
+    msg_fmt = "Invalid value for port %(port)s"
+
+
+class SecurityGroupInvalidIcmpValue(Invalid):
+    msg_fmt = "Invalid value for ICMP %(field)s (%(attr)s) %(value)s. It must be 0 to 255."
+
+
+class SecurityGroupMissingIcmpType(Invalid):
+    msg_fmt = ("ICMP code (port-range-max) %(value)s is provided but ICMP type "
+               "(port-range-min) is missing.")

@@ -12,10 +12,13 @@ from typing import Any
 import sqlalchemy as sa
 
 from cirrus.db.engine import fetch_all
+from cirrus.network.agents import Agent, alive_agents
 from cirrus.network.backends.firewall import PortFilter, Rule
+from cirrus.network.l2pop import dhcp_host
 from cirrus.network.model import devname
 from cirrus.network.models import ip_allocations, networks, ports, security_groups, subnets
 from cirrus.network.security_groups import rules_of
+from cirrus.network.segments import NetworkType
 
 
 def bridge_name(network_id: str) -> str:
@@ -25,27 +28,52 @@ def bridge_name(network_id: str) -> str:
 
 @dataclass
 class HostView:
-    """Ports bound to one host with their networks, subnets and filters."""
+    """Ports bound to one host with their networks, subnets and filters; for
+    networks spanning hosts, their ports everywhere and their DHCP host."""
 
     networks: dict[str, dict[str, Any]] = field(default_factory=dict)
     subnets: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     # Port rows bound here, each with ``fixed_ips``: [{subnet_id, ip_address}].
     ports: list[dict[str, Any]] = field(default_factory=list)
     filters: list[PortFilter] = field(default_factory=list)
+    # The network agents alive, by host.
+    agents: dict[str, Agent] = field(default_factory=dict)
+    # Spanning networks of ``networks`` (those with ports here, and those this
+    # host serves DHCP for): the host serving their DHCP (None: no agent may),
+    # and every port bound to them on any host (with ``fixed_ips``).
+    dhcp_hosts: dict[str, str | None] = field(default_factory=dict)
+    span_ports: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def ports_of(self, network_id: str) -> list[dict[str, Any]]:
         return [p for p in self.ports if p["network_id"] == network_id]
 
+    def serves_dhcp(self, network_id: str, host: str) -> bool:
+        """Whether ``host`` runs the network's dnsmasq and holds its gateway:
+        a local network's every host, a spanning network's DHCP host."""
+        return network_id not in self.dhcp_hosts or self.dhcp_hosts[network_id] == host
 
-def load_host_view(conn: sa.Connection, host: str) -> HostView:
-    """Everything bound to ``host`` (``binding_host_id``), read in one transaction."""
-    rows = fetch_all(conn, sa.select(ports).where(ports.c.binding_host_id == host)
-                     .order_by(ports.c.seq))
-    fixed = _fixed_ips(conn, [r["id"] for r in rows])
-    for row in rows:
-        row["fixed_ips"] = fixed.get(row["id"], [])
-    net_ids = sorted({r["network_id"] for r in rows})
-    view = HostView(ports=rows)
+    def dhcp_ports(self, network_id: str) -> list[dict[str, Any]]:
+        """The ports the network's DHCP server answers here."""
+        if network_id in self.dhcp_hosts:
+            return self.span_ports.get(network_id, [])
+        return self.ports_of(network_id)
+
+
+def load_host_view(conn: sa.Connection, host: str, down_time: float = 60.0) -> HostView:
+    """Everything bound to ``host`` (``binding_host_id``), and the spanning
+    networks it serves DHCP for, read in one transaction (``down_time``: how
+    recent an agent's report must be to count it alive)."""
+    rows = _bound_ports(conn, ports.c.binding_host_id == host)
+    view = HostView(ports=rows, agents=alive_agents(conn, down_time))
+    candidates = sorted(h for h, agent in view.agents.items() if agent.dhcp)
+    elected = {net: dhcp_host(net, candidates) for net in _spanning_in_use(conn)}
+    local = {r["network_id"] for r in rows}
+    net_ids = sorted(local | {net for net, chosen in elected.items() if chosen == host})
+    view.dhcp_hosts = {net: elected[net] for net in net_ids if net in elected}
+    if view.dhcp_hosts:
+        for port in _bound_ports(conn, sa.and_(ports.c.network_id.in_(sorted(view.dhcp_hosts)),
+                                               ports.c.binding_host_id != "")):
+            view.span_ports.setdefault(port["network_id"], []).append(port)
     if net_ids:
         view.networks = {n["id"]: n for n in fetch_all(
             conn, sa.select(networks).where(networks.c.id.in_(net_ids)))}
@@ -56,11 +84,32 @@ def load_host_view(conn: sa.Connection, host: str) -> HostView:
     return view
 
 
-def existing_networks(conn: sa.Connection, network_ids: list[str]) -> set[str]:
-    """Which of ``network_ids`` still exist."""
+def _bound_ports(conn: sa.Connection, where: Any) -> list[dict[str, Any]]:
+    """Port rows matching ``where`` with their ``fixed_ips``, in creation order."""
+    rows = fetch_all(conn, sa.select(ports).where(where).order_by(ports.c.seq))
+    fixed = _fixed_ips(conn, [r["id"] for r in rows])
+    for row in rows:
+        row["fixed_ips"] = fixed.get(row["id"], [])
+    return rows
+
+
+def _spanning_in_use(conn: sa.Connection) -> list[str]:
+    """Networks spanning hosts with a port bound somewhere."""
+    return [r.id for r in conn.execute(
+        sa.select(networks.c.id).where(
+            networks.c.network_type != NetworkType.LOCAL.value,
+            sa.exists().where(ports.c.network_id == networks.c.id,
+                              ports.c.binding_host_id != "")))]
+
+
+def networks_kept_idle(conn: sa.Connection, network_ids: list[str]) -> set[str]:
+    """Which of ``network_ids`` keep their bridge on a host with no port of
+    theirs bound: local networks that still exist (a spanning network's
+    bridge goes, and its tunnels with it)."""
     if not network_ids:
         return set()
-    return {r.id for r in conn.execute(sa.select(networks.c.id).where(networks.c.id.in_(network_ids)))}
+    return {r.id for r in conn.execute(sa.select(networks.c.id).where(
+        networks.c.id.in_(network_ids), networks.c.network_type == NetworkType.LOCAL.value))}
 
 
 def networks_of_bridges(conn: sa.Connection, bridges: list[str]) -> dict[str, str]:
@@ -112,8 +161,18 @@ def _filters(conn: sa.Connection, rows: list[dict[str, Any]]) -> list[PortFilter
         filters.append(PortFilter(
             id=row["id"], devname=devname(row["id"]), bridge=bridge_name(row["network_id"]),
             mac=row["mac_address"], ips=tuple(ip["ip_address"] for ip in row["fixed_ips"]),
-            port_security=bool(row["port_security_enabled"]), rules=tuple(port_rules)))
+            port_security=bool(row["port_security_enabled"]), rules=tuple(port_rules),
+            pairs=_pairs(row)))
     return filters
+
+
+def _pairs(row: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The port's allowed address pairs as (MAC, address): its own MAC where
+    the pair names none. A port without port security has none to enforce."""
+    if not row["port_security_enabled"]:
+        return ()
+    return tuple((pair.get("mac_address") or row["mac_address"], pair["ip_address"])
+                 for pair in row["allowed_address_pairs"] or [])
 
 
 def _group_addresses(conn: sa.Connection, group_ids: list[str]) -> dict[str, list[str]]:

@@ -17,6 +17,9 @@ from cirrus.network.validators import shown
 MAC_ATTEMPTS = 16
 # Tries of the counter's guess before the walk over the subnet's addresses.
 GUESSES = 3
+# IPv6 modes in which a port's address is built from its MAC (EUI-64), by the
+# guest (SLAAC) and identically by the IPAM, which records it.
+AUTO_ADDRESS_MODES = ("slaac", "dhcpv6-stateless")
 # Built once: every port creation runs these. The subnet's count of
 # allocations is kept by triggers on ip_allocations (migration 0006).
 _TAKEN = Prepared(sa.select(subnets.c.allocated).where(subnets.c.id == sa.bindparam("w_subnet")))
@@ -177,6 +180,36 @@ def _allocate_next(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
         if candidate not in used and _insert(conn, subnet, port_id, candidate):
             return candidate  # a taken one was a concurrent allocation: next
     raise exc.IpAddressGenerationFailure(net_id=subnet["network_id"])
+
+
+def is_auto_address(subnet: dict[str, Any]) -> bool:
+    """Whether ``subnet``'s addresses are EUI-64 ones (Neutron's
+    ``is_auto_address_subnet``): its address mode, or without one its RA
+    mode, is SLAAC or DHCPv6-stateless."""
+    if subnet["ip_version"] != 6:
+        return False
+    mode = subnet.get("ipv6_address_mode") or subnet.get("ipv6_ra_mode")
+    return mode in AUTO_ADDRESS_MODES
+
+
+def eui64(cidr: str, mac: str) -> str:
+    """The address a host with ``mac`` gives itself on the /64 ``cidr`` by
+    SLAAC: the prefix, then the MAC with its universal/local bit flipped and
+    ff:fe in the middle (RFC 4291, appendix A)."""
+    octets = [int(b, 16) for b in mac.split(":")]
+    octets[0] ^= 0x02
+    interface_id = int.from_bytes(bytes(octets[:3] + [0xFF, 0xFE] + octets[3:]), "big")
+    net = ipaddress.ip_network(cidr)
+    return str(ipaddress.IPv6Address(int(net.network_address) | interface_id))
+
+
+def allocate_eui64(conn: sa.Connection, subnet: dict[str, Any], port_id: str, mac: str) -> str:
+    """Record the port's EUI-64 address on the auto-address ``subnet``; 409
+    if another port holds it (only the same MAC gives the same address)."""
+    address = eui64(subnet["cidr"], mac)
+    if not _insert(conn, subnet, port_id, address):
+        raise exc.IpAddressAlreadyAllocated(ip=address, subnet_id=subnet["id"])
+    return address
 
 
 @functools.lru_cache(maxsize=16)

@@ -20,6 +20,24 @@ networks = sa.Table(
     sa.Column("description", sa.String(255), nullable=False, default=""),
     sa.Column("auto_allocated", sa.Boolean, nullable=False, default=False),
     *timestamps(),
+    sa.Column("dns_domain", sa.String(255), nullable=False, server_default=""),  # migration 0023
+    # The segment (``segments.py``, migration 0022): one network per segment.
+    sa.Column("network_type", sa.String(16), nullable=False, server_default="local"),
+    sa.Column("physical_network", sa.String(64), nullable=False, server_default=""),
+    sa.Column("segmentation_id", sa.Integer, nullable=True),
+    sa.Index("ix_networks_segment", "network_type", "physical_network", "segmentation_id",
+             unique=True),
+)
+
+# The hosts running the linuxbridge backend (Neutron's agents and
+# ml2_vxlan_endpoints): each registers its tunnel address and whether it may
+# serve DHCP, and refreshes ``updated_at`` while it runs.
+network_agents = sa.Table(
+    "network_agents", metadata,
+    sa.Column("host", sa.String(255), primary_key=True),
+    sa.Column("tunneling_ip", sa.String(64), nullable=False, default=""),
+    sa.Column("dhcp", sa.Boolean, nullable=False, default=True),
+    sa.Column("updated_at", sa.DateTime, nullable=False),
 )
 
 subnets = sa.Table(
@@ -71,6 +89,7 @@ ports = sa.Table(
     sa.Column("description", sa.String(255), nullable=False, default=""),
     *timestamps(),
     sa.UniqueConstraint("network_id", "mac_address"),
+    sa.Column("dns_domain", sa.String(255), nullable=False, server_default=""),  # migration 0023
 )
 
 # A project's ports, for its port quota: kept by triggers on ``ports``
@@ -132,4 +151,75 @@ auto_allocated_networks = sa.Table(
     sa.Column("project_id", sa.String(64), primary_key=True),
     sa.Column("network_id", sa.String(36), sa.ForeignKey("networks.id", ondelete="CASCADE"),
               nullable=False),
+)
+
+# Tags of networks, subnets, ports and security groups (``standard-attr-tag``,
+# migration 0023): their ids are uuids, so the id names the resource.
+network_tags = sa.Table(
+    "network_tags", metadata,
+    sa.Column("resource_id", sa.String(36), primary_key=True),
+    sa.Column("tag", sa.String(255), primary_key=True),
+    sa.Column("resource_type", sa.String(32), nullable=False),
+    sa.Index("ix_network_tags_tag", "tag", "resource_id"),
+)
+
+# A project's network quota limits set through the API; no row: the default.
+network_quotas = sa.Table(
+    "network_quotas", metadata,
+    sa.Column("project_id", sa.String(64), primary_key=True),
+    sa.Column("resource", sa.String(32), primary_key=True),
+    sa.Column("limit", sa.Integer, nullable=False),
+)
+
+# L3 (migration 0024). A router's interfaces and its gateway are ports, as in
+# Neutron: ``device_owner`` ``network:router_interface`` /
+# ``network:router_gateway`` and ``device_id`` the router's id.
+routers = sa.Table(
+    "routers", metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("name", sa.String(255), nullable=False, default=""),
+    sa.Column("project_id", sa.String(64), nullable=False, index=True),
+    sa.Column("description", sa.String(255), nullable=False, default=""),
+    sa.Column("admin_state_up", sa.Boolean, nullable=False, default=True),
+    sa.Column("status", sa.String(16), nullable=False, default="ACTIVE"),
+    # The external gateway: its port on a ``router:external`` network.
+    sa.Column("gw_port_id", sa.String(36), sa.ForeignKey("ports.id", ondelete="SET NULL"),
+              nullable=True),
+    sa.Column("enable_snat", sa.Boolean, nullable=False, default=True),
+    # The host whose L3 agent runs the router's namespace (Neutron's
+    # RouterL3AgentBinding); empty until the router has a port to serve.
+    sa.Column("host", sa.String(255), nullable=False, default="", index=True),
+    *timestamps(),
+)
+
+# Static routes (``extraroute``): Neutron's ``routerroutes``.
+router_routes = sa.Table(
+    "router_routes", metadata,
+    sa.Column("router_id", sa.String(36), sa.ForeignKey("routers.id", ondelete="CASCADE"),
+              primary_key=True),
+    sa.Column("destination", sa.String(64), primary_key=True),
+    sa.Column("nexthop", sa.String(64), primary_key=True),
+)
+
+floatingips = sa.Table(
+    "floatingips", metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("project_id", sa.String(64), nullable=False, index=True),
+    sa.Column("description", sa.String(255), nullable=False, default=""),
+    sa.Column("floating_ip_address", sa.String(64), nullable=False),
+    sa.Column("floating_network_id", sa.String(36), sa.ForeignKey("networks.id"), nullable=False),
+    # The port on the external network holding the address
+    # (``network:floatingip``); deleting the floating IP deletes it.
+    sa.Column("floating_port_id", sa.String(36), sa.ForeignKey("ports.id", ondelete="CASCADE"),
+              nullable=False),
+    sa.Column("fixed_port_id", sa.String(36), sa.ForeignKey("ports.id", ondelete="SET NULL"),
+              nullable=True, index=True),
+    sa.Column("fixed_ip_address", sa.String(64), nullable=True),
+    sa.Column("router_id", sa.String(36), sa.ForeignKey("routers.id"), nullable=True,
+              index=True),
+    sa.Column("status", sa.String(16), nullable=False, default="DOWN"),
+    *timestamps(),
+    sa.UniqueConstraint("floating_network_id", "floating_ip_address"),
+    # One floating IP per fixed address of a port, as Neutron enforces.
+    sa.UniqueConstraint("fixed_port_id", "fixed_ip_address"),
 )

@@ -12,13 +12,18 @@ from cirrus.db.engine import fetch_all, fetch_one
 from cirrus.db.rows import PreparedRead
 from cirrus.network import authz
 from cirrus.network import exception as exc
-from cirrus.network import subnet_rules
+from cirrus.network import ipam, subnet_rules, tags
 from cirrus.network.common import new_id, owned, timestamps_view
 from cirrus.network.models import ip_allocations, networks, ports, subnets
+from cirrus.network.segments import Segment, SegmentConfig, allocate, check_mtu
 
 NETWORK_COLUMNS = {"id": "id", "name": "name", "project_id": "project_id",
                    "tenant_id": "project_id", "shared": "shared", "router:external": "router_external",
                    "status": "status", "admin_state_up": "admin_state_up", "mtu": "mtu"}
+# Filters only admins may list by (the attributes only they see).
+PROVIDER_COLUMNS = {"provider:network_type": "network_type",
+                    "provider:physical_network": "physical_network",
+                    "provider:segmentation_id": "segmentation_id"}
 SUBNET_COLUMNS = {"id": "id", "name": "name", "network_id": "network_id", "project_id": "project_id",
                   "tenant_id": "project_id", "ip_version": "ip_version", "cidr": "cidr",
                   "enable_dhcp": "enable_dhcp", "gateway_ip": "gateway_ip"}
@@ -88,7 +93,10 @@ def subnets_of(conn: sa.Connection, network_ids: list[str]) -> list[dict[str, An
                      .order_by(subnets.c.created_at, subnets.c.id))
 
 
-def network_view(row: dict[str, Any], subnet_ids: list[str]) -> dict[str, Any]:
+def network_view(row: dict[str, Any], subnet_ids: list[str], admin: bool = False) -> dict[str, Any]:
+    """The API's network; the ``provider:*`` attributes for admins only
+    (Neutron's provider extension policy)."""
+    provider = Segment.of(row).view() if admin else {}
     return {"id": row["id"], "name": row["name"], "tenant_id": row["project_id"],
             "project_id": row["project_id"], "shared": row["shared"],
             "router:external": row["router_external"],
@@ -97,9 +105,8 @@ def network_view(row: dict[str, Any], subnet_ids: list[str]) -> dict[str, Any]:
             "description": row["description"], "subnets": subnet_ids,
             "availability_zone_hints": [], "availability_zones": ["nova"],
             "ipv4_address_scope": None, "ipv6_address_scope": None, "is_default": False,
-            "provider:network_type": "local", "provider:physical_network": None,
-            "provider:segmentation_id": None, "l2_adjacency": True,
-            **timestamps_view(row)}
+            "l2_adjacency": True, "dns_domain": row.get("dns_domain") or "",
+            **provider, **timestamps_view(row)}
 
 
 def subnet_view(row: dict[str, Any]) -> dict[str, Any]:
@@ -113,25 +120,42 @@ def subnet_view(row: dict[str, Any]) -> dict[str, Any]:
             "dns_publish_fixed_ip": False, **timestamps_view(row)}
 
 
-def create_network(conn: sa.Connection, ctx: RequestContext, values: dict[str, Any]) -> dict[str, Any]:
-    row = {"id": new_id(), "name": values.get("name", ""),
-           "project_id": values.get("project_id") or ctx.project_id,
-           "shared": values.get("shared", False), "router_external": values.get("router_external", False),
-           "port_security_enabled": values.get("port_security_enabled", True),
-           "mtu": values.get("mtu", 1500), "status": "ACTIVE",
-           "admin_state_up": values.get("admin_state_up", True),
-           "description": values.get("description", ""),
-           "auto_allocated": values.get("auto_allocated", False), "created_at": utcnow()}
-    conn.execute(networks.insert().values(**row))
-    return row
+def create_network(conn: sa.Connection, ctx: RequestContext, values: dict[str, Any],
+                   config: SegmentConfig | None = None,
+                   segment: Segment | None = None) -> dict[str, Any]:
+    """A network from ``values`` on ``segment`` (checked by the caller; None:
+    the tenant type of ``config``, default local), its MTU at most what the
+    segment's underlay carries (400 beyond; default that maximum)."""
+    config = config or SegmentConfig()
+
+    def insert(seg: Segment) -> dict[str, Any]:
+        mtu = values.get("mtu", config.max_mtu(seg))
+        check_mtu(config, seg, mtu)
+        row = {"id": new_id(), "name": values.get("name", ""),
+               "project_id": values.get("project_id") or ctx.project_id,
+               "shared": values.get("shared", False),
+               "router_external": values.get("router_external", False),
+               "port_security_enabled": values.get("port_security_enabled", True),
+               "mtu": mtu, "status": "ACTIVE", "admin_state_up": values.get("admin_state_up", True),
+               "description": values.get("description", ""),
+               "auto_allocated": values.get("auto_allocated", False), "created_at": utcnow(),
+               "network_type": seg.network_type.value, "physical_network": seg.physical_network,
+               "segmentation_id": seg.segmentation_id,
+               "dns_domain": values.get("dns_domain", "")}
+        conn.execute(networks.insert().values(**row))
+        return row
+    return allocate(conn, config, segment, insert)
 
 
 def update_network(conn: sa.Connection, ctx: RequestContext, net_id: str,
-                   values: dict[str, Any]) -> dict[str, Any]:
+                   values: dict[str, Any], config: SegmentConfig | None = None) -> dict[str, Any]:
     """Apply ``values`` (checked columns) to network ``net_id``: 404 unless the
-    caller sees it, 403 unless it may change it."""
+    caller sees it, 403 unless it may change it, 400 for an MTU its segment
+    cannot carry."""
     row = get_network(conn, ctx, net_id)
     authz.enforce(ctx, "network:update", "network", row)
+    if "mtu" in values:
+        check_mtu(config or SegmentConfig(), Segment.of(row), values["mtu"])
     if values:
         conn.execute(networks.update().where(networks.c.id == row["id"]).values(
             updated_at=utcnow(), **values))
@@ -147,6 +171,10 @@ def delete_network(conn: sa.Connection, ctx: RequestContext, net_id: str) -> dic
         ports.c.network_id == net_id, ~ports.c.device_owner.like("network:%"))).first()
     if in_use:
         raise exc.NetworkInUse(net_id=net_id)
+    gone = [net_id, *conn.execute(sa.select(ports.c.id).where(ports.c.network_id == net_id))
+            .scalars(), *conn.execute(sa.select(subnets.c.id).where(subnets.c.network_id == net_id))
+            .scalars()]
+    tags.delete_tags(conn, gone)
     conn.execute(ports.delete().where(ports.c.network_id == net_id))
     conn.execute(subnets.delete().where(subnets.c.network_id == net_id))
     conn.execute(networks.delete().where(networks.c.id == net_id))
@@ -183,7 +211,18 @@ def create_subnet(conn: sa.Connection, ctx: RequestContext, values: dict[str, An
            "ipv6_ra_mode": values.get("ipv6_ra_mode"), "description": values.get("description", ""),
            "created_at": utcnow()}
     conn.execute(subnets.insert().values(**row))
+    if ipam.is_auto_address(row):
+        _address_existing_ports(conn, row)
     return row
+
+
+def _address_existing_ports(conn: sa.Connection, subnet: dict[str, Any]) -> None:
+    """A new automatic-address subnet gives each port already on its network
+    its EUI-64 address there, as Neutron does (router interfaces excepted)."""
+    for port in conn.execute(sa.select(ports.c.id, ports.c.mac_address).where(
+            ports.c.network_id == subnet["network_id"],
+            ~ports.c.device_owner.like("network:router%"))):
+        ipam.allocate_eui64(conn, subnet, port.id, port.mac_address)
 
 
 def update_subnet(conn: sa.Connection, ctx: RequestContext, subnet_id: str,
@@ -211,14 +250,20 @@ def get_subnet(conn: sa.Connection, ctx: RequestContext, subnet_id: str) -> dict
 
 def delete_subnet(conn: sa.Connection, ctx: RequestContext, subnet_id: str) -> dict[str, Any]:
     """Delete subnet ``subnet_id``: 404 unless the caller sees it, 403 unless
-    it may delete it, 409 while a port has an address on it."""
+    it may delete it, 409 while a port has an address on it (but for the
+    automatic ones of SLAAC and DHCPv6-stateless subnets)."""
     row = get_subnet(conn, ctx, subnet_id)
     authz.enforce(ctx, "network:delete", "subnet", row)
+    # The EUI-64 addresses of an automatic-address subnet go with it (Neutron
+    # removes them from the ports); only a router's interface holds it.
+    holders = ports.c.device_owner.like("network:router%") if ipam.is_auto_address(row) \
+        else ~ports.c.device_owner.like("network:%")
     used = conn.execute(sa.select(ip_allocations.c.port_id).join(
         ports, ports.c.id == ip_allocations.c.port_id).where(
-        ip_allocations.c.subnet_id == subnet_id, ~ports.c.device_owner.like("network:%"))).first()
+        ip_allocations.c.subnet_id == subnet_id, holders)).first()
     if used:
         raise exc.SubnetInUse(subnet_id=subnet_id)
     conn.execute(ip_allocations.delete().where(ip_allocations.c.subnet_id == subnet_id))
+    tags.delete_tags(conn, [subnet_id])
     conn.execute(subnets.delete().where(subnets.c.id == subnet_id))
     return row

@@ -12,7 +12,7 @@ from cirrus.db.engine import fetch_all
 from cirrus.db.prepared import Prepared, statement_savepoint
 from cirrus.db.rows import PreparedRead
 from cirrus.network import exception as exc
-from cirrus.network import ipam
+from cirrus.network import dns, ipam, tags
 from cirrus.network.common import new_id, owned, timestamps_view
 from cirrus.network.models import ip_allocations, port_usages, ports, subnets
 from cirrus.network.networks import get_network, subnets_of
@@ -29,7 +29,7 @@ UPDATABLE = {"name": "name", "device_id": "device_id", "device_owner": "device_o
              "security_groups": "security_groups", "extra_dhcp_opts": "extra_dhcp_opts",
              "dns_name": "dns_name", "port_security_enabled": "port_security_enabled",
              "description": "description", "allowed_address_pairs": "allowed_address_pairs",
-             "mac_address": "mac_address"}
+             "mac_address": "mac_address", "dns_domain": "dns_domain"}
 
 # Built once: every boot creates a port. The port's ``seq`` (creation order) is
 # the next after the highest, taken in the INSERT itself (an index lookup) and
@@ -64,7 +64,9 @@ def fixed_ips_of(conn: sa.Connection, port_ids: list[str]) -> dict[str, list[dic
     return out
 
 
-def port_view(row: dict[str, Any], fixed_ips: list[dict[str, str]]) -> dict[str, Any]:
+def port_view(row: dict[str, Any], fixed_ips: list[dict[str, str]],
+              dns_domain: str = dns.DEFAULT_DOMAIN) -> dict[str, Any]:
+    """The API's port; ``dns_domain``: the cloud's, for ``dns_assignment``."""
     bound = bool(row["binding_host_id"])
     return {"id": row["id"], "name": row["name"], "network_id": row["network_id"],
             "tenant_id": row["project_id"], "project_id": row["project_id"],
@@ -76,10 +78,19 @@ def port_view(row: dict[str, Any], fixed_ips: list[dict[str, str]]) -> dict[str,
             "binding:vnic_type": row["binding_vnic_type"],
             "binding:profile": row["binding_profile"], "binding:vif_details": row["binding_vif_details"],
             "security_groups": row["security_groups"], "extra_dhcp_opts": row["extra_dhcp_opts"],
-            "allowed_address_pairs": row["allowed_address_pairs"], "dns_name": row["dns_name"],
-            "dns_assignment": [], "port_security_enabled": row["port_security_enabled"],
+            "allowed_address_pairs": _pairs_view(row), "dns_name": row["dns_name"],
+            "dns_assignment": dns.dns_assignment(row["dns_name"], fixed_ips, dns_domain),
+            "dns_domain": row.get("dns_domain") or "",
+            "port_security_enabled": row["port_security_enabled"],
             "description": row["description"], "propagate_uplink_status": False,
             **timestamps_view(row)}
+
+
+def _pairs_view(row: dict[str, Any]) -> list[dict[str, str]]:
+    """Allowed address pairs as Neutron shows them: each with its MAC (the
+    port's own when none was given)."""
+    return [{"ip_address": p["ip_address"], "mac_address": p.get("mac_address") or row["mac_address"]}
+            for p in row["allowed_address_pairs"] or []]
 
 
 def port_by_id(conn: sa.Connection, port_id: str) -> dict[str, Any] | None:
@@ -117,39 +128,59 @@ def _insert_port(conn: sa.Connection, row: dict[str, Any], base_mac: str,
     raise exc.NetworkError(reason="Unable to generate a unique mac address")
 
 
-def _allocate_fixed_ips(conn: sa.Connection, network: dict[str, Any], port_id: str,
+def _allocate_fixed_ips(conn: sa.Connection, network: dict[str, Any], port: dict[str, Any],
                         requested: list[dict[str, Any]] | None,
                         nets: list[dict[str, Any]] | None = None,
                         taken: dict[str, int] | None = None) -> list[dict[str, str]]:
-    """The port's fixed IPs as allocated (``subnet_id``, ``ip_address``), in
-    order. ``nets``: the network's subnets, when the caller read them already;
-    ``taken``: see ``ipam.allocate_ip``."""
+    """The fixed IPs of ``port`` (its row: id and MAC) as allocated
+    (``subnet_id``, ``ip_address``), in order: the requested ones, or one of
+    the first IPv4 subnet and one of the first IPv6 subnet whose addresses
+    are not automatic; then its EUI-64 address on every automatic-address
+    (SLAAC, DHCPv6-stateless) subnet not requested already, as Neutron gives
+    them. ``nets``: the network's subnets, when the caller read them
+    already; ``taken``: see ``ipam.allocate_ip``."""
     if nets is None:
         nets = subnets_of(conn, [network["id"]])
     by_id = {s["id"]: s for s in nets}
     if requested is None:
-        # One address from the first IPv4 subnet, and from the first IPv6 one.
         chosen: dict[int, dict[str, Any]] = {}
         for subnet in nets:
-            chosen.setdefault(subnet["ip_version"], subnet)
-        return [{"subnet_id": subnet["id"],
-                 "ip_address": ipam.allocate_ip(conn, subnet, port_id, taken=taken)}
-                for subnet in chosen.values()]
-    fixed = []
-    for item in requested:
-        subnet_id, address = item.get("subnet_id"), item.get("ip_address")
-        if subnet_id is None and address is not None:
-            subnet_id = subnet_for_address(nets, address)
-            if subnet_id is None:
-                raise exc.InvalidInput(reason=f"IP address {shown(address)} is not a valid IP "
-                                              f"for any subnet on network {network['id']}.")
-        if not isinstance(subnet_id, str) or subnet_id not in by_id:
-            raise exc.InvalidInput(reason=f"Subnet {shown(subnet_id)} is not on network "
-                                          f"{network['id']}")
-        fixed.append({"subnet_id": subnet_id,
-                      "ip_address": ipam.allocate_ip(conn, by_id[subnet_id], port_id, address,
-                                                     taken)})
+            if not ipam.is_auto_address(subnet):
+                chosen.setdefault(subnet["ip_version"], subnet)
+        requested = [{"subnet_id": subnet["id"]} for subnet in chosen.values()]
+    fixed = [_allocate_one(conn, network, port, item, nets, by_id, taken) for item in requested]
+    asked = {ip["subnet_id"] for ip in fixed}
+    for subnet in nets:
+        if ipam.is_auto_address(subnet) and subnet["id"] not in asked:
+            fixed.append({"subnet_id": subnet["id"], "ip_address": ipam.allocate_eui64(
+                conn, subnet, port["id"], port["mac_address"])})
     return fixed
+
+
+def _allocate_one(conn: sa.Connection, network: dict[str, Any], port: dict[str, Any],
+                  item: dict[str, Any], nets: list[dict[str, Any]],
+                  by_id: dict[str, dict[str, Any]], taken: dict[str, int] | None
+                  ) -> dict[str, str]:
+    """One requested fixed IP: an address, a subnet, or both."""
+    subnet_id, address = item.get("subnet_id"), item.get("ip_address")
+    if subnet_id is None and address is not None:
+        subnet_id = subnet_for_address(nets, address)
+        if subnet_id is None:
+            raise exc.InvalidInput(reason=f"IP address {shown(address)} is not a valid IP "
+                                          f"for any subnet on network {network['id']}.")
+    if not isinstance(subnet_id, str) or subnet_id not in by_id:
+        raise exc.InvalidInput(reason=f"Subnet {shown(subnet_id)} is not on network "
+                                      f"{network['id']}")
+    subnet = by_id[subnet_id]
+    if ipam.is_auto_address(subnet):
+        if address is not None:
+            raise exc.InvalidInput(reason=f"IPv6 address {shown(address)} cannot be directly "
+                                          f"assigned to a port on subnet {subnet_id} as the "
+                                          f"subnet is configured for automatic addresses")
+        return {"subnet_id": subnet_id, "ip_address": ipam.allocate_eui64(
+            conn, subnet, port["id"], port["mac_address"])}
+    return {"subnet_id": subnet_id,
+            "ip_address": ipam.allocate_ip(conn, subnet, port["id"], address, taken)}
 
 
 def subnet_for_address(nets: list[dict[str, Any]], address: Any) -> str | None:
@@ -195,6 +226,8 @@ def create_port_with_ips(conn: sa.Connection, ctx: RequestContext, values: dict[
         groups = [default_sg] if (psec and default_sg) else []
     if groups and not psec:
         raise exc.SecurityGroupCannotBeApplied()
+    if values.get("allowed_address_pairs") and not psec:
+        raise exc.AddressPairAndPortSecurityRequired()
     mac = values.get("mac_address")
     row = {"id": port_id, "seq": 0, "network_id": network["id"],
            "project_id": values.get("project_id") or ctx.project_id, "name": values.get("name", ""),
@@ -208,12 +241,12 @@ def create_port_with_ips(conn: sa.Connection, ctx: RequestContext, values: dict[
            "binding_vif_details": {"port_filter": True} if values.get("binding_host_id") else {},
            "security_groups": groups, "extra_dhcp_opts": values.get("extra_dhcp_opts", []),
            "allowed_address_pairs": values.get("allowed_address_pairs", []),
-           "dns_name": values.get("dns_name", ""), "port_security_enabled": psec,
+           "dns_name": values.get("dns_name", ""), "dns_domain": values.get("dns_domain", ""),
+           "port_security_enabled": psec,
            "description": values.get("description", ""), "created_at": utcnow(),
            "updated_at": None}
     _insert_port(conn, row, base_mac, mac)
-    return row, _allocate_fixed_ips(conn, network, port_id, values.get("fixed_ips"), subnets,
-                                    taken)
+    return row, _allocate_fixed_ips(conn, network, row, values.get("fixed_ips"), subnets, taken)
 
 
 def update_port(conn: sa.Connection, ctx: RequestContext, port_id: str,
@@ -227,14 +260,15 @@ def update_port(conn: sa.Connection, ctx: RequestContext, port_id: str,
         values["binding_vif_details"] = {"port_filter": True} if bound else {}
         if not bound:
             values["status"] = "DOWN"
-    if values.get("security_groups") and not values.get("port_security_enabled",
-                                                        before["port_security_enabled"]):
-        raise exc.SecurityGroupCannotBeApplied()
+    _check_port_security(before, values)
+    if values.get("mac_address", before["mac_address"]) != before["mac_address"] \
+            and "fixed_ips" not in values:
+        values["fixed_ips"] = _kept_on_new_mac(conn, port_id)
     if "fixed_ips" in values:
         requested = values.pop("fixed_ips")
         conn.execute(ip_allocations.delete().where(ip_allocations.c.port_id == port_id))
         _allocate_fixed_ips(conn, get_network(conn, ctx.elevated(), before["network_id"]),
-                            port_id, requested)
+                            {**before, **values}, requested)
     if values:
         try:
             with statement_savepoint(conn):
@@ -247,13 +281,38 @@ def update_port(conn: sa.Connection, ctx: RequestContext, port_id: str,
     return before, _GET.first(conn, w_id=port_id) or {}
 
 
+def _kept_on_new_mac(conn: sa.Connection, port_id: str) -> list[dict[str, Any]]:
+    """The fixed IPs a port keeps when its MAC changes: all but its EUI-64
+    ones, which are derived again from the new MAC."""
+    fixed = fixed_ips_of(conn, [port_id])[port_id]
+    auto = {sid for sid, row in subnets_by_id(conn, [ip["subnet_id"] for ip in fixed]).items()
+            if ipam.is_auto_address(row)}
+    return [ip for ip in fixed if ip["subnet_id"] not in auto]
+
+
+def _check_port_security(before: dict[str, Any], values: dict[str, Any]) -> None:
+    """A port without port security has no security groups and no allowed
+    address pairs: asking for them is 400, leaving them on when turning it
+    off 409 (Neutron's ``PortSecurityPortHasSecurityGroup``)."""
+    enabled = values.get("port_security_enabled", before["port_security_enabled"])
+    if enabled:
+        return
+    if values.get("security_groups"):
+        raise exc.SecurityGroupCannotBeApplied()
+    if values.get("security_groups", before["security_groups"]):
+        raise exc.PortSecurityPortHasSecurityGroup()
+    if values.get("allowed_address_pairs", before["allowed_address_pairs"]):
+        raise exc.AddressPairAndPortSecurityRequired()
+
+
 def delete_port(conn: sa.Connection, ctx: RequestContext, port_id: str) -> dict[str, Any]:
     return delete_port_row(conn, get_port(conn, ctx, port_id))
 
 
 def delete_port_row(conn: sa.Connection, row: dict[str, Any]) -> dict[str, Any]:
-    """Delete the port ``row`` (read in this transaction) and its addresses."""
+    """Delete the port ``row`` (read in this transaction), its addresses and tags."""
     _DELETE_IPS.execute(conn, w_port=row["id"])
+    tags.delete_tags(conn, [row["id"]])
     _DELETE.execute(conn, w_id=row["id"])
     return row
 

@@ -10,21 +10,29 @@ from starlette.routing import Route
 
 from cirrus import policy
 from cirrus.api.wsgi import context, json_body, no_content, reply
+from cirrus.network import bulk, listing, tags
 from cirrus.network import exception as exc
 from cirrus.network import networks as net_db
 from cirrus.network import ports as port_db
 from cirrus.network import security_groups as sg_db
 from cirrus.network.common import select_fields
 from cirrus.network.models import networks, ports, security_group_rules, security_groups, subnets
+from cirrus.network.port_filters import fixed_ip_filter
+from cirrus.network.quota_routes import ROUTES as QUOTA_ROUTES
 from cirrus.network.schema import parse
+from cirrus.network.tag_routes import ROUTES as TAG_ROUTES
 from cirrus.network.validators import storable
 
+# What the API does (each is tested): no routers, subnet pools, segments,
+# availability zone listing or QoS, so none of their aliases.
 EXTENSIONS = ("security-group", "port-security", "auto-allocated-topology", "binding",
-              "binding-extended", "quotas", "quota_details", "dns-integration", "extra_dhcp_opt",
-              "external-net", "network-mtu", "allowed-address-pairs", "standard-attr-description",
-              "standard-attr-timestamp", "project-id", "ip-substring-filtering", "pagination",
-              "sorting", "fields", "multi-provider", "provider", "availability_zone",
-              "net-mtu-writable", "network_availability_zone", "subnet_allocation")
+              "quotas", "quota_details", "quota-check-limit",
+              "dns-integration", "dns-domain-ports", "extra_dhcp_opt", "external-net",
+              "net-mtu", "net-mtu-writable", "allowed-address-pairs",
+              "standard-attr-description", "standard-attr-timestamp", "standard-attr-tag",
+              "tag-creation", "tag-ports-during-bulk-creation", "project-id",
+              "ip-substring-filtering", "pagination", "sorting", "fields", "provider",
+              "network_availability_zone")
 
 
 def _svc(request: Request) -> Any:
@@ -38,36 +46,6 @@ def _param(request: Request, name: str = "id") -> str:
     if len(value) > 255 or storable(value):
         raise exc.ResourceNotFound()
     return value
-
-
-def _filters(request: Request) -> dict[str, list[str]]:
-    return {k: request.query_params.getlist(k) for k in request.query_params
-            if k not in ("fields", "limit", "marker", "page_reverse", "sort_key", "sort_dir")}
-
-
-def _limit(raw: str | None) -> int:
-    """``?limit=``: a positive number, else none (0)."""
-    if raw and raw.isascii() and raw.isdigit() and len(raw) <= 9:
-        return int(raw)
-    return 0
-
-
-def _page(request: Request, items: list[dict[str, Any]], collection: str) -> Response:
-    marker = request.query_params.get("marker")
-    if marker:
-        ids = [i["id"] for i in items]
-        items = items[ids.index(marker) + 1:] if marker in ids else []
-    body: dict[str, Any] = {}
-    limit = _limit(request.query_params.get("limit"))
-    if limit:
-        more = len(items) > limit
-        items = items[:limit]
-        if more:
-            body[f"{collection}_links"] = [{"rel": "next", "href": str(request.url.include_query_params(
-                marker=items[-1]["id"]))}]
-    fields = request.query_params.getlist("fields")
-    body[collection] = [select_fields(i, fields) for i in items]
-    return reply(body)
 
 
 async def versions(request: Request) -> Response:
@@ -84,42 +62,65 @@ async def version_v2(request: Request) -> Response:
                                              ("port", "ports"))]})
 
 
+def _extension(alias: str) -> dict[str, Any]:
+    return {"alias": alias, "name": alias, "description": alias, "links": [],
+            "updated": "2024-01-01T00:00:00Z"}
+
+
 async def extensions(request: Request) -> Response:
-    return reply({"extensions": [{"alias": a, "name": a, "description": a, "links": [],
-                                  "updated": "2024-01-01T00:00:00Z"} for a in EXTENSIONS]})
+    return reply({"extensions": [_extension(a) for a in EXTENSIONS]})
+
+
+async def show_extension(request: Request) -> Response:
+    alias = request.path_params["alias"]
+    if alias not in EXTENSIONS:
+        raise exc.ResourceNotFound()
+    return reply({"extension": _extension(alias)})
 
 
 # -- networks ------------------------------------------------------------------
-def _network_views(conn: sa.Connection, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _network_views(conn: sa.Connection, rows: list[dict[str, Any]],
+                   admin: bool) -> list[dict[str, Any]]:
+    tags.attach(conn, rows)
     subs = net_db.subnets_of(conn, [r["id"] for r in rows])
     by_net: dict[str, list[str]] = {}
     for s in subs:
         by_net.setdefault(s["network_id"], []).append(s["id"])
-    return [net_db.network_view(r, by_net.get(r["id"], [])) for r in rows]
+    return [net_db.network_view(r, by_net.get(r["id"], []), admin) for r in rows]
 
 
 async def list_networks(request: Request) -> Response:
     ctx = context(request)
     svc = _svc(request)
 
+    filters = listing.filters(request)
+    tagged = tags.filter_clause(networks.c.id, filters)
+
     def load(conn: sa.Connection) -> list[dict[str, Any]]:
-        rows = svc.list_rows(conn, ctx, networks, _filters(request), net_db.NETWORK_COLUMNS,
-                             net_db.visible_networks_clause(ctx))
-        return _network_views(conn, rows)
-    return _page(request, await request.app.state.db.read(load), "networks")
+        columns = {**net_db.NETWORK_COLUMNS, **(net_db.PROVIDER_COLUMNS if ctx.is_admin else {})}
+        rows = svc.list_rows(conn, ctx, networks, filters, columns,
+                             net_db.visible_networks_clause(ctx), tagged)
+        return _network_views(conn, rows, ctx.is_admin)
+    return listing.page(request, await request.app.state.db.read(load), "networks")
+
+
+def _created(resource: str, views: list[dict[str, Any]], many: bool) -> Response:
+    """201 with the one created resource, or the list a bulk create made."""
+    return reply({f"{resource}s": views} if many else {resource: views[0]}, status=201)
 
 
 async def create_network(request: Request) -> Response:
     ctx = context(request)
-    row = await _svc(request).create_network(ctx, parse("network", await json_body(request), True))
-    return reply({"network": net_db.network_view(row, [])}, status=201)
+    rows, many = await bulk.create(_svc(request), ctx, "network", await json_body(request))
+    return _created("network", [net_db.network_view(row, [], ctx.is_admin) for row in rows], many)
 
 
 async def show_network(request: Request) -> Response:
     ctx = context(request)
 
     def load(conn: sa.Connection) -> dict[str, Any]:
-        return _network_views(conn, [net_db.get_network(conn, ctx, _param(request))])[0]
+        return _network_views(conn, [net_db.get_network(conn, ctx, _param(request))],
+                              ctx.is_admin)[0]
     view = await request.app.state.db.read(load)
     return reply({"network": select_fields(view, request.query_params.getlist("fields"))})
 
@@ -129,7 +130,7 @@ async def update_network(request: Request) -> Response:
     values = parse("network", await json_body(request), False)
     row = await _svc(request).update_network(ctx, _param(request), values)
     return reply({"network": await request.app.state.db.read(lambda conn: _network_views(
-        conn, [net_db.get_network(conn, ctx, row["id"])])[0])})
+        conn, [net_db.get_network(conn, ctx, row["id"])], ctx.is_admin)[0])})
 
 
 async def delete_network(request: Request) -> Response:
@@ -142,23 +143,29 @@ async def list_subnets(request: Request) -> Response:
     ctx = context(request)
     svc = _svc(request)
 
+    filters = listing.filters(request)
+    tagged = tags.filter_clause(subnets.c.id, filters)
+
     def load(conn: sa.Connection) -> list[dict[str, Any]]:
-        rows = svc.list_rows(conn, ctx, subnets, _filters(request), net_db.SUBNET_COLUMNS,
-                             net_db.visible_subnets_clause(ctx))
-        return [net_db.subnet_view(r) for r in rows]
-    return _page(request, await request.app.state.db.read(load), "subnets")
+        rows = svc.list_rows(conn, ctx, subnets, filters, net_db.SUBNET_COLUMNS,
+                             net_db.visible_subnets_clause(ctx), tagged)
+        return [net_db.subnet_view(r) for r in tags.attach(conn, rows)]
+    return listing.page(request, await request.app.state.db.read(load), "subnets")
 
 
 async def create_subnet(request: Request) -> Response:
-    ctx = context(request)
-    row = await _svc(request).create_subnet(ctx, parse("subnet", await json_body(request), True))
-    return reply({"subnet": net_db.subnet_view(row)}, status=201)
+    rows, many = await bulk.create(_svc(request), context(request), "subnet",
+                                   await json_body(request))
+    return _created("subnet", [net_db.subnet_view(row) for row in rows], many)
+
+
+def _subnet(conn: sa.Connection, ctx: Any, subnet_id: str) -> dict[str, Any]:
+    return net_db.subnet_view(tags.attach(conn, [net_db.get_subnet(conn, ctx, subnet_id)])[0])
 
 
 async def show_subnet(request: Request) -> Response:
-    ctx = context(request)
-    row = await request.app.state.db.read(net_db.get_subnet, ctx, _param(request))
-    return reply({"subnet": select_fields(net_db.subnet_view(row), request.query_params.getlist("fields"))})
+    view = await request.app.state.db.read(_subnet, context(request), _param(request))
+    return reply({"subnet": select_fields(view, request.query_params.getlist("fields"))})
 
 
 async def update_subnet(request: Request) -> Response:
@@ -166,8 +173,7 @@ async def update_subnet(request: Request) -> Response:
     values = parse("subnet", await json_body(request), False)
     subnet_id = _param(request)
     await _svc(request).update_subnet(ctx, subnet_id, values)
-    row = await request.app.state.db.read(net_db.get_subnet, ctx, subnet_id)
-    return reply({"subnet": net_db.subnet_view(row)})
+    return reply({"subnet": await request.app.state.db.read(_subnet, ctx, subnet_id)})
 
 
 async def delete_subnet(request: Request) -> Response:
@@ -176,46 +182,50 @@ async def delete_subnet(request: Request) -> Response:
 
 
 # -- ports ---------------------------------------------------------------------
-def _port_views(conn: sa.Connection, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _port_views(conn: sa.Connection, rows: list[dict[str, Any]],
+                 dns_domain: str) -> list[dict[str, Any]]:
     fixed = port_db.fixed_ips_of(conn, [r["id"] for r in rows])
-    return [port_db.port_view(r, fixed[r["id"]]) for r in rows]
+    return [port_db.port_view(r, fixed[r["id"]], dns_domain) for r in tags.attach(conn, rows)]
+
+
+def _ports_by_id(request: Request, ids: list[str]) -> Callable[[sa.Connection], list[dict[str, Any]]]:
+    """A read of the views of ports ``ids`` (the caller's), in that order."""
+    ctx, domain = context(request), request.app.state.settings.dns_domain
+    return lambda conn: _port_views(conn, [port_db.get_port(conn, ctx, i) for i in ids], domain)
 
 
 async def list_ports(request: Request) -> Response:
     ctx = context(request)
     svc = _svc(request)
-    filters = _filters(request)
-    ip_filter = [f.split("=", 1)[1] for f in filters.pop("fixed_ips", []) if f.startswith("ip_address=")]
+    filters = listing.filters(request)
+    matches = fixed_ip_filter(filters.pop("fixed_ips", []))
+    tagged = tags.filter_clause(ports.c.id, filters)
+    domain = request.app.state.settings.dns_domain
 
     def load(conn: sa.Connection) -> list[dict[str, Any]]:
-        views = _port_views(conn, svc.list_rows(conn, ctx, ports, filters, port_db.PORT_COLUMNS))
-        if ip_filter:
-            views = [v for v in views if any(ip["ip_address"] in ip_filter for ip in v["fixed_ips"])]
-        return views
-    return _page(request, await request.app.state.db.read(load), "ports")
+        rows = svc.list_rows(conn, ctx, ports, filters, port_db.PORT_COLUMNS, where=tagged)
+        return [view for view in _port_views(conn, rows, domain) if matches(view["fixed_ips"])]
+    return listing.page(request, await request.app.state.db.read(load), "ports")
 
 
 async def create_port(request: Request) -> Response:
-    ctx = context(request)
-    row = await _svc(request).create_port(ctx, parse("port", await json_body(request), True))
-    view = await request.app.state.db.read(lambda conn: _port_views(
-        conn, [port_db.get_port(conn, ctx, row["id"])])[0])
-    return reply({"port": view}, status=201)
+    rows, many = await bulk.create(_svc(request), context(request), "port",
+                                   await json_body(request))
+    views = await request.app.state.db.read(_ports_by_id(request, [r["id"] for r in rows]))
+    return _created("port", views, many)
 
 
 async def show_port(request: Request) -> Response:
-    ctx = context(request)
-    view = await request.app.state.db.read(lambda conn: _port_views(
-        conn, [port_db.get_port(conn, ctx, _param(request))])[0])
-    return reply({"port": select_fields(view, request.query_params.getlist("fields"))})
+    views = await request.app.state.db.read(_ports_by_id(request, [_param(request)]))
+    return reply({"port": select_fields(views[0], request.query_params.getlist("fields"))})
 
 
 async def update_port(request: Request) -> Response:
     ctx = context(request)
     row = await _svc(request).update_port(ctx, _param(request),
                                           parse("port", await json_body(request), False))
-    view = await request.app.state.db.read(lambda conn: _port_views(conn, [row])[0])
-    return reply({"port": view})
+    views = await request.app.state.db.read(_ports_by_id(request, [row["id"]]))
+    return reply({"port": views[0]})
 
 
 async def delete_port(request: Request) -> Response:
@@ -231,12 +241,14 @@ async def list_groups(request: Request) -> Response:
     def load(conn: sa.Connection) -> list[dict[str, Any]]:
         if ctx.project_id:
             sg_db.ensure_default(conn, ctx.project_id)
-        rows = svc.list_rows(conn, ctx, security_groups, _filters(request),
+        filters = listing.filters(request)
+        tagged = tags.filter_clause(security_groups.c.id, filters)
+        rows = svc.list_rows(conn, ctx, security_groups, filters,
                              {"id": "id", "name": "name", "project_id": "project_id",
-                              "tenant_id": "project_id"})
-        rules = sg_db.rules_of(conn, [r["id"] for r in rows])
+                              "tenant_id": "project_id"}, where=tagged)
+        rules = sg_db.rules_of(conn, [r["id"] for r in tags.attach(conn, rows)])
         return [sg_db.group_view(r, rules[r["id"]]) for r in rows]
-    return _page(request, await request.app.state.db.run(load), "security_groups")
+    return listing.page(request, await request.app.state.db.run(load), "security_groups")
 
 
 async def create_group(request: Request) -> Response:
@@ -247,21 +259,23 @@ async def create_group(request: Request) -> Response:
     return reply({"security_group": sg_db.group_view(row, rules[row["id"]])}, status=201)
 
 
+def _group(conn: sa.Connection, ctx: Any, group_id: str) -> dict[str, Any]:
+    row = tags.attach(conn, [sg_db.get_group(conn, ctx, group_id)])[0]
+    return sg_db.group_view(row, sg_db.rules_of(conn, [row["id"]])[row["id"]])
+
+
 async def show_group(request: Request) -> Response:
     ctx = context(request)
 
-    def load(conn: sa.Connection) -> dict[str, Any]:
-        row = sg_db.get_group(conn, ctx, _param(request))
-        return sg_db.group_view(row, sg_db.rules_of(conn, [row["id"]])[row["id"]])
-    return reply({"security_group": await request.app.state.db.read(load)})
+    view = await request.app.state.db.read(_group, ctx, _param(request))
+    return reply({"security_group": view})
 
 
 async def update_group(request: Request) -> Response:
     ctx = context(request)
     values = parse("security_group", await json_body(request), False)
     row = await _svc(request).update_security_group(ctx, _param(request), values)
-    rules = await request.app.state.db.read(sg_db.rules_of, [row["id"]])
-    return reply({"security_group": sg_db.group_view(row, rules[row["id"]])})
+    return reply({"security_group": await request.app.state.db.read(_group, ctx, row["id"])})
 
 
 async def delete_group(request: Request) -> Response:
@@ -274,13 +288,13 @@ async def list_rules(request: Request) -> Response:
     svc = _svc(request)
 
     def load(conn: sa.Connection) -> list[dict[str, Any]]:
-        rows = svc.list_rows(conn, ctx, security_group_rules, _filters(request),
+        rows = svc.list_rows(conn, ctx, security_group_rules, listing.filters(request),
                              {"id": "id", "security_group_id": "security_group_id",
                               "direction": "direction", "protocol": "protocol",
                               "ethertype": "ethertype", "project_id": "project_id",
                               "tenant_id": "project_id"})
         return [sg_db.rule_view(r) for r in rows]
-    return _page(request, await request.app.state.db.read(load), "security_group_rules")
+    return listing.page(request, await request.app.state.db.read(load), "security_group_rules")
 
 
 async def create_rule(request: Request) -> Response:
@@ -299,16 +313,7 @@ async def delete_rule(request: Request) -> Response:
     return no_content()
 
 
-# -- quotas and get-me-a-network --------------------------------------------------
-async def show_quota(request: Request) -> Response:
-    ctx = context(request)
-    project = _param(request, "project_id")
-    policy.enforce(ctx, "network:get", {"project_id": project})
-    detail = request.url.path.endswith("/details")
-    quota = await request.app.state.db.read(_svc(request).quota_view, project, detail)
-    return reply({"quota": quota})
-
-
+# -- get-me-a-network ------------------------------------------------------------
 async def auto_allocated_topology(request: Request) -> Response:
     from cirrus.network.auto_allocate import get_or_create_auto_network
 
@@ -316,7 +321,7 @@ async def auto_allocated_topology(request: Request) -> Response:
     project = _param(request, "project_id")
     policy.enforce(ctx, "network:create", {"project_id": project})
     net = await request.app.state.db.run(get_or_create_auto_network,
-                                         request.app.state.settings, project)
+                                         request.app.state.settings, project, _svc(request).segments)
     return reply({"auto_allocated_topology": {"id": net["id"], "tenant_id": project,
                                               "project_id": project}})
 
@@ -335,6 +340,7 @@ ROUTES = [
     Route("/v2.0", version_v2, methods=["GET"]),
     Route("/v2.0/", version_v2, methods=["GET"]),
     Route("/v2.0/extensions", extensions, methods=["GET"]),
+    Route("/v2.0/extensions/{alias}", show_extension, methods=["GET"]),
     *_crud("networks", list_networks, create_network, show_network, update_network, delete_network),
     *_crud("subnets", list_subnets, create_subnet, show_subnet, update_subnet, delete_subnet),
     *_crud("ports", list_ports, create_port, show_port, update_port, delete_port),
@@ -343,7 +349,7 @@ ROUTES = [
     Route("/v2.0/security-group-rules", create_rule, methods=["POST"]),
     Route("/v2.0/security-group-rules/{id}", show_rule, methods=["GET"]),
     Route("/v2.0/security-group-rules/{id}", delete_rule, methods=["DELETE"]),
-    Route("/v2.0/quotas/{project_id}", show_quota, methods=["GET"]),
-    Route("/v2.0/quotas/{project_id}/details", show_quota, methods=["GET"]),
+    *QUOTA_ROUTES,
+    *TAG_ROUTES,
     Route("/v2.0/auto-allocated-topology/{project_id}", auto_allocated_topology, methods=["GET"]),
 ]

@@ -13,6 +13,7 @@ from typing import Any
 
 from cirrus.network import exception as exc
 from cirrus.network import validators as v
+from cirrus.network.tags import tags_reason
 
 _NAME = v.string()
 _PROJECT = v.string(64)  # the width of every project_id column
@@ -23,6 +24,13 @@ def _protocol(value: Any) -> v.Reason:
     if isinstance(value, int) and not isinstance(value, bool):
         return v.integer(0, 255)(value)
     return v.string(32)(value)
+
+
+def _port(value: Any) -> v.Reason:
+    """A rule's port (or ICMP type/code): Neutron's message for a bad one."""
+    if v.integer(0, 65535)(value):
+        return f"Invalid value for port {v.shown(value)}"
+    return None
 
 
 # resource → {attribute: (column, validator, create_only)}; column "" is accepted and ignored.
@@ -36,10 +44,13 @@ ATTRS: dict[str, dict[str, tuple[str, v.Validator, bool]]] = {
         "admin_state_up": ("admin_state_up", v.boolean, False),
         "tenant_id": ("project_id", _PROJECT, True), "project_id": ("project_id", _PROJECT, True),
         "availability_zone_hints": ("", v.list_of(_NAME), True),
-        "provider:network_type": ("", v.optional(_NAME), True),
-        "provider:physical_network": ("", v.optional(_NAME), True),
-        "provider:segmentation_id": ("", v.optional(v.integer(0, 2 ** 32 - 1)), True),
-        "dns_domain": ("", _NAME, False), "is_default": ("", v.boolean, False),
+        # Passed on under their own names: the service checks them (segments.py).
+        "provider:network_type": ("provider:network_type", v.optional(_NAME), True),
+        "provider:physical_network": ("provider:physical_network", v.optional(_NAME), True),
+        "provider:segmentation_id": ("provider:segmentation_id",
+                                     v.optional(v.integer(0, 2 ** 32 - 1)), True),
+        "dns_domain": ("dns_domain", v.dns_name, False), "is_default": ("", v.boolean, False),
+        "tags": ("tags", tags_reason, True),
     },
     "subnet": {
         "network_id": ("network_id", v.uuid_like, True), "cidr": ("cidr", v.cidr, True),
@@ -58,6 +69,7 @@ ATTRS: dict[str, dict[str, tuple[str, v.Validator, bool]]] = {
         "service_types": ("", v.list_of(_NAME), False),
         "use_default_subnetpool": ("", v.boolean, True),
         "dns_publish_fixed_ip": ("", v.boolean, False),
+        "tags": ("tags", tags_reason, True),
     },
     "port": {
         "network_id": ("network_id", v.uuid_like, True), "name": ("name", _NAME, False),
@@ -74,6 +86,7 @@ ATTRS: dict[str, dict[str, tuple[str, v.Validator, bool]]] = {
         "allowed_address_pairs": ("allowed_address_pairs", v.address_pairs, False),
         "dns_name": ("dns_name", v.dns_name, False),
         "port_security_enabled": ("port_security_enabled", v.boolean, False),
+        "dns_domain": ("dns_domain", v.dns_name, False), "tags": ("tags", tags_reason, True),
         "tenant_id": ("project_id", _PROJECT, True), "project_id": ("project_id", _PROJECT, True),
         "propagate_uplink_status": ("", v.boolean, False),
         "qos_policy_id": ("", v.optional(v.uuid_like), False),
@@ -81,17 +94,18 @@ ATTRS: dict[str, dict[str, tuple[str, v.Validator, bool]]] = {
     "security_group": {
         "name": ("name", _NAME, False), "description": ("description", _NAME, False),
         "tenant_id": ("project_id", _PROJECT, True), "project_id": ("project_id", _PROJECT, True),
-        "stateful": ("", v.boolean, True),
+        "stateful": ("", v.boolean, True), "tags": ("tags", tags_reason, True),
     },
     "security_group_rule": {
         "security_group_id": ("security_group_id", v.uuid_like, True),
         "direction": ("direction", v.one_of("ingress", "egress"), True),
         "ethertype": ("ethertype", v.one_of("IPv4", "IPv6"), True),
         "protocol": ("protocol", v.optional(_protocol), True),
-        "port_range_min": ("port_range_min", v.optional(v.integer(0, 65535)), True),
-        "port_range_max": ("port_range_max", v.optional(v.integer(0, 65535)), True),
+        "port_range_min": ("port_range_min", v.optional(_port), True),
+        "port_range_max": ("port_range_max", v.optional(_port), True),
         "remote_ip_prefix": ("remote_ip_prefix", v.optional(v.ip_or_cidr), True),
-        "remote_group_id": ("remote_group_id", v.optional(v.uuid_like), True),
+        # Not a uuid: a group that does not exist (404, as Neutron), when the rule is made.
+        "remote_group_id": ("remote_group_id", v.optional(v.string(36)), True),
         "description": ("description", _NAME, True),
         "tenant_id": ("project_id", _PROJECT, True), "project_id": ("project_id", _PROJECT, True),
         "remote_address_group_id": ("", v.optional(v.uuid_like), True),
@@ -130,3 +144,24 @@ def parse(resource: str, body: Any, creating: bool) -> dict[str, Any]:
     if "mac_address" in out:
         out["mac_address"] = v.normal_mac(out["mac_address"])
     return out
+
+
+COLLECTIONS = {"network": "networks", "subnet": "subnets", "port": "ports"}
+MAX_BULK = 500  # resources in one bulk create
+
+
+def parse_many(resource: str, body: Any) -> tuple[list[dict[str, Any]], bool]:
+    """A create body → the values of each resource to create, and whether it
+    was a bulk create (``{"networks": [{...}, ...]}``, Neutron's native bulk)."""
+    collection = COLLECTIONS[resource]
+    if not isinstance(body, dict) or collection not in body:
+        return [parse(resource, body, True)], False
+    items = body[collection]
+    if len(body) != 1:
+        extra = ", ".join(sorted(str(k) for k in body if k != collection))
+        raise exc.BadRequest(reason=f"Unrecognized attribute(s) '{v.shown(extra)}'")
+    if not isinstance(items, list) or not items:
+        raise exc.BadRequest(reason=f"Resources required: '{collection}' must be a non-empty list")
+    if len(items) > MAX_BULK:
+        raise exc.BadRequest(reason=f"At most {MAX_BULK} {collection} may be created at once")
+    return [parse(resource, {resource: item}, True) for item in items], True

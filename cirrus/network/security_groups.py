@@ -12,6 +12,7 @@ from cirrus.db.engine import fetch_all, fetch_one
 from cirrus.db.prepared import Prepared
 from cirrus.db.rows import PreparedRead
 from cirrus.network import exception as exc
+from cirrus.network import tags
 from cirrus.network.common import new_id, owned, timestamps_view
 from cirrus.network.models import (default_security_groups, ports, security_group_rules,
                                    security_groups)
@@ -161,6 +162,7 @@ def delete_group(conn: sa.Connection, ctx: RequestContext, group_id: str) -> Non
     conn.execute(security_group_rules.delete().where(sa.or_(
         security_group_rules.c.security_group_id == group_id,
         security_group_rules.c.remote_group_id == group_id)))  # Neutron's cascade on the remote group
+    tags.delete_tags(conn, [group_id])
     conn.execute(security_groups.delete().where(security_groups.c.id == group_id))
 
 
@@ -183,11 +185,10 @@ def create_rule(conn: sa.Connection, ctx: RequestContext, values: dict[str, Any]
     pmin, pmax = values.get("port_range_min"), values.get("port_range_max")
     for value in (pmin, pmax):
         if value is not None and (not isinstance(value, int) or not 0 <= value <= 65535):
-            raise exc.InvalidInput(reason=f"Invalid port {value!r}")
-    if pmin is not None and pmax is not None and pmin > pmax and protocol in ("tcp", "udp"):
-        raise exc.InvalidInput(reason="port_range_min must be <= port_range_max")
+            raise exc.SecurityGroupInvalidPortValue(port=shown(value))
     if (pmin is not None or pmax is not None) and protocol is None:
         raise exc.InvalidInput(reason="Must also specify protocol if port range is given.")
+    check_port_range(protocol, pmin, pmax)
     prefix = values.get("remote_ip_prefix")
     if prefix is not None:
         if ip_or_cidr(prefix):
@@ -210,6 +211,30 @@ def create_rule(conn: sa.Connection, ctx: RequestContext, values: dict[str, Any]
                         port_range_max=pmax, remote_ip_prefix=prefix,
                         remote_group_id=values.get("remote_group_id"),
                         description=values.get("description", ""))
+
+
+_PORTED = ("tcp", "udp", "sctp", "dccp", "udplite", "6", "17", "132", "33", "136")
+_ICMP = ("icmp", "icmpv6", "ipv6-icmp", "1", "58")
+
+
+def check_port_range(protocol: str | None, pmin: int | None, pmax: int | None) -> None:
+    """Neutron's ``_validate_port_range``: for protocols with ports both ends,
+    neither 0, in order; for ICMP a type and code of 0-255, a code only
+    with a type."""
+    if pmin is None and pmax is None:
+        return
+    if protocol in _PORTED:
+        if pmin == 0 or pmax == 0:
+            raise exc.SecurityGroupInvalidPortValue(port=0)
+        if pmin is None or pmax is None or pmin > pmax:
+            raise exc.SecurityGroupInvalidPortRange()
+    elif protocol in _ICMP:
+        for value, attr, field in ((pmin, "port_range_min", "type"),
+                                   (pmax, "port_range_max", "code")):
+            if value is not None and not 0 <= value <= 255:
+                raise exc.SecurityGroupInvalidIcmpValue(field=field, attr=attr, value=value)
+        if pmin is None:
+            raise exc.SecurityGroupMissingIcmpType(value=pmax)
 
 
 def get_rule(conn: sa.Connection, ctx: RequestContext, rule_id: str) -> dict[str, Any]:

@@ -4,7 +4,7 @@ Every write is checked here, whoever calls: roles and ownership by
 ``authz``, values by ``schema`` (the handlers parse) and ``subnet_rules``."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import sqlalchemy as sa
 
@@ -15,18 +15,17 @@ from cirrus.network import authz
 from cirrus.network import exception as exc
 from cirrus.network import networks as net_db
 from cirrus.network import ports as port_db
+from cirrus.network import quotas
 from cirrus.network import security_groups as sg_db
+from cirrus.network import tags
 from cirrus.network.backends import get_backend
 from cirrus.network.binding import Binder, EventSink
 from cirrus.network.common import apply_filters, own_rows_clause
 from cirrus.network.models import (networks, ports, security_group_rules, security_groups,
                                    subnets)
+from cirrus.network.segments import PROVIDER_KEYS, SegmentConfig, requested_segment
 
-QUOTA_TABLES = {"network": networks, "subnet": subnets, "port": ports,
-                "security_group": security_groups, "security_group_rule": security_group_rules}
-QUOTA_SETTINGS = {"network": "quota_networks", "subnet": "quota_subnets", "port": "quota_ports",
-                  "security_group": "quota_security_groups",
-                  "security_group_rule": "quota_security_group_rules"}
+Creator = Callable[[sa.Connection], dict[str, Any]]
 
 
 class NetworkService:
@@ -35,6 +34,7 @@ class NetworkService:
     def __init__(self, settings: Settings, db: Database) -> None:
         self.settings = settings
         self.db = db
+        self.segments = SegmentConfig.from_settings(settings)
         backend = get_backend(settings, None) if settings.network_backend == "noop" else None
         self.binder = Binder(db, backend)
 
@@ -42,82 +42,73 @@ class NetworkService:
         """Where ``network-vif-plugged`` goes (compute's external events)."""
         self.binder.event_sink = sink
 
-    # -- quotas ----------------------------------------------------------------------
-    @staticmethod
-    def _used(conn: sa.Connection, resource: str, project_id: str) -> int:
-        """The project's count of ``resource``: ports from their counter (kept by
-        triggers, the one the boot path reads), the rest counted."""
-        if resource == "port":
-            return port_db.ports_of_project(conn, project_id)
-        table = QUOTA_TABLES[resource]
-        return conn.execute(sa.select(sa.func.count()).select_from(table).where(
-            table.c.project_id == project_id)).scalar_one()
-
     def check_quota(self, conn: sa.Connection, resource: str, project_id: str) -> None:
-        limit = int(getattr(self.settings, QUOTA_SETTINGS[resource]))
-        if limit < 0:
-            return
-        if self._used(conn, resource, project_id) >= limit:
-            raise exc.OverQuota(resource=resource)
-
-    def quota_view(self, conn: sa.Connection, project_id: str, detail: bool) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for resource, setting in QUOTA_SETTINGS.items():
-            limit = int(getattr(self.settings, setting))
-            if detail:
-                out[resource] = {"limit": limit, "used": self._used(conn, resource, project_id),
-                                 "reserved": 0}
-            else:
-                out[resource] = limit
-        for extra in ("floatingip", "router", "rbac_policy", "subnetpool"):
-            out[extra] = {"limit": 0, "used": 0, "reserved": 0} if detail else 0
-        return out
+        quotas.check(conn, self.settings, resource, project_id)
 
     # -- listing ---------------------------------------------------------------------
     def list_rows(self, conn: sa.Connection, ctx: RequestContext, table: sa.Table,
                   filters: dict[str, list[str]], columns: dict[str, str],
-                  visible: Any = None) -> list[dict[str, Any]]:
+                  visible: Any = None, where: Any = None) -> list[dict[str, Any]]:
         """The rows of ``table`` the caller may see (``visible``: the WHERE clause
-        saying which, default its project's), filtered: scoped in the query, so
-        another project's rows are never read."""
+        saying which, default its project's), filtered (``where``: a clause of
+        the caller's too): scoped in the query, so another project's rows are
+        never read."""
         q = apply_filters(sa.select(table), table, filters, columns)
         clause = visible if visible is not None else own_rows_clause(ctx, table)
-        if clause is not None:
-            q = q.where(clause)
+        for extra in (clause, where):
+            if extra is not None:
+                q = q.where(extra)
         return fetch_all(conn, q.order_by(table.c.created_at, table.c.id))
 
     # -- networks ----------------------------------------------------------------------
     async def create_network(self, ctx: RequestContext, values: dict[str, Any]) -> dict[str, Any]:
-        for column in ("shared", "router_external"):
-            if values.get(column):
+        return await self.db.run(self.network_creator(ctx, values))
+
+    def network_creator(self, ctx: RequestContext, values: dict[str, Any]) -> Creator:
+        """The unit of work creating network ``values`` once the caller may: of
+        the caller's project (or, for an admin, the one named) on its own
+        segment, the ``provider:*`` one an admin names, else the tenant type's
+        next free one."""
+        values = dict(values)
+        provider = {key: values.pop(key) for key in PROVIDER_KEYS if key in values}
+        for column in ("shared", "router_external", *provider):
+            if values.get(column) or column in provider:
                 authz.admin_only(ctx, f"create_network:{column}")
+        segment = requested_segment(self.segments, provider)
         project = authz.owner_of_new(ctx, values, "network")
 
         def create(conn: sa.Connection) -> dict[str, Any]:
             self.check_quota(conn, "network", project)
-            return net_db.create_network(conn, ctx, {**values, "project_id": project})
-        return await self.db.run(create)
+            row = net_db.create_network(conn, ctx, {**values, "project_id": project},
+                                        self.segments, segment)
+            return _tagged(conn, "network", row, values)
+        return create
 
     async def update_network(self, ctx: RequestContext, net_id: str,
                              values: dict[str, Any]) -> dict[str, Any]:
         for column in ("shared", "router_external"):
             if column in values:
                 authz.admin_only(ctx, f"update_network:{column}")
-        return await self.db.run(net_db.update_network, ctx, net_id, values)
+        return await self.db.run(net_db.update_network, ctx, net_id, values, self.segments)
 
     async def delete_network(self, ctx: RequestContext, net_id: str) -> None:
         await self.db.run(net_db.delete_network, ctx, net_id)
 
     # -- subnets -----------------------------------------------------------------------
     async def create_subnet(self, ctx: RequestContext, values: dict[str, Any]) -> dict[str, Any]:
+        return await self.db.run(self.subnet_creator(ctx, values))
+
+    def subnet_creator(self, ctx: RequestContext, values: dict[str, Any]) -> Creator:
+        """The unit of work creating subnet ``values``, once the caller may."""
         project = authz.owner_of_new(ctx, values, "subnet")
 
         def create(conn: sa.Connection) -> dict[str, Any]:
             network = net_db.get_network(conn, ctx, values["network_id"])
             authz.check_network_use(ctx, network, project, "subnet")
             self.check_quota(conn, "subnet", project)
-            return net_db.create_subnet(conn, ctx, {**values, "project_id": project}, network)
-        return await self.db.run(create)
+            row = net_db.create_subnet(conn, ctx, {**values, "project_id": project}, network)
+            return _tagged(conn, "subnet", row, values)
+        return create
 
     async def update_subnet(self, ctx: RequestContext, subnet_id: str,
                             values: dict[str, Any]) -> None:
@@ -128,6 +119,13 @@ class NetworkService:
 
     # -- ports -------------------------------------------------------------------------
     async def create_port(self, ctx: RequestContext, values: dict[str, Any]) -> dict[str, Any]:
+        port = await self.db.run(self.port_creator(ctx, values))
+        await self.binder.bound(port)
+        return port
+
+    def port_creator(self, ctx: RequestContext, values: dict[str, Any]) -> Creator:
+        """The unit of work creating port ``values``, once the caller may; the
+        caller tells the binder about the port after it commits."""
         for column, name in (("binding_host_id", "binding:host_id"),
                              ("binding_profile", "binding:profile")):
             if values.get(column):
@@ -145,11 +143,10 @@ class NetworkService:
             if groups:
                 checked["security_groups"] = sg_db.resolve(conn, project, groups)
             default = None if groups is not None else sg_db.ensure_default(conn, project)["id"]
-            return port_db.create_port(conn, ctx, checked, self.settings.base_mac, default,
-                                       network=network)
-        port = await self.db.run(create)
-        await self.binder.bound(port)
-        return port
+            row = port_db.create_port(conn, ctx, checked, self.settings.base_mac, default,
+                                      network=network)
+            return _tagged(conn, "port", row, values)
+        return create
 
     async def update_port(self, ctx: RequestContext, port_id: str, values: dict[str, Any]) -> dict[str, Any]:
         for column, name in (("binding_host_id", "binding:host_id"),
@@ -193,9 +190,10 @@ class NetworkService:
             sg_db.ensure_default(conn, project)
             self.check_quota(conn, "security_group", project)
             if values.get("name") == "default":
-                raise exc.InvalidInput(reason="Default security group already exists.")
-            return sg_db.create_group(conn, ctx, values.get("name", ""),
-                                      values.get("description", ""), project)
+                raise exc.SecurityGroupDefaultAlreadyExists()
+            row = sg_db.create_group(conn, ctx, values.get("name", ""),
+                                     values.get("description", ""), project)
+            return _tagged(conn, "security_group", row, values)
         return await self.db.run(create)
 
     async def update_security_group(self, ctx: RequestContext, group_id: str,
@@ -205,6 +203,8 @@ class NetworkService:
             authz.enforce(ctx, "network:update", "security_group", row)
             if row["name"] == "default" and values.get("name", "default") != "default":
                 raise exc.InvalidInput(reason="Updating default security group name not allowed.")
+            if row["name"] != "default" and values.get("name") == "default":
+                raise exc.SecurityGroupDefaultAlreadyExists()  # one default per project
             if values:
                 conn.execute(security_groups.update().where(
                     security_groups.c.id == row["id"]).values(**values))
@@ -234,6 +234,13 @@ class NetworkService:
             authz.enforce(ctx, "network:delete", "security_group_rule", row)
             conn.execute(security_group_rules.delete().where(security_group_rules.c.id == row["id"]))
         await self.db.run(delete)
+
+
+def _tagged(conn: sa.Connection, kind: str, row: dict[str, Any],
+            values: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with the tags asked for on create (``tag-creation``) set."""
+    row["tags"] = tags.add_tags(conn, kind, row["id"], values["tags"]) if values.get("tags") else []
+    return row
 
 
 def make_network_service(settings: Settings, db: Database, transport: Any = None) -> NetworkService:

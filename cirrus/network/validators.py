@@ -331,6 +331,11 @@ def dhcp_options(value: Any) -> Reason:
             return reason
         if not opt["opt_name"]:
             return "opt_name may not be empty"
+        # They become lines of dnsmasq's options file: no line breaks (nor
+        # other control characters), no comma in a name.
+        text = opt["opt_name"] + (opt.get("opt_value") or "")
+        if any(ord(c) < 0x20 or c == "\x7f" for c in text) or "," in opt["opt_name"]:
+            return f"'{shown(opt['opt_name'])}' has a character DHCP options cannot carry"
     return None
 
 

@@ -50,6 +50,7 @@ ROUTES: dict[tuple[str, str], Rule] = {
     ("GET", f"{S}/os-server-password"): _r("os-server-password:show", R),
     ("DELETE", f"{S}/os-server-password"): _r("os-server-password:clear", M),
     ("GET", f"{S}/os-security-groups"): _r("os-security-groups:list", R),
+    ("GET", f"{S}/diagnostics"): _r("os-server-diagnostics", A),
     ("GET", f"{S}/os-interface"): _r("os-attach-interfaces:list", R),
     ("POST", f"{S}/os-interface"): _r("os-attach-interfaces:create", M),
     ("GET", f"{S}/os-interface/{{port_id}}"): _r("os-attach-interfaces:show", R),
@@ -136,6 +137,16 @@ ROUTES: dict[tuple[str, str], Rule] = {
     ("PUT", Q): _r("os-quota-sets:update", A),
     ("DELETE", Q): _r("os-quota-sets:delete", A),
     ("GET", "/v2.1/limits"): _r("limits", R),
+    ("GET", "/v2.1/os-quota-class-sets/{class_name}"): _r("os-quota-class-sets:show", A),
+    ("PUT", "/v2.1/os-quota-class-sets/{class_name}"): _r("os-quota-class-sets:update", A),
+    # the network service's networks through compute, 2.1–2.35 (read-only)
+    ("GET", "/v2.1/os-networks"): _r("os-networks:list", R),
+    ("GET", "/v2.1/os-networks/{network_id}"): _r("os-networks:show", R),
+    ("GET", "/v2.1/os-tenant-networks"): _r("os-tenant-networks:list", R),
+    ("GET", "/v2.1/os-tenant-networks/{network_id}"): _r("os-tenant-networks:show", R),
+    # the v2.1 API's extension list, fixed since extensions became microversions
+    ("GET", "/v2.1/extensions"): _r("extensions", R),
+    ("GET", "/v2.1/extensions/{alias}"): _r("extensions", R),
     # consoles: a project's members open their servers' consoles
     ("POST", f"{S}/remote-consoles"): _r("remote-consoles", M),
     ("GET", "/v2.1/os-console-auth-tokens/{console_token}"): _r("console-auth-tokens", A),

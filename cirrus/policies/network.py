@@ -7,15 +7,22 @@ from __future__ import annotations
 
 from cirrus.policy import Level, Rule
 
-P, R, M = Level.PUBLIC, Level.READER, Level.MEMBER
+P, R, M, A = Level.PUBLIC, Level.READER, Level.MEMBER, Level.ADMIN
 
 ROUTES: dict[tuple[str, str], Rule] = {
     ("GET", "/"): Rule("versions", P),
     ("GET", "/v2.0"): Rule("versions", P),
     ("GET", "/v2.0/"): Rule("versions", P),
     ("GET", "/v2.0/extensions"): Rule("get_extension", R),
+    ("GET", "/v2.0/extensions/{alias}"): Rule("get_extension", R),
+    # Neutron's quota policies: a project reads its own; only admins list
+    # every project's, set limits or reset them.
+    ("GET", "/v2.0/quotas"): Rule("get_quota", A),
     ("GET", "/v2.0/quotas/{project_id}"): Rule("get_quota", R),
     ("GET", "/v2.0/quotas/{project_id}/details"): Rule("get_quota", R),
+    ("GET", "/v2.0/quotas/{project_id}/default"): Rule("get_quota", R),
+    ("PUT", "/v2.0/quotas/{project_id}"): Rule("update_quota", A),
+    ("DELETE", "/v2.0/quotas/{project_id}"): Rule("delete_quota", A),
     # GET creates the topology when there is none: a member's act
     ("GET", "/v2.0/auto-allocated-topology/{project_id}"): Rule("get_auto_allocated_topology", M),
 }
@@ -28,3 +35,15 @@ for _noun, _plural in (("network", "networks"), ("subnet", "subnets"), ("port", 
     ROUTES[("DELETE", f"/v2.0/{_plural}/{{id}}")] = Rule(f"delete_{_noun}", M)
     if _noun != "security_group_rule":  # rules are immutable in Neutron
         ROUTES[("PUT", f"/v2.0/{_plural}/{{id}}")] = Rule(f"update_{_noun}", M)
+# Tags (standard-attr-tag, tag-creation): reading them is reading the
+# resource, changing them an update of it (Neutron's ``<verb>_<noun>:tags``).
+for _noun, _plural in (("network", "networks"), ("subnet", "subnets"), ("port", "ports"),
+                       ("security_group", "security-groups")):
+    _tags = f"/v2.0/{_plural}/{{id}}/tags"
+    ROUTES[("GET", _tags)] = Rule(f"get_{_noun}:tags", R)
+    ROUTES[("GET", _tags + "/{tag}")] = Rule(f"get_{_noun}:tags", R)
+    ROUTES[("POST", _tags)] = Rule(f"create_{_noun}:tags", M)
+    ROUTES[("PUT", _tags)] = Rule(f"update_{_noun}:tags", M)
+    ROUTES[("PUT", _tags + "/{tag}")] = Rule(f"update_{_noun}:tags", M)
+    ROUTES[("DELETE", _tags)] = Rule(f"delete_{_noun}:tags", M)
+    ROUTES[("DELETE", _tags + "/{tag}")] = Rule(f"delete_{_noun}:tags", M)

@@ -20,7 +20,6 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from cirrus.compute.models import instance_group_members, instance_groups, instances
 from cirrus.config import Settings
 from cirrus.context import RequestContext
 from cirrus.db.engine import Database
@@ -28,6 +27,7 @@ from cirrus.rpc import Transport
 from cirrus import claims
 from cirrus.scheduler.exception import NoValidHost
 from cirrus.scheduler.filters import DEFAULT_FILTERS, FILTERS, BaseHostFilter, enabled
+from cirrus.scheduler.groups import group_and_hints, needs_group_and_hints
 from cirrus.scheduler.host_manager import HostManager
 from cirrus.scheduler.host_state import HostState
 from cirrus.scheduler.selection import Decision, Destination, FilterStep, Selection
@@ -48,44 +48,6 @@ CLAIM_SPARES = 4
 # normalisation bounds visit most of them anyway); from ~40 hosts on the
 # index is ahead (113 against 127 us, 80 hosts: 121 against 243 us).
 INDEX_MIN_HOSTS = 32
-
-
-def _needs_group_and_hints(request_spec: dict[str, Any]) -> bool:
-    """Whether :func:`_group_and_hints` has anything to read (most requests
-    have no group and no hints: no trip to the database for them)."""
-    group = request_spec.get("instance_group") or {}
-    hints = request_spec.get("scheduler_hints") or {}
-    return bool(group.get("uuid") or hints.get("group") or hints.get("same_host")
-                or hints.get("different_host"))
-
-
-def _group_and_hints(conn: sa.Connection, request_spec: dict[str, Any], spec: Spec) -> None:
-    """Fill group member hosts and same/different host sets from the database."""
-    group = request_spec.get("instance_group") or {}
-    hints = request_spec.get("scheduler_hints") or {}
-    group_uuid = group.get("uuid") or hints.get("group")
-    if group_uuid:
-        row = conn.execute(sa.select(instance_groups.c.policy, instance_groups.c.rules).where(
-            instance_groups.c.uuid == group_uuid)).first()
-        if row is not None:
-            spec.group_policy = row.policy
-            spec.max_server_per_host = (row.rules or {}).get("max_server_per_host")
-            hosts = conn.execute(sa.select(instances.c.host).join(
-                instance_group_members,
-                instance_group_members.c.instance_uuid == instances.c.uuid).where(
-                instance_group_members.c.group_uuid == group_uuid,
-                instances.c.deleted.is_(False), instances.c.host.is_not(None))).scalars().all()
-            for host in hosts:
-                spec.chose(host)
-
-    def hosts_of(uuids: Any) -> set[str]:
-        uuids = uuids if isinstance(uuids, list) else [uuids]
-        return set(conn.execute(sa.select(instances.c.host).where(
-            instances.c.uuid.in_(uuids), instances.c.host.is_not(None))).scalars())
-    if hints.get("same_host"):
-        spec.same_host = hosts_of(hints["same_host"])
-    if hints.get("different_host"):
-        spec.different_host = hosts_of(hints["different_host"])
 
 
 def _claim_first(conn: sa.Connection, consumer: str, node_ids: list[int], spec: Spec,
@@ -235,8 +197,8 @@ class FilterScheduler:
 
     async def select_destinations(self, request_spec: dict[str, Any]) -> Selection:
         spec = Spec.from_request(request_spec)
-        if _needs_group_and_hints(request_spec):
-            await self.db.read(_group_and_hints, request_spec, spec)
+        if needs_group_and_hints(request_spec):
+            await self.db.read(group_and_hints, request_spec, spec)
         await self.host_manager.current()
         try:
             return await self._schedule(request_spec, spec)

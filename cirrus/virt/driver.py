@@ -18,6 +18,7 @@ from cirrus.compute.states import PowerState, TaskState
 from cirrus.config import Settings
 from cirrus.network.model import VIF
 from cirrus.virt import exception as vexc
+from cirrus.virt.diagnostics import Diagnostics, legacy
 
 
 def _read_proc_uptime() -> float:
@@ -78,6 +79,8 @@ class Capabilities:
 
     supports_console_output: bool = True
     supports_vif_plugging_events: bool = False
+    # Keeps downloaded images per host: compute runs the image cache manager.
+    has_imagecache: bool = False
 
 
 class ComputeDriver(abc.ABC):
@@ -161,6 +164,20 @@ class ComputeDriver(abc.ABC):
 
         raise ConsoleTypeUnavailable(console_type="serial")
 
+    async def get_instance_diagnostics(self, instance: dict[str, Any]) -> Diagnostics:
+        """The guest's diagnostics in 2.48's standard format. Raises
+        InstanceNotFound when there is no such guest, DriverNotImplemented
+        (501) by default."""
+        raise vexc.DriverNotImplemented(operation="get_instance_diagnostics")
+
+    async def get_diagnostics(self, instance: dict[str, Any]) -> dict[str, int]:
+        """The flat, hypervisor-specific counters of before 2.48. This default
+        flattens :meth:`get_instance_diagnostics`, naming disks as a libvirt
+        guest's (``vda``, ``vdb``, …) and NICs by their order (``nic0``, …)."""
+        diags = await self.get_instance_diagnostics(instance)
+        disks = [f"vd{chr(ord('a') + i)}" for i in range(len(diags.disk_details))]
+        return legacy(diags, disks, [f"nic{i}" for i in range(len(diags.nic_details))])
+
     async def plug_vifs(self, instance: dict[str, Any], network_info: Sequence[VIF] | None) -> None:
         """Attach the guest's VIFs to the host network."""
 
@@ -189,6 +206,11 @@ class ComputeDriver(abc.ABC):
         Raises :class:`cirrus.virt.exception.InstanceNotFound` without a guest,
         :class:`cirrus.virt.exception.NotSupportedByDriver` by default."""
         raise vexc.NotSupportedByDriver(operation="snapshot")
+
+    async def manage_image_cache(self, context: Any, all_instances: list[dict[str, Any]]) -> None:
+        """Age out the cached images none of ``all_instances`` (this host's,
+        each with at least ``uuid`` and ``image_ref``) uses (Nova's image
+        cache manager pass). Called only when ``capabilities.has_imagecache``."""
 
     async def list_instance_uuids(self) -> list[str]:
         """Instances the hypervisor knows (for periodic sync)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,9 +19,13 @@ from cirrus.compute.states import PowerState, TaskState
 from cirrus.config import Settings
 from cirrus.network.model import VIF
 from cirrus.virt import exception as vexc
+from cirrus.virt.diagnostics import (STATE_NAMES, CpuDiagnostics, Diagnostics, DiskDiagnostics,
+                                     MemoryDiagnostics, NicDiagnostics)
 from cirrus.virt.driver import (Capabilities, ComputeDriver, ConsoleSerial, InstanceInfo,
                                 NodeResources, UpdateTaskState)
 from cirrus.virt.fakeconsole import FakeSerialPort, close_all
+from cirrus.virt.imagecache import ImageCache
+from cirrus.virt.images import active_image
 
 
 @dataclass
@@ -76,6 +81,7 @@ class FakeInstance:
     admin_password: str | None = None  # the last one set_admin_password set
     rescue_image: str | None = None  # the image a rescue guest boots, while rescued
     image_ref: str = ""  # the image it was spawned from (rebuild and unshelve change it)
+    started: float = field(default_factory=time.monotonic)  # for its diagnostics' uptime
 
 
 class FakeDriver(ComputeDriver):
@@ -89,9 +95,11 @@ class FakeDriver(ComputeDriver):
         self.memory_mb = settings.fake_host_memory_mb
         self.local_gb = settings.fake_host_disk_gb
         self.spawn_delay = float(getattr(settings, "fake_spawn_delay", 0.0))
+        self.snapshot_delay = float(getattr(settings, "fake_snapshot_delay", 0.0))
         self.instances: dict[str, FakeInstance] = {}
         self.faults: dict[str, list[FaultRule]] = defaultdict(list)
         self.plugged: dict[str, list[str]] = {}
+        self.macs: dict[str, list[str]] = {}  # of the plugged VIFs, for diagnostics
         self.serial_ports: dict[str, FakeSerialPort] = {}
         self.snapshots: dict[str, bytes] = {}  # image id → the disk it uploaded
         # Moves: guests kept on a resize's source for a revert, guests about to
@@ -99,6 +107,10 @@ class FakeDriver(ComputeDriver):
         self.resize_sources: dict[str, FakeInstance] = {}
         self.incoming: set[str] = set()
         self.migrating: dict[str, asyncio.Event] = {}
+        # Set by a test to make spawns download their image through the image
+        # service into a real per-host cache, as the libvirt driver does;
+        # None (the default) skips downloads altogether.
+        self.image_cache: ImageCache | None = None
 
     async def _check_fault(self, op: str, instance: dict[str, Any]) -> None:
         for rule in self.faults.get(op, ()):
@@ -132,6 +144,10 @@ class FakeDriver(ComputeDriver):
                     allocations: Mapping[str, Any] | None, network_info: Sequence[VIF] | None,
                     block_device_info: Mapping[str, Any] | None = None) -> None:
         await self._check_fault("spawn", instance)
+        if self.image_cache is not None and image_meta.get("id"):
+            meta = await active_image(self.virtapi.image_service, image_meta["id"])
+            async with self.image_cache.base(meta):
+                pass
         if self.capabilities.supports_vif_plugging_events and self.virtapi is not None:
             async with self.virtapi.wait_for_vif_plugged(instance, network_info):
                 await self.plug_vifs(instance, network_info)
@@ -148,7 +164,7 @@ class FakeDriver(ComputeDriver):
         fake.console.append(f"fake: hostname {instance.get('hostname') or ''}")
         fake.console.append(f"CIRRUS-BOOT-OK ip={','.join(ips)}")
         self.instances[instance["uuid"]] = fake
-        self.plugged[instance["uuid"]] = [vif["id"] for vif in (network_info or [])]
+        self._plug(instance, network_info)
 
     async def destroy(self, context: Any, instance: dict[str, Any], network_info: Sequence[VIF] | None,
                       block_device_info: Mapping[str, Any] | None = None,
@@ -156,6 +172,7 @@ class FakeDriver(ComputeDriver):
         await self._check_fault("destroy", instance)
         self.instances.pop(instance["uuid"], None)
         self.plugged.pop(instance["uuid"], None)
+        self.macs.pop(instance["uuid"], None)
         serial = self.serial_ports.pop(instance["uuid"], None)
         if serial is not None:
             await serial.close()
@@ -176,6 +193,31 @@ class FakeDriver(ComputeDriver):
         fake = self._get(instance)
         fake.state = PowerState.RUNNING
         fake.console.append(f"rebooted ({reboot_type.lower()})")
+
+    def _plug(self, instance: dict[str, Any], network_info: Sequence[VIF] | None) -> None:
+        self.plugged[instance["uuid"]] = [vif["id"] for vif in (network_info or [])]
+        self.macs[instance["uuid"]] = [vif.get("address") or "" for vif in (network_info or [])]
+
+    async def get_instance_diagnostics(self, instance: dict[str, Any]) -> Diagnostics:
+        """What the fake guest has: its flavor's vCPUs and memory, one disk,
+        a NIC per plugged VIF (the counters as an idle guest's). ``driver`` is
+        "libvirt", as Nova's fake says: the API's schema names no fake."""
+        fake = self._get(instance)
+        await self._check_fault("get_instance_diagnostics", instance)
+        memory = int(instance.get("memory_mb") or 0)
+        return Diagnostics(
+            state=STATE_NAMES[fake.state], driver="libvirt", hypervisor="fake",
+            hypervisor_os="linux", uptime=int(time.monotonic() - fake.started),
+            config_drive=bool(instance.get("config_drive")),
+            memory_details=MemoryDiagnostics(maximum=memory, used=memory),
+            cpu_details=[CpuDiagnostics(id=i, time=0, utilisation=0)
+                         for i in range(int(instance.get("vcpus") or 1))],
+            nic_details=[NicDiagnostics(mac_address=mac or None, rx_octets=0, rx_errors=0,
+                                        rx_drop=0, rx_packets=0, tx_octets=0, tx_errors=0,
+                                        tx_drop=0, tx_packets=0)
+                         for mac in self.macs.get(fake.uuid, [])],
+            disk_details=[DiskDiagnostics(read_bytes=0, read_requests=0, write_bytes=0,
+                                          write_requests=0, errors_count=0)])
 
     async def get_info(self, instance: dict[str, Any]) -> InstanceInfo:
         fake = self._get(instance)
@@ -201,6 +243,8 @@ class FakeDriver(ComputeDriver):
         await self._check_fault("snapshot", instance)
         fake = self._get(instance)
         await update_task_state(TaskState.IMAGE_PENDING_UPLOAD, TaskState.IMAGE_SNAPSHOT)
+        if self.snapshot_delay:
+            await asyncio.sleep(self.snapshot_delay)
         disk = f"fake disk of {fake.uuid} from image {fake.image_ref}\n".encode()
         await update_task_state(TaskState.IMAGE_UPLOADING, TaskState.IMAGE_PENDING_UPLOAD)
         with tempfile.TemporaryDirectory() as tmp:
@@ -232,7 +276,7 @@ class FakeDriver(ComputeDriver):
     async def resume(self, context: Any, instance: dict[str, Any], network_info: Any,
                      block_device_info: dict[str, Any] | None = None) -> None:
         await self._to_state("resume", instance, PowerState.RUNNING)
-        self.plugged[instance["uuid"]] = [vif["id"] for vif in (network_info or [])]
+        self._plug(instance, network_info)
 
     async def rescue(self, context: Any, instance: dict[str, Any], network_info: Any,
                      image_meta: dict[str, Any], rescue_password: str,
@@ -270,7 +314,7 @@ class FakeDriver(ComputeDriver):
         guest.console.append(f"migrated from {disk_info.get('source')}: "
                              f"{instance['vcpus']} vcpus, {instance['memory_mb']} MiB")
         self.instances[instance["uuid"]] = guest
-        self.plugged[instance["uuid"]] = [vif["id"] for vif in (network_info or [])]
+        self._plug(instance, network_info)
 
     async def confirm_migration(self, context: Any, instance: dict[str, Any],
                                 network_info: Any) -> None:
@@ -311,6 +355,7 @@ class FakeDriver(ComputeDriver):
             self.migrating.pop(instance["uuid"], None)
         self.instances.pop(instance["uuid"], None)
         self.plugged.pop(instance["uuid"], None)
+        self.macs.pop(instance["uuid"], None)
 
     async def live_migration_abort(self, instance: dict[str, Any]) -> None:
         self.migrating.setdefault(instance["uuid"], asyncio.Event()).set()
@@ -330,7 +375,7 @@ class FakeDriver(ComputeDriver):
                              PowerState(power_state))
         guest.console.append(f"live-migrated to {self.host}")
         self.instances[instance["uuid"]] = guest
-        self.plugged[instance["uuid"]] = [vif["id"] for vif in (network_info or [])]
+        self._plug(instance, network_info)
 
     async def rollback_live_migration_at_destination(self, context: Any,
                                                      instance: dict[str, Any],

@@ -68,6 +68,23 @@ async def test_answers_outside_handlers_carry_ids_only(api: Api) -> None:
         assert not any(h in resp.headers for h in VERSION_HEADERS)
 
 
+# Nova's routes match a path exactly: a trailing slash names no route (404),
+# where a redirect to the collection would have answered 405 or the index.
+@pytest.mark.parametrize("method, path", [
+    ("DELETE", "/compute/v2.1/images/"), ("DELETE", "/compute/v2.1/os-security-groups/"),
+    ("GET", "/compute/v2.1/os-simple-tenant-usage/"), ("GET", f"{SERVERS}/"),
+    ("POST", f"{SERVERS}/"), ("PUT", "/compute/v2.1/os-keypairs/")])
+async def test_a_compute_path_with_a_trailing_slash_is_404(api: Api, method: str,
+                                                           path: str) -> None:
+    async with await api.as_user("admin") as c:
+        resp = await c.request(method, path, params={"start": "2026-01-01T00:00:00"})
+        collection = await c.request("GET", path.rstrip("/"))
+    assert resp.status_code == 404, resp.text
+    assert resp.json() == {"itemNotFound": {"code": 404, "message": "Not Found"}}
+    assert collection.status_code in (200, 405)  # the path without the slash is a route
+    request_id(resp)
+
+
 @pytest.mark.parametrize("path, key", [("/identity/v3/auth/catalog", "error"),
                                        ("/network/v2.0/networks", "NeutronError"),
                                        (SERVERS, "unauthorized")])

@@ -47,6 +47,27 @@ async def test_visibility(admin: httpx.AsyncClient, demo: httpx.AsyncClient) -> 
     assert forbidden.status_code == 403 and forbidden.json()["code"].startswith("403")
 
 
+@pytest.mark.parametrize("params, names", [
+    ({"os_distro": "tiny"}, ["p1", "p2"]),
+    ({"os_distro": "tiny", "hw_rng": "yes"}, ["p2"]),
+    ({"os_distro": "other"}, []),
+    ({"os_distro": "tiny", "name": "p1"}, ["p1"]),
+    ({"limit": "5", "sort_key": "name", "sort_dir": "asc", "os_distro": "tiny"}, ["p1", "p2"]),
+])
+async def test_listing_filters_on_properties(demo: httpx.AsyncClient, params: dict[str, str],
+                                             names: list[str]) -> None:
+    """A query parameter that is not one of the listing's own is a property
+    filter, by exact value (Glance)."""
+    for name, extra in (("p1", {}), ("p2", {"hw_rng": "yes"}), ("p3", {"os_distro": "x"})):
+        body = {"name": name, "disk_format": "raw", "container_format": "bare", **extra}
+        if name != "p3":
+            body["os_distro"] = "tiny"
+        assert (await demo.post(IMAGES, json=body)).status_code == 201
+    listed = (await demo.get(IMAGES, params={"sort_key": "name", "sort_dir": "asc",
+                                             **params})).json()["images"]
+    assert [i["name"] for i in listed] == names
+
+
 async def test_json_patch(demo: httpx.AsyncClient) -> None:
     image = (await demo.post(IMAGES, json={"name": "p"})).json()
     url = f"{IMAGES}/{image['id']}"

@@ -14,7 +14,7 @@ from cirrus.compute.models import allocations
 from cirrus.context import admin_context
 from cirrus.network.models import ports
 from cirrus.virt.fake import FaultRule, fail_for_instance, hold
-from tests.security.conftest import make_tenants
+from tests.tenants import make_tenants
 from tests.functional.servers import (create_server, db_count, fake_drivers, server_body,
                                       upload_image, wait_for_status)
 
@@ -362,6 +362,21 @@ async def test_backup_rotation_keeps_the_newest(demo: httpx.AsyncClient, active:
     assert {i["id"] for i in await backups_of(demo, active)} == {weekly}
     action = await events_of(demo, active, "createBackup")
     assert [e["event"] for e in action["events"]] == ["compute_backup_instance"]
+
+
+async def test_backups_are_listed_by_their_properties(demo: httpx.AsyncClient,
+                                                      active: str) -> None:
+    """The image API filters on properties, as Tempest lists a server's
+    backups (test_create_backup): only this server's daily ones, oldest first."""
+    first = await backup(demo, active, 2)
+    await backup(demo, active, 2, "weekly")
+    second = await backup(demo, active, 2)
+    params = {"status": "active", "sort_key": "created_at", "sort_dir": "asc",
+              "image_type": "backup", "backup_type": "daily", "instance_uuid": active}
+    listed = (await demo.get(IMAGES, params=params)).json()["images"]
+    assert [i["id"] for i in listed] == [first, second]
+    params["instance_uuid"] = "no-such-server"
+    assert (await demo.get(IMAGES, params=params)).json()["images"] == []
 
 
 async def test_backup_location_below_245(demo: httpx.AsyncClient, active: str) -> None:

@@ -3,28 +3,16 @@ refuses, and how it shows (``locked`` at 2.9, ``locked_reason`` and the
 ``locked`` filter at 2.73)."""
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.conftest import Api
 from tests.functional.actions import SERVERS, act, last_action, show, wait_idle
 from tests.functional.servers import create_server, server_body, upload_image, wait_for_status
-from tests.security.conftest import Tenants, make_tenants
+from tests.tenants import Tenants
 
 OVERRIDE = "os_compute_api:os-lock-server:unlock:unlock_override"
-
-
-@pytest.fixture
-async def tenants(api: Api) -> AsyncIterator[Tenants]:
-    t = await make_tenants(api)
-    try:
-        yield t
-    finally:
-        for c in t.clients.values():
-            await c.aclose()
 
 
 @pytest.fixture

@@ -74,6 +74,18 @@ async def test_resize_then_confirm(cloud: Cloud, demo: httpx.AsyncClient,
     assert active in fake_drivers(cloud)[dest].instances
 
 
+async def test_a_resized_servers_console_can_be_read(demo: httpx.AsyncClient,
+                                                     active: str) -> None:
+    """VERIFY_RESIZE: the guest runs on the destination, so its console is
+    there to read (Nova refuses console output only off any host)."""
+    assert (await act(demo, active, {"resize": {"flavorRef": "2"}})).status_code == 202
+    server = await wait_for_status(demo, active, {"VERIFY_RESIZE", "ERROR"})
+    assert server["status"] == "VERIFY_RESIZE", server.get("fault")
+    resp = await act(demo, active, {"os-getConsoleOutput": {}})
+    assert resp.status_code == 200, resp.text
+    assert isinstance(resp.json()["output"], str)
+
+
 async def events_of(admin: httpx.AsyncClient, server_id: str, action: str) -> list[dict]:
     """The events of the newest ``action`` on the server (as an admin sees them)."""
     url = f"{SERVERS}/{server_id}/os-instance-actions"

@@ -320,3 +320,35 @@ async def test_a_request_failing_its_checks_rolls_nothing_back(cloud: Cloud, dem
                                         bind_host_id="compute1")
     kept = (await demo.get(f"{NET}/ports/{port['id']}")).json()["port"]
     assert kept["device_id"] == owner["id"] and kept["binding:host_id"] != ""
+
+
+@pytest.mark.parametrize("protocol, low, high, message", [
+    ("tcp", -16, 80, "Invalid value for port -16"),
+    ("tcp", 80, 79, "port_range_min must be <= port_range_max"),
+    ("tcp", 80, 65536, "Invalid value for port 65536"),
+    ("tcp", None, 6, "port_range_min must be <= port_range_max"),
+    ("udp", 0, 10, "Invalid value for port 0"),
+    ("icmp", 1, 256, "Invalid value for ICMP code"),
+    ("icmp", -1, 25, "Invalid value"),
+    ("icmp", None, 6, "ICMP type (port-range-min) is missing"),
+    ("icmp", 300, 1, "Invalid value for ICMP type"),
+])
+async def test_security_group_rule_port_ranges(demo: httpx.AsyncClient, protocol: str,
+                                               low: int | None, high: int | None,
+                                               message: str) -> None:
+    """Neutron's ``_validate_port_range`` and its messages (Tempest checks them)."""
+    sg = (await demo.post(f"{NET}/security-groups", json={"security_group": {"name": "r"}})).json()
+    resp = await demo.post(f"{NET}/security-group-rules", json={"security_group_rule": {
+        "security_group_id": sg["security_group"]["id"], "direction": "ingress",
+        "protocol": protocol, "port_range_min": low, "port_range_max": high}})
+    assert resp.status_code == 400 and message in resp.text, resp.text
+
+
+async def test_there_is_one_default_security_group(demo: httpx.AsyncClient) -> None:
+    again = await demo.post(f"{NET}/security-groups", json={"security_group": {"name": "default"}})
+    assert again.status_code == 409
+    assert again.json()["NeutronError"]["type"] == "SecurityGroupDefaultAlreadyExists"
+    sg = (await demo.post(f"{NET}/security-groups", json={"security_group": {"name": "x"}})).json()
+    renamed = await demo.put(f"{NET}/security-groups/{sg['security_group']['id']}",
+                             json={"security_group": {"name": "default"}})
+    assert renamed.status_code == 409

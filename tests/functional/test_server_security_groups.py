@@ -51,6 +51,18 @@ async def test_add_and_remove_by_name_and_id(demo: httpx.AsyncClient, server: st
     assert all(web not in groups for groups in await port_groups(demo, server))
 
 
+async def test_a_server_in_no_group_shows_no_groups_key(demo: httpx.AsyncClient,
+                                                        server: str) -> None:
+    """Nova leaves ``security_groups`` out of the view of a server in none
+    (Tempest's test_remove_server_all_security_groups)."""
+    assert (await act(demo, server, {"removeSecurityGroup": {"name": "default"}})).status_code == 202
+    assert "security_groups" not in await show(demo, server)
+    listed = (await demo.get("/compute/v2.1/servers/detail")).json()["servers"]
+    assert [s["id"] for s in listed if "security_groups" not in s] == [server]
+    assert (await act(demo, server, {"addSecurityGroup": {"name": "default"}})).status_code == 202
+    assert await names(demo, server) == ["default"]
+
+
 async def test_removing_a_group_the_server_lacks_is_404(demo: httpx.AsyncClient,
                                                        server: str) -> None:
     await group(demo, "web")

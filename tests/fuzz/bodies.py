@@ -195,6 +195,12 @@ COMPUTE: dict[tuple[str, str], tuple[Example, ...]] = {
                 persona="admin"),
     ),
     ("DELETE", "/compute/v2.1/os-quota-sets/{project_id}"): (ADMIN_NO_BODY,),
+    ("PUT", "/compute/v2.1/os-quota-class-sets/{class_name}"): (
+        Example({"quota_class_set": {"instances": 20, "cores": 40, "fixed_ips": "-1"}},
+                persona="admin"),
+        Example({"quota_class_set": {"server_groups": 5, "server_group_members": 10}},
+                headers=v("2.57"), persona="admin"),
+    ),
     ("POST", "/compute/v2.1/os-server-external-events"): (
         Example({"events": [{"name": "network-vif-plugged", "server_uuid": Ref("server"),
                              "tag": Ref("free_port"), "status": "completed"}]}, persona="admin"),
@@ -274,7 +280,28 @@ NETWORK: dict[tuple[str, str], tuple[Example, ...]] = {
             "ethertype": "IPv6", "protocol": "icmp", "remote_group_id": Ref("security_group")}}),
     ),
     ("DELETE", "/network/v2.0/security-group-rules/{id}"): (NO_BODY,),
+    ("PUT", "/network/v2.0/quotas/{project_id}"): (
+        Example({"quota": {"port": 600, "network": "20", "router": -1, "check_limit": True}},
+                persona="admin"),
+        Example({"quota": {"security_group": 5, "force": True}}, persona="admin"),
+    ),
+    ("DELETE", "/network/v2.0/quotas/{project_id}"): (ADMIN_NO_BODY,),
 }
+# Tags of each taggable network resource (standard-attr-tag, tag-creation).
+for _collection in ("networks", "subnets", "ports", "security-groups"):
+    _tags = f"/network/v2.0/{_collection}/{{id}}/tags"
+    NETWORK[("PUT", _tags)] = (Example({"tags": ["fz-a", "fz-b"]}),)
+    NETWORK[("POST", _tags)] = (Example({"tags": ["fz-c"]}),)
+    NETWORK[("DELETE", _tags)] = (NO_BODY,)
+    NETWORK[("PUT", _tags + "/{tag}")] = (Example(params={"tag": "fz-tag"}, content_type=None),)
+    NETWORK[("DELETE", _tags + "/{tag}")] = (NO_BODY,)
+# Bulk creates (the same routes as one create: a second example each).
+NETWORK[("POST", "/network/v2.0/networks")] += (
+    Example({"networks": [{"name": "fz-bulk-1", "tags": ["b"]}, {"name": "fz-bulk-2"}]}),)
+NETWORK[("POST", "/network/v2.0/ports")] += (
+    Example({"ports": [{"network_id": Ref("network"), "name": "fz-bulk-port", "tags": ["b"]},
+                       {"network_id": Ref("network"), "dns_name": "fz-host",
+                        "port_security_enabled": False, "security_groups": []}]}),)
 
 IMAGE: dict[tuple[str, str], tuple[Example, ...]] = {
     ("POST", "/image/v2/images"): (

@@ -148,6 +148,15 @@ async def _tag(w: World) -> str:
     return tag
 
 
+def _network_tag(kind: str, collection: str) -> Factory:
+    """A new tag on the seed resource of ``kind`` (its tags' routes use the seed)."""
+    async def make(w: World) -> str:
+        tag = f"fz-ntag-{w.next_serial()}"
+        await w.call("member", "PUT", f"/network/v2.0/{collection}/{w.seeds[kind]}/tags/{tag}")
+        return tag
+    return make
+
+
 async def _member(w: World) -> str:
     await w.call("member", "POST", f"/image/v2/images/{w.seeds['image']}/members",
                  {"member": w.seeds["other_project"]}, ok=(409,))
@@ -177,6 +186,9 @@ FACTORIES: dict[str, Factory] = {
     "security_group_rule": _security_group_rule, "image": _image, "tag": _tag,
     "member": _member, "free_port": _port, "fresh_token": _token, "service": _spare_service,
     "aggregate": _aggregate,
+    **{f"{kind}_tag": _network_tag(kind, collection) for kind, collection in {
+        "network": "networks", "subnet": "subnets", "port": "ports",
+        "security_group": "security-groups"}.items()},
 }
 # Kinds that are always made fresh: a free port is used up by the request.
 FRESH_ONLY = {"free_port", "fresh_token"}

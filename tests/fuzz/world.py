@@ -20,11 +20,11 @@ import httpx
 
 from cirrus.bootstrap import Cloud
 from cirrus.config import Settings
-from tests.conftest import TEST_DEFAULTS, Api, make_settings
+from tests.conftest import TEST_DEFAULTS, Api, AppTransport, make_settings
 from tests.databases import SQLiteDatabases
 from tests.fuzz.factories import FACTORIES, FRESH_ONLY, SetupError
 from tests.fuzz.routes import Target
-from tests.security.conftest import make_tenants
+from tests.tenants import make_tenants
 
 BASE_URL = "http://127.0.0.1:8774"
 PERSONAS = ("member", "admin", "reader", "other")
@@ -45,10 +45,17 @@ COLLECTION_KINDS = {
 NAMED_KINDS = {"target": "assignment_target", "tid": "project", "uid": "user",
                "rid": "granted_role", "security_group_id": "security_group",
                "rule_id": "security_group_rule", "host_name": "compute_host",
-               "migration_id": "migration"}
+               "migration_id": "migration", "class_name": "quota_class",
+               "alias": "extension", "network_id": "network"}
 # … or, first of all, by the two collections before it (a server's tag is not an image's).
 NESTED_KINDS = {("servers", "tags"): "server_tag", ("servers", "ips"): "network_label",
-                ("images", "metadata"): "image_meta_key"}
+                ("images", "metadata"): "image_meta_key", ("networks", "tags"): "network_tag",
+                ("subnets", "tags"): "subnet_tag", ("ports", "tags"): "port_tag",
+                ("security-groups", "tags"): "security_group_tag"}
+
+# Network resources with tags: kind → collection.
+NETWORK_TAGGED = {"network": "networks", "subnet": "subnets", "port": "ports",
+                  "security_group": "security-groups"}
 
 # Who creates a fresh resource of a kind.
 ADMIN_KINDS = {"flavor", "extra_spec", "project", "user", "role", "granted_role", "aggregate"}
@@ -160,7 +167,7 @@ class World:
         self.errors.drain()
 
     async def _open(self, settings: Settings) -> None:
-        self.cloud = Cloud(settings)
+        cloud = self.cloud = Cloud(settings, http_transport=AppTransport(lambda: cloud.app))
         await self.cloud.start()
         # raise_app_exceptions=False: a 500 comes back as a response to check.
         transport = httpx.ASGITransport(app=self.cloud.app, raise_app_exceptions=False)
@@ -239,6 +246,9 @@ class World:
         await self.call("member", "PUT", f"/image/v2/images/{s['image']}/tags/seed-tag")
         await self.call("member", "POST", f"/image/v2/images/{s['image']}/members",
                         {"member": s["other_project"]})
+        for kind, collection in NETWORK_TAGGED.items():  # each seed resource has a tag
+            s[f"{kind}_tag"] = "seed-tag"
+            await self.call("member", "PUT", f"/network/v2.0/{collection}/{s[kind]}/tags/seed-tag")
         s["meta_key"] = "role"
         s["network_label"] = "fz-seed-net"
         s["image_meta_key"] = "os_distro"  # make_image sets it
@@ -251,6 +261,9 @@ class World:
         s["service"], s["spare_service"] = computes["compute2"], computes["compute3"]
         s["compute_host"] = "compute1"
         s["migration"] = "1"  # none is made: the routes answer 404 for it
+        # Not "default": a fuzzed default class would change every project's limits.
+        s["quota_class"] = "fz-class"
+        s["extension"] = "os-consoles"
 
     async def server_story(self, uuid: str) -> str:
         """What the database says happened to a server (for a seed server
@@ -322,4 +335,4 @@ KINDS = sorted(set(FACTORIES) | set(COLLECTION_KINDS.values()) | set(NAMED_KINDS
                | set(NESTED_KINDS.values())
                | {"boot_image", "demo_project", "other_project", "token", "service",
                   "quota_project", "assignment_target", "domain", "hypervisor", "used_mac",
-                  "compute_host", "migration"})
+                  "compute_host", "migration", "quota_class", "extension"})

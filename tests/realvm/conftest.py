@@ -34,16 +34,20 @@ def _why_not() -> str | None:
 
 
 @pytest.fixture(scope="session")
-def libvirt_host() -> Iterator[str]:
-    """libvirtd running inside the suite's namespace, this session's alone.
-
-    One libvirtd serves the machine and domains are named by instance id
-    (``instance-00000001``), so two runs at once would take each other's
-    guests: a second run waits for the first (an exclusive lock for the
-    session)."""
+def realvm_lock() -> Iterator[None]:
+    """This session's alone: one libvirtd serves the machine and domains are
+    named by instance id (``instance-00000001``), so two runs at once would
+    take each other's guests; a second run waits for the first (an exclusive
+    lock for the session)."""
     with open(RUN_LOCK, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        yield _libvirt_host()
+        yield
+
+
+@pytest.fixture(scope="session")
+def libvirt_host(realvm_lock: None) -> str:
+    """libvirtd running inside the suite's namespace."""
+    return _libvirt_host()
 
 
 def _libvirt_host() -> str:

@@ -339,7 +339,7 @@ BAD_RULES: list[dict[str, Any]] = [
     {"remote_ip_prefix": "nope"}, {"remote_ip_prefix": LONE},
     {"remote_ip_prefix": "fd00::/64"},                        # ethertype IPv4
     {"remote_ip_prefix": "10.0.0.0/8", "remote_group_id": "GROUP"},
-    {"remote_group_id": "nope"}, {"direction": "up"}, {"ethertype": "IPv5"},
+    {"remote_group_id": "g" * 37}, {"direction": "up"}, {"ethertype": "IPv5"},
     {"description": LONE}, {"description": "d" * 256},
 ]
 
@@ -354,6 +354,12 @@ async def test_a_bad_security_group_rule_is_refused(tenants: Tenants) -> None:
         resp = await _send(tenants.member, "POST", f"{NET}/security-group-rules",
                            {"security_group_rule": body})
         wrong += _unexpected(values, 400, resp)
+    # A remote group that is not there (a uuid or not) is not found, as in Neutron.
+    for missing in ("nope", "00000000-0000-0000-0000-000000000000"):
+        resp = await _send(tenants.member, "POST", f"{NET}/security-group-rules", {
+            "security_group_rule": {"security_group_id": group["id"], "direction": "ingress",
+                                    "remote_group_id": missing}})
+        wrong += _unexpected(missing, 404, resp)
     assert wrong == []
     await _listings_answer(tenants)
     shown = (await tenants.member.get(f"{NET}/security-groups/{group['id']}")).json()

@@ -130,7 +130,7 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
         name = match.group(1).split(":")[0]
         collection = path.split("/")[2] if prefix in ("/network", "/identity") else ""
         shared = {"flavor_id", "service_id", "hypervisor_id", "pattern", "target", "rid",
-                  "aggregate_id", "host_name", "before_timestamp"}
+                  "aggregate_id", "host_name", "before_timestamp", "class_name", "alias"}
         if name == "id" and collection in ("roles", "domains"):
             shared.add("id")
         if path.startswith("/v2.1/flavors/"):
@@ -153,7 +153,9 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
                 "tenant_id": t.project["demo"], "console_token": "no-such-token",
                 "migration_id": "1", "host_name": ids["host"],
                 "before_timestamp": "2026-01-02 03:04:05", "security_group_id": ids["sg"],
-                "rule_id": ids["sg_rule"]}[name]
+                "rule_id": ids["sg_rule"], "network_id": ids["network"],
+                "class_name": "matrix-class",
+                "alias": "quotas" if prefix == "/network" else "os-consoles"}[name]
     return re.sub(r"\{([^}]+)\}", value, path), private
 
 
@@ -194,6 +196,7 @@ def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str,
         ("PUT", "/v2.1/os-services/{service_id}"): {"status": "enabled"},
         ("PUT", "/v2.1/os-hosts/{host_name}"): {"status": "enable"},
         ("PUT", "/v2.1/os-quota-sets/{project_id}"): {"quota_set": {"instances": 20}},
+        ("PUT", "/v2.1/os-quota-class-sets/{class_name}"): {"quota_class_set": {"instances": 20}},
         ("POST", "/v2.1/os-server-external-events"): {"events": [{
             "name": "network-changed", "server_uuid": ids["server"]}]},
         ("POST", "/v2.0/networks"): {"network": {"name": "n2"}},
@@ -207,6 +210,7 @@ def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str,
         ("PUT", "/v2.0/security-groups/{id}"): {"security_group": {"name": "sg3"}},
         ("POST", "/v2.0/security-group-rules"): {"security_group_rule": {
             "security_group_id": ids["sg"], "direction": "egress"}},
+        ("PUT", "/v2.0/quotas/{project_id}"): {"quota": {"port": 600}},
         ("POST", "/v2/images"): {"name": "i2", "disk_format": "raw", "container_format": "bare"},
         ("POST", "/v2/images/{image_id}/members"): {"member": "0" * 32},
         ("PUT", "/v2/images/{image_id}/members/{member}"): {"status": "accepted"},
@@ -221,6 +225,8 @@ def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str,
         tagged = {"headers": {"OpenStack-API-Version": "compute 2.26"}}  # tags are 2.26's
         return {**tagged, "json": {"tags": ["t"]}} if path.endswith("/tags") and method == "PUT" \
             else tagged
+    if prefix == "/network" and path.endswith("/{id}/tags") and method in ("PUT", "POST"):
+        return {"json": {"tags": ["t"]}}  # a resource's whole tag list
     if (method, path) == ("PATCH", "/v2/images/{image_id}"):
         return {"json": [{"op": "replace", "path": "/name", "value": "x"}],
                 "headers": {"Content-Type": "application/openstack-images-v2.1-json-patch"}}

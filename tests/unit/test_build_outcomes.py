@@ -47,6 +47,11 @@ CASES = [
      "Build of instance u-1 aborted: Image i is unacceptable: bad"),
     (exc.ImageNotFound(), Outcome.ABORT,
      "Build of instance u-1 aborted: Can not find requested image"),
+    # A corrupt download is corrupt on every host; a failed one may work elsewhere.
+    (exc.ImageChecksumMismatch(image_href="i", algorithm="sha512", actual="a", expected="b"),
+     Outcome.ABORT, "Build of instance u-1 aborted: Image i is corrupt: the sha512 of the "
+                    "downloaded data does not match the image service's (got a, expected b)"),
+    (exc.ImageDownloadFailed(image_href="i", reason="503"), Outcome.RESCHEDULE, None),
     # Not in the table: the phase's default (reschedule while building).
     (vexc.InstanceSpawnError(instance_uuid=U, reason="boom"), Outcome.RESCHEDULE, None),
     (nexc.NetworkNotFound(net_id="n"), Outcome.RESCHEDULE, None),

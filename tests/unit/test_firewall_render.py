@@ -182,3 +182,34 @@ def test_many_rules_and_ports_are_accepted_by_nft() -> None:
                   rules + (Rule("egress", "IPv6", protocol="icmp", port_range_min=135),),
                   mac=f"fa:16:3e:00:01:{i:02x}") for i in range(20)]
     nft_accepts(render(ports))
+
+
+def test_allowed_address_pairs_in_anti_spoofing_and_dispatch() -> None:
+    pairs = (("fa:16:3e:00:00:01", "10.0.0.0/28"), ("fa:16:3e:00:00:09", "10.0.0.100"),
+             ("fa:16:3e:00:00:01", "fd00::/64"))
+    script = render([PortFilter(id=A, devname="tap0a0a0a0a-11", bridge=BRIDGE,
+                                mac="fa:16:3e:00:00:01", ips=("10.0.0.5", "fd00::5"),
+                                pairs=pairs)])
+    spoof = chain(script, f"spoof-{A}")
+    assert spoof[0] == "ether saddr != { fa:16:3e:00:00:01, fa:16:3e:00:00:09 } counter drop"
+    # Each pair may send ARP and IP from its MAC and address (the server drops come first).
+    assert spoof.index("ether type ip udp sport 67 drop") < spoof.index(
+        "ether saddr fa:16:3e:00:00:09 ether type ip ip saddr 10.0.0.100 return")
+    assert ("ether saddr fa:16:3e:00:00:09 ether type arp arp saddr ether fa:16:3e:00:00:09 "
+            "arp saddr ip 10.0.0.100 return") in spoof
+    assert "ether saddr fa:16:3e:00:00:01 ether type ip ip saddr 10.0.0.0/28 return" in spoof
+    assert "ether saddr fa:16:3e:00:00:01 ether type ip6 ip6 saddr fd00::/64 return" in spoof
+    # The other MAC may do nothing else.
+    assert ("ether saddr != fa:16:3e:00:00:01 ether type { arp, ip, ip6 } counter drop"
+            in spoof)
+    # The pairs' addresses name the port too, merged with its own where they overlap.
+    assert chain(script, "egress")[0] == \
+        f'iifname "{BRIDGE}" ip saddr {{ 10.0.0.0/28, 10.0.0.100 }} jump out-{A}'
+    assert chain(script, "ingress")[1] == \
+        f'oifname "{BRIDGE}" ip6 daddr {{ fd00::/64, fe80::f816:3eff:fe00:1 }} jump in-{A}'
+    nft_accepts(script)
+
+
+def test_dhcpv6_server_answers_pass() -> None:
+    forward = chain(render([port()]), "output")
+    assert "udp sport 547 udp dport 546 accept" in forward

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -137,24 +136,28 @@ async def test_units_after_close_fail_at_once_instead_of_waiting_for_ever(tmp_pa
         await asyncio.wait_for(database.read(_names), 5)
 
 
-def _hold_write_lock(path: Path, seconds: float, held: threading.Event) -> None:
+def _hold_write_lock(path: Path, seconds: float, held: threading.Event,
+                     release: threading.Event) -> None:
     """Another process's writer, as SQLite sees it: a connection of its own
-    holding the write lock for ``seconds``."""
+    holding the write lock for ``seconds`` or until ``release`` is set."""
     import sqlite3
 
     other = sqlite3.connect(path, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")
     other.execute("INSERT INTO items (name) VALUES ('other')")
     held.set()
-    time.sleep(seconds)
+    release.wait(seconds)
     other.execute("COMMIT")
     other.close()
 
 
-async def _lock_held_elsewhere(path: Path, seconds: float) -> threading.Thread:
-    """A thread holding the write lock for ``seconds`` from now (join it)."""
+async def _lock_held_elsewhere(path: Path, seconds: float,
+                               release: threading.Event | None = None) -> threading.Thread:
+    """A thread holding the write lock for ``seconds`` from now, or until
+    ``release`` is set (join it)."""
     held = threading.Event()
-    holder = threading.Thread(target=_hold_write_lock, args=(path, seconds, held))
+    holder = threading.Thread(target=_hold_write_lock,
+                              args=(path, seconds, held, release or threading.Event()))
     holder.start()
     await asyncio.get_running_loop().run_in_executor(None, held.wait)
     return holder
@@ -174,16 +177,17 @@ async def test_the_loop_runs_on_while_another_connection_holds_the_lock(
         db: Database, tmp_path: Path) -> None:
     # The writes run on the loop's thread: waiting for the lock there would
     # stall every request of the process. The loop polls for it instead.
-    holder = await _lock_held_elsewhere(tmp_path / "g.db", 0.5)
+    # The lock is held until the loop has turned 20 times with the write
+    # queued: a writer waiting on the loop's thread would stall it for good.
+    release = threading.Event()
+    holder = await _lock_held_elsewhere(tmp_path / "g.db", 60.0, release)
     write = asyncio.ensure_future(db.run(_insert, "queued"))
-    ticks, last, longest = 0, time.monotonic(), 0.0
-    while not write.done():
-        await asyncio.sleep(0.01)
-        now = time.monotonic()
-        ticks, longest, last = ticks + 1, max(longest, now - last), now
-    holder.join()
+    for _ in range(20):
+        await asyncio.sleep(0.001)
+        assert not write.done()
+    release.set()
     assert await write == "queued"
-    assert ticks >= 10 and longest < 0.25, (ticks, longest)
+    holder.join()
 
 
 async def test_a_lock_held_past_the_limit_fails_the_unit_and_the_writer_goes_on(

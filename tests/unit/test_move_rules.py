@@ -9,6 +9,7 @@ import pytest
 
 from cirrus.api.compute.move_actions import boolean, host_name
 from cirrus.compute.migrations import MigrationType, flavor_id_of
+from cirrus.compute.server_groups import GroupRef
 from cirrus.compute.states import TaskState, VmState, status_of
 from cirrus.compute.transitions import TRANSITIONS
 from cirrus.conductor.migrate import MoveTarget, request_spec
@@ -122,3 +123,14 @@ def test_vm_and_task_states_keep_novas_values() -> None:
                               TaskState.REBUILD_SPAWNING)] == [
         "resize_prep", "resize_migrating", "resize_migrated", "resize_finish",
         "resize_reverting", "migrating", "rebuild_spawning"]
+
+
+@pytest.mark.parametrize("group", [None, {"uuid": "g", "policy": "anti-affinity"},
+                                   {"uuid": "g", "policy": "soft-affinity"}])
+@pytest.mark.parametrize("kind", list(MigrationType))
+def test_a_move_is_scheduled_with_the_instances_group(kind: MigrationType,
+                                                      group: GroupRef | None) -> None:
+    """Nova's setup_instance_group: the group's filters judge the destination."""
+    spec = request_spec(INSTANCE, _migration(kind, {"vcpus": 1, "memory_mb": 512,
+                                                    "root_gb": 1}), MoveTarget(), group)
+    assert spec["instance_group"] == group

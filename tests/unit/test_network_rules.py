@@ -9,8 +9,6 @@ import pytest
 import sqlalchemy as sa
 
 from cirrus.context import RequestContext
-from cirrus.db import migrate
-from cirrus.db.engine import make_engine
 from cirrus.network import exception as exc
 from cirrus.network import ipam
 from cirrus.network import ports as port_db
@@ -64,16 +62,6 @@ def test_in_pools(address: str, inside: bool) -> None:
 ])
 def test_pool_addresses_walk_one_pool(pool: dict[str, str], addresses: list[str]) -> None:
     assert list(ipam._pool_addresses([pool])) == addresses
-
-
-@pytest.fixture
-def conn(tmp_path: Path) -> Any:
-    url = f"sqlite:///{tmp_path / 'unit.db'}"
-    migrate.upgrade(url)
-    engine = make_engine(url)
-    with engine.begin() as connection:
-        yield connection
-    engine.dispose()
 
 
 def _subnet(conn: sa.Connection) -> dict[str, Any]:
@@ -257,8 +245,9 @@ def _traced_allocation(conn: sa.Connection, api: Any, ctx: RequestContext,
 def test_an_auto_allocation_runs_six_statements(conn: sa.Connection, tmp_path: Path) -> None:
     """Once the project has its network and default group: the network, the
     groups, the subnets with their counts, the port, its address and the
-    info cache — and the next boot gets the next address. A port quota adds
-    the read of the project's port counter."""
+    info cache — and the next boot gets the next address — and the read of
+    the project's port limit and counter (one statement; read when the default
+    is unlimited too, since an admin may have set the project's own)."""
     from cirrus.config import Settings
     from cirrus.network.api import API
 
@@ -268,7 +257,8 @@ def test_an_auto_allocation_runs_six_statements(conn: sa.Connection, tmp_path: P
     _, first = unlimited._allocate(conn, ctx, _instance_row(conn, "1"), [{"network_id": "auto"}],
                                    ["default"], "h1", [], {})
     statements, second = _traced_allocation(conn, unlimited, ctx, _instance_row(conn, "2"))
-    assert len(statements) == 6, statements
+    assert len(statements) == 7, statements
+    assert [s for s in statements if "FROM network_quotas" in s], statements
     limited = API(Settings(state_dir=tmp_path, quota_ports=10), None,  # type: ignore[arg-type]
                   Binder(None, NoopBackend()))
     counted, third = _traced_allocation(conn, limited, ctx, _instance_row(conn, "3"))

@@ -24,7 +24,7 @@ ISSUE_FEATURES = ("resize", "cold_migration", "live_migration", "pause", "suspen
 
 def rendered(features: dict[str, bool] | None = None) -> configparser.ConfigParser:
     conf = configparser.ConfigParser(interpolation=None)
-    conf.read_string(prepare.render(VALUES, features or prepare.COMPUTE_FEATURES))
+    conf.read_string(prepare.render(VALUES, features or prepare.FEATURES))
     return conf
 
 
@@ -43,15 +43,22 @@ def test_template_fills_every_value() -> None:
 def test_a_missing_value_is_an_error() -> None:
     with pytest.raises(KeyError):
         prepare.render({k: v for k, v in VALUES.items() if k != "image_ref"},
-                       prepare.COMPUTE_FEATURES)
+                       prepare.FEATURES)
 
 
 @pytest.mark.parametrize("feature", ISSUE_FEATURES)
 def test_each_issue_feature_is_a_switch(feature: str) -> None:
     assert feature in prepare.COMPUTE_FEATURES
     for value in (True, False):
-        conf = rendered({**prepare.COMPUTE_FEATURES, feature: value})
+        conf = rendered({**prepare.FEATURES, feature: value})
         assert conf["compute-feature-enabled"][feature] == ("true" if value else "false")
+
+
+def test_network_features_are_switches() -> None:
+    section = rendered()["network-feature-enabled"]
+    for feature, value in prepare.NETWORK_FEATURES.items():
+        assert section[feature] == ("true" if value else "false")
+    assert section["ipv6"] == section["ipv6_subnet_attributes"] == "true"
 
 
 class Text:

@@ -21,12 +21,11 @@ async def reset_state(api: Any, ctx: RequestContext, uuid: str, arg: Any) -> Res
 
 
 async def inject_network_info(api: Any, ctx: RequestContext, uuid: str, arg: Any) -> Response:
-    """Accepted and done: guests read their network from DHCP and the config
-    drive, so there is nothing to push into them (libvirt's is a no-op too).
-    Nova reads no body (clients send null or {})."""
+    """Accepted and done (``API.inject_network_info``). Nova reads no body
+    (clients send null or {})."""
     if arg not in (None, {}):
         raise ValidationError(field="injectNetworkInfo", reason="takes no arguments")
-    await api.get(ctx, uuid)
+    await api.inject_network_info(ctx, uuid)
     return Response(status_code=202)
 
 

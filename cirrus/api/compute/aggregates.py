@@ -15,6 +15,7 @@ from cirrus import policy
 from cirrus.api.compute.microversion import api_version
 from cirrus.api.compute.parameters import MAX_INT, METADATA_KEY, bad, encodable
 from cirrus.api.wsgi import context, json_body, reply
+from cirrus.compute import aggregate_api
 from cirrus.compute import aggregates as agg_db
 from cirrus.compute.exception import AggregateNotFound
 from cirrus.db.base import nova_time
@@ -126,7 +127,7 @@ async def index(request: Request) -> Response:
 async def create(request: Request) -> Response:
     _admin(request)
     data = _object(await json_body(request), "aggregate", {"name", "availability_zone"}, {"name"})
-    agg = await request.app.state.db.run(agg_db.create_aggregate, name(data["name"], "name"),
+    agg = await request.app.state.db.run(aggregate_api.create_aggregate, name(data["name"], "name"),
                                          _zone(data.get("availability_zone")))
     return reply({"aggregate": view(agg, api_version(request), full=False)})
 
@@ -144,14 +145,14 @@ async def update(request: Request) -> Response:
         raise bad("aggregate", "name or availability_zone is required")
     new_name = name(data["name"], "name", padded=True) if "name" in data else None
     zone = {agg_db.AZ_KEY: _zone(data["availability_zone"])} if "availability_zone" in data else {}
-    agg = await request.app.state.db.run(agg_db.update_aggregate, _id(request), new_name, zone,
-                                         _default_zone(request))
+    agg = await request.app.state.db.run(aggregate_api.update_aggregate, _id(request), new_name,
+                                         zone, _default_zone(request))
     return reply({"aggregate": view(agg, api_version(request))})
 
 
 async def delete(request: Request) -> Response:
     _admin(request)
-    await request.app.state.db.run(agg_db.delete_aggregate, _id(request))
+    await request.app.state.db.run(aggregate_api.delete_aggregate, _id(request))
     return Response(status_code=200)
 
 
@@ -162,11 +163,11 @@ async def action(request: Request) -> Response:
     verb = next(iter(body), None) if isinstance(body, dict) and len(body) == 1 else None
     db, default = request.app.state.db, _default_zone(request)
     if verb == "add_host":
-        agg = await db.run(agg_db.add_host, _id(request), _host(body, verb), default)
+        agg = await db.run(aggregate_api.add_host, _id(request), _host(body, verb), default)
     elif verb == "remove_host":
-        agg = await db.run(agg_db.remove_host, _id(request), _host(body, verb), default)
+        agg = await db.run(aggregate_api.remove_host, _id(request), _host(body, verb), default)
     elif verb == "set_metadata":
-        agg = await db.run(agg_db.set_metadata, _id(request), _metadata(body), default)
+        agg = await db.run(aggregate_api.set_metadata, _id(request), _metadata(body), default)
     else:
         raise bad("action", "one of add_host, remove_host, set_metadata")
     return reply({"aggregate": view(agg, api_version(request))})

@@ -11,6 +11,7 @@ from starlette.routing import Route
 
 from cirrus.api.compute.microversion import VersionNotFoundForAPIMethod, api_version
 from cirrus.api.wsgi import json_body, reply
+from cirrus.compute import exception as exc
 from cirrus.compute import hosts
 from cirrus.exception import ValidationError
 
@@ -62,7 +63,7 @@ async def update(request: Request) -> Response:
     db = request.app.state.db
     service = await db.read(hosts.compute_service, name)
     if "maintenance_mode" in switches:
-        raise hosts.FeatureNotSupported()
+        raise exc.FeatureNotSupported()
     enabled = switches["status"]
     await db.run(hosts.update_service, service["id"],
                  {"disabled": not enabled, "disabled_reason": None})
@@ -73,7 +74,7 @@ async def power_action(request: Request) -> Response:
     """``reboot``, ``shutdown``, ``startup``: 404 for an unknown host, else 501."""
     _until_2_42(request)
     await request.app.state.db.read(hosts.compute_service, request.path_params["host_name"])
-    raise hosts.FeatureNotSupported()
+    raise exc.FeatureNotSupported()
 
 
 ROUTES = [

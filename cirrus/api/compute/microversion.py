@@ -97,6 +97,15 @@ def require(request: Request, minimum: tuple[int, int]) -> tuple[int, int]:
     return version
 
 
+def until(request: Request, maximum: tuple[int, int]) -> tuple[int, int]:
+    """The request's version; :class:`VersionNotFoundForAPIMethod` (404) if
+    it is above ``maximum``, where the resource is gone."""
+    version = api_version(request)
+    if version > maximum:
+        raise VersionNotFoundForAPIMethod()
+    return version
+
+
 def response_headers(version: tuple[int, int]) -> dict[str, str]:
     v = fmt(version)
     return {"OpenStack-API-Version": f"compute {v}", "X-OpenStack-Nova-API-Version": v,

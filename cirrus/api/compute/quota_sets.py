@@ -16,12 +16,11 @@ from cirrus.compute import quotas
 from cirrus.compute.scope import require_project
 from cirrus.exception import ValidationError
 
-# Quotas cirrus does not enforce but clients expect to see (fixed, generous).
-STATIC = {"metadata_items": 128, "injected_files": 5, "injected_file_content_bytes": 10240,
-          "injected_file_path_bytes": 255}
+# Quotas cirrus does not enforce but clients expect to see (quotas.UNENFORCED).
+STATIC = ("metadata_items", "injected_files", "injected_file_content_bytes",
+          "injected_file_path_bytes")
 # Nova-network's quotas, shown (unlimited: Nova no longer counts them) below 2.36.
-LEGACY_NETWORK = {"fixed_ips": -1, "floating_ips": -1, "security_groups": -1,
-                  "security_group_rules": -1}
+LEGACY_NETWORK = ("fixed_ips", "floating_ips", "security_groups", "security_group_rules")
 PERSONALITY = ("injected_files", "injected_file_content_bytes", "injected_file_path_bytes")
 
 
@@ -37,8 +36,8 @@ def _quota_keys(version: tuple[int, int]) -> frozenset[str]:
 
 
 def _quota_set(project_id: str, limits: dict[str, int], version: tuple[int, int]) -> dict[str, Any]:
-    values = {**STATIC, **LEGACY_NETWORK, **limits}
-    return {"id": project_id, **{k: values[k] for k in sorted(_quota_keys(version))}}
+    """``limits`` (every quota, :func:`quotas.limits`) as shown at ``version``."""
+    return {"id": project_id, **{k: limits[k] for k in sorted(_quota_keys(version))}}
 
 
 async def show(request: Request) -> Response:
@@ -67,8 +66,8 @@ async def detail(request: Request) -> Response:
 
 async def defaults(request: Request) -> Response:
     context(request)
-    settings = request.app.state.settings
-    limits = {r: int(getattr(settings, f"quota_{r}")) for r in quotas.ALL_RESOURCES}
+    limits = await request.app.state.db.read(quotas.class_limits, request.app.state.settings,
+                                             quotas.DEFAULT_CLASS)
     return reply({"quota_set": _quota_set(request.path_params["project_id"], limits,
                                           api_version(request))})
 
@@ -131,16 +130,16 @@ async def limits(request: Request) -> Response:
     lim, used = await request.app.state.db.read(load)
     absolute = {"maxTotalInstances": lim["instances"], "maxTotalCores": lim["cores"],
                 "maxTotalRAMSize": lim["ram"], "maxTotalKeypairs": lim["key_pairs"],
-                "maxServerMeta": STATIC["metadata_items"], "maxServerGroups": lim["server_groups"],
+                "maxServerMeta": lim["metadata_items"], "maxServerGroups": lim["server_groups"],
                 "maxServerGroupMembers": lim["server_group_members"],
                 "totalInstancesUsed": used["instances"], "totalCoresUsed": used["cores"],
                 "totalRAMUsed": used["ram"], "totalServerGroupsUsed": used["server_groups"]}
     version = api_version(request)
     if version < (2, 57):
-        absolute.update(maxPersonality=STATIC["injected_files"],
-                        maxPersonalitySize=STATIC["injected_file_content_bytes"])
+        absolute.update(maxPersonality=lim["injected_files"],
+                        maxPersonalitySize=lim["injected_file_content_bytes"])
     if version < (2, 39):
-        absolute["maxImageMeta"] = STATIC["metadata_items"]
+        absolute["maxImageMeta"] = lim["metadata_items"]
     if version < (2, 36):
         absolute.update(maxSecurityGroups=10, maxSecurityGroupRules=20, maxTotalFloatingIps=10,
                         totalFloatingIpsUsed=0, totalSecurityGroupsUsed=0)

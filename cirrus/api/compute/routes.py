@@ -4,10 +4,11 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.routing import BaseRoute
 
-from cirrus.api.compute import (aggregates, availability_zones, external_events, flavor_access,
-                                flavors, hosts, hypervisors, images, instance_actions, interfaces,
-                                ips, keypairs, migrations, quota_sets, remote_consoles,
-                                security_group_proxy, security_groups, server_actions,
+from cirrus.api.compute import (aggregates, availability_zones, extension_info, external_events,
+                                flavor_access, flavors, hosts, hypervisors, images,
+                                instance_actions, interfaces, ips, keypairs, migrations, networks,
+                                quota_classes, quota_sets, remote_consoles, security_group_proxy,
+                                security_groups, server_actions, server_diagnostics,
                                 server_groups, server_metadata, server_password, server_tags,
                                 servers, services, simple_tenant_usage, usage_audit_log, versions)
 
@@ -41,6 +42,10 @@ ROUTES: list[BaseRoute] = [
     *migrations.ROUTES,
     *hosts.ROUTES,
     *usage_audit_log.ROUTES,
+    *server_diagnostics.ROUTES,
+    *quota_classes.ROUTES,
+    *networks.ROUTES,
+    *extension_info.ROUTES,
 ]
 
 

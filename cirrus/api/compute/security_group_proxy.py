@@ -109,6 +109,8 @@ async def create(request: Request) -> Response:
         row = await request.app.state.network.create_security_group(ctx, values)
     except net_exc.OverQuota as exc:
         raise SecurityGroupLimitExceeded(reason=exc.format_message()) from None
+    except net_exc.SecurityGroupDefaultAlreadyExists as exc:  # Nova's 400 for it
+        raise Invalid(exc.format_message()) from None
     group = await request.app.state.db.read(_load, ctx, row["id"])
     return reply({"security_group": group_view(group)})
 

@@ -10,7 +10,7 @@ from starlette.routing import Route
 from cirrus import policy
 from cirrus.api.compute.microversion import api_version
 from cirrus.api.wsgi import context, json_body, no_content, reply
-from cirrus.compute import aggregates, hosts
+from cirrus.compute import aggregate_api, hosts
 from cirrus.db.base import isotime
 from cirrus.exception import ValidationError
 
@@ -121,7 +121,7 @@ async def delete(request: Request) -> Response:
     def remove(conn: Any) -> None:
         conn.execute(table.delete().where(table.c.id == row["id"]))
         if row["binary"] == "cirrus-compute":  # its host leaves its aggregates (Nova)
-            aggregates.forget_host(conn, row["host"])
+            aggregate_api.forget_host(conn, row["host"])
     await db.run(remove)
     return no_content()
 

@@ -192,8 +192,9 @@ class DetailView:
             "OS-EXT-STS:vm_state": row["vm_state"],
             "OS-EXT-STS:power_state": row["power_state"],
             "os-extended-volumes:volumes_attached": [],
-            "security_groups": self._once("groups", row["security_groups"], _groups_view),
         }
+        if row["security_groups"]:  # Nova leaves the key out of a server in no group
+            server["security_groups"] = self._once("groups", row["security_groups"], _groups_view)
         if status not in PROGRESS_STATUSES:
             del server["progress"]  # Nova shows it only while something progresses
         if fault and (status == "ERROR" or status == "DELETED"):

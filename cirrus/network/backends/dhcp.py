@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cirrus.network import dns
+from cirrus.network.backends import dhcp_opts, dhcpv6
 from cirrus.network.linux import ip
 
 LOG = logging.getLogger(__name__)
@@ -33,15 +35,23 @@ def served_subnets(subnets: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def hosts_text(ports: list[dict[str, Any]], subnets: list[dict[str, Any]]) -> str:
-    """The ``--dhcp-hostsfile``: one ``MAC,IP,host-A-B-C-D`` line per fixed
-    address of a served subnet."""
+    """The ``--dhcp-hostsfile``: one ``MAC,IP,hostname`` line per fixed
+    address of a served IPv4 subnet or DHCPv6-stateful subnet (``[IP]``); the
+    host name is the port's ``dns_name``, else ``host-A-B-C-D`` (its
+    ``dns_assignment``)."""
     served = {s["id"] for s in served_subnets(subnets)}
+    stateful = dhcpv6.stateful_ids(subnets)
     lines = []
     for port in sorted(ports, key=lambda p: p["mac_address"]):
         for fixed in port.get("fixed_ips", []):
+            address = fixed["ip_address"]
+            name = dns.hostname(port.get("dns_name") or "", address)
+            # The tag selects the port's extra DHCP options (dhcp_opts).
+            tag = f",set:{dhcp_opts.port_tag(port['id'])}" if dhcp_opts.has_options(port) else ""
             if fixed["subnet_id"] in served:
-                address = fixed["ip_address"]
-                lines.append(f"{port['mac_address']},{address},host-{address.replace('.', '-')}")
+                lines.append(f"{port['mac_address']}{tag},{address},{name}")
+            elif fixed["subnet_id"] in stateful:
+                lines.append(f"{port['mac_address']}{tag},[{address}],{name}")
     return "".join(line + "\n" for line in lines)
 
 
@@ -51,10 +61,12 @@ def dnsmasq_argv(network: dict[str, Any], subnets: list[dict[str, Any]], files: 
     argv = ["dnsmasq", "--conf-file=/dev/null", "--port=0", "--no-resolv", "--no-hosts",
             "--bind-interfaces", f"--interface={bridge}", "--except-interface=lo",
             f"--pid-file={files.pid}", f"--dhcp-leasefile={files.leases}",
-            f"--dhcp-hostsfile={files.hosts}", f"--log-facility={files.log}",
+            f"--dhcp-hostsfile={files.hosts}", f"--dhcp-optsfile={files.opts}",
+            f"--log-facility={files.log}",
             # dnsmasq re-reads the hosts file after dropping privileges; the state
             # dir may be private to the user cirrus runs as.
             f"--user={user}", "--dhcp-authoritative"]
+    argv += dhcpv6.argv(subnets, LEASE_SECONDS)
     for subnet in served_subnets(subnets):
         net = ipaddress.ip_network(subnet["cidr"], strict=False)
         tag = f"subnet-{subnet['id']}"
@@ -93,6 +105,10 @@ class DhcpFiles:
         return self.root / "hosts"
 
     @property
+    def opts(self) -> Path:
+        return self.root / "opts"
+
+    @property
     def leases(self) -> Path:
         return self.root / "leases"
 
@@ -106,6 +122,7 @@ class _Server:
     pid: int
     argv: list[str]
     hosts: str
+    opts: str = ""
 
 
 class DhcpServers:
@@ -130,11 +147,11 @@ class DhcpServers:
 
     async def sync(self, network: dict[str, Any], subnets: list[dict[str, Any]],
                    ports: list[dict[str, Any]], bridge: str) -> None:
-        """Serve exactly ``ports``' addresses on ``network``; no served subnet
-        or no port: no dnsmasq."""
+        """Serve exactly ``ports``' addresses on ``network`` (and advertise
+        its IPv6 prefixes); no served subnet or no port: no dnsmasq."""
         net_id = network["id"]
-        hosts = hosts_text(ports, subnets)
-        if not hosts or not served_subnets(subnets):
+        hosts, opts = hosts_text(ports, subnets), dhcp_opts.opts_text(ports)
+        if not (hosts and served_subnets(subnets)) and not (ports and dhcpv6.served(subnets)):
             await self.stop(net_id)
             return
         files = self.files(net_id)
@@ -144,12 +161,13 @@ class DhcpServers:
             await self.stop(net_id)
             server = None
         if server is None:
-            await self._start(net_id, files, argv, hosts)
-        elif server.hosts != hosts:
+            await self._start(net_id, files, argv, hosts, opts)
+        elif (server.hosts, server.opts) != (hosts, opts):
             gone = _entries(server.hosts) - _entries(hosts)
+            _write(files.opts, opts)
             _write(files.hosts, hosts)
             os.kill(server.pid, signal.SIGHUP)
-            server.hosts = hosts
+            server.hosts, server.opts = hosts, opts
             await self._release(net_id, files, bridge, gone)
 
     async def _release(self, net_id: str, files: DhcpFiles, bridge: str,
@@ -172,16 +190,18 @@ class DhcpServers:
         lines = files.leases.read_text().splitlines()
         _write(files.leases, "".join(f"{line}\n" for line in lines
                                      if not any(mac in line for mac, _ in leased)))
-        await self._start(net_id, files, server.argv, server.hosts)
+        await self._start(net_id, files, server.argv, server.hosts, server.opts)
 
-    async def _start(self, net_id: str, files: DhcpFiles, argv: list[str], hosts: str) -> None:
+    async def _start(self, net_id: str, files: DhcpFiles, argv: list[str], hosts: str,
+                     opts: str) -> None:
         files.root.mkdir(parents=True, exist_ok=True)
         await _kill_stale(files)  # left by a previous cirrus that did not stop cleanly
         _write(files.hosts, hosts)
+        _write(files.opts, opts)
         # dnsmasq daemonizes once it is listening, so errors surface here.
         await ip.run(self.settings, argv)
         pid = int(files.pid.read_text().strip())
-        self._servers[net_id] = _Server(pid=pid, argv=argv, hosts=hosts)
+        self._servers[net_id] = _Server(pid=pid, argv=argv, hosts=hosts, opts=opts)
         LOG.info("dnsmasq for network %s started (pid %d)", net_id, pid)
 
     async def stop(self, network_id: str) -> None:
@@ -204,10 +224,10 @@ class DhcpServers:
 
 
 def _entries(hosts: str) -> set[tuple[str, str]]:
-    """(MAC, address) pairs of a hosts file's ``MAC,IP,name`` lines."""
+    """(MAC, address) pairs of a hosts file's ``MAC[,set:tag],IP,name`` lines."""
     out = set()
     for line in hosts.splitlines():
-        fields = line.split(",")
+        fields = [f for f in line.split(",") if not f.startswith("set:")]
         if len(fields) >= 2:
             out.add((fields[0].lower(), fields[1].strip("[]")))
     return out

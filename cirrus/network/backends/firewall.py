@@ -17,7 +17,9 @@ loads it. Two tables, because of what the kernel offers on a bridge:
 Neutron's semantics: established/related traffic passes, egress and ingress
 need a matching rule of one of the port's groups (no rule: denied), a rule's
 remote group is the fixed addresses of that group's ports, and a port with
-port security disabled is neither anti-spoofed nor filtered. Traffic that names
+port security disabled is neither anti-spoofed nor filtered, and a port's
+allowed address pairs are (MAC, address) combinations it may send from, and
+that name it as a sender or receiver, like its own. Traffic that names
 no filtered port (broadcasts, ports without port security) is not touched.
 """
 from __future__ import annotations
@@ -66,10 +68,27 @@ class PortFilter:
     ips: tuple[str, ...]
     port_security: bool = True
     rules: tuple[Rule, ...] = ()
+    # Allowed address pairs: (MAC, address or CIDR) the port may also send from.
+    pairs: tuple[tuple[str, str], ...] = ()
 
     def addresses(self, version: int) -> list[str]:
         return sorted((a for a in self.ips if ipaddress.ip_address(a).version == version),
                       key=ipaddress.ip_address)
+
+    def pair_addresses(self, version: int) -> list[str]:
+        return [addr for _, addr in self.pairs
+                if ipaddress.ip_network(addr, strict=False).version == version]
+
+    def with_pairs(self, addresses: list[str], version: int) -> list[str]:
+        """``addresses`` and the pairs' of ``version``, merged where they
+        overlap (nft refuses overlapping intervals in one set)."""
+        extra = self.pair_addresses(version)
+        if not extra:
+            return addresses
+        # One family (``version``) throughout, as collapse_addresses needs.
+        nets: list[Any] = [ipaddress.ip_network(a, strict=False) for a in addresses + extra]
+        return [str(n.network_address) if n.prefixlen == n.max_prefixlen else str(n)
+                for n in ipaddress.collapse_addresses(nets)]
 
     def link_local(self) -> str:
         """The EUI-64 link-local address a guest derives from the MAC."""
@@ -139,17 +158,38 @@ def _protocol_match(rule: Rule, v4: bool) -> str:
 
 
 # -- per-port chains --------------------------------------------------------------------
+def _pair_lines(port: PortFilter) -> list[str]:
+    """What the allowed address pairs let through: each (MAC, address) pair
+    as a sender of ARP and IP; then nothing else from a MAC not the port's."""
+    lines = []
+    for mac, addr in sorted(set(port.pairs)):
+        if ipaddress.ip_network(addr, strict=False).version == 4:
+            lines += [f"ether saddr {mac} ether type arp arp saddr ether {mac} "
+                      f"arp saddr ip {addr} return",
+                      f"ether saddr {mac} ether type ip ip saddr {addr} return"]
+        else:
+            lines.append(f"ether saddr {mac} ether type ip6 ip6 saddr {addr} return")
+    others = sorted({mac for mac, _ in port.pairs} - {port.mac})
+    for mac in others:  # a pair's MAC needs its link-local address too
+        lines.append(f"ether saddr {mac} ether type ip6 ip6 saddr fe80::/10 return")
+    if others:
+        lines.append(f"ether saddr != {port.mac} ether type {{ arp, ip, ip6 }} counter drop")
+    return lines
+
+
 def _spoof_chain(port: PortFilter) -> list[str]:
     """Stateless anti-spoofing on frames entering the bridge from the tap."""
     v4, v6 = port.addresses(4), port.addresses(6)
+    macs = sorted({port.mac, *(mac for mac, _ in port.pairs)})
     # Counters on drops tell an operator which check stopped a guest's traffic.
-    lines = [f"ether saddr != {port.mac} counter drop",
-             f"ether type arp arp saddr ether != {port.mac} counter drop",
-             # 0.0.0.0: address conflict probes before the port has an address.
-             f"ether type arp arp saddr ip != {_set(['0.0.0.0', *v4])} counter drop",
+    lines = [f"ether saddr != {_set(macs)} counter drop",
              # Guests must not answer other guests' DHCP or act as routers.
              "ether type ip udp sport 67 drop", "ether type ip6 udp sport 547 drop",
              "ether type ip6 icmpv6 type nd-router-advert drop",
+             *_pair_lines(port),
+             f"ether type arp arp saddr ether != {port.mac} counter drop",
+             # 0.0.0.0: address conflict probes before the port has an address.
+             f"ether type arp arp saddr ip != {_set(['0.0.0.0', *v4])} counter drop",
              "ether type ip ip saddr 0.0.0.0 udp sport 68 udp dport 67 return"]
     lines.append(f"ether type ip ip saddr != {_set(v4)} counter drop" if v4
                  else "ether type ip counter drop")
@@ -182,8 +222,8 @@ def _dispatch(ports: list[PortFilter], side: str, target: str) -> list[str]:
     dev = "iifname" if side == "saddr" else "oifname"
     lines = []
     for port in ports:
-        v4 = port.addresses(4)
-        v6 = [port.link_local(), *port.addresses(6)]
+        v4 = port.with_pairs(port.addresses(4), 4)
+        v6 = port.with_pairs([port.link_local(), *port.addresses(6)], 6)
         if v4:
             lines.append(f"{dev} {_q(port.bridge)} ip {side} {_set(v4)} jump {target}-{port.id}")
         lines.append(f"{dev} {_q(port.bridge)} ip6 {side} {_set(v6)} jump {target}-{port.id}")
@@ -227,7 +267,7 @@ def _inet_table(ports: list[PortFilter], filtered: list[PortFilter]) -> list[str
     bridges = _set(sorted({_q(p.bridge) for p in ports}))
     common = ["ct state established,related accept", "ct state invalid drop",
               "udp sport 68 udp dport 67 accept", "udp sport 67 udp dport 68 accept",
-              "udp sport 546 udp dport 547 accept",
+              "udp sport 546 udp dport 547 accept", "udp sport 547 udp dport 546 accept",
               f"icmpv6 type {{ {', '.join(_ICMPV6_ALWAYS)} }} accept"]
     out = [f"table inet {TABLE} {{"]
     # Traffic not on one of our bridges is not ours to judge.

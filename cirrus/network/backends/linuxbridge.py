@@ -5,6 +5,13 @@ holding the subnets' gateway addresses and one dnsmasq; per port: nftables
 anti-spoofing and security group chains (``firewall.py``). Everything happens
 in ``settings.host_netns`` (empty: this process's namespace).
 
+A network spanning hosts (vxlan, vlan, flat) also gets its uplink
+(``uplinks.py``), and its gateway and dnsmasq live on one host only, its DHCP
+host (elected among the live agents, ``host_view``), which serves the ports
+of every host through the overlay; that host keeps the bridge while any port
+of the network is bound anywhere. A spanning network's bridge goes with its
+last port here, so no tunnel stays open to a host that has no use for it.
+
 The database is the source of truth: every change (a port bound or unbound
 here, and a periodic sync every :attr:`SYNC_INTERVAL` seconds) re-reads what
 is bound to this host and re-renders DHCP and firewall state, applying only
@@ -19,14 +26,17 @@ import ipaddress
 import logging
 from typing import Any
 
+from cirrus.network.agents import Agent, report
 from cirrus.network.backends import firewall
 from cirrus.network.backends.base import HostBackend
 from cirrus.network.backends.dhcp import DhcpServers
 from cirrus.network.backends.tapwatch import TapWatcher
-from cirrus.network.host_view import (HostView, bridge_name, existing_networks, load_host_view,
-                                      networks_of_bridges)
+from cirrus.network.backends.uplinks import UplinkError, Uplinks, is_uplink
+from cirrus.network.host_view import (HostView, bridge_name, load_host_view,
+                                      networks_kept_idle, networks_of_bridges)
 from cirrus.network.linux import ip
 from cirrus.network.model import devname
+from cirrus.network.segments import NetworkType, Segment
 from cirrus.utils import spawn
 
 LOG = logging.getLogger(__name__)
@@ -43,6 +53,12 @@ def gateway_cidrs(subnets: list[dict[str, Any]]) -> set[str]:
     return out
 
 
+def _own_gateways(network: dict[str, Any], subnets: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The subnets whose gateways a host may put on the bridge before the sync
+    says whether it is the network's DHCP host: a local network's, none else."""
+    return subnets if Segment.of(network).network_type == NetworkType.LOCAL else []
+
+
 class LinuxBridgeBackend(HostBackend):
     """Bridges, dnsmasq and nftables for the ports bound to ``host``."""
 
@@ -55,6 +71,8 @@ class LinuxBridgeBackend(HostBackend):
         self.host = host or settings.compute_host
         self.dhcp = DhcpServers(settings)
         self.taps = TapWatcher(settings, self._tap_up)
+        self.uplinks = Uplinks(settings, self.host)
+        self._reported_at = -float("inf")  # monotonic time of the last agent report
         self._lock = asyncio.Lock()
         self._firewall: str | None = None  # the script last applied
         self._bridges: dict[str, tuple[str, int | None, frozenset[str]]] = {}  # net → state
@@ -88,7 +106,7 @@ class LinuxBridgeBackend(HostBackend):
         then report it up once libvirt put its tap on the bridge."""
         await self._prepare_netns()
         async with self._lock:
-            await self._ensure_network(network, subnets)
+            await self._ensure_network(network, _own_gateways(network, subnets))
         await self.sync()
         if port.get("status") != "ACTIVE":
             self.taps.watch(port["id"], devname(port["id"]), bridge_name(network["id"]),
@@ -107,7 +125,7 @@ class LinuxBridgeBackend(HostBackend):
 
     async def subnet_changed(self, network: dict[str, Any], subnets: list[dict[str, Any]]) -> None:
         async with self._lock:
-            await self._ensure_network(network, subnets)
+            await self._ensure_network(network, _own_gateways(network, subnets))
         await self.sync()
 
     # -- the sync ---------------------------------------------------------------------
@@ -118,14 +136,13 @@ class LinuxBridgeBackend(HostBackend):
             return
         errors: list[Exception] = []
         async with self._lock:
-            view = await self.db.read(load_host_view, self.host)
-            for net_id, network in view.networks.items():
-                subnets = view.subnets.get(net_id, [])
+            await self._report()
+            view = await self.db.read(load_host_view, self.host,
+                                      float(self.settings.service_down_time))
+            for net_id in view.networks:
                 try:
-                    await self._ensure_network(network, subnets)
-                    await self.dhcp.sync(network, subnets, view.ports_of(net_id),
-                                         bridge_name(net_id))
-                except (ip.CommandError, OSError) as e:
+                    await self._sync_network(view, net_id)
+                except (ip.CommandError, OSError, UplinkError) as e:
                     # One broken network must not hold back the others' DHCP
                     # or anyone's firewall rules.
                     LOG.error("network %s on %s: %s", net_id, self.host, e)
@@ -141,6 +158,27 @@ class LinuxBridgeBackend(HostBackend):
         self._watch_down_ports(view)
         if errors:
             raise errors[0]
+
+    async def _sync_network(self, view: HostView, net_id: str) -> None:
+        """Bridge, uplink and (on its DHCP host) gateway and dnsmasq of one network."""
+        network, subnets = view.networks[net_id], view.subnets.get(net_id, [])
+        serving = view.serves_dhcp(net_id, self.host)
+        await self._ensure_network(network, subnets if serving else [])
+        await self.uplinks.ensure(network, subnets, view)
+        if serving:
+            await self.dhcp.sync(network, subnets, view.dhcp_ports(net_id), bridge_name(net_id))
+        elif net_id in self.dhcp.serving():
+            await self.dhcp.stop(net_id)
+
+    async def _report(self) -> None:
+        """Register this host's agent, again every ``report_interval``, so the
+        others count it alive (its VXLAN address, whether it serves DHCP)."""
+        now = asyncio.get_running_loop().time()
+        if now - self._reported_at < float(self.settings.report_interval):
+            return
+        await self.db.run(report, Agent(self.host, self.settings.local_ip,
+                                        bool(self.settings.dhcp_agent)))
+        self._reported_at = now
 
     async def _sync_loop(self) -> None:
         while True:
@@ -164,13 +202,14 @@ class LinuxBridgeBackend(HostBackend):
                                 self._plug_timeout())
 
     async def _collect_deleted_networks(self, view: HostView) -> None:
-        """Networks deleted in the API process: their bridges go once empty."""
+        """Networks deleted in the API process, and spanning networks with no
+        port here any more: their bridges go once no tap is left on them."""
         idle = [n for n in self._bridges if n not in view.networks]
         if not idle:
             return
-        alive = await self.db.read(existing_networks, idle)
+        kept = await self.db.read(networks_kept_idle, idle)
         for net_id in idle:
-            if net_id not in alive:
+            if net_id not in kept:
                 await self._drop_network(net_id)
 
     # -- host state -------------------------------------------------------------------
@@ -203,13 +242,16 @@ class LinuxBridgeBackend(HostBackend):
         await self.dhcp.stop(network_id)
         if await self._drop_bridge(bridge_name(network_id)):
             self._bridges.pop(network_id, None)
+            self.uplinks.forget(network_id)
 
     async def _drop_bridge(self, bridge: str) -> bool:
-        """Delete ``bridge`` unless something is still enslaved to it."""
+        """Delete ``bridge`` (and its uplink) unless a tap is still on it."""
         links = await ip.links(self.settings)
-        if any(link.get("master") == bridge for link in links.values()):
-            LOG.warning("%s belongs to no network but still has ports; keeping it", bridge)
+        if any(link.get("master") == bridge and not is_uplink(name)
+               for name, link in links.items()):
+            LOG.warning("%s has no port bound here but still has taps; keeping it", bridge)
             return False
+        await self.uplinks.release(bridge, links)
         await ip.delete_link(self.settings, bridge)
         return True
 

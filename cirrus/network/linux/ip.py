@@ -141,3 +141,18 @@ async def write_sysctl(settings: Any, key: str, value: str) -> None:
     """Set a (per-namespace) sysctl such as ``net.bridge.bridge-nf-call-iptables``;
     ``tee`` into /proc, since /proc/sys/net shows the writer's namespace."""
     await run(settings, ["tee", "/proc/sys/" + key.replace(".", "/")], input=value + "\n")
+
+
+async def link_mac(settings: Any, dev: str) -> str | None:
+    """The MAC address of ``dev``; None when it is missing."""
+    try:
+        text = await run(settings, ["ip", "-j", "link", "show", "dev", dev])
+    except CommandError:
+        return None
+    found = json.loads(text or "[]")
+    return str(found[0].get("address", "")).lower() or None if found else None
+
+
+async def set_mac(settings: Any, dev: str, mac: str) -> None:
+    """Give ``dev`` the MAC address ``mac`` (a bridge then keeps it)."""
+    await run(settings, ["ip", "link", "set", "dev", dev, "address", mac])

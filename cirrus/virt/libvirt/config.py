@@ -132,6 +132,16 @@ def _backend_random() -> ET.Element:
     return el
 
 
+def with_serial_port(xml: str, port: int) -> str:
+    """A domain's XML with its serial console listening on ``port`` (the
+    destination's XML of a live migration; Nova's ``_update_serial_xml``)."""
+    ET.register_namespace("cirrus", CIRRUS_NS)
+    dom = ET.fromstring(xml)
+    for source in dom.findall("./devices/serial[@type='tcp']/source"):
+        source.set("service", str(port))
+    return ET.tostring(dom, encoding="unicode")
+
+
 def serial_port_of(xml: str) -> int | None:
     """The TCP port of a domain's serial console, from its XML (None: no TCP serial)."""
     source = ET.fromstring(xml).find("./devices/serial[@type='tcp']/source")

@@ -15,7 +15,7 @@ import logging
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, AsyncIterator, Mapping, Sequence, cast
 
 from cirrus.compute import exception as cexc
 from cirrus.compute.states import PowerState, TaskState
@@ -24,7 +24,11 @@ from cirrus.network.model import VIF
 from cirrus.virt import exception as vexc
 from cirrus.virt.driver import (Capabilities, ComputeDriver, ConsoleSerial, InstanceInfo,
                                 NodeResources, UpdateTaskState)
-from cirrus.virt.libvirt import imagebackend, migration
+from cirrus.compute.image_service import ImageMeta
+from cirrus.virt.diagnostics import Diagnostics, legacy
+from cirrus.virt.imagecache import CacheRules, ImageCache, ImageCacheManager
+from cirrus.virt.images import active_image
+from cirrus.virt.libvirt import diagnostics, imagebackend, migration
 from cirrus.virt.libvirt.config import DiskSpec, GuestSpec, guest_xml, serial_port_of
 from cirrus.virt.libvirt.serial import free_port
 from cirrus.virt.libvirt.configdrive import make_config_drive
@@ -48,13 +52,14 @@ def domain_name(instance: dict[str, Any]) -> str:
 
 
 class LibvirtDriver(GuestStateOps, ComputeDriver):  # guest_state.py: pause, rescue, …
-    capabilities = Capabilities(supports_console_output=True, supports_vif_plugging_events=True)
+    capabilities = Capabilities(supports_console_output=True, supports_vif_plugging_events=True,
+                                has_imagecache=True)
 
     def __init__(self, settings: Settings, host: str) -> None:
         self.settings = settings
         self.hostname = host
         self.instances_path = Path(settings.instances_path)
-        self.image_cache = imagebackend.ImageCache(self.instances_path)
+        self._image_cache: ImageCache | None = None
         self.virt_type = "qemu"
         self.running_timeout = RUNNING_TIMEOUT
         self._host: Host | None = None
@@ -64,6 +69,15 @@ class LibvirtDriver(GuestStateOps, ComputeDriver):  # guest_state.py: pause, res
         if self._host is None:
             self._host = Host(self.settings.libvirt_uri, self.hostname)
         return self._host
+
+    @property
+    def image_cache(self) -> ImageCache:
+        """Bases in ``<instances_path>/_base``, downloaded through the image
+        service compute handed over in ``virtapi``."""
+        if self._image_cache is None:
+            self._image_cache = ImageCache(self.instances_path / "_base",
+                                           self.virtapi.image_service, imagebackend.check_base)
+        return self._image_cache
 
     # -- host ----------------------------------------------------------------------
     async def init_host(self, host: str) -> None:
@@ -87,7 +101,8 @@ class LibvirtDriver(GuestStateOps, ComputeDriver):  # guest_state.py: pause, res
         return NodeResources(hypervisor_hostname=nodename, vcpus=int(info[2]),
                              memory_mb=int(info[1]), local_gb=int(disk.total // (1 << 30)),
                              hypervisor_type="QEMU", hypervisor_version=int(version),
-                             cpu_arch=str(info[0]), host_ip="127.0.0.1",
+                             cpu_arch=str(info[0]),
+                             host_ip=self.settings.live_migration_inbound_addr or "127.0.0.1",
                              extra={"virt_type": self.virt_type})
 
     async def list_instance_uuids(self) -> list[str]:
@@ -108,13 +123,24 @@ class LibvirtDriver(GuestStateOps, ComputeDriver):  # guest_state.py: pause, res
             info["disk.config"] = "vdb"
         return info
 
-    async def _fetch(self, context: Any, image_id: str) -> tuple[dict[str, Any], Path]:
-        virtapi = self.virtapi
-        meta = await virtapi.image_meta(context, image_id)
-        if meta.get("status") != "active":
-            raise cexc.ImageNotActive(image_id=image_id)
-        base = await self.image_cache.fetch(meta, virtapi.image_path(image_id))
-        return meta, base
+    @contextlib.asynccontextmanager
+    async def _base(self, context: Any, image_id: str) -> AsyncIterator[tuple[ImageMeta, Path]]:
+        """The image's record and its base on this host, downloaded if need be;
+        kept from the image cache manager until the block ends."""
+        meta = await active_image(self.virtapi.image_service, image_id)
+        async with self.image_cache.base(meta) as base:
+            yield meta, base
+
+    async def manage_image_cache(self, context: Any, all_instances: list[dict[str, Any]]) -> None:
+        """Bases that neither this host's instances nor any disk on this
+        storage uses age out (Nova's libvirt ImageCacheManager)."""
+        cache = self.image_cache
+        rules = CacheRules(self.settings.remove_unused_base_images,
+                           self.settings.remove_unused_original_minimum_age_seconds)
+        backing = await asyncio.to_thread(imagebackend.bases_in_use, self.instances_path,
+                                          cache.base_dir)
+        in_use = backing | {i["image_ref"] for i in all_instances if i.get("image_ref")}
+        await ImageCacheManager(cache, rules).update(in_use)
 
     async def _create_image(self, context: Any, instance: dict[str, Any],
                             image_meta: dict[str, Any], disk_info: dict[str, str],
@@ -126,21 +152,21 @@ class LibvirtDriver(GuestStateOps, ComputeDriver):  # guest_state.py: pause, res
         inst_dir.mkdir(parents=True, exist_ok=True)
         if not image_meta.get("id"):
             raise cexc.ImageUnacceptable(image_id="-", reason="booting from volume is not supported")
-        _, base = await self._fetch(context, image_meta["id"])
         fmt = imagebackend.FORMATS.get(image_meta.get("disk_format") or "raw")
         if fmt is None:
             raise cexc.ImageUnacceptable(image_id=image_meta["id"],
                                          reason=f"disk_format {image_meta.get('disk_format')} "
                                                 "cannot be booted")
-        await imagebackend.create_root_disk(base, fmt, inst_dir / "disk",
-                                            int(instance.get("root_gb") or 0), uuid)
+        async with self._base(context, image_meta["id"]) as (_, base):
+            await imagebackend.create_root_disk(base, fmt, inst_dir / "disk",
+                                                int(instance.get("root_gb") or 0), uuid)
         props = image_meta.get("properties") or {}
         layout: dict[str, Any] = {"disks": [{"path": str(inst_dir / "disk"), "target": "vda",
                                              "fmt": "qcow2"}]}
         for key, name in (("kernel_id", "kernel"), ("ramdisk_id", "ramdisk")):
             if props.get(key):
-                _, path = await self._fetch(context, props[key])
-                await asyncio.to_thread(shutil.copyfile, path, inst_dir / name)
+                async with self._base(context, props[key]) as (_, path):
+                    await asyncio.to_thread(shutil.copyfile, path, inst_dir / name)
                 layout[name] = str(inst_dir / name)
         if layout.get("kernel"):
             layout["cmdline"] = props.get("os_command_line") or "console=ttyS0 root=/dev/vda"
@@ -414,6 +440,25 @@ class LibvirtDriver(GuestStateOps, ComputeDriver):  # guest_state.py: pause, res
                 return f.read().decode(errors="replace")
         return await asyncio.to_thread(tail)
 
+    # -- diagnostics (cirrus/virt/libvirt/diagnostics.py) -----------------------------
+    async def _diagnostics(self, instance: dict[str, Any]) -> diagnostics.GuestDiagnostics:
+        def read(conn: Any) -> diagnostics.GuestDiagnostics:
+            dom = self.host.find_domain(conn, instance["uuid"])
+            if dom is None:
+                raise vexc.InstanceNotFound(instance_id=instance["uuid"])
+            state = LIBVIRT_POWER_STATE.get(dom.info()[0], PowerState.NOSTATE)
+            return diagnostics.read(dom, self.host.libvirt.libvirtError, state, instance,
+                                    self.virt_type)
+        return await self.host.call(read)
+
+    async def get_instance_diagnostics(self, instance: dict[str, Any]) -> Diagnostics:
+        return (await self._diagnostics(instance)).diagnostics
+
+    async def get_diagnostics(self, instance: dict[str, Any]) -> dict[str, int]:
+        """Nova's libvirt counters, named after the domain's devices."""
+        found = await self._diagnostics(instance)
+        return legacy(found.diagnostics, found.disk_names, found.nic_names)
+
     # -- moves (cirrus/virt/libvirt/migration.py) -------------------------------------
     async def migrate_disk_and_power_off(self, context: Any, instance: dict[str, Any],
                                          dest: str, network_info: Any) -> dict[str, Any]:
@@ -434,11 +479,13 @@ class LibvirtDriver(GuestStateOps, ComputeDriver):  # guest_state.py: pause, res
 
     async def pre_live_migration(self, context: Any, instance: dict[str, Any],
                                  network_info: Any, block_migration: bool) -> dict[str, Any]:
-        return await migration.pre_live_migration(self, instance, network_info, block_migration)
+        return dict(await migration.pre_live_migration(self, instance, network_info,
+                                                       block_migration))
 
     async def live_migration(self, context: Any, instance: dict[str, Any], dest: str,
                              block_migration: bool, migrate_data: dict[str, Any]) -> None:
-        await migration.live_migration(self, instance, dest, block_migration, migrate_data)
+        await migration.live_migration(self, instance, dest, block_migration,
+                                       cast(migration.LiveMigrateData, migrate_data))
 
     async def live_migration_abort(self, instance: dict[str, Any]) -> None:
         await migration.job_op(self, instance, "abortJob")

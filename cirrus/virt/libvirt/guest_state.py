@@ -13,12 +13,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
 
 from cirrus.compute.states import PowerState
 from cirrus.virt import exception as vexc
+from cirrus.compute.image_service import ImageMeta
 from cirrus.virt.libvirt import imagebackend
 
 UNRESCUE_XML = "unrescue.xml"
@@ -40,7 +42,8 @@ class GuestStateOps:
                        network_info: Any) -> str:
         raise NotImplementedError
 
-    async def _fetch(self, context: Any, image_id: str) -> tuple[dict[str, Any], Path]:
+    def _base(self, context: Any, image_id: str
+              ) -> contextlib.AbstractAsyncContextManager[tuple[ImageMeta, Path]]:
         raise NotImplementedError
 
     async def _destroy_domain(self, instance: dict[str, Any]) -> None:
@@ -124,12 +127,13 @@ class GuestStateOps:
                              image_meta: dict[str, Any], inst_dir: Path) -> dict[str, Any]:
         """The rescue image's overlay as vda, the instance's own disk as vdb
         (Nova's rescue disk order), the rescue image's kernel if it has one."""
-        meta, base = await self._fetch(context, image_meta["id"])
-        fmt = imagebackend.FORMATS.get(meta.get("disk_format") or "raw", "raw")
         rescue_disk = inst_dir / RESCUE_DISK
         await asyncio.to_thread(rescue_disk.unlink, True)
-        await imagebackend.create_root_disk(base, fmt, rescue_disk,
-                                            int(instance.get("root_gb") or 0), instance["uuid"])
+        async with self._base(context, image_meta["id"]) as (meta, base):
+            fmt = imagebackend.FORMATS.get(meta.get("disk_format") or "raw", "raw")
+            await imagebackend.create_root_disk(base, fmt, rescue_disk,
+                                                int(instance.get("root_gb") or 0),
+                                                instance["uuid"])
         original = json.loads(await asyncio.to_thread((inst_dir / LAYOUT).read_text))
         layout: dict[str, Any] = {"disks": [
             {"path": str(rescue_disk), "target": "vda", "fmt": "qcow2"},
@@ -137,8 +141,9 @@ class GuestStateOps:
         props = meta.get("properties") or {}
         for key, name in (("kernel_id", "kernel"), ("ramdisk_id", "ramdisk")):
             if props.get(key):
-                _, path = await self._fetch(context, props[key])
-                layout[name] = str(path)
+                # QEMU reads it once, at the rescue guest's start.
+                async with self._base(context, props[key]) as (_, path):
+                    layout[name] = str(path)
             elif original.get(name):
                 layout[name] = original[name]
         if layout.get("kernel"):

@@ -1,6 +1,7 @@
 """``_create_image``: the base image cached once per host, a qcow2 overlay per guest.
 
-Base images live in ``<instances_path>/_base/<image id>``; each instance gets
+Base images live in ``<instances_path>/_base/<image id>`` (downloaded and
+aged out by :mod:`cirrus.virt.imagecache`); each instance gets
 ``<instances_path>/<uuid>/disk``, a qcow2 overlay of the flavor's root size
 backed by the base, plus its own copies of kernel and ramdisk.
 """
@@ -8,14 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import shutil
+import struct
 from pathlib import Path
-from typing import Any
 
 from cirrus.compute import exception as cexc
-from cirrus.utils import KeyedLocks
 from cirrus.virt import exception as vexc
+from cirrus.compute.image_service import ImageMeta
 
 # qemu-img's name for a Glance disk_format we can back an overlay with.
 FORMATS = {"qcow2": "qcow2", "raw": "raw", "ami": "raw", "aki": "raw", "ari": "raw"}
@@ -35,43 +34,55 @@ class ProcessError(RuntimeError):
     pass
 
 
-class ImageCache:
-    """Base images on this host, fetched once each."""
+async def check_base(meta: ImageMeta, path: Path) -> None:
+    """Refuse downloaded data that is not what its ``disk_format`` says, or a
+    qcow2 that would make QEMU read another file (a backing file)."""
+    if (meta.get("disk_format") or "raw") != "qcow2":
+        return
+    try:
+        info = json.loads(await qemu_img("info", "--output=json", "-f", "qcow2", str(path)))
+    except (ProcessError, ValueError) as e:
+        raise cexc.ImageUnacceptable(image_id=meta["id"],
+                                     reason=f"not a valid qcow2 image: {e}") from e
+    if info.get("backing-filename"):
+        raise cexc.ImageUnacceptable(image_id=meta["id"],
+                                     reason="images with a backing file are refused")
 
-    def __init__(self, instances_path: Path) -> None:
-        self.base_dir = instances_path / "_base"
-        self._locks = KeyedLocks()  # per image
 
-    async def fetch(self, image: dict[str, Any], source: Path) -> Path:
-        """The cached base of ``image`` (copied from ``source`` on first use).
+QCOW2_MAGIC = b"QFI\xfb"
+_QCOW2_HEADER = struct.Struct(">4sIQI")  # magic, version, backing file offset and size
 
-        Raises ImageUnacceptable when the data is not what the image says it is.
-        """
-        image_id: str = image["id"]
-        target = self.base_dir / image_id
-        async with self._locks(image_id):
-            if target.exists():
-                return target
-            if not source.exists():
-                raise cexc.ImageUnacceptable(image_id=image["id"], reason="the image has no data")
-            self.base_dir.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_suffix(".part")
-            await asyncio.to_thread(shutil.copyfile, source, tmp)
-            declared = image.get("disk_format") or "raw"
-            if declared == "qcow2":
-                try:
-                    info = json.loads(await qemu_img("info", "--output=json", "-f", "qcow2",
-                                                     str(tmp)))
-                except (ProcessError, ValueError) as e:
-                    tmp.unlink(missing_ok=True)
-                    raise cexc.ImageUnacceptable(
-                        image_id=image["id"], reason=f"not a valid qcow2 image: {e}") from e
-                if info.get("backing-filename"):
-                    tmp.unlink(missing_ok=True)
-                    raise cexc.ImageUnacceptable(image_id=image["id"],
-                                                 reason="images with a backing file are refused")
-            os.replace(tmp, target)
-            return target
+
+def qcow2_backing_file(path: Path) -> str | None:
+    """The backing file a qcow2 file names (read from its header), None for
+    any other file or one without."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(_QCOW2_HEADER.size)
+            if len(head) < _QCOW2_HEADER.size:
+                return None
+            magic, _, offset, size = _QCOW2_HEADER.unpack(head)
+            if magic != QCOW2_MAGIC or not offset or not 0 < size <= 4096:
+                return None
+            f.seek(offset)
+            return f.read(size).decode(errors="replace")
+    except OSError:
+        return None
+
+
+def bases_in_use(instances_path: Path, base_dir: Path) -> set[str]:
+    """The names of the bases that a disk under ``instances_path`` is backed
+    by: every guest on this storage, whichever host's (Nova's
+    ``_list_backing_images``)."""
+    used: set[str] = set()
+    for inst_dir in instances_path.iterdir():
+        if not inst_dir.is_dir() or inst_dir == base_dir:
+            continue
+        for disk in inst_dir.iterdir():
+            backing = qcow2_backing_file(disk) if disk.is_file() else None
+            if backing and Path(backing).parent == base_dir:
+                used.add(Path(backing).name)
+    return used
 
 
 async def create_root_disk(base: Path, base_format: str, disk: Path, root_gb: int,

@@ -15,16 +15,33 @@ import asyncio
 import json
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from cirrus.compute.states import PowerState
 from cirrus.virt import exception as vexc
 from cirrus.virt.libvirt import imagebackend
+from cirrus.virt.libvirt.config import serial_port_of, with_serial_port
+from cirrus.virt.libvirt.serial import free_port_in_host
 
 if TYPE_CHECKING:
     from cirrus.virt.libvirt.driver import LibvirtDriver
 
 RESIZE_SUFFIX = "_resize"
+
+
+class LiveMigrateData(TypedDict, total=False):
+    """What the destination's ``pre_live_migration`` tells the source (Nova's
+    ``LibvirtLiveMigrateData``, the fields cirrus uses)."""
+
+    # The destination sees the instance's disks at their paths (one
+    # ``instances_path`` for both hosts): nothing to copy.
+    shared_storage: bool
+    # The destination's ``live_migration_inbound_addr``: where its libvirtd
+    # and the incoming QEMU are reached (None: its host name).
+    target_connect_addr: str | None
+    # A port free in the destination's namespace for each serial console
+    # (the source's may be taken there).
+    serial_listen_ports: list[int]
 
 
 def migration_uri(settings: Any, dest: str) -> str:
@@ -34,17 +51,45 @@ def migration_uri(settings: Any, dest: str) -> str:
     return template % dest if "%s" in template else template
 
 
-def migration_flags(libvirt: Any, block_migration: bool, tunnelled: bool = False) -> int:
+def migration_flags(libvirt: Any, block_migration: bool, tunnelled: bool = False,
+                    disks_shared: bool = False) -> int:
     """Nova's live-migration flags: peer to peer, persistent on the
     destination, undefined on the source; incremental disk copy if a block
-    migration; through libvirtd's connection if tunnelled."""
+    migration; through libvirtd's connection if tunnelled.
+
+    ``disks_shared``: the destination read the instance's files at their
+    paths. libvirt counts only network file systems as shared storage and
+    refuses any other migration that copies no disks (``VIR_ERR_MIGRATE_UNSAFE``);
+    hosts on one machine share a local one, and QEMU hands the image over
+    at the switch (the source flushes and lets go before the destination
+    writes), so libvirt is told it is safe."""
     flags = (libvirt.VIR_MIGRATE_LIVE | libvirt.VIR_MIGRATE_PEER2PEER
              | libvirt.VIR_MIGRATE_PERSIST_DEST | libvirt.VIR_MIGRATE_UNDEFINE_SOURCE)
     if block_migration:
         flags |= libvirt.VIR_MIGRATE_NON_SHARED_INC
+    elif disks_shared:
+        flags |= libvirt.VIR_MIGRATE_UNSAFE
     if tunnelled:
         flags |= libvirt.VIR_MIGRATE_TUNNELLED
     return int(flags)
+
+
+def migration_params(libvirt: Any, migrate_data: LiveMigrateData, tunnelled: bool,
+                     xml: str | None = None) -> dict[str, str]:
+    """``virDomainMigrateToURI3``'s parameters: the memory stream goes to the
+    destination's inbound address (Nova's ``live_migration_inbound_addr``),
+    not to whatever its host name resolves to (a tunnelled stream has no
+    address of its own); the guest's serial console listens on the port the
+    destination chose (``xml``: the domain's migratable XML)."""
+    params = {}
+    addr = migrate_data.get("target_connect_addr")
+    if addr and not tunnelled:
+        host = f"[{addr}]" if ":" in addr else addr
+        params[libvirt.VIR_MIGRATE_PARAM_URI] = f"tcp://{host}"
+    ports = migrate_data.get("serial_listen_ports")
+    if xml is not None and ports and serial_port_of(xml) is not None:
+        params[libvirt.VIR_MIGRATE_PARAM_DEST_XML] = with_serial_port(xml, ports[0])
+    return params
 
 
 def _resize_dir(driver: "LibvirtDriver", instance: dict[str, Any]) -> Path:
@@ -131,35 +176,46 @@ async def _undefine(driver: "LibvirtDriver", instance: dict[str, Any]) -> None:
 
 # -- live migration ----------------------------------------------------------------------------
 async def pre_live_migration(driver: "LibvirtDriver", instance: dict[str, Any],
-                             network_info: Any, block_migration: bool) -> dict[str, Any]:
-    """The destination's bridges exist; its view of the disks reported."""
+                             network_info: Any, block_migration: bool) -> LiveMigrateData:
+    """The destination's bridges exist; its view of the disks and its
+    inbound address reported."""
     await driver.plug_vifs(instance, network_info)
     shared = (driver._instance_dir(instance) / "layout.json").exists()
     if not shared and not block_migration:
         raise vexc.MigrationError(reason=f"{driver.hostname} does not share the disks of "
                                          f"{instance['uuid']}: a block migration is needed")
-    return {"shared_storage": shared}
+    data = LiveMigrateData(shared_storage=shared,
+                           target_connect_addr=driver.settings.live_migration_inbound_addr or None)
+    if driver.settings.serial_console_enabled:
+        data["serial_listen_ports"] = [await free_port_in_host(driver.settings)]
+    return data
 
 
 async def live_migration(driver: "LibvirtDriver", instance: dict[str, Any], dest: str,
-                         block_migration: bool, migrate_data: dict[str, Any]) -> None:
-    """``virDomainMigrateToURI3``; blocks (in a worker thread) until done."""
-    libvirt = driver.host.libvirt
-    uri = migration_uri(driver.settings, dest)
-    flags = migration_flags(libvirt, block_migration and not migrate_data.get("shared_storage"),
-                            driver.settings.live_migration_tunnelled)
+                         block_migration: bool, migrate_data: LiveMigrateData) -> None:
+    """``virDomainMigrateToURI3``; blocks (in a worker thread) until done.
+    Afterwards nothing of the guest is left here: libvirt undefined the
+    domain, its tap went with QEMU, and disks that were copied go too."""
+    libvirt, settings = driver.host.libvirt, driver.settings
+    uri = migration_uri(settings, migrate_data.get("target_connect_addr") or dest)
+    shared = bool(migrate_data.get("shared_storage"))
+    tunnelled = settings.live_migration_tunnelled
+    flags = migration_flags(libvirt, block_migration and not shared, tunnelled, shared)
 
     def migrate(conn: Any) -> None:
         dom = driver.host.find_domain(conn, instance["uuid"])
         if dom is None:
             raise vexc.InstanceNotFound(instance_id=instance["uuid"])
-        dom.migrateToURI3(uri, {}, flags)
+        xml = dom.XMLDesc(libvirt.VIR_DOMAIN_XML_MIGRATABLE)
+        dom.migrateToURI3(uri, migration_params(libvirt, migrate_data, tunnelled, xml), flags)
     try:
         await driver.host.call(migrate)
     except libvirt.libvirtError as e:
         if e.get_error_code() == libvirt.VIR_ERR_OPERATION_ABORTED:
             raise vexc.LiveMigrationAborted(instance_uuid=instance["uuid"]) from e
         raise vexc.MigrationError(reason=f"to {uri}: {e.get_error_message()}") from e
+    if not shared:
+        await asyncio.to_thread(shutil.rmtree, driver._instance_dir(instance), True)
 
 
 async def job_op(driver: "LibvirtDriver", instance: dict[str, Any], op: str) -> None:

@@ -1,0 +1,178 @@
+"""Network quotas (Neutron's ``quotas``, ``quota_details``): the limits, the
+usage they bound, and their changes.
+
+A project's limit of a resource is its row in ``network_quotas`` if an admin
+set one, else the cloud's default (``settings.quota_<resources>``; Neutron's
+defaults for resources cirrus has no setting for). -1 is unlimited. Usage is
+counted from the resources themselves; ports from their per-project counter
+(migration 0008), the one the boot path reads.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+
+from cirrus.config import Settings
+from cirrus.db.prepared import Prepared, statement_savepoint
+from cirrus.network import exception as exc
+from cirrus.network import ports as port_db
+from cirrus.network import validators as v
+from cirrus.network.models import (network_quotas, networks, port_usages,
+                                   security_group_rules, security_groups, subnets)
+
+MAX_LIMIT = 2 ** 31 - 1  # Neutron's DB_INTEGER_MAX_VALUE
+# Resource → the setting holding its default; Neutron's default where cirrus
+# has no such setting (routers and floating IPs have no tables here yet).
+SETTINGS = {"network": "quota_networks", "subnet": "quota_subnets", "port": "quota_ports",
+            "router": "quota_routers", "floatingip": "quota_floatingips",
+            "security_group": "quota_security_groups",
+            "security_group_rule": "quota_security_group_rules",
+            "rbac_policy": "quota_rbac_policies", "subnetpool": "quota_subnetpools"}
+NEUTRON_DEFAULTS = {"router": 10, "floatingip": 50, "rbac_policy": 10, "subnetpool": -1}
+TABLES = {"network": networks, "subnet": subnets, "security_group": security_groups,
+          "security_group_rule": security_group_rules}
+# Options of an update (``quota-check-limit``): ``force`` skips the usage check.
+OPTIONS = ("force", "check_limit")
+
+_OVERRIDE = sa.select(network_quotas.c.limit).where(
+    network_quotas.c.project_id == sa.bindparam("w_project"),
+    network_quotas.c.resource == sa.bindparam("w_resource"))
+
+
+# Built once: every server create reads the project's port limit and use, in
+# one statement (its own limit, NULL for none; its port counter, 0 for none).
+_PORT_LIMIT_AND_USE = Prepared(sa.select(
+    sa.select(network_quotas.c.limit).where(
+        network_quotas.c.project_id == sa.bindparam("w_project"),
+        network_quotas.c.resource == "port").scalar_subquery(),
+    sa.select(sa.func.coalesce(sa.func.max(port_usages.c.ports), 0)).where(
+        port_usages.c.project_id == sa.bindparam("w_project")).scalar_subquery()))
+
+
+def defaults(settings: Settings) -> dict[str, int]:
+    """The cloud's default limits."""
+    return {res: int(getattr(settings, name, NEUTRON_DEFAULTS.get(res, -1)))
+            for res, name in SETTINGS.items()}
+
+
+def limits(conn: sa.Connection, settings: Settings, project_id: str) -> dict[str, int]:
+    """The project's limits: defaults, overridden by what an admin set."""
+    out = defaults(settings)
+    for row in conn.execute(sa.select(network_quotas.c.resource, network_quotas.c.limit).where(
+            network_quotas.c.project_id == project_id)):
+        if row.resource in out:
+            out[row.resource] = row.limit
+    return out
+
+
+def limit_of(conn: sa.Connection, settings: Settings, project_id: str, resource: str) -> int:
+    """The project's limit of one resource (one keyed read)."""
+    found = conn.execute(_OVERRIDE, {"w_project": project_id, "w_resource": resource}).first()
+    return int(found[0]) if found is not None else defaults(settings)[resource]
+
+
+def port_limit_and_use(conn: sa.Connection, settings: Settings,
+                       project_id: str) -> tuple[int, int]:
+    """The project's port limit and how many ports it has, in one read."""
+    limit, in_use = _PORT_LIMIT_AND_USE.execute(conn, w_project=project_id).fetchone()
+    return (int(limit) if limit is not None else int(settings.quota_ports)), int(in_use)
+
+
+def used(conn: sa.Connection, resource: str, project_id: str) -> int:
+    """How many of ``resource`` the project has."""
+    if resource == "port":
+        return port_db.ports_of_project(conn, project_id)
+    table = TABLES.get(resource)
+    if table is None:
+        return 0
+    return int(conn.execute(sa.select(sa.func.count()).select_from(table).where(
+        table.c.project_id == project_id)).scalar_one())
+
+
+def check(conn: sa.Connection, settings: Settings, resource: str, project_id: str,
+          adding: int = 1) -> None:
+    """409 OverQuota unless the project may have ``adding`` more ``resource``."""
+    limit = limit_of(conn, settings, project_id, resource)
+    if limit >= 0 and used(conn, resource, project_id) + adding > limit:
+        raise exc.OverQuota(resource=resource)
+
+
+def details(conn: sa.Connection, settings: Settings, project_id: str) -> dict[str, Any]:
+    """``quota_details``: each resource's limit, use and (always 0) reservations."""
+    return {res: {"limit": limit, "used": used(conn, res, project_id), "reserved": 0}
+            for res, limit in limits(conn, settings, project_id).items()}
+
+
+def all_quotas(conn: sa.Connection, settings: Settings) -> list[dict[str, Any]]:
+    """Every project with a limit of its own, with all its limits (``GET /quotas``)."""
+    projects = conn.execute(sa.select(network_quotas.c.project_id).distinct()
+                            .order_by(network_quotas.c.project_id)).scalars().all()
+    return [{**limits(conn, settings, p), "project_id": p, "tenant_id": p} for p in projects]
+
+
+def parse_update(body: Any) -> tuple[dict[str, int], bool]:
+    """``{"quota": {resource: limit, "force": bool, "check_limit": bool}}`` →
+    the limits and whether to skip the usage check; 400 on anything else.
+    Limits may be numbers or their decimal strings (Neutron converts)."""
+    if not isinstance(body, dict) or not isinstance(body.get("quota"), dict):
+        raise exc.BadRequest(reason="Resource body required: 'quota' must be an object")
+    out: dict[str, int] = {}
+    force = False
+    for key, value in body["quota"].items():
+        if key in OPTIONS:
+            if v.boolean(value):
+                raise exc.BadRequest(reason=f"Invalid input for {key}. Reason: "
+                                            f"{v.boolean(value)}.")
+            force = force or (key == "force" and value)
+            continue
+        if key not in SETTINGS:
+            raise exc.BadRequest(reason=f"Unrecognized attribute(s) '{v.shown(key)}'")
+        limit = _as_limit(value)
+        if limit is None:
+            raise exc.BadRequest(reason=f"Invalid input for {key}. Reason: '{v.shown(value)}' "
+                                        f"is not an integer in range -1 through {MAX_LIMIT}.")
+        out[key] = limit
+    return out, force
+
+
+def _as_limit(value: Any) -> int | None:
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit() and len(value) <= 12:
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and -1 <= value <= MAX_LIMIT:
+        return value
+    return None
+
+
+def update(conn: sa.Connection, settings: Settings, project_id: str, values: dict[str, int],
+           force: bool) -> dict[str, int]:
+    """Set the project's limits; unless ``force``, none below its use (400).
+    The project's limits after."""
+    if not force:
+        for resource, limit in values.items():
+            in_use = used(conn, resource, project_id)
+            if limit != -1 and in_use > limit:
+                raise exc.BadRequest(reason=f"Quota limit {limit} for {resource} must be "
+                                            f"greater than or equal to already used {in_use}")
+    for resource, limit in values.items():
+        _set_limit(conn, project_id, resource, limit)
+    return limits(conn, settings, project_id)
+
+
+def _set_limit(conn: sa.Connection, project_id: str, resource: str, limit: int) -> None:
+    """Update the project's row of ``resource``, or insert it; a concurrent
+    insert of the same row (the key clash) is followed by the update."""
+    key = (network_quotas.c.project_id == project_id, network_quotas.c.resource == resource)
+    if conn.execute(network_quotas.update().where(*key).values(limit=limit)).rowcount:
+        return
+    try:
+        with statement_savepoint(conn):
+            conn.execute(network_quotas.insert().values(project_id=project_id,
+                                                        resource=resource, limit=limit))
+    except sa.exc.IntegrityError:
+        conn.execute(network_quotas.update().where(*key).values(limit=limit))
+
+
+def reset(conn: sa.Connection, project_id: str) -> None:
+    """Back to the defaults: the project's own limits forgotten."""
+    conn.execute(network_quotas.delete().where(network_quotas.c.project_id == project_id))
