@@ -64,7 +64,11 @@ def make_engine(url: str) -> Engine:
     if parsed.get_backend_name() != "postgresql":
         return sa.create_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True,
                                 json_serializer=json_dumps)
+    # READ COMMITTED pinned, whatever the server's default: reads run without a
+    # transaction (``Database._read_tx``), which is only the same thing under it.
     engine = sa.create_engine(url, pool_size=PG_WRITERS + PG_READERS, max_overflow=6,
+                              isolation_level="READ COMMITTED",
+                              pool_use_lifo=True,
                               json_serializer=json_dumps)
     sa.event.listen(engine, "checkout", _pg_alive)
     return engine
@@ -155,9 +159,13 @@ class Database:
     def _read_tx(self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
         if self.engine.dialect.name != "postgresql":
             return self._tx(fn, args, kwargs, False)
-        # PostgreSQL's READ COMMITTED gives each statement its own snapshot, in
-        # a transaction or not: BEGIN and COMMIT would add two round trips to a
-        # read and change nothing it sees.
+        # PostgreSQL's READ COMMITTED (pinned by ``make_engine``) gives each
+        # statement its own snapshot, in a transaction or not: BEGIN and COMMIT
+        # would add two round trips to a read and change nothing it sees. So a
+        # read unit of several statements never had one snapshot for all of
+        # them (each may see commits made after the one before), and none may
+        # rely on it; without a transaction it sees exactly what it saw in one
+        # (tests/unit/test_pg_database.py). Row locks are for write units.
         with self.engine.connect() as conn:
             conn.execution_options(isolation_level="AUTOCOMMIT")
             return fn(conn, *args, **kwargs)

@@ -92,3 +92,42 @@ async def test_a_connection_the_server_closed_is_replaced_without_a_failed_unit(
     for _ in range(3):
         assert await db.read(_backend_pid) not in pids
     assert isinstance(await db.run(_insert, "after"), int)
+
+
+
+def _isolation(conn: sa.Connection) -> str:
+    return str(conn.execute(sa.text("SHOW transaction_isolation")).scalar_one())
+
+
+def _counts_around_a_commit(conn: sa.Connection, url: str, name: str) -> tuple[int, int]:
+    """Counts the rows, lets another connection commit one more, counts again."""
+    count = sa.select(sa.func.count()).select_from(ITEMS)
+    before = int(conn.execute(count).scalar_one())
+    other = sa.create_engine(url, poolclass=sa.NullPool)
+    with other.begin() as elsewhere:
+        elsewhere.execute(ITEMS.insert().values(name=name))
+    other.dispose()
+    return before, int(conn.execute(count).scalar_one())
+
+
+@pytest.mark.parametrize("server_default", ["read committed", "repeatable read"])
+async def test_each_statement_of_a_unit_sees_the_commits_before_it(
+        url: str, server_default: str) -> None:
+    # The argument for reads without BEGIN/COMMIT: in a READ COMMITTED
+    # transaction (a write unit; pinned by the engine whatever the server's
+    # default) the second statement already sees a commit made after the
+    # first, so no unit of several statements had one snapshot; a read
+    # without a transaction (each statement its own) sees the same.
+    admin = sa.create_engine(url, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
+    with admin.connect() as conn:
+        conn.execute(sa.text(f"ALTER DATABASE {url.rsplit('/', 1)[1]} "
+                             f"SET default_transaction_isolation = '{server_default}'"))
+    admin.dispose()
+    database = Database(url)
+    try:
+        ITEMS.metadata.create_all(database.engine)
+        assert await database.run(_isolation) == "read committed"
+        assert await database.run(_counts_around_a_commit, url, "in-a-write") == (0, 1)
+        assert await database.read(_counts_around_a_commit, url, "in-a-read") == (1, 2)
+    finally:
+        database.close()
