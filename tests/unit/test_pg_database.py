@@ -12,6 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from cirrus.db.engine import Database
+from cirrus.db.prepared import Prepared, pipelined
 from tests.databases import PG_URL, PostgresDatabases
 
 ITEMS = sa.Table("items", sa.MetaData(), sa.Column("id", sa.Integer, primary_key=True),
@@ -131,3 +132,30 @@ async def test_each_statement_of_a_unit_sees_the_commits_before_it(
         assert await database.read(_counts_around_a_commit, url, "in-a-read") == (1, 2)
     finally:
         database.close()
+
+
+_INSERT_ITEM = Prepared(ITEMS.insert().values(name=sa.bindparam("v_name")))
+_INSERT_ITEM_ID = Prepared(ITEMS.insert().values(name=sa.bindparam("v_name"))
+                           .returning(ITEMS.c.id))
+
+
+def _pipelined_inserts(conn: sa.Connection, names: list[str]) -> int:
+    """Inserts ``names`` in one pipeline, the last returning its id."""
+    with pipelined(conn):
+        for name in names[:-1]:
+            _INSERT_ITEM.execute(conn, v_name=name)
+        return int(_INSERT_ITEM_ID.execute(conn, v_name=names[-1]).fetchone()[0])
+
+
+async def test_pipelined_statements_commit_together_and_the_last_result_is_read(
+        db: Database) -> None:
+    assert await db.run(_pipelined_inserts, ["p1", "p2", "p3"]) > 0
+    assert await db.read(_names) == {"p1", "p2", "p3"}
+
+
+async def test_a_pipelined_statement_that_fails_fails_the_unit_as_sqlalchemy_would(
+        db: Database) -> None:
+    await db.run(_pipelined_inserts, ["taken"])
+    with pytest.raises(sa.exc.IntegrityError):
+        await db.run(_pipelined_inserts, ["new", "taken", "last"])
+    assert await db.read(_names) == {"taken"}
