@@ -359,14 +359,7 @@ class API:
             network = nets[req["network_id"]]
             if network["id"] not in subnets:
                 subnets[network["id"]], counts = subnets_to_allocate(conn, network["id"])
-                if conn.dialect.name == "sqlite":
-                    # One writer: the count read with the subnets is current. On
-                    # PostgreSQL the port's insert below waits for the project's
-                    # allocations before it to commit (its port_usages row), so a
-                    # count read before it is stale exactly when allocations race
-                    # (a lost guess: three round trips more, under that lock);
-                    # ipam reads it after the insert instead.
-                    taken.update(counts)
+                taken.update(counts)
             if sg_ids and (not network["port_security_enabled"] or not subnets[network["id"]]):
                 raise exc.SecurityGroupCannotBeApplied()
             values: dict[str, Any] = {
