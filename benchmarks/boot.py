@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import httpx
+import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _cloud import (fresh_database, percentile, rss_mb, running_cloud, with_children,  # noqa: E402
@@ -65,6 +66,68 @@ class Lean:
 
     async def close(self) -> None:
         await self.conn.close()
+
+
+def _role(proc: psutil.Process) -> str:
+    """A cloud process's name in the report: ``api``, ``compute bench-compute1``…"""
+    args = proc.cmdline()
+    if "cirrus.cli.main" not in args:
+        return f"worker {proc.pid}"  # a forked API worker of cirrus up
+    rest = args[args.index("cirrus.cli.main") + 1:]
+    host = rest[rest.index("--host") + 1] if "--host" in rest else ""
+    return f"{rest[0]} {host}".strip()
+
+
+def _busy_s(proc: psutil.Process) -> float:
+    times = proc.cpu_times()
+    return times.user + times.system
+
+
+class CpuMeter:
+    """CPU seconds of each process of the cloud between ``start`` and ``stop``,
+    so the cost of a boot shows apart from the machine's noise (boots/s moves
+    with what else runs; CPU per boot much less). Beside the cloud's own
+    processes: the PostgreSQL backends serving its database (found by the
+    database name in their process title), and the RabbitMQ broker whole (it
+    may serve others too)."""
+
+    def __init__(self, pids: list[int]) -> None:
+        self.procs = [psutil.Process(pid) for pid in pids]
+        self.database = self._database_name()
+        self.before: dict[str, float] = {}
+
+    def _database_name(self) -> str | None:
+        for proc in self.procs:
+            url = proc.environ().get("CIRRUS_DATABASE_URL", "")
+            if url.startswith("postgresql"):
+                return url.rsplit("/", 1)[-1]
+        return None
+
+    def _sample(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for proc in self.procs:
+            out[_role(proc)] = _busy_s(proc)
+        for proc in psutil.process_iter(["name", "cmdline"]):
+            try:
+                title = " ".join(proc.info["cmdline"] or [])
+                if self.database and proc.info["name"] == "postgres" and f" {self.database} " in title:
+                    out["postgres"] = out.get("postgres", 0.0) + _busy_s(proc)
+                elif proc.info["name"] == "beam.smp" and self.database:
+                    out["rabbitmq"] = out.get("rabbitmq", 0.0) + _busy_s(proc)
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+        return out
+
+    def start(self) -> None:
+        self.before = self._sample()
+
+    def per_boot_ms(self, boots: int) -> dict[str, float]:
+        """CPU ms per boot of each process since ``start`` (a backend that
+        started meanwhile counts from zero, one that ended is missed)."""
+        after = self._sample()
+        return {f"cpu_ms_per_boot {name}": round((spent - self.before.get(name, 0.0))
+                                                 * 1000 / max(1, boots), 2)
+                for name, spent in after.items()}
 
 
 def _server_body(name: str, image: str, network: Any, **extra: Any) -> dict[str, Any]:
@@ -224,6 +287,8 @@ async def run(url: str, n: int, c: int, network: Any, pids: list[int],
         t0 = time.perf_counter()
         posting = asyncio.Event()
         posted: dict[str, float] = {}
+        cpu = CpuMeter(pids)
+        cpu.start()
         poller = asyncio.ensure_future(wait_active(api, posted, max(60, n / 5), posting))
         try:
             latencies, start = await boot_all(url, headers, image, n, c, network, posted)
@@ -231,6 +296,7 @@ async def run(url: str, n: int, c: int, network: Any, pids: list[int],
             posting.set()
         active, errors = await poller
         wall = time.perf_counter() - t0
+        cpu_per_boot = cpu.per_boot_ms(len(active))
         to_active = [active[i] - posted[i] for i in active]
         d0 = time.perf_counter()
         await api.call("GET", f"{SERVERS}/detail", params={"limit": 1000})
@@ -266,13 +332,19 @@ async def run(url: str, n: int, c: int, network: Any, pids: list[int],
         "deletes_per_s": round(len(ids) / delete_s, 1),
         # summed over the processes of the cloud
         "peak_rss_mb": round(sum(rss_mb(pid, "VmHWM") for pid in pids), 1) if pids else None,
+        **cpu_per_boot,
     }
 
 
 def cloud_env(n: int, k: int) -> dict[str, str]:
     """Room for n servers on k fake hosts; quotas out of the way."""
+    hosts = max(1, k)
+    per_host = 2 * (n + 100) // hosts + 1  # the n, the multi-create's 100, room to spare
     return {**BIG_QUOTAS, "CIRRUS_AUTO_ALLOCATE_CIDR": "10.0.0.0/16",
-            "CIRRUS_FAKE_HOST_MEMORY_MB": str(max(32768, n * 1024 // max(1, k)))}
+            "CIRRUS_FAKE_HOST_MEMORY_MB": str(max(32768, per_host * 512)),
+            # 16 per vCPU (the allocation ratio); flavor 1 takes 1 GB of disk
+            "CIRRUS_FAKE_HOST_VCPUS": str(max(16, per_host // 16 + 1)),
+            "CIRRUS_FAKE_HOST_DISK_GB": str(max(1024, per_host))}
 
 
 def compare(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
@@ -301,9 +373,12 @@ def compare(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
 def print_side_by_side(results: dict[str, dict[str, Any]]) -> None:
     names = list(results)
     width = max(26, *(len(n) + 2 for n in names))
-    print(f"{'':28s}" + "".join(f"{n:>{width}s}" for n in names))
-    for key in next(iter(results.values())):
-        print(f"{key:28s}" + "".join(f"{str(results[n][key]):>{width}s}" for n in names))
+    keys = list(dict.fromkeys(key for result in results.values() for key in result))
+    label = max(28, *(len(k) + 1 for k in keys))
+    print(f"{'':{label}s}" + "".join(f"{n:>{width}s}" for n in names))
+    for key in keys:
+        print(f"{key:{label}s}" + "".join(f"{str(results[n].get(key, '')):>{width}s}"
+                                          for n in names))
 
 
 def main() -> int:
@@ -348,7 +423,7 @@ def main() -> int:
             result = asyncio.run(run(url, args.n, args.c, args.network,
                                      with_children(proc.pid), args.singles))
     for key, value in result.items():
-        print(f"{key:28s} {value}")
+        print(f"{key:36s} {value}")
     (RESULTS / f"boot{suffix}.json").write_text(json.dumps(result, indent=2))
     return 0 if result["errors"] == 0 and result["active"] == args.n else 1
 

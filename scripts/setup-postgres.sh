@@ -2,6 +2,8 @@
 # Install PostgreSQL from Debian and run a cluster on loopback without systemd,
 # with a `cirrus` role that may create databases. Idempotent. Prints the URL.
 # A failure here is reported and tolerated: the PostgreSQL tests then skip.
+# fsync=off: a throwaway test cluster (production keeps fsync and synchronous_commit on,
+# docs/deployment.md). pg_stat_statements: statement costs for docs/performance.md.
 set -uo pipefail
 export DEBIAN_FRONTEND=noninteractive
 PGDATA=${CIRRUS_PGDATA:-/var/lib/cirrus-postgres}
@@ -20,7 +22,7 @@ if ! as_pg "$BIN/pg_isready -h 127.0.0.1 -p 5432 -q"; then
         as_pg "$BIN/initdb -D $PGDATA -A trust -U postgres" >/tmp/cirrus-postgres-init.log 2>&1
     fi
     mkdir -p /var/run/postgresql && chown postgres:postgres /var/run/postgresql
-    as_pg "$BIN/pg_ctl -D $PGDATA -l /tmp/cirrus-postgres.log -w -o \"-c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off\" start" \
+    as_pg "$BIN/pg_ctl -D $PGDATA -l /tmp/cirrus-postgres.log -w -o \"-c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off -c shared_preload_libraries=pg_stat_statements\" start" \
         >/dev/null 2>&1 || { echo "setup-postgres: start failed (see /tmp/cirrus-postgres.log)" >&2; exit 0; }
 fi
 as_pg "psql -h 127.0.0.1 -U postgres -tc \"SELECT 1 FROM pg_roles WHERE rolname='cirrus'\"" | grep -q 1 || \

@@ -43,7 +43,7 @@ from cirrus.context import RequestContext
 from cirrus.exception import CirrusException
 from cirrus.db.base import utcnow
 from cirrus.db.engine import Database
-from cirrus.db.prepared import Prepared
+from cirrus.db.prepared import Prepared, pipelined
 from cirrus.db.rows import PreparedRead, read_here
 from cirrus.exception import NotFound
 from cirrus.notifications import Notifier
@@ -393,19 +393,24 @@ class API(VolumeActions, StateActions, ImageActions, AdminActions, DeleteActions
                                                  ).fetchone()[0]
         quota.recheck(conn, len(rows))
         uuids = [r["uuid"] for r in rows]
-        for uuid in uuids:
-            _INSERT_INFO_CACHE.execute(conn, v_instance_uuid=uuid, v_network_info=[],
-                                       v_created_at=now)
-        bdms = records.bdm_rows(req, image, flavor, now)
-        for uuid in uuids:
-            for bdm in bdms:
-                _INSERT_BDM.execute(conn, **_params({**bdm, "instance_uuid": uuid,
-                                                     "uuid": str(uuidlib.uuid4())}, BDM_COLUMNS))
         tags.instance_tags_create(conn, uuids, req.tags)
         if group is not None:
             self._add_group_members(conn, group, uuids)
-        for uuid in uuids:
-            instance_actions.action_start(conn, ctx, uuid, "create")
+        # One round trip on PostgreSQL, not three per server: this transaction
+        # holds the project's quota lock, which every create of the project
+        # waits for (docs/performance.md, "Distributed (issue 22)").
+        with pipelined(conn):
+            for uuid in uuids:
+                _INSERT_INFO_CACHE.execute(conn, v_instance_uuid=uuid, v_network_info=[],
+                                           v_created_at=now)
+            bdms = records.bdm_rows(req, image, flavor, now)
+            for uuid in uuids:
+                for bdm in bdms:
+                    _INSERT_BDM.execute(conn, **_params({**bdm, "instance_uuid": uuid,
+                                                         "uuid": str(uuidlib.uuid4())},
+                                                        BDM_COLUMNS))
+            for uuid in uuids:
+                instance_actions.action_start(conn, ctx, uuid, "create")
         return rows
 
     def _add_group_members(self, conn: sa.Connection, group: dict[str, Any],

@@ -7,10 +7,13 @@ function ``fn(conn, *args)`` that runs inside one transaction, awaited with
 group-committed on the loop's own thread (``groupcommit``); on other databases
 they run on a pool of writer threads (a network round trip must not block the
 loop). Reads go to a small reader pool (WAL lets them proceed beside the
-writer); point reads may run on the loop (``rows.read_here``).
+writer); point reads may run on the loop (``rows.read_here``). On PostgreSQL a
+read runs without BEGIN and COMMIT (see ``Database._read_tx``), and a pooled
+connection is checked without a round trip (``_pg_alive``).
 """
 from __future__ import annotations
 
+import select
 import threading
 from pathlib import Path
 from typing import Any, Callable, Concatenate, ParamSpec, TypeVar
@@ -58,8 +61,40 @@ def make_engine(url: str) -> Engine:
         sa.event.listen(engine, "begin", lambda conn: conn.connection.driver_connection.execute(
             conn.info.get("begin", "BEGIN")))
         return engine
-    return sa.create_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True,
-                            json_serializer=json_dumps)
+    if parsed.get_backend_name() != "postgresql":
+        return sa.create_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=True,
+                                json_serializer=json_dumps)
+    # READ COMMITTED pinned, whatever the server's default: reads run without a
+    # transaction (``Database._read_tx``), which is only the same thing under it.
+    engine = sa.create_engine(url, pool_size=PG_WRITERS + PG_READERS, max_overflow=6,
+                              isolation_level="READ COMMITTED",
+                              pool_use_lifo=True,
+                              json_serializer=json_dumps)
+    sa.event.listen(engine, "checkout", _pg_alive)
+    return engine
+
+
+# DB threads on PostgreSQL. Their units mostly wait on the network, so more than
+# the cores. Units are not batched into shared transactions as on SQLite: see
+# docs/performance.md, "Distributed (issue 22)" (deadlocks on counter rows).
+PG_WRITERS = 8
+PG_READERS = 6
+
+
+def _pg_alive(dbapi_conn: Any, _record: Any, _proxy: Any) -> None:
+    """Check a pooled connection before use without a round trip (SQLAlchemy's
+    ``pool_pre_ping`` sends a statement for every unit of work: ~15 % of a
+    boot's round trips). An idle connection has nothing to read; if its socket
+    is readable, the server closed it (a restart, a killed backend: the
+    goodbye message or EOF is waiting), and the pool connects afresh."""
+    try:
+        poller = select.poll()
+        poller.register(dbapi_conn.fileno(), select.POLLIN)
+        readable = bool(poller.poll(0))
+    except Exception as error:  # noqa: BLE001 - closed already: fileno() fails
+        raise sa.exc.DisconnectionError(str(error)) from error
+    if readable:
+        raise sa.exc.DisconnectionError("the server closed the connection")
 
 
 class Database:
@@ -71,7 +106,7 @@ class Database:
         self.is_sqlite = self.engine.dialect.name == "sqlite"
         self._local = threading.local()
         self._held: list[Connection] = []
-        self._reader = WorkerPool(self._read_tx, 2, "db-r")
+        self._reader = WorkerPool(self._read_tx, 2 if self.is_sqlite else PG_READERS, "db-r")
         self._writer: WorkerPool | None = None
         self._group: GroupCommit | None = None
         self._checkpointer: checkpoint.Checkpointer | None = None
@@ -81,7 +116,7 @@ class Database:
             self._checkpointer = checkpoint.Checkpointer(self.engine.raw_connection)
             self._group = GroupCommit(self._loop_connection, on_commit=self._checkpointer.nudge)
         else:
-            self._writer = WorkerPool(self._tx, 8, "db-w")
+            self._writer = WorkerPool(self._tx, PG_WRITERS, "db-w")
 
     def _connection(self) -> Connection:
         """This thread's connection (reads, ``run_sync``). SQLite keeps one per
@@ -122,7 +157,18 @@ class Database:
             return fn(conn, *args, **kwargs)
 
     def _read_tx(self, fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
-        return self._tx(fn, args, kwargs, False)
+        if self.engine.dialect.name != "postgresql":
+            return self._tx(fn, args, kwargs, False)
+        # PostgreSQL's READ COMMITTED (pinned by ``make_engine``) gives each
+        # statement its own snapshot, in a transaction or not: BEGIN and COMMIT
+        # would add two round trips to a read and change nothing it sees. So a
+        # read unit of several statements never had one snapshot for all of
+        # them (each may see commits made after the one before), and none may
+        # rely on it; without a transaction it sees exactly what it saw in one
+        # (tests/unit/test_pg_database.py). Row locks are for write units.
+        with self.engine.connect() as conn:
+            conn.execution_options(isolation_level="AUTOCOMMIT")
+            return fn(conn, *args, **kwargs)
 
     async def run(self, fn: Callable[Concatenate[Connection, P], T], *args: P.args,
                   **kwargs: P.kwargs) -> T:

@@ -19,7 +19,7 @@ import contextlib
 import datetime
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable, ContextManager, Generic, Protocol, Sequence, TypeVar
+from typing import Any, Callable, ContextManager, Generic, Iterator, Protocol, Sequence, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine.default import DefaultDialect
@@ -214,3 +214,24 @@ def statement_savepoint(conn: sa.Connection) -> ContextManager[Any]:
     if conn.dialect.name == "sqlite":
         return contextlib.nullcontext()
     return conn.begin_nested()
+
+
+@contextlib.contextmanager
+def pipelined(conn: sa.Connection) -> Iterator[None]:
+    """Prepared statements run inside are sent together, in one round trip
+    (psycopg 3's pipeline mode): the results are read at the block's end or
+    at the first fetch, which sends everything queued before it. For a run of
+    inserts whose results nobody reads but the last. A driver error comes out
+    as SQLAlchemy's wrapper, as from :meth:`Prepared.execute`; nothing
+    changes on SQLite (no round trips)."""
+    if conn.dialect.name != "postgresql":
+        yield
+        return
+    driver = conn.connection.driver_connection
+    assert driver is not None, "a checked-out connection has its driver's"
+    error_type = conn.dialect.loaded_dbapi.Error
+    try:
+        with driver.pipeline():
+            yield
+    except error_type as error:
+        raise sa.exc.DBAPIError.instance("(pipeline)", None, error, error_type) from error

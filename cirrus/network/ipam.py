@@ -15,6 +15,8 @@ from cirrus.network.models import ip_allocations, ports, subnets
 from cirrus.network.validators import shown
 
 MAC_ATTEMPTS = 16
+# Tries of the counter's guess before the walk over the subnet's addresses.
+GUESSES = 3
 # IPv6 modes in which a port's address is built from its MAC (EUI-64), by the
 # guest (SLAAC) and identically by the IPAM, which records it.
 AUTO_ADDRESS_MODES = ("slaac", "dhcpv6-stateless")
@@ -107,8 +109,9 @@ def allocate_ip(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
     Without ``address``: while nothing was released, the first ``k`` pool
     addresses are the ``k`` taken, so the ``k``-th is tried first — the
     subnet's counter, not a walk over every allocation, so the cost stays flat
-    as the subnet fills. If it is taken (a hole from a release, a racing
-    allocation), the pools are walked for the first free address as before.
+    as the subnet fills. If it is taken by a racing allocation, the counter is
+    read again and its guess tried (up to ``GUESSES`` in all); past a hole
+    from a release, the pools are walked for the first free address.
 
     ``taken``: the addresses allocated per subnet id, read earlier in this
     transaction (see ``networks.subnets_to_allocate``) instead of here; it
@@ -157,9 +160,20 @@ def _allocate_next(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
     count = taken.get(subnet["id"]) if taken is not None else None
     if count is None:
         count = _TAKEN.execute(conn, w_subnet=subnet["id"]).fetchone()[0]
-    guess = nth_in_pools(pools, count)
-    if guess is not None and _insert(conn, subnet, port_id, guess):
-        return guess
+    for _ in range(GUESSES):
+        guess = nth_in_pools(pools, count)
+        if guess is None:
+            break
+        if _insert(conn, subnet, port_id, guess):
+            return guess
+        # Taken: by a hole's neighbour, or (PostgreSQL, computes allocating
+        # side by side) by a transaction that committed after our count was
+        # read. Its insert is in the counter now: count again, not the walk
+        # that reads every address of the subnet.
+        fresh = _TAKEN.execute(conn, w_subnet=subnet["id"]).fetchone()[0]
+        if fresh <= count:
+            break  # a hole: the counter cannot say where the free ones are
+        count = fresh
     used = set(conn.execute(sa.select(ip_allocations.c.ip_address).where(
         ip_allocations.c.subnet_id == subnet["id"])).scalars())
     for candidate in _pool_addresses(pools):

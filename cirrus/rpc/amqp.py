@@ -184,10 +184,14 @@ class AMQPTransport(Transport):
             try:
                 if remaining <= 0:
                     raise asyncio.TimeoutError
-                await asyncio.wait_for(self._channel.ready(), remaining)
-                await asyncio.wait_for(exchange.publish(
-                    aio_pika.Message(body, content_type="application/json", **props),
-                    routing_key=key), max(0.1, deadline - time.monotonic()))
+                # asyncio.timeout, not wait_for: no task per await (two per
+                # publish were ~10 % of the publish path's CPU in a conductor).
+                async with asyncio.timeout(remaining):
+                    await self._channel.ready()
+                async with asyncio.timeout(max(0.1, deadline - time.monotonic())):
+                    await exchange.publish(
+                        aio_pika.Message(body, content_type="application/json", **props),
+                        routing_key=key)
                 return
             except LOST as exc:
                 if self._stopping or time.monotonic() >= deadline:
@@ -213,7 +217,8 @@ class AMQPTransport(Transport):
                                 reply_to=self._reply_queue.name, expiration=timeout)
             # From here on a lost connection means the reply is lost too.
             self._sent.add(corr)
-            return await asyncio.wait_for(fut, max(0.0, deadline - time.monotonic()))
+            async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                return await fut
         except MessagingTimeout:
             raise  # ConnectionLost, or the publish gave up: already says why
         except asyncio.TimeoutError as exc:

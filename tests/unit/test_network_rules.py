@@ -108,6 +108,21 @@ def test_counts_read_with_the_subnets_follow_the_transactions_allocations(
     assert subnets_to_allocate(conn, subnet["network_id"])[1] == {subnet["id"]: 4}
 
 
+def test_a_guess_lost_to_another_writer_counts_again_instead_of_walking(
+        conn: sa.Connection) -> None:
+    """PostgreSQL, computes side by side: a count read before another
+    transaction committed points at that transaction's address. The fresh
+    count is tried next — not the walk, which reads every address of the
+    subnet (and would here find the lower hole, .3)."""
+    subnet = _subnet(conn)  # pool 10.9.0.2-10.9.0.6
+    for address in ("10.9.0.2", "10.9.0.4", "10.9.0.6"):
+        ipam.allocate_ip(conn, subnet, _port(conn, subnet)["id"], address=address)
+    stale = {subnet["id"]: 2}  # read before "another writer" committed its third
+    assert ipam.allocate_ip(conn, subnet, _port(conn, subnet)["id"], taken=stale) == "10.9.0.5"
+    # The count-th (.6) is taken and the count does not move: the walk finds .3.
+    assert ipam.allocate_ip(conn, subnet, _port(conn, subnet)["id"]) == "10.9.0.3"
+
+
 def test_generated_macs_keep_the_prefix() -> None:
     macs = {ipam.generate_mac("fa:16:3e:00:00:00") for _ in range(200)}
     assert len(macs) > 190
