@@ -168,7 +168,7 @@ def delete_network(conn: sa.Connection, ctx: RequestContext, net_id: str) -> dic
     row = get_network(conn, ctx, net_id)
     authz.enforce(ctx, "network:delete", "network", row)
     in_use = conn.execute(sa.select(ports.c.id).where(
-        ports.c.network_id == net_id, ~ports.c.device_owner.like("network:%"))).first()
+        ports.c.network_id == net_id, _holds_network)).first()
     if in_use:
         raise exc.NetworkInUse(net_id=net_id)
     gone = [net_id, *conn.execute(sa.select(ports.c.id).where(ports.c.network_id == net_id))
@@ -179,6 +179,15 @@ def delete_network(conn: sa.Connection, ctx: RequestContext, net_id: str) -> dic
     conn.execute(subnets.delete().where(subnets.c.network_id == net_id))
     conn.execute(networks.delete().where(networks.c.id == net_id))
     return row
+
+
+# The ports that keep a network or subnet from going: all but the DHCP
+# ports the network service made for itself (a router's interfaces, gateways
+# and floating IPs go through the L3 API first, as in Neutron).
+_holds_network = sa.or_(~ports.c.device_owner.like("network:%"),
+                        ports.c.device_owner.in_(("network:router_interface",
+                                                  "network:router_gateway",
+                                                  "network:floatingip")))
 
 
 def _check_cidr(conn: sa.Connection, network_id: str, cidr: str, version: int | None) -> Any:
@@ -257,7 +266,7 @@ def delete_subnet(conn: sa.Connection, ctx: RequestContext, subnet_id: str) -> d
     # The EUI-64 addresses of an automatic-address subnet go with it (Neutron
     # removes them from the ports); only a router's interface holds it.
     holders = ports.c.device_owner.like("network:router%") if ipam.is_auto_address(row) \
-        else ~ports.c.device_owner.like("network:%")
+        else _holds_network
     used = conn.execute(sa.select(ip_allocations.c.port_id).join(
         ports, ports.c.id == ip_allocations.c.port_id).where(
         ip_allocations.c.subnet_id == subnet_id, holders)).first()
