@@ -349,3 +349,16 @@ async def test_other_projects_do_not_see_routers_or_floating_ips(tenants: Tenant
             assert (await alt.delete(url)).status_code == 404
         resp = await add_interface(alt, router["id"], subnet_id=net["subnets"][0])
         assert resp.status_code == 404
+
+
+async def test_a_routed_subnet_gets_a_dhcp_port(admin: httpx.AsyncClient,
+                                                demo: httpx.AsyncClient) -> None:
+    _, net, router = await _topology(admin, demo)
+    dhcp = (await admin.get(f"{NET}/ports", params={
+        "network_id": net["id"], "device_owner": "network:dhcp"})).json()["ports"]
+    assert len(dhcp) == 1
+    assert dhcp[0]["fixed_ips"][0]["subnet_id"] == net["subnets"][0]
+    assert dhcp[0]["fixed_ips"][0]["ip_address"] != "10.30.0.1"
+    # the network can still go once the router lets go of it: the DHCP port goes with it
+    await remove_interface(demo, router["id"], subnet_id=net["subnets"][0])
+    assert (await demo.delete(f"{NET}/networks/{net['id']}")).status_code == 204

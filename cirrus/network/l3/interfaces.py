@@ -17,7 +17,7 @@ from cirrus.network import exception as exc
 from cirrus.network import ipam
 from cirrus.network import ports as port_db
 from cirrus.network.l3 import exception as l3_exc
-from cirrus.network.l3.owners import ROUTER_INTERFACE
+from cirrus.network.l3.owners import DHCP, ROUTER_INTERFACE
 from cirrus.network.l3.router_ports import create_service_port
 from cirrus.network.l3.routers import bad_router, floatingips_via, get_router, routes_via
 from cirrus.network.l3.scheduler import schedule_router
@@ -86,7 +86,26 @@ def _add_by_subnet(conn: sa.Connection, ctx: RequestContext, settings: Settings,
     port, _ = create_service_port(conn, ctx, settings, network, ROUTER_INTERFACE, router["id"],
                                   subnet["project_id"], [])
     ipam.allocate_gateway(conn, subnet, port["id"])
+    if subnet["enable_dhcp"] and subnet["ip_version"] == 4:
+        ensure_dhcp_address(conn, ctx, settings, network, subnet)
     return port, [subnet["id"]]
+
+
+def ensure_dhcp_address(conn: sa.Connection, ctx: RequestContext, settings: Settings,
+                        network: dict[str, Any], subnet: dict[str, Any]) -> None:
+    """The network's DHCP port (``network:dhcp``, made if missing, as Neutron
+    always has one) has an address on ``subnet``: with the gateway on the
+    router, that is where the host's dnsmasq answers from."""
+    dhcp = conn.execute(sa.select(ports.c.id).where(
+        ports.c.network_id == network["id"], ports.c.device_owner == DHCP)
+        .order_by(ports.c.seq)).scalar()
+    if dhcp is None:
+        create_service_port(conn, ctx, settings, network, DHCP, f"dhcp-{network['id']}",
+                            network["project_id"], [{"subnet_id": subnet["id"]}])
+        return
+    fixed = port_db.fixed_ips_of(conn, [dhcp])[dhcp]
+    if subnet["id"] not in {ip["subnet_id"] for ip in fixed}:
+        ipam.allocate_ip(conn, subnet, dhcp)
 
 
 def _add_by_port(conn: sa.Connection, ctx: RequestContext, router: dict[str, Any],
