@@ -34,7 +34,8 @@ EXTENSIONS = ("security-group", "port-security", "auto-allocated-topology", "bin
               "tag-creation", "tag-ports-during-bulk-creation", "project-id",
               "ip-substring-filtering", "pagination", "sorting", "fields", "provider",
               "network_availability_zone",
-              "router", "ext-gw-mode", "extraroute", "fip-port-details")
+              "router", "ext-gw-mode", "extraroute", "extraroute-atomic",
+              "fip-port-details")
 
 
 def _svc(request: Request) -> Any:

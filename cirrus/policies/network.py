@@ -45,7 +45,8 @@ for _noun, _plural in (("router", "routers"), ("floatingip", "floatingips")):
     ROUTES[("POST", f"/v2.0/{_plural}")] = Rule(f"create_{_noun}", M)
     ROUTES[("PUT", f"/v2.0/{_plural}/{{id}}")] = Rule(f"update_{_noun}", M)
     ROUTES[("DELETE", f"/v2.0/{_plural}/{{id}}")] = Rule(f"delete_{_noun}", M)
-for _action in ("add_router_interface", "remove_router_interface"):
+for _action in ("add_router_interface", "remove_router_interface", "add_extraroutes",
+                "remove_extraroutes"):
     ROUTES[("PUT", f"/v2.0/routers/{{id}}/{_action}")] = Rule(_action, M)
 # Tags (standard-attr-tag, tag-creation): reading them is reading the
 # resource, changing them an update of it (Neutron's ``<verb>_<noun>:tags``).

@@ -362,3 +362,23 @@ async def test_a_routed_subnet_gets_a_dhcp_port(admin: httpx.AsyncClient,
     # the network can still go once the router lets go of it: the DHCP port goes with it
     await remove_interface(demo, router["id"], subnet_id=net["subnets"][0])
     assert (await demo.delete(f"{NET}/networks/{net['id']}")).status_code == 204
+
+
+async def test_extraroute_atomic(admin: httpx.AsyncClient, demo: httpx.AsyncClient) -> None:
+    _, _, router = await _topology(admin, demo)
+    url = f"{NET}/routers/{router['id']}"
+    a = {"destination": "192.168.60.0/24", "nexthop": "10.30.0.20"}
+    b = {"destination": "192.168.61.0/24", "nexthop": "10.30.0.21"}
+    resp = await demo.put(f"{url}/add_extraroutes", json={"router": {"routes": [a, b]}})
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["router"]["routes"] == [a, b]
+    resp = await demo.put(f"{url}/add_extraroutes", json={"router": {"routes": [a]}})
+    assert resp.json()["router"]["routes"] == [a, b]  # once
+    resp = await demo.put(f"{url}/remove_extraroutes", json={"router": {"routes": [a]}})
+    assert resp.json()["router"]["routes"] == [b]
+    bad = await demo.put(f"{url}/add_extraroutes", json={"router": {"routes": [
+        {"destination": "192.168.62.0/24", "nexthop": "10.99.0.1"}]}})
+    assert bad.status_code == 400
+    for body in ({"routes": []}, {"router": {"routes": None}}, {"router": {"name": "x"}}):
+        assert (await demo.put(f"{url}/add_extraroutes", json=body)).status_code == 400
+    assert (await demo.get(url)).json()["router"]["routes"] == [b]

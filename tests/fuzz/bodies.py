@@ -303,6 +303,11 @@ NETWORK: dict[tuple[str, str], tuple[Example, ...]] = {
         Example({"subnet_id": Ref("free_subnet")}),),
     ("PUT", "/network/v2.0/routers/{id}/remove_router_interface"): (
         Example({"subnet_id": Ref("attached_subnet")}),),
+    ("PUT", "/network/v2.0/routers/{id}/add_extraroutes"): (
+        Example({"router": {"routes": []}}),),
+    ("PUT", "/network/v2.0/routers/{id}/remove_extraroutes"): (
+        Example({"router": {"routes": [{"destination": "192.168.3.0/24",
+                                        "nexthop": "100.64.0.9"}]}}),),
     ("POST", "/network/v2.0/floatingips"): (
         Example({"floatingip": {"floating_network_id": Ref("external_network"),
                                 "description": "d"}}),),

@@ -47,13 +47,12 @@ COMPUTE_FEATURES: dict[str, bool] = {
     "config_drive": True,
 }
 
-# [network-feature-enabled]: True where cirrus's network API does it (issue
-# #21); floating IPs wait for the L3 work.
+# [network-feature-enabled]: True where cirrus's network API does it (issue #21).
 NETWORK_FEATURES: dict[str, bool] = {
     "ipv6": True,                    # IPv6 subnets and ports
     "ipv6_subnet_attributes": True,  # ipv6_ra_mode / ipv6_address_mode (SLAAC, DHCPv6)
     "port_security": True,
-    "floating_ips": False,
+    "floating_ips": True,            # routers and floating IPs on PUBLIC_NETWORK
 }
 
 FEATURES = {**COMPUTE_FEATURES, **NETWORK_FEATURES}  # every switch of the template
@@ -63,6 +62,10 @@ IMAGES = ("tempest-image", "tempest-image-alt")
 FLAVORS = (("42", "m1.nano", 1, 128, 1), ("84", "m1.micro", 1, 192, 1))
 NETWORK = "tempest-net"
 SUBNET_CIDR = "10.100.0.0/16"
+# The admin's external network (devstack's ``public``): routers' gateways and
+# floating IPs come from it.
+PUBLIC_NETWORK = "public"
+PUBLIC_CIDR = "172.24.4.0/22"
 # Any bytes make an image for the fake driver; a small raw disk of zeros.
 IMAGE_BYTES = bytes(64 * 1024)
 
@@ -157,6 +160,18 @@ def ensure_network(cloud: Cloud) -> str:
     return str(net["id"])
 
 
+def ensure_public_network(cloud: Cloud) -> str:
+    found = cloud.call("GET", "/network/v2.0/networks", params={"name": PUBLIC_NETWORK})
+    if found["networks"]:
+        return str(found["networks"][0]["id"])
+    net = cloud.call("POST", "/network/v2.0/networks", json={"network": {
+        "name": PUBLIC_NETWORK, "router:external": True}})["network"]
+    cloud.call("POST", "/network/v2.0/subnets", json={"subnet": {
+        "name": f"{PUBLIC_NETWORK}-subnet", "network_id": net["id"], "ip_version": 4,
+        "cidr": PUBLIC_CIDR}})
+    return str(net["id"])
+
+
 def max_microversion(cloud: Cloud) -> str:
     return str(cloud.call("GET", "/compute/v2.1")["version"]["version"])
 
@@ -200,7 +215,8 @@ def prepare(url: str, admin: Admin, computes: int, log_dir: Path,
         "computes": str(computes), "min_microversion": "2.1",
         "max_microversion": max_microversion(cloud), "build_timeout": str(build_timeout),
         "scheduler_filters": ",".join(DEFAULT_FILTERS),
-        "network_extensions": network_extensions(cloud)}
+        "network_extensions": network_extensions(cloud),
+        "public_network_id": ensure_public_network(cloud), "public_network_name": PUBLIC_NETWORK}
     return render(values, FEATURES)
 
 

@@ -111,7 +111,7 @@ def update_router(conn: sa.Connection, ctx: RequestContext, settings: Settings,
     if "external_gateway_info" in values:
         gateway.set_gateway(conn, ctx, settings, row, values["external_gateway_info"], "update")
     if "routes" in values:
-        set_routes(conn, row["id"], values["routes"])
+        set_routes(conn, row["id"], values["routes"] or [])
     plain = {k: values[k] for k in UPDATABLE if k in values}
     conn.execute(routers.update().where(routers.c.id == row["id"]).values(
         updated_at=utcnow(), **plain))
@@ -167,6 +167,24 @@ def set_routes(conn: sa.Connection, router_id: str, routes: list[dict[str, str]]
         conn.execute(router_routes.insert(), [
             {"router_id": router_id, "destination": str(ipaddress.ip_network(r["destination"])),
              "nexthop": r["nexthop"]} for r in routes])
+
+
+def change_routes(conn: sa.Connection, ctx: RequestContext, router_id: str,
+                  routes: list[dict[str, str]], adding: bool) -> dict[str, Any]:
+    """``extraroute-atomic``: add ``routes`` to the router's (those it has
+    already stay once) or remove them (those it lacks are ignored)."""
+    row = get_router(conn, ctx, router_id)
+    authz.enforce(ctx, "network:update", "router", row)
+    current = routes_of(conn, [row["id"]])[row["id"]]
+    given = [{"destination": str(ipaddress.ip_network(r["destination"])),
+              "nexthop": r["nexthop"]} for r in routes]
+    if adding:
+        new = current + [r for r in given if r not in current]
+    else:
+        new = [r for r in current if r not in given]
+    set_routes(conn, row["id"], new)
+    conn.execute(routers.update().where(routers.c.id == row["id"]).values(updated_at=utcnow()))
+    return router_by_id(conn, row["id"]) or row
 
 
 def routes_via(conn: sa.Connection, router_id: str, cidr: str) -> list[dict[str, str]]:

@@ -17,7 +17,7 @@ from cirrus.network.common import select_fields
 from cirrus.network.l3 import floatingips as fip_db
 from cirrus.network.l3 import interfaces
 from cirrus.network.l3 import routers as router_db
-from cirrus.network.l3.schema import parse_interface
+from cirrus.network.l3.schema import parse_interface, parse_routes_change
 from cirrus.network.models import floatingips, routers
 from cirrus.network.schema import parse
 from cirrus.network.validators import storable
@@ -92,6 +92,22 @@ async def remove_router_interface(request: Request) -> Response:
                                                 _id(request), info))
 
 
+async def add_extraroutes(request: Request) -> Response:
+    return await _change_routes(request, adding=True)
+
+
+async def remove_extraroutes(request: Request) -> Response:
+    return await _change_routes(request, adding=False)
+
+
+async def _change_routes(request: Request, adding: bool) -> Response:
+    ctx = context(request)
+    given = parse_routes_change(await json_body(request))
+    view = await request.app.state.db.run(lambda conn: _router_view(
+        conn, router_db.change_routes(conn, ctx, _id(request), given, adding)))
+    return reply({"router": view})
+
+
 # -- floating IPs ----------------------------------------------------------------
 async def list_floatingips(request: Request) -> Response:
     ctx, svc = context(request), request.app.state.network
@@ -150,6 +166,8 @@ ROUTES = [
     Route("/v2.0/routers/{id}/add_router_interface", add_router_interface, methods=["PUT"]),
     Route("/v2.0/routers/{id}/remove_router_interface", remove_router_interface,
           methods=["PUT"]),
+    Route("/v2.0/routers/{id}/add_extraroutes", add_extraroutes, methods=["PUT"]),
+    Route("/v2.0/routers/{id}/remove_extraroutes", remove_extraroutes, methods=["PUT"]),
     *_crud("floatingips", list_floatingips, create_floatingip, show_floatingip,
            update_floatingip, delete_floatingip),
 ]

@@ -33,7 +33,10 @@ def gateway_info(value: Any) -> v.Reason:
 
 
 def routes(value: Any) -> v.Reason:
-    """``routes`` (extraroute): ``[{destination, nexthop}]`` without repeats."""
+    """``routes`` (extraroute): ``[{destination, nexthop}]`` without repeats
+    (None: none, as Neutron converts it)."""
+    if value is None:
+        return None
     if isinstance(value, list) and len(value) > MAX_ROUTES:
         return f"The number of routes entries exceeds the limit {MAX_ROUTES}"
     reason = v.list_of(lambda r: v.host_routes([r]), MAX_ROUTES)(value)
@@ -93,3 +96,15 @@ def parse_interface(body: Any, removing: bool) -> dict[str, str]:
         if reason:
             raise exc.BadRequest(reason=f"Invalid input for {key}. Reason: {reason}.")
     return dict(body)
+
+
+def parse_routes_change(body: Any) -> list[dict[str, str]]:
+    """An ``add_extraroutes``/``remove_extraroutes`` body: ``{"router": {"routes": [...]}}``."""
+    router = body.get("router") if isinstance(body, dict) else None
+    if not isinstance(router, dict) or set(router) != {"routes"} or len(body) != 1:
+        raise exc.BadRequest(reason="Resource body required: 'router' must be an object "
+                                    "holding only 'routes'")
+    reason = routes(router["routes"])
+    if reason or router["routes"] is None:
+        raise exc.BadRequest(reason=f"Invalid input for routes. Reason: {reason or 'None'}.")
+    return list(router["routes"])
