@@ -23,12 +23,12 @@ def load_router_specs(conn: sa.Connection, host: str) -> list[RouterSpec]:
     if not rows:
         return []
     ids = [r["id"] for r in rows]
-    router_ports = fetch_all(conn, sa.select(ports.c.id, ports.c.network_id, ports.c.mac_address,
-                                             ports.c.device_id, ports.c.device_owner, networks.c.mtu)
-                             .join(networks, networks.c.id == ports.c.network_id)
-                             .where(ports.c.device_id.in_(ids),
-                                    ports.c.device_owner.in_((ROUTER_INTERFACE, ROUTER_GATEWAY)))
-                             .order_by(ports.c.seq))
+    router_ports = fetch_all(conn, sa.select(
+        ports.c.id, ports.c.network_id, ports.c.mac_address, ports.c.device_id,
+        ports.c.device_owner, networks.c.mtu).join(networks, networks.c.id == ports.c.network_id)
+        .where(ports.c.device_id.in_(ids),
+               ports.c.device_owner.in_((ROUTER_INTERFACE, ROUTER_GATEWAY)))
+        .order_by(ports.c.seq))
     addresses = _addresses(conn, [p["id"] for p in router_ports])
     fips = _floating_ips(conn, ids)
     routes = routes_of(conn, ids)

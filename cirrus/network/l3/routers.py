@@ -24,7 +24,8 @@ from cirrus.network.common import new_id, owned, timestamps_view
 from cirrus.network.l3 import exception as l3_exc
 from cirrus.network.l3 import gateway
 from cirrus.network.l3.owners import ROUTER_GATEWAY, ROUTER_INTERFACE
-from cirrus.network.models import floatingips, ip_allocations, ports, router_routes, routers, subnets
+from cirrus.network.models import (floatingips, ip_allocations, ports, router_routes, routers,
+                                   subnets)
 
 ROUTER_COLUMNS = {"id": "id", "name": "name", "project_id": "project_id",
                   "tenant_id": "project_id", "admin_state_up": "admin_state_up",
@@ -70,8 +71,9 @@ def router_views(conn: sa.Connection, rows: list[dict[str, Any]]) -> list[dict[s
                 ip_allocations.c.port_id.in_(gw_ids)).order_by(ip_allocations.c.ip_address)):
             gw_ips[ip.port_id].append({"subnet_id": ip.subnet_id, "ip_address": ip.ip_address})
     routes = routes_of(conn, [r["id"] for r in rows])
-    return [router_view(r, gw_ports.get(r["gw_port_id"] or ""), gw_ips.get(r["gw_port_id"] or "", []),
-                        routes[r["id"]]) for r in tags.attach(conn, rows)]
+    return [router_view(r, gw_ports.get(r["gw_port_id"] or ""),
+                        gw_ips.get(r["gw_port_id"] or "", []), routes[r["id"]])
+            for r in tags.attach(conn, rows)]
 
 
 def router_view(row: dict[str, Any], gw_port: dict[str, Any] | None,
@@ -154,7 +156,8 @@ def check_routes(conn: sa.Connection, router_id: str, routes: list[dict[str, str
     for route in routes:
         nexthop = ipaddress.ip_address(route["nexthop"])
         if not any(nexthop.version == net.version and nexthop in net for net, _ in attached):
-            raise l3_exc.InvalidRoutes(routes=routes, reason="the nexthop is not connected with router")
+            raise l3_exc.InvalidRoutes(routes=routes,
+                                       reason="the nexthop is not connected with router")
         if route["nexthop"] in own:
             raise l3_exc.InvalidRoutes(routes=routes, reason="the nexthop is used by router")
 

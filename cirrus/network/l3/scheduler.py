@@ -15,8 +15,9 @@ def choose_host(conn: sa.Connection, down_time: float) -> str:
     hosts = sorted(alive_agents(conn, down_time))
     if not hosts:
         return ""
-    load = dict(conn.execute(sa.select(routers.c.host, sa.func.count()).where(
-        routers.c.host.in_(hosts)).group_by(routers.c.host)).all())
+    load: dict[str, int] = {host: count for host, count in conn.execute(
+        sa.select(routers.c.host, sa.func.count()).where(routers.c.host.in_(hosts))
+        .group_by(routers.c.host))}
     return min(hosts, key=lambda h: (load.get(h, 0), h))
 
 
