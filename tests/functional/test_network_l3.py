@@ -299,7 +299,7 @@ async def test_bad_interfaces(admin: httpx.AsyncClient, demo: httpx.AsyncClient)
     cases = [
         ({"subnet_id": b["subnets"][0]}, 400),  # overlaps a
         ({"subnet_id": a["subnets"][0]}, 400),  # already there
-        ({"subnet_id": ext["subnets"][0]}, 400),  # external network
+        ({"subnet_id": ext["subnets"][0]}, 404),  # the admin's external subnet
         ({"subnet_id": sub.json()["subnet"]["id"]}, 400),  # no gateway
         ({}, 400), ({"subnet_id": a["subnets"][0], "port_id": a["subnets"][0]}, 400),
         ({"subnet_id": "nope"}, 400), ({"bogus": 1}, 400),
@@ -310,6 +310,9 @@ async def test_bad_interfaces(admin: httpx.AsyncClient, demo: httpx.AsyncClient)
         resp = await add_interface(demo, router["id"], **body)
         assert resp.status_code == status, (body, resp.text)
     assert await _counts(admin) == before
+    own = await make_router(admin)
+    resp = await add_interface(admin, own["id"], subnet_id=ext["subnets"][0])
+    assert resp.status_code == 400 and "external network" in resp.text
     resp = await remove_interface(demo, router["id"], subnet_id=b["subnets"][0])
     assert resp.status_code == 404
     assert resp.json()["NeutronError"]["type"] == "RouterInterfaceNotFoundForSubnet"
@@ -382,3 +385,17 @@ async def test_extraroute_atomic(admin: httpx.AsyncClient, demo: httpx.AsyncClie
     for body in ({"routes": []}, {"router": {"routes": None}}, {"router": {"name": "x"}}):
         assert (await demo.put(f"{url}/add_extraroutes", json=body)).status_code == 400
     assert (await demo.get(url)).json()["router"]["routes"] == [b]
+
+
+async def test_an_external_network_goes_with_its_free_floating_ips(
+        tenants: Tenants) -> None:
+    ext = await make_external(tenants.admin)
+    # its subnets are the admin's to see (no ``subnet-external-network``)
+    listed = (await tenants.member.get(f"{NET}/subnets", params={
+        "network_id": ext["id"]})).json()["subnets"]
+    assert listed == []
+    assert (await tenants.member.get(f"{NET}/subnets/{ext['subnets'][0]}")).status_code == 404
+    fip = (await tenants.member.post(f"{NET}/floatingips", json={"floatingip": {
+        "floating_network_id": ext["id"]}})).json()["floatingip"]
+    assert (await tenants.admin.delete(f"{NET}/networks/{ext['id']}")).status_code == 204
+    assert (await tenants.member.get(f"{NET}/floatingips/{fip['id']}")).status_code == 404
