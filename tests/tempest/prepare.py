@@ -148,28 +148,21 @@ def ensure_flavor(cloud: Cloud, flavorid: str, name: str, vcpus: int, ram: int,
     return flavorid
 
 
-def ensure_network(cloud: Cloud) -> str:
-    found = cloud.call("GET", "/network/v2.0/networks", params={"name": NETWORK})["networks"]
+def ensure_network(cloud: Cloud, name: str = NETWORK, cidr: str = SUBNET_CIDR,
+                   **attributes: Any) -> str:
+    """The admin's network ``name`` with one IPv4 subnet (made if missing)."""
+    found = cloud.call("GET", "/network/v2.0/networks", params={"name": name})["networks"]
     if found:
         return str(found[0]["id"])
     net = cloud.call("POST", "/network/v2.0/networks", json={"network": {
-        "name": NETWORK, "shared": True}})["network"]
+        "name": name, **(attributes or {"shared": True})}})["network"]
     cloud.call("POST", "/network/v2.0/subnets", json={"subnet": {
-        "name": f"{NETWORK}-subnet", "network_id": net["id"], "ip_version": 4,
-        "cidr": SUBNET_CIDR}})
+        "name": f"{name}-subnet", "network_id": net["id"], "ip_version": 4, "cidr": cidr}})
     return str(net["id"])
 
 
 def ensure_public_network(cloud: Cloud) -> str:
-    found = cloud.call("GET", "/network/v2.0/networks", params={"name": PUBLIC_NETWORK})
-    if found["networks"]:
-        return str(found["networks"][0]["id"])
-    net = cloud.call("POST", "/network/v2.0/networks", json={"network": {
-        "name": PUBLIC_NETWORK, "router:external": True}})["network"]
-    cloud.call("POST", "/network/v2.0/subnets", json={"subnet": {
-        "name": f"{PUBLIC_NETWORK}-subnet", "network_id": net["id"], "ip_version": 4,
-        "cidr": PUBLIC_CIDR}})
-    return str(net["id"])
+    return ensure_network(cloud, PUBLIC_NETWORK, PUBLIC_CIDR, **{"router:external": True})
 
 
 def max_microversion(cloud: Cloud) -> str:

@@ -50,13 +50,20 @@ async def list_routers(request: Request) -> Response:
     return listing.page(request, await request.app.state.db.read(load), "routers")
 
 
-async def create_router(request: Request) -> Response:
+async def _create(request: Request, resource: str, create: Callable[..., dict[str, Any]],
+                  view: Callable[[sa.Connection, dict[str, Any]], dict[str, Any]]) -> Response:
+    """Parse a create body, check who will own the new ``resource``, create
+    it and show it, in one unit of work."""
     ctx, settings = context(request), request.app.state.settings
-    values = parse("router", await json_body(request), True)
-    project = authz.owner_of_new(ctx, values, "router")
-    view = await request.app.state.db.run(lambda conn: _router_view(
-        conn, router_db.create_router(conn, ctx, settings, values, project)))
-    return _show(request, "router", view, 201)
+    values = parse(resource, await json_body(request), True)
+    project = authz.owner_of_new(ctx, values, resource)
+    shown = await request.app.state.db.run(
+        lambda conn: view(conn, create(conn, ctx, settings, values, project)))
+    return _show(request, resource, shown, 201)
+
+
+async def create_router(request: Request) -> Response:
+    return await _create(request, "router", router_db.create_router, _router_view)
 
 
 async def show_router(request: Request) -> Response:
@@ -124,12 +131,7 @@ def _fip_view(conn: sa.Connection, row: dict[str, Any]) -> dict[str, Any]:
 
 
 async def create_floatingip(request: Request) -> Response:
-    ctx, settings = context(request), request.app.state.settings
-    values = parse("floatingip", await json_body(request), True)
-    project = authz.owner_of_new(ctx, values, "floatingip")
-    view = await request.app.state.db.run(lambda conn: _fip_view(
-        conn, fip_db.create_floatingip(conn, ctx, settings, values, project)))
-    return _show(request, "floatingip", view, 201)
+    return await _create(request, "floatingip", fip_db.create_floatingip, _fip_view)
 
 
 async def show_floatingip(request: Request) -> Response:
