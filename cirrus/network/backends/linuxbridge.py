@@ -133,7 +133,8 @@ class LinuxBridgeBackend(HostBackend):
 
     async def subnet_changed(self, network: dict[str, Any], subnets: list[dict[str, Any]]) -> None:
         async with self._lock:
-            await self._ensure_network(network, _own_gateways(network, subnets))
+            if network["id"] not in self._bridges:  # as in port_bound: the sync knows more
+                await self._ensure_network(network, _own_gateways(network, subnets))
         await self.sync()
 
     # -- the sync ---------------------------------------------------------------------
