@@ -16,7 +16,8 @@ from cirrus.network.agents import Agent, alive_agents
 from cirrus.network.backends.firewall import PortFilter, Rule
 from cirrus.network.l2pop import dhcp_host
 from cirrus.network.model import devname
-from cirrus.network.models import ip_allocations, networks, ports, security_groups, subnets
+from cirrus.network.models import (ip_allocations, networks, ports, routers, security_groups,
+                                   subnets)
 from cirrus.network.security_groups import rules_of
 from cirrus.network.segments import NetworkType
 
@@ -43,6 +44,21 @@ class HostView:
     # and every port bound to them on any host (with ``fixed_ips``).
     dhcp_hosts: dict[str, str | None] = field(default_factory=dict)
     span_ports: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # Subnets whose gateway address a router interface holds (routed by an
+    # L3 router, not the host): subnet id → the address the bridge holds
+    # instead, its DHCP port's (None: none yet, the bridge holds no address there).
+    routed: dict[str, str | None] = field(default_factory=dict)
+
+    def bridge_subnets(self, network_id: str) -> list[dict[str, Any]]:
+        """The network's subnets as the host bridge holds them: a routed
+        subnet with its DHCP port's address in place of the gateway (the
+        router holds the gateway; guests must not see two)."""
+        out = []
+        for subnet in self.subnets.get(network_id, []):
+            if subnet["id"] in self.routed:
+                subnet = {**subnet, "gateway_ip": self.routed[subnet["id"]]}
+            out.append(subnet)
+        return out
 
     def ports_of(self, network_id: str) -> list[dict[str, Any]]:
         return [p for p in self.ports if p["network_id"] == network_id]
@@ -67,7 +83,7 @@ def load_host_view(conn: sa.Connection, host: str, down_time: float = 60.0) -> H
     view = HostView(ports=rows, agents=alive_agents(conn, down_time))
     candidates = sorted(h for h, agent in view.agents.items() if agent.dhcp)
     elected = {net: dhcp_host(net, candidates) for net in _spanning_in_use(conn)}
-    local = {r["network_id"] for r in rows}
+    local = {r["network_id"] for r in rows} | _router_networks(conn, host)
     net_ids = sorted(local | {net for net, chosen in elected.items() if chosen == host})
     view.dhcp_hosts = {net: elected[net] for net in net_ids if net in elected}
     if view.dhcp_hosts:
@@ -80,8 +96,37 @@ def load_host_view(conn: sa.Connection, host: str, down_time: float = 60.0) -> H
         for sub in fetch_all(conn, sa.select(subnets).where(subnets.c.network_id.in_(net_ids))
                              .order_by(subnets.c.created_at, subnets.c.id)):
             view.subnets.setdefault(sub["network_id"], []).append(sub)
+        view.routed = _routed_subnets(conn, net_ids)
     view.filters = _filters(conn, rows)
     return view
+
+
+def _router_networks(conn: sa.Connection, host: str) -> set[str]:
+    """The networks of the ports of routers this host's L3 agent serves:
+    their bridges must be here for the routers' devices."""
+    return set(conn.execute(sa.select(ports.c.network_id).distinct().join(
+        routers, routers.c.id == ports.c.device_id).where(
+        routers.c.host == host, ports.c.device_owner.in_(
+            ("network:router_interface", "network:router_gateway")))).scalars())
+
+
+def _routed_subnets(conn: sa.Connection, net_ids: list[str]) -> dict[str, str | None]:
+    """Subnets of ``net_ids`` whose gateway a router interface holds, each
+    with the address of its network's DHCP port there (None if it has none)."""
+    holders = sa.select(ip_allocations.c.subnet_id).join(
+        ports, ports.c.id == ip_allocations.c.port_id).join(
+        subnets, subnets.c.id == ip_allocations.c.subnet_id).where(
+        ports.c.network_id.in_(net_ids), ports.c.device_owner == "network:router_interface",
+        ip_allocations.c.ip_address == subnets.c.gateway_ip)
+    routed: dict[str, str | None] = {sid: None for sid in conn.execute(holders).scalars()}
+    if routed:
+        for row in conn.execute(sa.select(ip_allocations.c.subnet_id, ip_allocations.c.ip_address)
+                                .join(ports, ports.c.id == ip_allocations.c.port_id)
+                                .where(ip_allocations.c.subnet_id.in_(sorted(routed)),
+                                       ports.c.device_owner == "network:dhcp")
+                                .order_by(ip_allocations.c.ip_address)):
+            routed[row.subnet_id] = routed[row.subnet_id] or row.ip_address
+    return routed
 
 
 def _bound_ports(conn: sa.Connection, where: Any) -> list[dict[str, Any]]:

@@ -137,6 +137,14 @@ def _allocate_given(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
     return ip
 
 
+def allocate_gateway(conn: sa.Connection, subnet: dict[str, Any], port_id: str) -> str:
+    """Give ``subnet``'s gateway address to ``port_id`` (a router interface:
+    the one port Neutron lets hold it); 409 if another port holds it."""
+    if not _insert(conn, subnet, port_id, subnet["gateway_ip"]):
+        raise exc.IpAddressAlreadyAllocated(ip=subnet["gateway_ip"], subnet_id=subnet["id"])
+    return str(subnet["gateway_ip"])
+
+
 def unusable_reason(subnet: dict[str, Any], address: Any, gateway: bool = True) -> str | None:
     """Why ``address`` can never be a port's on ``subnet`` (not an address of
     the subnet, its network address, its IPv4 broadcast; with ``gateway``, its

@@ -14,7 +14,7 @@ from cirrus.network import authz
 from cirrus.network import exception as exc
 from cirrus.network import ipam, subnet_rules, tags
 from cirrus.network.common import new_id, owned, timestamps_view
-from cirrus.network.models import ip_allocations, networks, ports, subnets
+from cirrus.network.models import floatingips, ip_allocations, networks, ports, subnets
 from cirrus.network.segments import Segment, SegmentConfig, allocate, check_mtu
 
 NETWORK_COLUMNS = {"id": "id", "name": "name", "project_id": "project_id",
@@ -45,13 +45,16 @@ def visible_networks_clause(ctx: RequestContext) -> Any:
 
 
 def visible_subnets_clause(ctx: RequestContext) -> Any:
-    """The caller's own subnets and those of the networks it can see."""
+    """The caller's own subnets and those of its own and shared networks (an
+    external network's subnets are its owner's to see, as in Neutron without
+    ``subnet-external-network``)."""
     if ctx.is_admin:
         return None
     if not ctx.project_id:
         return sa.false()
     return sa.or_(subnets.c.project_id == ctx.project_id, subnets.c.network_id.in_(
-        sa.select(networks.c.id).where(visible_networks_clause(ctx))))
+        sa.select(networks.c.id).where(sa.or_(networks.c.project_id == ctx.project_id,
+                                              networks.c.shared.is_(True)))))
 
 
 # Built once: boots, port creations and deletions read networks by id.
@@ -168,9 +171,12 @@ def delete_network(conn: sa.Connection, ctx: RequestContext, net_id: str) -> dic
     row = get_network(conn, ctx, net_id)
     authz.enforce(ctx, "network:delete", "network", row)
     in_use = conn.execute(sa.select(ports.c.id).where(
-        ports.c.network_id == net_id, ~ports.c.device_owner.like("network:%"))).first()
+        ports.c.network_id == net_id, _holds_network,
+        ports.c.device_owner != "network:floatingip")).first()
     if in_use:
         raise exc.NetworkInUse(net_id=net_id)
+    # Its floating IPs go with it (Neutron's, associated or not).
+    conn.execute(floatingips.delete().where(floatingips.c.floating_network_id == net_id))
     gone = [net_id, *conn.execute(sa.select(ports.c.id).where(ports.c.network_id == net_id))
             .scalars(), *conn.execute(sa.select(subnets.c.id).where(subnets.c.network_id == net_id))
             .scalars()]
@@ -179,6 +185,15 @@ def delete_network(conn: sa.Connection, ctx: RequestContext, net_id: str) -> dic
     conn.execute(subnets.delete().where(subnets.c.network_id == net_id))
     conn.execute(networks.delete().where(networks.c.id == net_id))
     return row
+
+
+# The ports that keep a network or subnet from going: all but the DHCP
+# ports the network service made for itself (a router's interfaces, gateways
+# and floating IPs go through the L3 API first, as in Neutron).
+_holds_network = sa.or_(~ports.c.device_owner.like("network:%"),
+                        ports.c.device_owner.in_(("network:router_interface",
+                                                  "network:router_gateway",
+                                                  "network:floatingip")))
 
 
 def _check_cidr(conn: sa.Connection, network_id: str, cidr: str, version: int | None) -> Any:
@@ -243,7 +258,7 @@ def get_subnet(conn: sa.Connection, ctx: RequestContext, subnet_id: str) -> dict
         raise exc.SubnetNotFound(subnet_id=subnet_id)
     if not owned(ctx, row):
         network = network_by_id(conn, row["network_id"])
-        if network is None or not visible_network(ctx, network):
+        if network is None or not (owned(ctx, network) or network["shared"]):
             raise exc.SubnetNotFound(subnet_id=subnet_id)
     return row
 
@@ -257,7 +272,7 @@ def delete_subnet(conn: sa.Connection, ctx: RequestContext, subnet_id: str) -> d
     # The EUI-64 addresses of an automatic-address subnet go with it (Neutron
     # removes them from the ports); only a router's interface holds it.
     holders = ports.c.device_owner.like("network:router%") if ipam.is_auto_address(row) \
-        else ~ports.c.device_owner.like("network:%")
+        else _holds_network
     used = conn.execute(sa.select(ip_allocations.c.port_id).join(
         ports, ports.c.id == ip_allocations.c.port_id).where(
         ip_allocations.c.subnet_id == subnet_id, holders)).first()

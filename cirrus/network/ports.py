@@ -14,7 +14,7 @@ from cirrus.db.rows import PreparedRead
 from cirrus.network import exception as exc
 from cirrus.network import dns, ipam, tags
 from cirrus.network.common import new_id, owned, timestamps_view
-from cirrus.network.models import ip_allocations, port_usages, ports, subnets
+from cirrus.network.models import floatingips, ip_allocations, port_usages, ports, subnets
 from cirrus.network.networks import get_network, subnets_of
 from cirrus.network.validators import parse_ip, shown
 
@@ -42,6 +42,9 @@ _INSERT = Prepared(ports.insert().values(
 _GET = PreparedRead(sa.select(ports).where(ports.c.id == sa.bindparam("w_id")))
 _DELETE_IPS = Prepared(ip_allocations.delete().where(ip_allocations.c.port_id == sa.bindparam("w_port")))
 _DELETE = Prepared(ports.delete().where(ports.c.id == sa.bindparam("w_id")))
+_DISASSOCIATE = Prepared(floatingips.update().where(
+    floatingips.c.fixed_port_id == sa.bindparam("w_port")).values(
+    fixed_port_id=None, fixed_ip_address=None, router_id=None, status="DOWN"))
 
 
 _FIXED_IPS_OF_PORT = Prepared(sa.select(ip_allocations.c.subnet_id, ip_allocations.c.ip_address)
@@ -310,7 +313,9 @@ def delete_port(conn: sa.Connection, ctx: RequestContext, port_id: str) -> dict[
 
 
 def delete_port_row(conn: sa.Connection, row: dict[str, Any]) -> dict[str, Any]:
-    """Delete the port ``row`` (read in this transaction), its addresses and tags."""
+    """Delete the port ``row`` (read in this transaction), its addresses and
+    tags; its floating IPs stay, associated with nothing (as Neutron's)."""
+    _DISASSOCIATE.execute(conn, w_port=row["id"])
     _DELETE_IPS.execute(conn, w_port=row["id"])
     tags.delete_tags(conn, [row["id"]])
     _DELETE.execute(conn, w_id=row["id"])

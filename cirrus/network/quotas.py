@@ -18,12 +18,12 @@ from cirrus.db.prepared import Prepared, statement_savepoint
 from cirrus.network import exception as exc
 from cirrus.network import ports as port_db
 from cirrus.network import validators as v
-from cirrus.network.models import (network_quotas, networks, port_usages,
-                                   security_group_rules, security_groups, subnets)
+from cirrus.network.models import (floatingips, network_quotas, networks, port_usages,
+                                   routers, security_group_rules, security_groups, subnets)
 
 MAX_LIMIT = 2 ** 31 - 1  # Neutron's DB_INTEGER_MAX_VALUE
 # Resource → the setting holding its default; Neutron's default where cirrus
-# has no such setting (routers and floating IPs have no tables here yet).
+# has no such setting.
 SETTINGS = {"network": "quota_networks", "subnet": "quota_subnets", "port": "quota_ports",
             "router": "quota_routers", "floatingip": "quota_floatingips",
             "security_group": "quota_security_groups",
@@ -31,7 +31,8 @@ SETTINGS = {"network": "quota_networks", "subnet": "quota_subnets", "port": "quo
             "rbac_policy": "quota_rbac_policies", "subnetpool": "quota_subnetpools"}
 NEUTRON_DEFAULTS = {"router": 10, "floatingip": 50, "rbac_policy": 10, "subnetpool": -1}
 TABLES = {"network": networks, "subnet": subnets, "security_group": security_groups,
-          "security_group_rule": security_group_rules}
+          "security_group_rule": security_group_rules, "router": routers,
+          "floatingip": floatingips}
 # Options of an update (``quota-check-limit``): ``force`` skips the usage check.
 OPTIONS = ("force", "check_limit")
 

@@ -16,6 +16,7 @@ from cirrus.network import networks as net_db
 from cirrus.network import ports as port_db
 from cirrus.network import security_groups as sg_db
 from cirrus.network.common import select_fields
+from cirrus.network.l3.routes import ROUTES as L3_ROUTES
 from cirrus.network.models import networks, ports, security_group_rules, security_groups, subnets
 from cirrus.network.port_filters import fixed_ip_filter
 from cirrus.network.quota_routes import ROUTES as QUOTA_ROUTES
@@ -23,8 +24,8 @@ from cirrus.network.schema import parse
 from cirrus.network.tag_routes import ROUTES as TAG_ROUTES
 from cirrus.network.validators import storable
 
-# What the API does (each is tested): no routers, subnet pools, segments,
-# availability zone listing or QoS, so none of their aliases.
+# What the API does (each is tested): no subnet pools, segments, availability
+# zone listing, QoS, DVR/HA routers or L3 flavors, so none of their aliases.
 EXTENSIONS = ("security-group", "port-security", "auto-allocated-topology", "binding",
               "quotas", "quota_details", "quota-check-limit",
               "dns-integration", "dns-domain-ports", "extra_dhcp_opt", "external-net",
@@ -32,7 +33,9 @@ EXTENSIONS = ("security-group", "port-security", "auto-allocated-topology", "bin
               "standard-attr-description", "standard-attr-timestamp", "standard-attr-tag",
               "tag-creation", "tag-ports-during-bulk-creation", "project-id",
               "ip-substring-filtering", "pagination", "sorting", "fields", "provider",
-              "network_availability_zone")
+              "network_availability_zone",
+              "router", "ext-gw-mode", "extraroute", "extraroute-atomic",
+              "fip-port-details")
 
 
 def _svc(request: Request) -> Any:
@@ -351,5 +354,6 @@ ROUTES = [
     Route("/v2.0/security-group-rules/{id}", delete_rule, methods=["DELETE"]),
     *QUOTA_ROUTES,
     *TAG_ROUTES,
+    *L3_ROUTES,
     Route("/v2.0/auto-allocated-topology/{project_id}", auto_allocated_topology, methods=["GET"]),
 ]

@@ -13,6 +13,7 @@ from typing import Any
 
 from cirrus.network import exception as exc
 from cirrus.network import validators as v
+from cirrus.network.l3 import schema as l3_schema
 from cirrus.network.tags import tags_reason
 
 _NAME = v.string()
@@ -112,8 +113,10 @@ ATTRS: dict[str, dict[str, tuple[str, v.Validator, bool]]] = {
     },
 }
 
+ATTRS.update(l3_schema.ATTRS)  # routers and floating IPs
+
 REQUIRED = {"subnet": ("network_id", "cidr"), "port": ("network_id",),
-            "security_group_rule": ("security_group_id", "direction")}
+            "security_group_rule": ("security_group_id", "direction"), **l3_schema.REQUIRED}
 
 
 def parse(resource: str, body: Any, creating: bool) -> dict[str, Any]:

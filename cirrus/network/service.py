@@ -20,6 +20,7 @@ from cirrus.network import security_groups as sg_db
 from cirrus.network import tags
 from cirrus.network.backends import get_backend
 from cirrus.network.binding import Binder, EventSink
+from cirrus.network.l3.router_ports import prevent_l3_port_deletion
 from cirrus.network.common import apply_filters, own_rows_clause
 from cirrus.network.models import (networks, ports, security_group_rules, security_groups,
                                    subnets)
@@ -177,6 +178,7 @@ class NetworkService:
         def delete(conn: sa.Connection) -> dict[str, Any]:
             row = port_db.get_port(conn, ctx, port_id)
             authz.enforce(ctx, "network:delete", "port", row)
+            prevent_l3_port_deletion(row)
             return port_db.delete_port_row(conn, row)
         port = await self.db.run(delete)
         if port["binding_host_id"]:

@@ -35,6 +35,19 @@ for _noun, _plural in (("network", "networks"), ("subnet", "subnets"), ("port", 
     ROUTES[("DELETE", f"/v2.0/{_plural}/{{id}}")] = Rule(f"delete_{_noun}", M)
     if _noun != "security_group_rule":  # rules are immutable in Neutron
         ROUTES[("PUT", f"/v2.0/{_plural}/{{id}}")] = Rule(f"update_{_noun}", M)
+# L3 (neutron/conf/policies/router.py, floatingip.py): interfaces are
+# changed by the router's project members; the admin-only gateway fields
+# (``external_fixed_ips``, ``enable_snat``) and a chosen floating address are
+# checked by the L3 service on the body.
+for _noun, _plural in (("router", "routers"), ("floatingip", "floatingips")):
+    ROUTES[("GET", f"/v2.0/{_plural}")] = Rule(f"get_{_noun}", R)
+    ROUTES[("GET", f"/v2.0/{_plural}/{{id}}")] = Rule(f"get_{_noun}", R)
+    ROUTES[("POST", f"/v2.0/{_plural}")] = Rule(f"create_{_noun}", M)
+    ROUTES[("PUT", f"/v2.0/{_plural}/{{id}}")] = Rule(f"update_{_noun}", M)
+    ROUTES[("DELETE", f"/v2.0/{_plural}/{{id}}")] = Rule(f"delete_{_noun}", M)
+for _action in ("add_router_interface", "remove_router_interface", "add_extraroutes",
+                "remove_extraroutes"):
+    ROUTES[("PUT", f"/v2.0/routers/{{id}}/{_action}")] = Rule(_action, M)
 # Tags (standard-attr-tag, tag-creation): reading them is reading the
 # resource, changing them an update of it (Neutron's ``<verb>_<noun>:tags``).
 for _noun, _plural in (("network", "networks"), ("subnet", "subnets"), ("port", "ports"),

@@ -296,6 +296,34 @@ NETWORK: dict[tuple[str, str], tuple[Example, ...]] = {
         Example({"quota": {"security_group": 5, "force": True}}, persona="admin"),
     ),
     ("DELETE", "/network/v2.0/quotas/{project_id}"): (ADMIN_NO_BODY,),
+    ("POST", "/network/v2.0/routers"): (
+        Example({"router": {"name": "fz-router", "admin_state_up": True, "description": "d"}}),
+        Example({"router": {"name": "fz-edge", "external_gateway_info": {
+            "network_id": Ref("external_network")}}}),
+        Example({"router": {"name": "fz-edge2", "external_gateway_info": {
+            "network_id": Ref("external_network"), "enable_snat": False,
+            "external_fixed_ips": [{"ip_address": Unique("198.18.{a}.{b}")}]}}}, persona="admin"),
+    ),
+    ("PUT", "/network/v2.0/routers/{id}"): (
+        Example({"router": {"name": "fz-router2", "admin_state_up": False}}),
+        Example({"router": {"routes": [], "external_gateway_info": {}}}),
+    ),
+    ("DELETE", "/network/v2.0/routers/{id}"): (NO_BODY,),
+    ("PUT", "/network/v2.0/routers/{id}/add_router_interface"): (
+        Example({"subnet_id": Ref("free_subnet")}),),
+    ("PUT", "/network/v2.0/routers/{id}/remove_router_interface"): (
+        Example({"subnet_id": Ref("attached_subnet")}),),
+    ("PUT", "/network/v2.0/routers/{id}/add_extraroutes"): (
+        Example({"router": {"routes": []}}),),
+    ("PUT", "/network/v2.0/routers/{id}/remove_extraroutes"): (
+        Example({"router": {"routes": [{"destination": "192.168.3.0/24",
+                                        "nexthop": "100.64.0.9"}]}}),),
+    ("POST", "/network/v2.0/floatingips"): (
+        Example({"floatingip": {"floating_network_id": Ref("external_network"),
+                                "description": "d"}}),),
+    ("PUT", "/network/v2.0/floatingips/{id}"): (
+        Example({"floatingip": {"description": "x", "port_id": None}}),),
+    ("DELETE", "/network/v2.0/floatingips/{id}"): (NO_BODY,),
 }
 # Tags of each taggable network resource (standard-attr-tag, tag-creation).
 for _collection in ("networks", "subnets", "ports", "security-groups"):

@@ -153,6 +153,35 @@ async def _security_group_rule(w: World) -> str:
     return made["security_group_rule"]["id"]
 
 
+async def _router(w: World) -> str:
+    body = {"router": {"name": f"fz-router-{w.next_serial()}"}}
+    return (await w.call("member", "POST", "/network/v2.0/routers", body))["router"]["id"]
+
+
+async def _floatingip(w: World) -> str:
+    body = {"floatingip": {"floating_network_id": w.seeds["external_network"]}}
+    made = await w.call("member", "POST", "/network/v2.0/floatingips", body)
+    return made["floatingip"]["id"]
+
+
+async def _free_subnet(w: World) -> str:
+    """A subnet on a network of its own, in a range no other fuzz subnet has
+    (the seed router takes each as an interface, and refuses overlaps)."""
+    n = w.next_serial()
+    net = await _network(w)
+    body = {"subnet": {"network_id": net, "ip_version": 4,
+                       "cidr": f"100.{64 + (n // 250) % 64}.{n % 250}.0/24"}}
+    return (await w.call("member", "POST", "/network/v2.0/subnets", body))["subnet"]["id"]
+
+
+async def _attached_subnet(w: World) -> str:
+    """A free subnet the seed router has an interface on."""
+    subnet = await _free_subnet(w)
+    await w.call("member", "PUT", f"/network/v2.0/routers/{w.seeds['router']}/"
+                 "add_router_interface", {"subnet_id": subnet})
+    return subnet
+
+
 async def _image(w: World) -> str:
     return await w.make_image(f"fz-image-{w.next_serial()}", upload=False)
 
@@ -201,9 +230,11 @@ FACTORIES: dict[str, Factory] = {
     "security_group_rule": _security_group_rule, "image": _image, "tag": _tag,
     "member": _member, "free_port": _port, "fresh_token": _token, "service": _spare_service,
     "aggregate": _aggregate, "volume": _volume, "attached_volume": _attached_volume,
+    "router": _router, "floatingip": _floatingip,
+    "free_subnet": _free_subnet, "attached_subnet": _attached_subnet,
     **{f"{kind}_tag": _network_tag(kind, collection) for kind, collection in {
         "network": "networks", "subnet": "subnets", "port": "ports",
         "security_group": "security-groups"}.items()},
 }
 # Kinds that are always made fresh: a free port is used up by the request.
-FRESH_ONLY = {"free_port", "fresh_token", "volume"}
+FRESH_ONLY = {"free_port", "fresh_token", "volume", "free_subnet", "attached_subnet"}

@@ -42,6 +42,7 @@ COLLECTION_KINDS = {
     "quotas": "quota_project", "auto-allocated-topology": "demo_project",
     "os-hypervisors": "hypervisor", "os-aggregates": "aggregate",
     "os-volume_attachments": "attached_volume",
+    "routers": "router", "floatingips": "floatingip",
 }
 # … or by its own name, which wins.
 NAMED_KINDS = {"target": "assignment_target", "tid": "project", "uid": "user",
@@ -242,7 +243,12 @@ class World:
         s["subnet"] = (await self.call("member", "POST", "/network/v2.0/subnets", {"subnet": {
             "network_id": s["network"], "cidr": "10.77.0.0/24", "ip_version": 4,
             "name": "fz-seed-sub"}}))["subnet"]["id"]
-        for kind in ("port", "security_group", "keypair", "server_group", "flavor", "aggregate"):
+        s["external_network"] = (await self.call("admin", "POST", "/network/v2.0/networks", {
+            "network": {"name": "fz-public", "router:external": True}}))["network"]["id"]
+        await self.call("admin", "POST", "/network/v2.0/subnets", {"subnet": {
+            "network_id": s["external_network"], "cidr": "198.18.0.0/16", "ip_version": 4}})
+        for kind in ("port", "security_group", "keypair", "server_group", "flavor", "aggregate",
+                     "router", "floatingip"):
             s[kind] = await FACTORIES[kind](self)
         s["security_group_rule"] = await FACTORIES["security_group_rule"](self)
         s["extra_spec"] = "hw:cpu_policy"
@@ -343,4 +349,5 @@ KINDS = sorted(set(FACTORIES) | set(COLLECTION_KINDS.values()) | set(NAMED_KINDS
                | set(NESTED_KINDS.values())
                | {"boot_image", "demo_project", "other_project", "token", "service",
                   "quota_project", "assignment_target", "domain", "hypervisor", "used_mac",
-                  "compute_host", "migration", "quota_class", "extension"})
+                  "compute_host", "migration", "quota_class", "extension",
+                  "external_network"})

@@ -78,6 +78,16 @@ async def _a_resources(t: Tenants) -> dict[str, str]:
         "security_group_id": ids["sg"], "direction": "ingress", "protocol": "tcp",
         "port_range_min": 22, "port_range_max": 22}})
     ids["sg_rule"] = rule.json()["security_group_rule"]["id"]
+    router = await m.post("/network/v2.0/routers", json={"router": {"name": "a-router"}})
+    ids["router"] = router.json()["router"]["id"]
+    ext = await t.admin.post("/network/v2.0/networks", json={"network": {
+        "name": "matrix-ext", "router:external": True}})
+    ids["external"] = ext.json()["network"]["id"]
+    await t.admin.post("/network/v2.0/subnets", json={"subnet": {
+        "network_id": ids["external"], "cidr": "172.29.0.0/24", "ip_version": 4}})
+    fip = await m.post("/network/v2.0/floatingips", json={"floatingip": {
+        "floating_network_id": ids["external"]}})
+    ids["floatingip"] = fip.json()["floatingip"]["id"]
     group = await m.post("/compute/v2.1/os-server-groups", json={"server_group": {
         "name": "a-group", "policies": ["anti-affinity"]}})
     ids["group"] = group.json()["server_group"]["id"]
@@ -126,7 +136,8 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
     """``path`` with A's resources in its parameters; and whether it names one
     of A's own (private) resources."""
     by_collection = {"networks": "network", "subnets": "subnet", "ports": "port",
-                     "security-groups": "sg", "security-group-rules": "sg_rule"}
+                     "security-groups": "sg", "security-group-rules": "sg_rule",
+                     "routers": "router", "floatingips": "floatingip"}
     private = False
 
     def value(match: re.Match[str]) -> str:
@@ -219,6 +230,14 @@ def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str,
         ("POST", "/v2.0/security-group-rules"): {"security_group_rule": {
             "security_group_id": ids["sg"], "direction": "egress"}},
         ("PUT", "/v2.0/quotas/{project_id}"): {"quota": {"port": 600}},
+        ("POST", "/v2.0/routers"): {"router": {"name": "r2"}},
+        ("PUT", "/v2.0/routers/{id}"): {"router": {"name": "r3"}},
+        ("PUT", "/v2.0/routers/{id}/add_router_interface"): {"subnet_id": ids["subnet"]},
+        ("PUT", "/v2.0/routers/{id}/remove_router_interface"): {"subnet_id": ids["subnet"]},
+        ("PUT", "/v2.0/routers/{id}/add_extraroutes"): {"router": {"routes": []}},
+        ("PUT", "/v2.0/routers/{id}/remove_extraroutes"): {"router": {"routes": []}},
+        ("POST", "/v2.0/floatingips"): {"floatingip": {"floating_network_id": ids["external"]}},
+        ("PUT", "/v2.0/floatingips/{id}"): {"floatingip": {"description": "f3"}},
         ("POST", "/v2/images"): {"name": "i2", "disk_format": "raw", "container_format": "bare"},
         ("POST", "/v2/images/{image_id}/members"): {"member": "0" * 32},
         ("PUT", "/v2/images/{image_id}/members/{member}"): {"status": "accepted"},
@@ -277,7 +296,7 @@ async def test_every_route_answers_each_persona_by_its_rule(cloud: Any, tenants:
     t = tenants
     ids = await _a_resources(t)
     private_ids = [v for k, v in ids.items() if k not in ("flavor", "service", "hypervisor",
-                                                          "reader_role", "aggregate")]
+                                                          "reader_role", "aggregate", "external")]
     routes = app_routes(cloud.app)
     assert len(routes) > 100
     failures: list[str] = []

@@ -47,13 +47,12 @@ COMPUTE_FEATURES: dict[str, bool] = {
     "config_drive": True,
 }
 
-# [network-feature-enabled]: True where cirrus's network API does it (issue
-# #21); floating IPs wait for the L3 work.
+# [network-feature-enabled]: True where cirrus's network API does it (issue #21).
 NETWORK_FEATURES: dict[str, bool] = {
     "ipv6": True,                    # IPv6 subnets and ports
     "ipv6_subnet_attributes": True,  # ipv6_ra_mode / ipv6_address_mode (SLAAC, DHCPv6)
     "port_security": True,
-    "floating_ips": False,
+    "floating_ips": True,            # routers and floating IPs on PUBLIC_NETWORK
 }
 
 FEATURES = {**COMPUTE_FEATURES, **NETWORK_FEATURES}  # every switch of the template
@@ -63,6 +62,10 @@ IMAGES = ("tempest-image", "tempest-image-alt")
 FLAVORS = (("42", "m1.nano", 1, 128, 1), ("84", "m1.micro", 1, 192, 1))
 NETWORK = "tempest-net"
 SUBNET_CIDR = "10.100.0.0/16"
+# The admin's external network (devstack's ``public``): routers' gateways and
+# floating IPs come from it.
+PUBLIC_NETWORK = "public"
+PUBLIC_CIDR = "172.24.4.0/22"
 # Any bytes make an image for the fake driver; a small raw disk of zeros.
 IMAGE_BYTES = bytes(64 * 1024)
 
@@ -145,16 +148,21 @@ def ensure_flavor(cloud: Cloud, flavorid: str, name: str, vcpus: int, ram: int,
     return flavorid
 
 
-def ensure_network(cloud: Cloud) -> str:
-    found = cloud.call("GET", "/network/v2.0/networks", params={"name": NETWORK})["networks"]
+def ensure_network(cloud: Cloud, name: str = NETWORK, cidr: str = SUBNET_CIDR,
+                   **attributes: Any) -> str:
+    """The admin's network ``name`` with one IPv4 subnet (made if missing)."""
+    found = cloud.call("GET", "/network/v2.0/networks", params={"name": name})["networks"]
     if found:
         return str(found[0]["id"])
     net = cloud.call("POST", "/network/v2.0/networks", json={"network": {
-        "name": NETWORK, "shared": True}})["network"]
+        "name": name, **(attributes or {"shared": True})}})["network"]
     cloud.call("POST", "/network/v2.0/subnets", json={"subnet": {
-        "name": f"{NETWORK}-subnet", "network_id": net["id"], "ip_version": 4,
-        "cidr": SUBNET_CIDR}})
+        "name": f"{name}-subnet", "network_id": net["id"], "ip_version": 4, "cidr": cidr}})
     return str(net["id"])
+
+
+def ensure_public_network(cloud: Cloud) -> str:
+    return ensure_network(cloud, PUBLIC_NETWORK, PUBLIC_CIDR, **{"router:external": True})
 
 
 def max_microversion(cloud: Cloud) -> str:
@@ -200,7 +208,8 @@ def prepare(url: str, admin: Admin, computes: int, log_dir: Path,
         "computes": str(computes), "min_microversion": "2.1",
         "max_microversion": max_microversion(cloud), "build_timeout": str(build_timeout),
         "scheduler_filters": ",".join(DEFAULT_FILTERS),
-        "network_extensions": network_extensions(cloud)}
+        "network_extensions": network_extensions(cloud),
+        "public_network_id": ensure_public_network(cloud), "public_network_name": PUBLIC_NETWORK}
     return render(values, FEATURES)
 
 

@@ -35,6 +35,8 @@ from cirrus.network.backends.tapwatch import TapWatcher
 from cirrus.network.backends.uplinks import UplinkError, Uplinks, is_uplink
 from cirrus.network.host_view import (HostView, bridge_name, load_host_view,
                                       networks_kept_idle, networks_of_bridges)
+from cirrus.network.l3.hostview import load_router_specs
+from cirrus.network.l3.spec import RouterDriver
 from cirrus.network.linux import ip
 from cirrus.network.model import devname
 from cirrus.network.segments import NetworkType, Segment
@@ -80,6 +82,8 @@ class LinuxBridgeBackend(HostBackend):
         self._bridges: dict[str, tuple[str, int | None, frozenset[str]]] = {}  # net → state
         self._netns_ready = False
         self._sync_task: asyncio.Task[Any] | None = None
+        # The L3 agent making this host's routers (None: no routers here).
+        self.routers: RouterDriver | None = None
 
     # -- lifecycle --------------------------------------------------------------------
     async def start(self) -> None:
@@ -109,7 +113,11 @@ class LinuxBridgeBackend(HostBackend):
         then report it up once libvirt put its tap on the bridge."""
         await self._prepare_netns()
         async with self._lock:
-            await self._ensure_network(network, _own_gateways(network, subnets))
+            # A bridge already here keeps its addresses until the sync (which
+            # knows whether a router holds a gateway); a new one must exist
+            # before libvirt plugs the tap.
+            if network["id"] not in self._bridges:
+                await self._ensure_network(network, _own_gateways(network, subnets))
         await self.sync()
         if port.get("status") != "ACTIVE":
             self.taps.watch(port["id"], devname(port["id"]), bridge_name(network["id"]),
@@ -128,7 +136,8 @@ class LinuxBridgeBackend(HostBackend):
 
     async def subnet_changed(self, network: dict[str, Any], subnets: list[dict[str, Any]]) -> None:
         async with self._lock:
-            await self._ensure_network(network, _own_gateways(network, subnets))
+            if network["id"] not in self._bridges:  # as in port_bound: the sync knows more
+                await self._ensure_network(network, _own_gateways(network, subnets))
         await self.sync()
 
     # -- the sync ---------------------------------------------------------------------
@@ -159,6 +168,8 @@ class LinuxBridgeBackend(HostBackend):
                 self._firewall = None  # unknown until nft succeeds
                 await firewall.apply(self.settings, script)
                 self._firewall = script
+            if self.routers is not None:
+                await self.routers.sync(await self.db.read(load_router_specs, self.host))
         self._watch_down_ports(view)
         if errors:
             raise errors[0]
@@ -167,7 +178,7 @@ class LinuxBridgeBackend(HostBackend):
         """Bridge, uplink and (on its DHCP host) gateway and dnsmasq of one network."""
         network, subnets = view.networks[net_id], view.subnets.get(net_id, [])
         serving = view.serves_dhcp(net_id, self.host)
-        await self._ensure_network(network, subnets if serving else [])
+        await self._ensure_network(network, view.bridge_subnets(net_id) if serving else [])
         await self.uplinks.ensure(network, subnets, view)
         if serving:
             await self.dhcp.sync(network, subnets, view.dhcp_ports(net_id), bridge_name(net_id))
