@@ -60,6 +60,14 @@ class HostView:
             out.append(subnet)
         return out
 
+    def dhcp_subnets(self, network_id: str) -> list[dict[str, Any]]:
+        """The network's subnets as its DHCP server hands them out: the real
+        gateway as the router, and on a routed subnet the bridge's own
+        address (``dhcp_server_ip``) as the next hop to the metadata proxy,
+        which listens on the bridge, not in the router."""
+        return [{**s, "dhcp_server_ip": self.routed[s["id"]]} if self.routed.get(s["id"]) else s
+                for s in self.subnets.get(network_id, [])]
+
     def ports_of(self, network_id: str) -> list[dict[str, Any]]:
         return [p for p in self.ports if p["network_id"] == network_id]
 

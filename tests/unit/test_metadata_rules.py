@@ -321,6 +321,16 @@ def test_metadata_route_in_option_121(tmp_path: Path, metadata: bool, routes: li
     assert found == ([option] if option else [])
 
 
+def test_a_routed_subnet_reaches_metadata_through_the_dhcp_address(tmp_path: Path) -> None:
+    """The router holds the gateway; the proxy listens on the bridge, whose
+    address there is the network's DHCP port's (HostView.dhcp_subnets)."""
+    routed = {**SUBNET, "dhcp_server_ip": "10.0.0.2"}
+    argv = dnsmasq_argv({"mtu": 1450}, [routed], DhcpFiles(tmp_path), "brq1", "me", True)
+    assert "--dhcp-option=tag:subnet-s,option:router,10.0.0.1" in argv
+    assert ("--dhcp-option=tag:subnet-s,option:classless-static-route,"
+            "169.254.169.254/32,10.0.0.2,0.0.0.0/0,10.0.0.1") in argv
+
+
 # -- the floating IP behind public-ipv4 ----------------------------------------------------
 def test_public_ipv4_is_the_ports_floating_ip(conn: Any) -> None:
     from cirrus.api.metadata.instance import floating_addresses

@@ -86,7 +86,9 @@ def dnsmasq_argv(network: dict[str, Any], subnets: list[dict[str, Any]], files: 
                   if ipaddress.ip_network(r["destination"], strict=False).version == 4]
         pairs = [f"{r['destination']},{r['nexthop']}" for r in routes]
         if metadata:  # Neutron's isolated metadata: with or without a router
-            pairs.insert(0, f"{METADATA_CIDR},{gateway}")
+            # Through this server's own address: on a routed subnet the
+            # gateway is the router's, and the proxy is not there.
+            pairs.insert(0, f"{METADATA_CIDR},{subnet.get('dhcp_server_ip') or gateway}")
         if pairs:
             # RFC 3442: clients ignore the router option when option 121 is sent.
             pairs.append(f"0.0.0.0/0,{gateway}")

@@ -35,6 +35,7 @@ from cirrus.network.backends.tapwatch import TapWatcher
 from cirrus.network.backends.uplinks import UplinkError, Uplinks, is_uplink
 from cirrus.network.host_view import (HostView, bridge_name, load_host_view,
                                       networks_kept_idle, networks_of_bridges)
+from cirrus.network.l3.agent import L3Agent
 from cirrus.network.l3.hostview import load_router_specs
 from cirrus.network.l3.spec import RouterDriver
 from cirrus.network.linux import ip
@@ -82,8 +83,9 @@ class LinuxBridgeBackend(HostBackend):
         self._bridges: dict[str, tuple[str, int | None, frozenset[str]]] = {}  # net → state
         self._netns_ready = False
         self._sync_task: asyncio.Task[Any] | None = None
-        # The L3 agent making this host's routers (None: no routers here).
-        self.routers: RouterDriver | None = None
+        # The L3 agent making this host's routers (the routers scheduled here;
+        # with none, a sync costs it nothing).
+        self.routers: RouterDriver | None = L3Agent(settings)
 
     # -- lifecycle --------------------------------------------------------------------
     async def start(self) -> None:
@@ -181,7 +183,8 @@ class LinuxBridgeBackend(HostBackend):
         await self._ensure_network(network, view.bridge_subnets(net_id) if serving else [])
         await self.uplinks.ensure(network, subnets, view)
         if serving:
-            await self.dhcp.sync(network, subnets, view.dhcp_ports(net_id), bridge_name(net_id))
+            await self.dhcp.sync(network, view.dhcp_subnets(net_id), view.dhcp_ports(net_id),
+                                 bridge_name(net_id))
             await self.metadata.sync(net_id, view.dhcp_ports(net_id), bridge_name(net_id))
         elif net_id in self.dhcp.serving():
             await self.dhcp.stop(net_id)
