@@ -15,7 +15,7 @@ answers 404 as OpenStack does for things a caller may not see.
 """
 from __future__ import annotations
 
-from cirrus.policies import compute, identity, image, network
+from cirrus.policies import compute, identity, image, network, volume
 from cirrus.policy import Rule
 
 # Mount prefix → that family's route rules.
@@ -24,6 +24,7 @@ TABLES: dict[str, dict[tuple[str, str], Rule]] = {
     "/network": network.ROUTES,
     "/image": image.ROUTES,
     "/identity": identity.ROUTES,
+    "/volume": volume.ROUTES,
 }
 
 

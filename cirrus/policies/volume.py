@@ -1,0 +1,78 @@
+"""Block storage v3 route rules, under Cinder's policy names and
+secure-RBAC defaults (``cinder/policies``): project readers read, project
+members create and change their project's volumes, snapshots and
+attachments; volume types' writes, quota updates, services and the
+``os-reset_status``/``os-force_delete`` actions are admin's (the action
+route is a member's; the service checks the admin-only actions)."""
+from __future__ import annotations
+
+from cirrus.policy import Level, Rule
+
+P, R, M, A = Level.PUBLIC, Level.READER, Level.MEMBER, Level.ADMIN
+PR = "/v3/{project_id}"
+V = f"{PR}/volumes/{{volume_id}}"
+S = f"{PR}/snapshots/{{snapshot_id}}"
+T = f"{PR}/types/{{type_id}}"
+AT = f"{PR}/attachments/{{attachment_id}}"
+Q = f"{PR}/os-quota-sets/{{target_project_id}}"
+
+ROUTES: dict[tuple[str, str], Rule] = {
+    ("GET", "/"): Rule("versions", P),
+    ("GET", "/v3/"): Rule("versions", P),
+    ("POST", f"{PR}/volumes"): Rule("volume:create", M),
+    ("GET", f"{PR}/volumes"): Rule("volume:get_all", R),
+    ("GET", f"{PR}/volumes/detail"): Rule("volume:get_all", R),
+    ("GET", V): Rule("volume:get", R),
+    ("PUT", V): Rule("volume:update", M),
+    ("DELETE", V): Rule("volume:delete", M),
+    ("POST", f"{V}/action"): Rule("volume_extension:volume_actions", M),
+    ("GET", f"{V}/metadata"): Rule("volume:get_volume_metadata", R),
+    ("POST", f"{V}/metadata"): Rule("volume:create_volume_metadata", M),
+    ("PUT", f"{V}/metadata"): Rule("volume:update_volume_metadata", M),
+    ("GET", f"{V}/metadata/{{key}}"): Rule("volume:get_volume_metadata", R),
+    ("PUT", f"{V}/metadata/{{key}}"): Rule("volume:update_volume_metadata", M),
+    ("DELETE", f"{V}/metadata/{{key}}"): Rule("volume:delete_volume_metadata", M),
+    ("POST", f"{PR}/snapshots"): Rule("volume:create_snapshot", M),
+    ("GET", f"{PR}/snapshots"): Rule("volume:get_all_snapshots", R),
+    ("GET", f"{PR}/snapshots/detail"): Rule("volume:get_all_snapshots", R),
+    ("GET", S): Rule("volume:get_snapshot", R),
+    ("PUT", S): Rule("volume:update_snapshot", M),
+    ("DELETE", S): Rule("volume:delete_snapshot", M),
+    ("POST", f"{S}/action"): Rule("volume_extension:snapshot_actions", M),
+    ("GET", f"{S}/metadata"): Rule("volume:get_snapshot_metadata", R),
+    ("POST", f"{S}/metadata"): Rule("volume:update_snapshot_metadata", M),
+    ("PUT", f"{S}/metadata"): Rule("volume:update_snapshot_metadata", M),
+    ("GET", f"{S}/metadata/{{key}}"): Rule("volume:get_snapshot_metadata", R),
+    ("PUT", f"{S}/metadata/{{key}}"): Rule("volume:update_snapshot_metadata", M),
+    ("DELETE", f"{S}/metadata/{{key}}"): Rule("volume:delete_snapshot_metadata", M),
+    ("GET", f"{PR}/types"): Rule("volume_extension:type_get_all", R),
+    ("POST", f"{PR}/types"): Rule("volume_extension:type_create", A),
+    ("GET", T): Rule("volume_extension:type_get", R),
+    ("PUT", T): Rule("volume_extension:type_update", A),
+    ("DELETE", T): Rule("volume_extension:type_delete", A),
+    ("GET", f"{T}/extra_specs"): Rule("volume_extension:types_extra_specs:index", R),
+    ("POST", f"{T}/extra_specs"): Rule("volume_extension:types_extra_specs:create", A),
+    ("GET", f"{T}/extra_specs/{{key}}"): Rule("volume_extension:types_extra_specs:show", R),
+    ("PUT", f"{T}/extra_specs/{{key}}"): Rule("volume_extension:types_extra_specs:update", A),
+    ("DELETE", f"{T}/extra_specs/{{key}}"): Rule("volume_extension:types_extra_specs:delete", A),
+    ("GET", f"{T}/os-volume-type-access"): Rule("volume_extension:volume_type_access", A),
+    ("POST", f"{T}/action"): Rule("volume_extension:volume_type_access:addProjectAccess", A),
+    ("POST", f"{PR}/attachments"): Rule("volume:attachment_create", M),
+    ("GET", f"{PR}/attachments"): Rule("volume:attachment_get_all", R),
+    ("GET", f"{PR}/attachments/detail"): Rule("volume:attachment_get_all", R),
+    ("GET", AT): Rule("volume:attachment_get", R),
+    ("PUT", AT): Rule("volume:attachment_update", M),
+    ("DELETE", AT): Rule("volume:attachment_delete", M),
+    ("POST", f"{AT}/action"): Rule("volume:attachment_complete", M),
+    ("GET", Q): Rule("volume_extension:quotas:show", R),
+    ("PUT", Q): Rule("volume_extension:quotas:update", A),
+    ("DELETE", Q): Rule("volume_extension:quotas:delete", A),
+    ("GET", f"{Q}/defaults"): Rule("volume_extension:quotas:show", R),
+    ("GET", f"{PR}/limits"): Rule("limits_extension:used_limits", R),
+    ("GET", f"{PR}/os-availability-zone"): Rule("volume_extension:availability_zone_list", R),
+    ("GET", f"{PR}/os-services"): Rule("volume_extension:services:index", A),
+    ("GET", f"{PR}/extensions"): Rule("volume_extension:extensions", R),
+    ("GET", f"{PR}/messages"): Rule("message:get_all", R),
+    ("GET", f"{PR}/messages/{{message_id}}"): Rule("message:get", R),
+    ("DELETE", f"{PR}/messages/{{message_id}}"): Rule("message:delete", M),
+}

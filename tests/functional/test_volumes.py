@@ -1,0 +1,210 @@
+"""Block storage v3 over HTTP: lifecycle, sources, snapshots, metadata, types."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import httpx
+
+from tests.functional.servers import upload_image
+from tests.functional.volumes import action, create_volume, show, volume_url
+
+V327 = {"OpenStack-API-Version": "volume 3.27"}
+
+
+async def test_catalog_and_versions(demo: httpx.AsyncClient) -> None:
+    catalog = (await demo.get("/identity/v3/auth/catalog")).json()["catalog"]
+    kinds = {s["type"] for s in catalog}
+    assert {"block-storage", "volumev3"} <= kinds
+    versions = await demo.get("/volume/")
+    assert versions.status_code == 300
+    v3 = versions.json()["versions"][0]
+    assert v3["min_version"] == "3.0" and v3["version"] == "3.66"
+    assert (await demo.get("/volume/v3/")).status_code == 200
+
+
+async def test_create_show_list_update_delete(demo: httpx.AsyncClient) -> None:
+    base = await volume_url(demo)
+    vol = await create_volume(demo, size=1, name="v1", metadata={"k": "v"})
+    assert vol["status"] == "available" and vol["size"] == 1 and vol["bootable"] == "false"
+    assert vol["volume_type"] == "__DEFAULT__" and vol["metadata"] == {"k": "v"}
+    shown = await show(demo, "volumes", vol["id"])
+    assert shown["name"] == "v1" and "os-vol-tenant-attr:tenant_id" not in shown
+    listed = (await demo.get(f"{base}/volumes")).json()["volumes"]
+    assert [v["id"] for v in listed] == [vol["id"]] and set(listed[0]) == {"id", "name", "links"}
+    detail = (await demo.get(f"{base}/volumes/detail?status=available")).json()["volumes"]
+    assert detail[0]["id"] == vol["id"]
+    resp = await demo.put(f"{base}/volumes/{vol['id']}", json={"volume": {"name": "v2"}})
+    assert resp.status_code == 200 and resp.json()["volume"]["name"] == "v2"
+    assert (await demo.delete(f"{base}/volumes/{vol['id']}")).status_code == 202
+    assert (await demo.get(f"{base}/volumes/{vol['id']}")).status_code == 404
+
+
+async def test_response_echoes_the_microversion(demo: httpx.AsyncClient) -> None:
+    base = await volume_url(demo)
+    resp = await demo.get(f"{base}/volumes", headers={"OpenStack-API-Version": "volume 3.50"})
+    assert resp.headers["OpenStack-API-Version"] == "volume 3.50"
+    too_new = await demo.get(f"{base}/volumes", headers={"OpenStack-API-Version": "volume 3.99"})
+    assert too_new.status_code == 406
+    bad = await demo.get(f"{base}/volumes", headers={"OpenStack-API-Version": "volume 3.x"})
+    assert bad.status_code == 400
+
+
+async def test_paging(demo: httpx.AsyncClient) -> None:
+    base = await volume_url(demo)
+    ids = [(await create_volume(demo, name=f"p{i}"))["id"] for i in range(3)]
+    first = (await demo.get(f"{base}/volumes?limit=2&sort=name:asc")).json()
+    assert [v["name"] for v in first["volumes"]] == ["p0", "p1"]
+    assert first["volumes_links"][0]["rel"] == "next"
+    rest = (await demo.get(f"{base}/volumes?limit=2&sort=name:asc&marker={ids[1]}")).json()
+    assert [v["name"] for v in rest["volumes"]] == ["p2"] and "volumes_links" not in rest
+
+
+async def test_sources_image_snapshot_clone(demo: httpx.AsyncClient) -> None:
+    base = await volume_url(demo)
+    image = await upload_image(demo, name="img", data=b"\x01" * 4096)
+    from_image = await create_volume(demo, size=1, imageRef=image)
+    assert from_image["status"] == "available" and from_image["bootable"] == "true"
+    shown = await show(demo, "volumes", from_image["id"])
+    assert shown["volume_image_metadata"]["image_id"] == image
+    snap = await demo.post(f"{base}/snapshots", json={"snapshot": {
+        "volume_id": from_image["id"], "name": "s1"}})
+    assert snap.status_code == 202, snap.text
+    snap_id = snap.json()["snapshot"]["id"]
+    assert (await show(demo, "snapshots", snap_id))["status"] == "available"
+    from_snap = await create_volume(demo, size=2, snapshot_id=snap_id)
+    assert from_snap["status"] == "available" and from_snap["size"] == 2
+    assert from_snap["snapshot_id"] == snap_id
+    clone = await create_volume(demo, size=None, source_volid=from_snap["id"])
+    assert clone["status"] == "available" and clone["size"] == 2
+    # A volume with snapshots goes only with cascade.
+    refused = await demo.delete(f"{base}/volumes/{from_image['id']}")
+    assert refused.status_code == 400
+    assert (await demo.delete(f"{base}/volumes/{from_image['id']}?cascade=true")).status_code == 202
+    assert (await demo.get(f"{base}/snapshots/{snap_id}")).status_code == 404
+
+
+async def test_failed_create_ends_in_error_with_a_message(demo: httpx.AsyncClient,
+                                                          tmp_path: Path) -> None:
+    """An image whose virtual size (2 GiB) is larger than the volume (1 GiB):
+    the backend refuses, the volume is ``error`` and the project's messages
+    (3.3) say why."""
+    base = await volume_url(demo)
+    qcow = tmp_path / "big.qcow2"
+    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", str(qcow), "2G"], check=True)
+    image = await upload_image(demo, name="big", data=qcow.read_bytes())
+    vol = await create_volume(demo, size=1, imageRef=image)
+    assert vol["status"] == "error"
+    msgs = (await demo.get(f"{base}/messages", headers={"OpenStack-API-Version": "volume 3.3"}))
+    found = [m for m in msgs.json()["messages"] if m["resource_uuid"] == vol["id"]]
+    assert found and "does not fit" in found[0]["user_message"]
+    assert (await demo.get(f"{base}/messages")).status_code == 404  # before 3.3
+    assert (await demo.delete(f"{base}/volumes/{vol['id']}")).status_code == 202
+
+
+async def test_an_image_without_data_is_refused(demo: httpx.AsyncClient) -> None:
+    queued = (await demo.post("/image/v2/images", json={"name": "q", "disk_format": "raw",
+                                                         "container_format": "bare"})).json()
+    failed = await create_volume(demo, size=1, imageRef=queued["id"], expect=400)
+    assert "not active" in failed["badRequest"]["message"]
+
+
+async def test_extend_metadata_bootable_readonly(demo: httpx.AsyncClient) -> None:
+    base = await volume_url(demo)
+    vol = await create_volume(demo, size=1)
+    assert (await action(demo, vol["id"], "os-extend", {"new_size": 3})).status_code == 202
+    assert (await show(demo, "volumes", vol["id"]))["size"] == 3
+    shrink = await action(demo, vol["id"], "os-extend", {"new_size": 2})
+    assert shrink.status_code == 400
+    resp = await demo.post(f"{base}/volumes/{vol['id']}/metadata", json={"metadata": {"a": "1"}})
+    assert resp.json()["metadata"] == {"a": "1"}
+    resp = await demo.put(f"{base}/volumes/{vol['id']}/metadata/b", json={"meta": {"b": "2"}})
+    assert resp.status_code == 200
+    got = await demo.get(f"{base}/volumes/{vol['id']}/metadata")
+    assert got.json()["metadata"] == {"a": "1", "b": "2"}
+    assert (await demo.delete(f"{base}/volumes/{vol['id']}/metadata/a")).status_code == 200
+    assert (await demo.delete(f"{base}/volumes/{vol['id']}/metadata/a")).status_code == 404
+    assert (await action(demo, vol["id"], "os-set_bootable", {"bootable": True})).status_code == 200
+    assert (await show(demo, "volumes", vol["id"]))["bootable"] == "true"
+    ro = await action(demo, vol["id"], "os-update_readonly_flag", {"readonly": True})
+    assert ro.status_code == 202
+
+
+async def test_volume_types_admin(admin: httpx.AsyncClient, demo: httpx.AsyncClient) -> None:
+    abase, dbase = await volume_url(admin), await volume_url(demo)
+    resp = await admin.post(f"{abase}/types", json={"volume_type": {
+        "name": "fast", "extra_specs": {"volume_backend_name": "file"}}})
+    assert resp.status_code == 200, resp.text
+    vtype = resp.json()["volume_type"]
+    assert vtype["os-volume-type-access:is_public"] is True
+    assert (await demo.post(f"{dbase}/types", json={"volume_type": {"name": "x"}})).status_code == 403
+    dup = await admin.post(f"{abase}/types", json={"volume_type": {"name": "fast"}})
+    assert dup.status_code == 409
+    specs = await admin.put(f"{abase}/types/{vtype['id']}/extra_specs/k", json={"k": "v"})
+    assert specs.status_code == 200
+    got = await admin.get(f"{abase}/types/{vtype['id']}/extra_specs")
+    assert got.json()["extra_specs"] == {"volume_backend_name": "file", "k": "v"}
+    vol = await create_volume(demo, volume_type="fast")
+    assert vol["volume_type"] == "fast"
+    in_use = await admin.delete(f"{abase}/types/{vtype['id']}")
+    assert in_use.status_code == 400
+    other = await admin.post(f"{abase}/types", json={"volume_type": {"name": "slow"}})
+    retype = await action(demo, vol["id"], "os-retype", {"new_type": "slow"})
+    assert retype.status_code == 202 and other.status_code == 200
+    assert (await show(demo, "volumes", vol["id"]))["volume_type"] == "slow"
+    assert (await admin.delete(f"{abase}/types/{vtype['id']}")).status_code == 202
+    private = (await admin.post(f"{abase}/types", json={"volume_type": {
+        "name": "hidden", "os-volume-type-access:is_public": False}})).json()["volume_type"]
+    names = {t["name"] for t in (await demo.get(f"{dbase}/types")).json()["volume_types"]}
+    assert "hidden" not in names and "slow" in names
+    project = dbase.rsplit("/", 1)[1]
+    grant = await admin.post(f"{abase}/types/{private['id']}/action",
+                             json={"addProjectAccess": {"project": project}})
+    assert grant.status_code == 202
+    names = {t["name"] for t in (await demo.get(f"{dbase}/types")).json()["volume_types"]}
+    assert "hidden" in names
+
+
+async def test_snapshot_update_metadata_delete(demo: httpx.AsyncClient) -> None:
+    base = await volume_url(demo)
+    vol = await create_volume(demo)
+    snap = (await demo.post(f"{base}/snapshots", json={"snapshot": {
+        "volume_id": vol["id"], "metadata": {"a": "b"}}})).json()["snapshot"]
+    resp = await demo.put(f"{base}/snapshots/{snap['id']}", json={"snapshot": {"name": "n"}})
+    assert resp.status_code == 200 and resp.json()["snapshot"]["name"] == "n"
+    meta = await demo.put(f"{base}/snapshots/{snap['id']}/metadata", json={"metadata": {"c": "d"}})
+    assert meta.json()["metadata"] == {"c": "d"}
+    listed = (await demo.get(f"{base}/snapshots/detail")).json()["snapshots"]
+    assert listed[0]["os-extended-snapshot-attributes:progress"] == "100%"
+    assert (await demo.delete(f"{base}/snapshots/{snap['id']}")).status_code == 202
+    assert (await demo.get(f"{base}/snapshots/{snap['id']}")).status_code == 404
+    assert (await demo.delete(f"{base}/volumes/{vol['id']}")).status_code == 202
+
+
+async def test_quotas_limits_zones_services_extensions(admin: httpx.AsyncClient,
+                                                       demo: httpx.AsyncClient) -> None:
+    abase, dbase = await volume_url(admin), await volume_url(demo)
+    project = dbase.rsplit("/", 1)[1]
+    await create_volume(demo, size=2)
+    usage = (await demo.get(f"{dbase}/os-quota-sets/{project}?usage=true")).json()["quota_set"]
+    assert usage["volumes"]["in_use"] == 1 and usage["gigabytes"]["in_use"] == 2
+    assert usage["volumes___DEFAULT__"]["in_use"] == 1
+    resp = await admin.put(f"{abase}/os-quota-sets/{project}", json={"quota_set": {"volumes": 5}})
+    assert resp.status_code == 200 and resp.json()["quota_set"]["volumes"] == 5
+    below = await admin.put(f"{abase}/os-quota-sets/{project}", json={"quota_set": {"volumes": 0}})
+    assert below.status_code == 400
+    assert (await demo.put(f"{dbase}/os-quota-sets/{project}",
+                           json={"quota_set": {"volumes": 5}})).status_code == 403
+    limits = (await demo.get(f"{dbase}/limits")).json()["limits"]["absolute"]
+    assert limits["maxTotalVolumes"] == 5 and limits["totalVolumesUsed"] == 1
+    assert (await admin.delete(f"{abase}/os-quota-sets/{project}")).status_code == 200
+    defaults = (await demo.get(f"{dbase}/os-quota-sets/{project}/defaults")).json()["quota_set"]
+    assert defaults["volumes"] == 10
+    zones = (await demo.get(f"{dbase}/os-availability-zone")).json()["availabilityZoneInfo"]
+    assert zones[0]["zoneState"]["available"] is True
+    services = (await admin.get(f"{abase}/os-services")).json()["services"]
+    assert [s["binary"] for s in services] == ["cinder-volume"] and services[0]["state"] == "up"
+    assert (await demo.get(f"{dbase}/os-services")).status_code == 403
+    assert (await demo.get(f"{dbase}/extensions")).json()["extensions"]
+    nova = (await admin.get("/compute/v2.1/os-services")).json()["services"]
+    assert all(not s["binary"].startswith("cinder") for s in nova)
