@@ -102,6 +102,20 @@ class Snapshots:
             db.save_snapshot(conn, snapshot_id, {"status": status})
         await self.s.db.run(change)
 
+    async def update_status(self, ctx: RequestContext, snapshot_id: str, status: str) -> None:
+        """``os-update_snapshot_status`` (Nova's assisted snapshots): only out of
+        ``creating``/``deleting``, to where that operation ends."""
+        ends = {S.AVAILABLE.value: [S.CREATING], S.ERROR.value: [S.CREATING],
+                S.ERROR_DELETING.value: [S.DELETING]}
+        if status not in ends:
+            raise exc.InvalidSnapshot(reason=f"Snapshot status {status} is not an end of "
+                                             "creating or deleting.")
+
+        def change(conn: sa.Connection) -> None:
+            db.get_snapshot(conn, ctx, snapshot_id)
+            db.save_snapshot(conn, snapshot_id, {"status": status}, [s.value for s in ends[status]])
+        await self.s.db.run(change)
+
     async def delete(self, ctx: RequestContext, snapshot_id: str, force: bool = False) -> None:
         """``deleting``, the backend, then the record (``error_deleting`` on failure)."""
         def begin(conn: sa.Connection) -> None:

@@ -105,7 +105,33 @@ async def _a_resources(t: Tenants) -> dict[str, str]:
     ids["hypervisor"] = str((await a.get("/compute/v2.1/os-hypervisors")).json()["hypervisors"][0]["id"])
     roles = (await a.get("/identity/v3/roles")).json()["roles"]
     ids["reader_role"] = next(r["id"] for r in roles if r["name"] == "reader")
+    ids.update(await _a_volumes(t, ids["server"]))
     return ids
+
+
+async def _a_volumes(t: Tenants, server_id: str) -> dict[str, str]:
+    """Project A's volume (with metadata and a snapshot), a second one
+    reserved by an attachment, and a volume type made by the admin."""
+    base, ids = f"/volume/v3/{t.project['demo']}", {}
+    for name in ("volume", "att_volume"):
+        vol = await t.member.post(f"{base}/volumes", json={"volume": {
+            "size": 1, "name": f"a-{name}", "metadata": {"k": "v"}}})
+        assert vol.status_code == 202, vol.text
+        ids[name] = vol.json()["volume"]["id"]
+    snap = await t.member.post(f"{base}/snapshots", json={"snapshot": {
+        "volume_id": ids["volume"], "metadata": {"k": "v"}}})
+    ids["snapshot"] = snap.json()["snapshot"]["id"]
+    att = await t.member.post(f"{base}/attachments", headers=VOLUME_344, json={"attachment": {
+        "volume_uuid": ids["att_volume"], "instance_uuid": server_id}})
+    assert att.status_code == 200, att.text
+    ids["attachment"] = att.json()["attachment"]["id"]
+    vtype = await t.admin.post(f"{base}/types", json={"volume_type": {
+        "name": "a-type", "extra_specs": {"k": "v"}}})
+    ids["volume_type"] = vtype.json()["volume_type"]["id"]
+    return ids
+
+
+VOLUME_344 = {"OpenStack-API-Version": "volume 3.44"}
 
 
 # Routes whose answer is 501 when allowed: no cirrus driver has the feature.
@@ -154,7 +180,10 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
                 "migration_id": "1", "host_name": ids["host"],
                 "before_timestamp": "2026-01-02 03:04:05", "security_group_id": ids["sg"],
                 "rule_id": ids["sg_rule"], "network_id": ids["network"],
-                "class_name": "matrix-class",
+                "class_name": "matrix-class", "volume_id": ids.get("volume", ""),
+                "snapshot_id": ids.get("snapshot", ""), "type_id": ids.get("volume_type", ""),
+                "attachment_id": ids.get("attachment", ""),
+                "target_project_id": t.project["demo"], "message_id": "no-such-message",
                 "alias": "quotas" if prefix == "/network" else "os-consoles"}[name]
     return re.sub(r"\{([^}]+)\}", value, path), private
 
@@ -219,12 +248,16 @@ def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str,
         ("POST", "/v3/users"): {"user": {"name": "u2", "password": "u2"}},
         ("PATCH", "/v3/users/{id}"): {"user": {"email": "a@b.c"}},
         ("POST", "/v3/roles"): {"role": {"name": "r2"}},
+        **_volume_bodies(ids),
         ("PATCH", "/v3/roles/{id}"): {"role": {"name": "reader"}},
     }
     if prefix == "/compute" and path.startswith("/v2.1/servers/{server_id}/tags"):
         tagged = {"headers": {"OpenStack-API-Version": "compute 2.26"}}  # tags are 2.26's
         return {**tagged, "json": {"tags": ["t"]}} if path.endswith("/tags") and method == "PUT" \
             else tagged
+    if prefix == "/volume" and "/attachments" in path:
+        args = {"json": json_bodies[(method, path)]} if (method, path) in json_bodies else {}
+        return {**args, "headers": VOLUME_344}
     if prefix == "/network" and path.endswith("/{id}/tags") and method in ("PUT", "POST"):
         return {"json": {"tags": ["t"]}}  # a resource's whole tag list
     if (method, path) == ("PATCH", "/v2/images/{image_id}"):
@@ -239,6 +272,36 @@ def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str,
         return {"json": json_bodies[(method, path)]}
     assert method in ("GET", "DELETE", "PUT"), f"no body for {method} {prefix}{path}"
     return {}
+
+
+def _volume_bodies(ids: dict[str, str]) -> dict[tuple[str, str], Any]:
+    p = "/v3/{project_id}"
+    v, s, t = f"{p}/volumes/{{volume_id}}", f"{p}/snapshots/{{snapshot_id}}", f"{p}/types/{{type_id}}"
+    return {
+        ("POST", f"{p}/volumes"): {"volume": {"size": 1}},
+        ("PUT", v): {"volume": {"name": "a-volume-renamed"}},
+        ("POST", f"{v}/action"): {"os-set_bootable": {"bootable": True}},
+        ("POST", f"{v}/metadata"): {"metadata": {"k2": "v"}},
+        ("PUT", f"{v}/metadata"): {"metadata": {"k": "v"}},
+        ("PUT", f"{v}/metadata/{{key}}"): {"meta": {"k": "v2"}},
+        ("POST", f"{p}/snapshots"): {"snapshot": {"volume_id": ids["volume"], "force": True}},
+        ("PUT", s): {"snapshot": {"name": "s2"}},
+        ("POST", f"{s}/action"): {"os-update_snapshot_status": {"status": "available"}},
+        ("POST", f"{s}/metadata"): {"metadata": {"k2": "v"}},
+        ("PUT", f"{s}/metadata"): {"metadata": {"k": "v"}},
+        ("PUT", f"{s}/metadata/{{key}}"): {"meta": {"k": "v2"}},
+        ("POST", f"{p}/types"): {"volume_type": {"name": "t2"}},
+        ("PUT", t): {"volume_type": {"description": "d"}},
+        ("POST", f"{t}/extra_specs"): {"extra_specs": {"k": "v"}},
+        ("PUT", f"{t}/extra_specs/{{key}}"): {"k": "v"},
+        ("POST", f"{t}/action"): {"addProjectAccess": {"project": "0" * 32}},
+        ("POST", f"{p}/attachments"): {"attachment": {"volume_uuid": ids["volume"],
+                                                      "instance_uuid": ids["server"]}},
+        ("PUT", f"{p}/attachments/{{attachment_id}}"): {"attachment": {"connector": {
+            "host": "h"}}},
+        ("POST", f"{p}/attachments/{{attachment_id}}/action"): {"os-complete": None},
+        ("PUT", f"{p}/os-quota-sets/{{target_project_id}}"): {"quota_set": {"volumes": 20}},
+    }
 
 
 async def _send(client: httpx.AsyncClient, method: str, url: str, token: str,
@@ -256,7 +319,9 @@ async def _snapshot(t: Tenants, ids: dict[str, str]) -> dict[str, Any]:
                 f"/network/v2.0/ports/{ids['port']}", f"/network/v2.0/security-groups/{ids['sg']}",
                 f"/image/v2/images/{ids['image']}", f"/compute/v2.1/os-server-groups/{ids['group']}",
                 f"/compute/v2.1/os-quota-sets/{t.project['demo']}", "/compute/v2.1/flavors/matrix",
-                f"/identity/v3/users/{t.user['demo']}", f"/identity/v3/projects/{t.project['demo']}"):
+                f"/identity/v3/users/{t.user['demo']}", f"/identity/v3/projects/{t.project['demo']}",
+                f"/volume/v3/{t.project['demo']}/volumes/{ids['volume']}",
+                f"/volume/v3/{t.project['demo']}/snapshots/{ids['snapshot']}"):
         resp = await t.admin.get(url, headers={"OpenStack-API-Version": "compute 2.90"})
         assert resp.status_code == 200, (url, resp.text)
         out[url] = resp.json()
@@ -267,7 +332,8 @@ async def test_every_route_answers_each_persona_by_its_rule(cloud: Any, tenants:
     t = tenants
     ids = await _a_resources(t)
     private_ids = [v for k, v in ids.items() if k not in ("flavor", "service", "hypervisor",
-                                                          "reader_role", "aggregate")]
+                                                          "reader_role", "aggregate",
+                                                          "volume_type")]
     routes = app_routes(cloud.app)
     assert len(routes) > 100
     failures: list[str] = []

@@ -112,6 +112,9 @@ async def action(request: Request) -> Response:
         return Response(status_code=202)
     if not isinstance(arg, dict) or "status" not in arg:
         raise bad("status", "'status' is a required property")
-    await snaps.reset_status(ctx, _id(request), schemas.status(arg["status"], "status",
-                                                                SNAPSHOT_STATUSES))
+    status = schemas.status(arg["status"], "status", SNAPSHOT_STATUSES)
+    if name == "os-reset_status":
+        await snaps.reset_status(ctx, _id(request), status)
+    else:
+        await snaps.update_status(ctx, _id(request), status)
     return Response(status_code=202)
