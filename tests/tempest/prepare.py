@@ -56,7 +56,20 @@ NETWORK_FEATURES: dict[str, bool] = {
     "floating_ips": False,
 }
 
-FEATURES = {**COMPUTE_FEATURES, **NETWORK_FEATURES}  # every switch of the template
+# [volume-feature-enabled] and [service_available] cinder: the block storage
+# API (issue 20). Backups, manage/unmanage, volume upload to image and
+# multiple backends are not implemented; extending an attached volume needs
+# the compute side.
+VOLUME_FEATURES: dict[str, bool] = {
+    "cinder": True,
+    "volume_snapshot": True,
+    "volume_clone": True,
+    "volume_backup": False,
+    "extend_attached_volume": False,
+    "volume_image_dep_tests": False,
+}
+
+FEATURES = {**COMPUTE_FEATURES, **NETWORK_FEATURES, **VOLUME_FEATURES}  # every switch
 
 IMAGES = ("tempest-image", "tempest-image-alt")
 # devstack's m1.nano and m1.micro: the second is bigger, as resize tests need.
@@ -161,6 +174,11 @@ def max_microversion(cloud: Cloud) -> str:
     return str(cloud.call("GET", "/compute/v2.1")["version"]["version"])
 
 
+def volume_max_microversion(cloud: Cloud) -> str:
+    resp = cloud.http.get(f"{cloud.url}/volume/")  # 300 Multiple Choices, as Cinder
+    return str(resp.json()["versions"][0]["version"])
+
+
 def network_extensions(cloud: Cloud) -> str:
     return ",".join(e["alias"] for e in cloud.call("GET", "/network/v2.0/extensions")["extensions"])
 
@@ -200,7 +218,8 @@ def prepare(url: str, admin: Admin, computes: int, log_dir: Path,
         "computes": str(computes), "min_microversion": "2.1",
         "max_microversion": max_microversion(cloud), "build_timeout": str(build_timeout),
         "scheduler_filters": ",".join(DEFAULT_FILTERS),
-        "network_extensions": network_extensions(cloud)}
+        "network_extensions": network_extensions(cloud),
+        "volume_max_microversion": volume_max_microversion(cloud)}
     return render(values, FEATURES)
 
 
