@@ -177,7 +177,35 @@ async def _token(w: World) -> str:
     return resp.headers["X-Subject-Token"]
 
 
+def _volume_base(w: World) -> str:
+    return f"/volume/v3/{w.seeds['demo_project']}"
+
+
+async def _volume(w: World) -> str:
+    body = {"volume": {"size": 1, "name": f"fz-vol-{w.next_serial()}", "metadata": {"k": "v"}}}
+    return (await w.call("member", "POST", f"{_volume_base(w)}/volumes", body))["volume"]["id"]
+
+
+async def _volume_snapshot(w: World) -> str:
+    body = {"snapshot": {"volume_id": await _volume(w), "metadata": {"k": "v"}}}
+    return (await w.call("member", "POST", f"{_volume_base(w)}/snapshots", body))["snapshot"]["id"]
+
+
+async def _volume_type(w: World) -> str:
+    body = {"volume_type": {"name": f"fz-type-{w.next_serial()}", "extra_specs": {"k": "v"}}}
+    return (await w.call("admin", "POST", f"{_volume_base(w)}/types", body))["volume_type"]["id"]
+
+
+async def _volume_attachment(w: World) -> str:
+    body = {"attachment": {"volume_uuid": await _volume(w), "instance_uuid": w.seeds["server"],
+                           "connector": {"host": "fz-host"}}}
+    return (await w.call("member", "POST", f"{_volume_base(w)}/attachments", body,
+                         headers={"OpenStack-API-Version": "volume 3.44"}))["attachment"]["id"]
+
+
 FACTORIES: dict[str, Factory] = {
+    "volume": _volume, "volume_snapshot": _volume_snapshot, "volume_type": _volume_type,
+    "volume_attachment": _volume_attachment, "fresh_volume": _volume,
     "project": _project, "user": _user, "role": _role, "granted_role": _granted_role,
     "server": _server, "flavor": _flavor, "extra_spec": _extra_spec, "keypair": _keypair,
     "server_group": _server_group, "meta_key": _meta_key, "server_tag": _server_tag,
@@ -191,4 +219,4 @@ FACTORIES: dict[str, Factory] = {
         "security_group": "security-groups"}.items()},
 }
 # Kinds that are always made fresh: a free port is used up by the request.
-FRESH_ONLY = {"free_port", "fresh_token"}
+FRESH_ONLY = {"free_port", "fresh_token", "fresh_volume"}

@@ -40,17 +40,23 @@ COLLECTION_KINDS = {
     "projects": "project", "users": "user", "roles": "role", "domains": "domain",
     "quotas": "quota_project", "auto-allocated-topology": "demo_project",
     "os-hypervisors": "hypervisor", "os-aggregates": "aggregate",
+    "volumes": "volume", "snapshots": "volume_snapshot", "types": "volume_type",
+    "attachments": "volume_attachment", "messages": "volume_message",
 }
 # … or by its own name, which wins.
 NAMED_KINDS = {"target": "assignment_target", "tid": "project", "uid": "user",
                "rid": "granted_role", "security_group_id": "security_group",
                "rule_id": "security_group_rule", "host_name": "compute_host",
                "migration_id": "migration", "class_name": "quota_class",
-               "alias": "extension", "network_id": "network"}
+               "alias": "extension", "network_id": "network",
+               "target_project_id": "volume_quota_project"}
 # … or, first of all, by the two collections before it (a server's tag is not an image's).
 NESTED_KINDS = {("servers", "tags"): "server_tag", ("servers", "ips"): "network_label",
                 ("images", "metadata"): "image_meta_key", ("networks", "tags"): "network_tag",
                 ("subnets", "tags"): "subnet_tag", ("ports", "tags"): "port_tag",
+                ("volumes", "metadata"): "volume_meta_key",
+                ("snapshots", "metadata"): "volume_meta_key",
+                ("types", "extra_specs"): "volume_type_spec",
                 ("security-groups", "tags"): "security_group_tag"}
 
 # Network resources with tags: kind → collection.
@@ -58,7 +64,8 @@ NETWORK_TAGGED = {"network": "networks", "subnet": "subnets", "port": "ports",
                   "security_group": "security-groups"}
 
 # Who creates a fresh resource of a kind.
-ADMIN_KINDS = {"flavor", "extra_spec", "project", "user", "role", "granted_role", "aggregate"}
+ADMIN_KINDS = {"flavor", "extra_spec", "project", "user", "role", "granted_role", "aggregate",
+               "volume_type"}
 
 # The cloud's settings for the fuzz: the suite's defaults, room for servers.
 # compute3 is there to be deleted (DELETE /os-services/{id}).
@@ -77,6 +84,8 @@ def param_kind(target: Target, param: str) -> str | None:
     """The kind of resource ``param`` of ``target`` names, or None if unknown."""
     segments = target.path.split("/")
     index = segments.index("{" + param + "}")
+    if segments[1] == "volume" and param == "project_id":
+        return "demo_project"  # Cinder's URLs name the caller's project
     nested = NESTED_KINDS.get((segments[index - 3], segments[index - 1])) if index >= 3 else None
     if nested is not None:
         return nested
@@ -164,6 +173,7 @@ class World:
         ports = await self.call("admin", "GET", f"/network/v2.0/ports?device_id={s['server']}")
         s["attached_port"] = ports["ports"][0]["id"]
         s["used_mac"] = ports["ports"][0]["mac_address"]
+        s["volume_attachment"] = await FACTORIES["volume_attachment"](self)  # to the new server
         self.errors.drain()
 
     async def _open(self, settings: Settings) -> None:
@@ -264,6 +274,20 @@ class World:
         # Not "default": a fuzzed default class would change every project's limits.
         s["quota_class"] = "fz-class"
         s["extension"] = "os-consoles"
+        await self._seed_volumes()
+
+    async def _seed_volumes(self) -> None:
+        s, base = self.seeds, f"/volume/v3/{self.seeds['demo_project']}"
+        s["volume_quota_project"] = s["project"]
+        s["volume_meta_key"] = "k"
+        s["volume_type_spec"] = "k"
+        s["volume_message"] = "fz-no-such-message"
+        s["volume_type"] = (await self.call("admin", "POST", f"{base}/types", {"volume_type": {
+            "name": "fz-seed-type", "extra_specs": {"k": "v"}}}))["volume_type"]["id"]
+        await self.call("admin", "POST", f"{base}/types", {"volume_type": {
+            "name": "fz-private-type", "os-volume-type-access:is_public": False}})
+        for kind in ("volume", "volume_snapshot"):
+            s[kind] = await FACTORIES[kind](self)
 
     async def server_story(self, uuid: str) -> str:
         """What the database says happened to a server (for a seed server
@@ -335,4 +359,6 @@ KINDS = sorted(set(FACTORIES) | set(COLLECTION_KINDS.values()) | set(NAMED_KINDS
                | set(NESTED_KINDS.values())
                | {"boot_image", "demo_project", "other_project", "token", "service",
                   "quota_project", "assignment_target", "domain", "hypervisor", "used_mac",
-                  "compute_host", "migration", "quota_class", "extension"})
+                  "compute_host", "migration", "quota_class", "extension",
+                  "volume_quota_project", "volume_meta_key", "volume_type_spec",
+                  "volume_message"})

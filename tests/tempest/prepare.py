@@ -223,6 +223,14 @@ def prepare(url: str, admin: Admin, computes: int, log_dir: Path,
     return render(values, FEATURES)
 
 
+def _readable(clouds: Path) -> bool:
+    try:
+        load_admin(clouds)
+    except (OSError, TypeError, KeyError, yaml.YAMLError):
+        return False
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", required=True, help="the cloud's base URL")
@@ -232,7 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--computes", type=int, default=2)
     parser.add_argument("--build-timeout", type=int, default=60)
     args = parser.parse_args(argv)
-    wait_for("clouds.yaml", args.clouds.exists, 120)
+    # Written by the starting cloud: it may exist before its content does.
+    wait_for("clouds.yaml", lambda: _readable(args.clouds), 120)
     conf = prepare(args.url, load_admin(args.clouds), args.computes, args.log_dir,
                    args.build_timeout)
     args.output.parent.mkdir(parents=True, exist_ok=True)
