@@ -104,11 +104,11 @@ def build_app(state: dict[str, Any]) -> Starlette:
     per_family = {"/compute": [Middleware(MicroversionMiddleware)],
                   "/volume": [Middleware(VolumeApiMiddleware)]}
     for prefix, table, locate in _route_tables():
-        compute = prefix == "/compute"
         middleware = per_family.get(prefix)
-        # Nova's routes match a path exactly: ``DELETE /images/`` is a 404
-        # there, not a redirect to the collection (which would answer 405).
-        router = Router(guard_routes(prefix, table, locate), redirect_slashes=not compute)
+        # Nova's and Cinder's routes match a path exactly: ``DELETE /images/``
+        # is a 404 there, not a redirect to the collection (which would answer 405).
+        exact = prefix in ("/compute", "/volume")
+        router = Router(guard_routes(prefix, table, locate), redirect_slashes=not exact)
         routes.append(Mount(prefix, app=router, middleware=middleware))
     app = Starlette(
         routes=routes,

@@ -184,11 +184,13 @@ class Attachments:
         await self.s.db.run(change)
 
     async def detach(self, ctx: RequestContext, volume_id: str,
-                     attachment_id: str | None) -> None:
-        """``os-detach``: end one attachment (or every one when none is named)."""
+                     attachment_id: str | None, force: bool = False) -> None:
+        """``os-detach``: end one attachment (or every one when none is named);
+        ``os-force_detach`` (admin, ``force``) whatever the volume's state."""
         def change(conn: sa.Connection) -> None:
             volume = db.get_volume(conn, ctx, volume_id)
-            db.check_volume(volume, "detach")
+            if not force:
+                db.check_volume(volume, "detach")
             live = db.attachments_of(conn, [volume_id])[volume_id]
             chosen = [a for a in live if attachment_id in (None, a["id"])]
             if attachment_id is not None and not chosen:

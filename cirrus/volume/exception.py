@@ -36,6 +36,10 @@ class MetadataNotFound(NotFound):
     msg_fmt = "Metadata item was not found"
 
 
+class MarkerNotFound(NotFound):
+    msg_fmt = "Marker %(marker)s could not be found."
+
+
 class MessageNotFound(NotFound):
     msg_fmt = "Message %(message_id)s could not be found."
 

@@ -43,7 +43,13 @@ class _Endpoint:
 
 def make_services(settings: Settings, db: Database, transport: Any) -> list[Service]:
     periodics = VolumePeriodics(db, settings.volume_stuck_timeout)
-    return [Service(binary=BINARY, topic="cinder-volume", host=backend_host(settings), db=db,
+    # cinder-scheduler: the API places volumes on the one backend itself, but
+    # clients (os-hosts, os-services) expect Cinder's pair of services.
+    scheduler = Service(binary="cinder-scheduler", topic="cinder-scheduler",
+                        host=settings.compute_host or "cirrus", db=db, transport=transport,
+                        endpoint=_Endpoint(), report_interval=settings.report_interval,
+                        availability_zone=settings.default_availability_zone)
+    return [scheduler, Service(binary=BINARY, topic="cinder-volume", host=backend_host(settings), db=db,
                     transport=transport, endpoint=_Endpoint(),
                     report_interval=settings.report_interval,
                     availability_zone=settings.default_availability_zone,

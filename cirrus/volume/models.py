@@ -96,6 +96,15 @@ volume_quotas = sa.Table(
     sa.Column("hard_limit", sa.Integer, nullable=False),
 )
 
+# Cinder's quota classes: only "default" is used, whose limits override the
+# settings' defaults for every project without limits of its own.
+volume_quota_classes = sa.Table(
+    "volume_quota_classes", metadata,
+    sa.Column("class_name", sa.String(255), primary_key=True),
+    sa.Column("resource", sa.String(255), primary_key=True),
+    sa.Column("hard_limit", sa.Integer, nullable=False),
+)
+
 volume_messages = sa.Table(
     "volume_messages", metadata,
     sa.Column("id", sa.String(36), primary_key=True),

@@ -17,17 +17,38 @@ import sqlalchemy as sa
 
 from cirrus.config import Settings
 from cirrus.volume import exception as exc
-from cirrus.volume.models import snapshots, volume_quotas, volume_types, volumes
+from cirrus.volume.models import (snapshots, volume_quota_classes, volume_quotas, volume_types,
+                                  volumes)
 
 BASE = ("volumes", "snapshots", "gigabytes", "per_volume_gigabytes", "backups",
         "backup_gigabytes", "groups")
 PER_TYPE = ("volumes", "gigabytes", "snapshots")
+DEFAULT_CLASS = "default"
 
 
 @dataclass(frozen=True)
 class Usage:
     in_use: int
     limit: int
+
+
+def class_defaults(conn: sa.Connection, settings: Settings) -> dict[str, int]:
+    """The defaults with the ``default`` quota class's limits over them."""
+    out = defaults(settings, type_names(conn))
+    for resource, hard in conn.execute(
+            sa.select(volume_quota_classes.c.resource, volume_quota_classes.c.hard_limit)
+            .where(volume_quota_classes.c.class_name == DEFAULT_CLASS)):
+        out[resource] = hard
+    return out
+
+
+def set_class_limits(conn: sa.Connection, class_name: str, values: dict[str, int]) -> None:
+    for resource, hard in values.items():
+        conn.execute(volume_quota_classes.delete().where(
+            volume_quota_classes.c.class_name == class_name,
+            volume_quota_classes.c.resource == resource))
+        conn.execute(volume_quota_classes.insert().values(class_name=class_name,
+                                                          resource=resource, hard_limit=hard))
 
 
 def defaults(settings: Settings, type_names: list[str]) -> dict[str, int]:
@@ -47,7 +68,7 @@ def type_names(conn: sa.Connection) -> list[str]:
 
 def limits(conn: sa.Connection, settings: Settings, project_id: str) -> dict[str, int]:
     """Every resource's limit for ``project_id`` (its own, else the default)."""
-    out = defaults(settings, type_names(conn))
+    out = class_defaults(conn, settings)
     for resource, hard in conn.execute(sa.select(volume_quotas.c.resource, volume_quotas.c.hard_limit)
                                        .where(volume_quotas.c.project_id == project_id)):
         out[resource] = hard

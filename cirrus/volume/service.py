@@ -75,6 +75,7 @@ class VolumeService:
         """The new volume, ``available`` or ``error`` (see the module doc)."""
         row, source = await self.s.db.run(self._record, ctx, req)
         try:
+            self._check_backend(row)
             await self._make_data(row, source)
         except BackendError as err:
             await self.s.db.run(self._failed, ctx, row, err.format_message())
@@ -103,7 +104,7 @@ class VolumeService:
             "format": getattr(self.s.driver, "fmt", "raw"), "metadata": req.metadata or {},
             "admin_metadata": {}, "created_at": utcnow(), "deleted": False, **extra}
         conn.execute(volumes.insert().values(**row))
-        return row, source
+        return {**row, "_type": vtype}, source
 
     def _source(self, conn: sa.Connection, ctx: RequestContext, req: CreateRequest
                 ) -> tuple[Row | None, int, Row]:
@@ -142,6 +143,18 @@ class VolumeService:
             raise exc.InvalidInput(reason=f"Volume size {size}GB cannot be smaller than the "
                                           f"image minDisk size {need}GB.")
         return image
+
+    def _check_backend(self, row: Row) -> None:
+        """Cinder's scheduler capability filter: a type's extra specs that
+        name a backend capability must match this backend's."""
+        caps = self.s.driver.capabilities
+        have = {"volume_backend_name": caps.volume_backend_name,
+                "storage_protocol": caps.storage_protocol, "vendor_name": caps.vendor_name}
+        for key, wanted in (row["_type"]["extra_specs"] or {}).items():
+            name = key.removeprefix("capabilities:")
+            if name in have and str(wanted).removeprefix("<in> ").strip() != have[name]:
+                raise BackendError(reason=f"No valid backend was found: {name} {wanted!r} "
+                                          f"is not offered (the backend has {have[name]!r}).")
 
     async def _make_data(self, row: Row, source: Row | None) -> None:
         d, vid, size = self.s.driver, row["id"], row["size"]
@@ -269,6 +282,20 @@ class VolumeService:
                                             "readonly": str(values.pop("readonly"))}
             db.save_volume(conn, volume_id, values, [row["status"]], action)
         await self.s.db.run(change)
+
+    async def set_image_metadata(self, ctx: RequestContext, volume_id: str,
+                                 meta: dict[str, str], unset: str | None) -> dict[str, str]:
+        """Merge ``meta`` into the volume's image metadata, or remove key ``unset``
+        (404 if it has no such key); the result."""
+        def change(conn: sa.Connection) -> dict[str, str]:
+            row = db.get_volume(conn, ctx, volume_id)
+            db.check_volume(row, "metadata")
+            new = {**(row["image_metadata"] or {}), **meta}
+            if unset is not None and new.pop(unset, None) is None:
+                raise exc.MetadataNotFound()
+            db.save_volume(conn, volume_id, {"image_metadata": new})
+            return new
+        return await self.s.db.run(change)
 
     async def reset_status(self, ctx: RequestContext, volume_id: str, values: Row) -> None:
         """Admin: set ``status``/``attach_status`` whatever they are now."""

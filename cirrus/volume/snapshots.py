@@ -102,7 +102,8 @@ class Snapshots:
             db.save_snapshot(conn, snapshot_id, {"status": status})
         await self.s.db.run(change)
 
-    async def update_status(self, ctx: RequestContext, snapshot_id: str, status: str) -> None:
+    async def update_status(self, ctx: RequestContext, snapshot_id: str, status: str,
+                            progress: str | None = None) -> None:
         """``os-update_snapshot_status`` (Nova's assisted snapshots): only out of
         ``creating``/``deleting``, to where that operation ends."""
         ends = {S.AVAILABLE.value: [S.CREATING], S.ERROR.value: [S.CREATING],
@@ -113,7 +114,8 @@ class Snapshots:
 
         def change(conn: sa.Connection) -> None:
             db.get_snapshot(conn, ctx, snapshot_id)
-            db.save_snapshot(conn, snapshot_id, {"status": status}, [s.value for s in ends[status]])
+            values = {"status": status, **({"progress": progress} if progress else {})}
+            db.save_snapshot(conn, snapshot_id, values, [s.value for s in ends[status]])
         await self.s.db.run(change)
 
     async def delete(self, ctx: RequestContext, snapshot_id: str, force: bool = False) -> None:

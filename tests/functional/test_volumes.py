@@ -203,8 +203,72 @@ async def test_quotas_limits_zones_services_extensions(admin: httpx.AsyncClient,
     zones = (await demo.get(f"{dbase}/os-availability-zone")).json()["availabilityZoneInfo"]
     assert zones[0]["zoneState"]["available"] is True
     services = (await admin.get(f"{abase}/os-services")).json()["services"]
-    assert [s["binary"] for s in services] == ["cinder-volume"] and services[0]["state"] == "up"
+    assert [s["binary"] for s in services] == ["cinder-scheduler", "cinder-volume"]
+    assert {s["state"] for s in services} == {"up"}
     assert (await demo.get(f"{dbase}/os-services")).status_code == 403
     assert (await demo.get(f"{dbase}/extensions")).json()["extensions"]
     nova = (await admin.get("/compute/v2.1/os-services")).json()["services"]
     assert all(not s["binary"].startswith("cinder") for s in nova)
+
+
+async def test_admin_views(admin: httpx.AsyncClient, demo: httpx.AsyncClient) -> None:
+    """os-services filters and updates, os-hosts, pools, capabilities, quota classes."""
+    abase, dbase = await volume_url(admin), await volume_url(demo)
+    by_host = (await admin.get(f"{abase}/os-services?host=cirrus")).json()["services"]
+    assert sorted(s["binary"] for s in by_host) == ["cinder-scheduler", "cinder-volume"]
+    volume_host = next(s["host"] for s in by_host if s["binary"] == "cinder-volume")
+    assert volume_host == "cirrus@file"
+    off = await admin.put(f"{abase}/os-services/disable-log-reason", json={
+        "host": volume_host, "binary": "cinder-volume", "disabled_reason": "maintenance"})
+    assert off.status_code == 200 and off.json()["disabled"] is True
+    no_reason = await admin.put(f"{abase}/os-services/disable-log-reason", json={
+        "host": volume_host, "binary": "cinder-volume", "disabled_reason": None})
+    assert no_reason.status_code == 400
+    assert (await admin.put(f"{abase}/os-services/enable", json={
+        "host": "nowhere", "binary": "cinder-volume"})).status_code == 404
+    assert (await admin.put(f"{abase}/os-services/freeze", json={"host": "nowhere"})).status_code == 400
+    hosts = (await admin.get(f"{abase}/os-hosts")).json()["hosts"]
+    assert len(hosts) == 2
+    shown = (await admin.get(f"{abase}/os-hosts/{volume_host}")).json()["host"]
+    assert shown[0]["resource"]["project"] == "(total)"
+    pools = (await admin.get(f"{abase}/scheduler-stats/get_pools?detail=true")).json()["pools"]
+    assert pools[0]["name"] == "cirrus@file#file"
+    assert pools[0]["capabilities"]["storage_protocol"] == "local"
+    caps = (await admin.get(f"{abase}/capabilities/{volume_host}")).json()
+    assert caps["volume_backend_name"] == "file"
+    assert (await demo.get(f"{dbase}/scheduler-stats/get_pools")).status_code == 403
+    update = await admin.put(f"{abase}/os-quota-class-sets/default",
+                             json={"quota_class_set": {"volumes": 7}})
+    assert update.status_code == 200 and update.json()["quota_class_set"]["volumes"] == 7
+    project = dbase.rsplit("/", 1)[1]
+    defaults = (await demo.get(f"{dbase}/os-quota-sets/{project}/defaults")).json()["quota_set"]
+    assert defaults["volumes"] == 7
+
+
+async def test_a_type_no_backend_offers_ends_in_error(admin: httpx.AsyncClient,
+                                                     demo: httpx.AsyncClient) -> None:
+    abase, dbase = await volume_url(admin), await volume_url(demo)
+    vtype = (await admin.post(f"{abase}/types", json={"volume_type": {
+        "name": "fc", "extra_specs": {"storage_protocol": "FC"}}})).json()["volume_type"]
+    vol = await create_volume(demo, volume_type=vtype["id"])
+    assert vol["status"] == "error"
+    msgs = (await demo.get(f"{dbase}/messages", headers={"OpenStack-API-Version": "volume 3.3"}))
+    assert "No valid backend" in msgs.json()["messages"][0]["user_message"]
+
+
+async def test_summary_image_metadata_readonly(demo: httpx.AsyncClient) -> None:
+    base = await volume_url(demo)
+    vol = await create_volume(demo, size=2, metadata={"a": "1"})
+    summary = await demo.get(f"{base}/volumes/summary",
+                             headers={"OpenStack-API-Version": "volume 3.36"})
+    assert summary.json()["volume-summary"] == {"total_count": 1, "total_size": 2,
+                                                "metadata": {"a": ["1"]}}
+    assert (await demo.get(f"{base}/volumes/summary")).status_code == 404  # before 3.12
+    set_ = await action(demo, vol["id"], "os-set_image_metadata", {"metadata": {"k": "v"}})
+    assert set_.status_code == 200 and set_.json()["metadata"] == {"k": "v"}
+    assert (await action(demo, vol["id"], "os-unset_image_metadata", {"key": "k"})).status_code == 200
+    assert (await action(demo, vol["id"], "os-unset_image_metadata", {"key": "k"})).status_code == 404
+    await action(demo, vol["id"], "os-update_readonly_flag", {"readonly": True})
+    assert (await show(demo, "volumes", vol["id"]))["metadata"] == {"a": "1", "readonly": "True"}
+    assert (await demo.get(f"{base}/volumes/")).status_code == 404
+    assert (await demo.get(f"{base}/volumes?marker={vol['id'][::-1]}")).status_code == 404

@@ -151,6 +151,35 @@ async def _terminate(b: BlockStorage, ctx: RequestContext, vid: str, arg: Any,
     await b.attachments.terminate_connection(ctx, vid, schemas.connector(body["connector"]))
 
 
+async def _force_detach(b: BlockStorage, ctx: RequestContext, vid: str, arg: Any,
+                        version: tuple[int, int]) -> None:
+    body = _obj(arg, "os-force_detach")
+    att = body.get("attachment_id")
+    await b.attachments.detach(ctx, vid, None if att is None else text(att, "attachment_id",
+                                                                        max_len=64), force=True)
+
+
+async def _set_image_metadata(b: BlockStorage, ctx: RequestContext, vid: str, arg: Any,
+                              version: tuple[int, int]) -> dict[str, Any]:
+    body = _obj(arg, "os-set_image_metadata")
+    meta = schemas.metadata_body(body)
+    return {"metadata": await b.volumes.set_image_metadata(ctx, vid, meta, None)}
+
+
+async def _unset_image_metadata(b: BlockStorage, ctx: RequestContext, vid: str, arg: Any,
+                                version: tuple[int, int]) -> None:
+    body = _obj(arg, "os-unset_image_metadata")
+    if "key" not in body:
+        raise bad("key", "'key' is a required property")
+    await b.volumes.set_image_metadata(ctx, vid, {}, text(body["key"], "key", max_len=255))
+
+
+async def _show_image_metadata(b: BlockStorage, ctx: RequestContext, vid: str, arg: Any,
+                               version: tuple[int, int]) -> dict[str, Any]:
+    row = await b.volumes.get(ctx, vid)
+    return {"metadata": row["image_metadata"] or {}}
+
+
 ACTIONS: dict[str, Action] = {
     "os-extend": Action(_extend),
     "os-set_bootable": Action(_set_bootable, status=200),
@@ -158,6 +187,10 @@ ACTIONS: dict[str, Action] = {
     "os-retype": Action(_retype),
     "os-reset_status": Action(_reset_status, admin=True),
     "os-force_delete": Action(_force_delete, admin=True),
+    "os-force_detach": Action(_force_detach, admin=True),
+    "os-set_image_metadata": Action(_set_image_metadata, status=200),
+    "os-unset_image_metadata": Action(_unset_image_metadata, status=200),
+    "os-show_image_metadata": Action(_show_image_metadata, status=200),
     "os-reserve": Action(_reserve),
     "os-unreserve": Action(_move("unreserve", V.AVAILABLE)),
     "os-begin_detaching": Action(_move("begin_detaching", V.DETACHING)),

@@ -7,6 +7,7 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 
 from cirrus.api.compute.parameters import bad, query_boolean
+from cirrus.volume.exception import MarkerNotFound
 from cirrus.volume.manager import BlockStorage
 
 Row = dict[str, Any]
@@ -68,12 +69,13 @@ def page(request: Request, rows: list[Row]) -> tuple[list[Row], bool]:
     if marker is not None:
         ids = [r["id"] for r in rows]
         if marker not in ids:
-            raise bad("marker", f"marker [{marker[:64]}] not found")
+            raise MarkerNotFound(marker=marker[:64])
         rows = rows[ids.index(marker) + 1:]
     offset = _int(request, "offset", 0)
     rows = rows[offset:]
     limit = _int(request, "limit", MAX_LIMIT)
-    return rows[:limit], len(rows) > limit
+    # Cinder links the next page whenever a page is full (it does not look ahead).
+    return rows[:limit], len(rows) >= limit and "limit" in request.query_params
 
 
 def _int(request: Request, name: str, default: int) -> int:

@@ -8,11 +8,9 @@ from starlette.responses import Response
 
 from cirrus.api.compute.parameters import query_boolean
 from cirrus.api.wsgi import context, json_body, reply
-from cirrus.compute.hosts import is_up
 from cirrus.db.base import isotime
 from cirrus.db.engine import fetch_all
 from cirrus.exception import Forbidden
-from cirrus.service_models import services
 from cirrus.volume import messages, quotas
 from cirrus.volume.api import schemas, views
 from cirrus.volume.exception import QuotaBelowUsage
@@ -67,7 +65,7 @@ async def quota_defaults(request: Request) -> Response:
     target = request.path_params["target_project_id"]
 
     def read(conn: sa.Connection) -> dict:
-        return quotas.defaults(settings, quotas.type_names(conn))
+        return quotas.class_defaults(conn, settings)
     return reply({"quota_set": {"id": target, **await request.app.state.db.read(read)}})
 
 
@@ -115,29 +113,6 @@ async def availability_zones(request: Request) -> Response:
     return reply({"availabilityZoneInfo": [{"zoneName": zone, "zoneState": {"available": True}}]})
 
 
-async def service_list(request: Request) -> Response:
-    settings = request.app.state.settings
-    params = request.query_params
-    rows = await request.app.state.db.read(fetch_all, sa.select(services).where(
-        services.c.binary.like("cinder-%")).order_by(services.c.id))
-    out = []
-    for row in rows:
-        if params.get("host") not in (None, row["host"]) or \
-                params.get("binary") not in (None, row["binary"]):
-            continue
-        item = {"binary": row["binary"], "host": row["host"], "zone": row["availability_zone"],
-                "status": "disabled" if row["disabled"] else "enabled",
-                "state": "up" if is_up(row, settings.service_down_time) else "down",
-                "updated_at": isotime(row["updated_at"] or row["last_seen_up"]
-                                      or row["created_at"]),
-                "disabled_reason": row.get("disabled_reason")}
-        if row["binary"] == "cinder-volume":
-            item.update({"frozen": False, "replication_status": "disabled",
-                         "active_backend_id": None})
-        out.append(item)
-    return reply({"services": out})
-
-
 EXTENSIONS = (("OS-SCH-HNT", "SchedulerHints"), ("os-admin-actions", "AdminActions"),
               ("os-availability-zone", "AvailabilityZones"), ("os-extended-snapshot-attributes",
                                                               "ExtendedSnapshotAttributes"),
@@ -146,7 +121,9 @@ EXTENSIONS = (("OS-SCH-HNT", "SchedulerHints"), ("os-admin-actions", "AdminActio
               ("os-volume-actions", "VolumeActions"), ("os-vol-host-attr", "VolumeHostAttribute"),
               ("os-vol-image-meta", "VolumeImageMetadata"),
               ("os-vol-tenant-attr", "VolumeTenantAttribute"),
-              ("os-volume-type-access", "VolumeTypeAccess"))
+              ("os-volume-type-access", "VolumeTypeAccess"), ("os-hosts", "Hosts"),
+              ("os-quota-class-sets", "QuotaClasses"), ("scheduler-stats", "Scheduler_stats"),
+              ("capabilities", "Capabilities"))
 
 
 async def extensions(request: Request) -> Response:

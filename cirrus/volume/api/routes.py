@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from starlette.routing import Route
 
-from cirrus.volume.api import actions, attachments, misc, snapshots, types, volumes
+from cirrus.volume.api import actions, admin, attachments, misc, snapshots, types, volumes
 
 P = "/v3/{project_id}"
 V = f"{P}/volumes/{{volume_id}}"
@@ -18,6 +18,7 @@ ROUTES = [
     Route(f"{P}/volumes", volumes.create, methods=["POST"]),
     Route(f"{P}/volumes", volumes.index, methods=["GET"]),
     Route(f"{P}/volumes/detail", volumes.detail, methods=["GET"]),
+    Route(f"{P}/volumes/summary", volumes.summary, methods=["GET"]),
     Route(V, volumes.show, methods=["GET"]),
     Route(V, volumes.update, methods=["PUT"]),
     Route(V, volumes.delete, methods=["DELETE"]),
@@ -64,7 +65,14 @@ ROUTES = [
     Route(f"{Q}/defaults", misc.quota_defaults, methods=["GET"]),
     Route(f"{P}/limits", misc.limits, methods=["GET"]),
     Route(f"{P}/os-availability-zone", misc.availability_zones, methods=["GET"]),
-    Route(f"{P}/os-services", misc.service_list, methods=["GET"]),
+    Route(f"{P}/os-services", admin.service_list, methods=["GET"]),
+    Route(f"{P}/os-services/{{action}}", admin.service_update, methods=["PUT"]),
+    Route(f"{P}/os-hosts", admin.host_list, methods=["GET"]),
+    Route(f"{P}/os-hosts/{{host_name}}", admin.host_show, methods=["GET"]),
+    Route(f"{P}/scheduler-stats/get_pools", admin.pools, methods=["GET"]),
+    Route(f"{P}/capabilities/{{host}}", admin.capabilities, methods=["GET"]),
+    Route(f"{P}/os-quota-class-sets/{{class_name}}", admin.quota_class_show, methods=["GET"]),
+    Route(f"{P}/os-quota-class-sets/{{class_name}}", admin.quota_class_update, methods=["PUT"]),
     Route(f"{P}/extensions", misc.extensions, methods=["GET"]),
     Route(f"{P}/messages", misc.message_list, methods=["GET"]),
     Route(f"{P}/messages/{{message_id}}", misc.message_show, methods=["GET"]),

@@ -10,6 +10,7 @@ from typing import Any
 from cirrus.api.compute.parameters import bad, boolean, integer, text
 
 from cirrus.volume.cinder import Connector
+from cirrus.volume.exception import VolumeNotFound
 from cirrus.volume.service import CreateRequest
 
 MAX_SIZE = 0x7FFFFFFF
@@ -104,6 +105,8 @@ def snapshot_create(body: Any) -> dict[str, Any]:
                   "force", "metadata"}, "snapshot")
     if "volume_id" not in s:
         raise bad("volume_id", "'volume_id' is a required property")
+    if s["volume_id"] is None:  # Cinder looks it up: 404
+        raise VolumeNotFound(volume_id=None)
     return {"volume_id": uuid_text(s["volume_id"], "volume_id"),
             "name": nullable_text(s.get("name", s.get("display_name")), "name"),
             "description": nullable_text(s.get("description", s.get("display_description")),

@@ -116,5 +116,8 @@ async def action(request: Request) -> Response:
     if name == "os-reset_status":
         await snaps.reset_status(ctx, _id(request), status)
     else:
-        await snaps.update_status(ctx, _id(request), status)
+        progress = arg.get("progress")
+        if progress is not None and not (isinstance(progress, str) and len(progress) <= 16):
+            raise bad("progress", "must be a string of at most 16 characters")
+        await snaps.update_status(ctx, _id(request), status, progress)
     return Response(status_code=202)

@@ -29,6 +29,14 @@ def attachment_ref(row: Row) -> Row:
             "volume_id": row["volume_id"], "device": row["mountpoint"], "id": row["volume_id"]}
 
 
+def _metadata(row: Row) -> dict[str, str]:
+    """The volume's metadata, with the admin metadata Cinder shows in it
+    (``readonly``, ``attached_mode``)."""
+    admin = {k: v for k, v in (row["admin_metadata"] or {}).items()
+             if k in ("readonly", "attached_mode")}
+    return {**(row["metadata"] or {}), **admin}
+
+
 def volume_summary(request: Request, row: Row) -> Row:
     return {"id": row["id"], "name": row["name"], "links": links(request, "volumes", row["id"])}
 
@@ -42,7 +50,7 @@ def volume_created(request: Request, row: Row) -> Row:
         "updated_at": isotime(row["updated_at"]), "name": row["name"],
         "description": row["description"], "volume_type": vtype["name"] if vtype else None,
         "snapshot_id": row["snapshot_id"], "source_volid": row["source_volid"],
-        "metadata": row["metadata"] or {}, "links": links(request, "volumes", row["id"]),
+        "metadata": _metadata(row), "links": links(request, "volumes", row["id"]),
         "user_id": row["user_id"], "bootable": "true" if row["bootable"] else "false",
         "encrypted": False, "replication_status": None, "consistencygroup_id": None,
         "multiattach": bool(row["multiattach"]),

@@ -11,7 +11,7 @@ from cirrus.api.wsgi import context, json_body, reply
 from cirrus.exception import Forbidden
 from cirrus.volume.api import schemas, views
 from cirrus.volume.api.common import all_tenants, bs, filters, next_link, page
-from cirrus.volume.api.microversion import api_version
+from cirrus.volume.api.microversion import api_version, require
 from cirrus.volume.exception import MetadataNotFound
 
 FILTERS = ("status", "name", "bootable", "availability_zone", "project_id")
@@ -62,6 +62,22 @@ def _listing(request: Request, body: list[dict], rows: list[dict], more: bool) -
     return reply(out)
 
 
+async def summary(request: Request) -> Response:
+    """``GET /volumes/summary`` (3.12; metadata from 3.36)."""
+    version = require(request, (3, 12))
+    rows = await bs(request).volumes.list(context(request), filters(request, FILTERS),
+                                          all_tenants(request))
+    body: dict = {"total_count": len(rows), "total_size": sum(r["size"] for r in rows)}
+    if version >= (3, 36):
+        merged: dict[str, list[str]] = {}
+        for row in rows:
+            for key, value in (row["metadata"] or {}).items():
+                if value not in merged.setdefault(key, []):
+                    merged[key].append(value)
+        body["metadata"] = merged
+    return reply({"volume-summary": body})
+
+
 async def show(request: Request) -> Response:
     row = await bs(request).volumes.get(context(request), _id(request))
     return reply({"volume": views.volume_detail(request, row)})
@@ -70,7 +86,7 @@ async def show(request: Request) -> Response:
 async def update(request: Request) -> Response:
     values = schemas.volume_update(await json_body(request))
     row = await bs(request).volumes.update(context(request), _id(request), values)
-    return reply({"volume": views.volume_detail(request, row)})
+    return reply({"volume": views.volume_created(request, row)})
 
 
 async def delete(request: Request) -> Response:

@@ -22,6 +22,7 @@ class Capabilities:
 
     volume_backend_name: str
     storage_protocol: str
+    vendor_name: str = "cirrus"
     retype: bool = True          # between types of this backend: data stays in place
     online_extend: bool = True   # extend while in-use (3.42)
     multiattach: bool = False

@@ -66,6 +66,12 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('id', name=op.f('pk_volume_messages'))
     )
     op.create_index(op.f('ix_volume_messages_project_id'), 'volume_messages', ['project_id'], unique=False)
+    op.create_table('volume_quota_classes',
+                    sa.Column('class_name', sa.String(length=255), nullable=False),
+                    sa.Column('resource', sa.String(length=255), nullable=False),
+                    sa.Column('hard_limit', sa.Integer(), nullable=False),
+                    sa.PrimaryKeyConstraint('class_name', 'resource',
+                                            name=op.f('pk_volume_quota_classes')))
     op.create_table('volume_quotas',
     sa.Column('project_id', sa.String(length=64), nullable=False),
     sa.Column('resource', sa.String(length=64), nullable=False),
@@ -136,6 +142,7 @@ def downgrade() -> None:
     op.drop_table('volumes')
     op.drop_table('volume_types')
     op.drop_table('volume_quotas')
+    op.drop_table('volume_quota_classes')
     op.drop_index(op.f('ix_volume_messages_project_id'), table_name='volume_messages')
     op.drop_table('volume_messages')
     op.drop_index(op.f('ix_volume_attachment_volume_id'), table_name='volume_attachment')
