@@ -423,6 +423,13 @@ VOLUME: dict[tuple[str, str], tuple[Example, ...]] = {
     ("PUT", _Q): (Example({"quota_set": {"volumes": 20, "gigabytes": 1000}}, persona="admin"),),
     ("DELETE", _Q): (ADMIN_NO_BODY,),
     ("DELETE", f"{_P}/messages/{{message_id}}"): (Example(content_type=None, headers=vol("3.3")),),
+    ("PUT", f"{_P}/os-services/{{action}}"): (
+        Example({"host": "cirrus@file", "binary": "cinder-volume", "disabled_reason": "fz"},
+                persona="admin"),
+        Example({"host": "cirrus@file", "binary": "cinder-volume"}, params={"action": "enable"},
+                persona="admin"),),
+    ("PUT", f"{_P}/os-quota-class-sets/{{class_name}}"): (
+        Example({"quota_class_set": {"volumes": 10000, "snapshots": 10000}}, persona="admin"),),
 }
 
 BODIES: dict[tuple[str, str], tuple[Example, ...]] = {**COMPUTE, **NETWORK, **IMAGE, **IDENTITY,

@@ -49,7 +49,7 @@ NAMED_KINDS = {"target": "assignment_target", "tid": "project", "uid": "user",
                "rule_id": "security_group_rule", "host_name": "compute_host",
                "migration_id": "migration", "class_name": "quota_class",
                "alias": "extension", "network_id": "network",
-               "target_project_id": "volume_quota_project"}
+               "target_project_id": "volume_quota_project", "action": "volume_service_action"}
 # … or, first of all, by the two collections before it (a server's tag is not an image's).
 NESTED_KINDS = {("servers", "tags"): "server_tag", ("servers", "ips"): "network_label",
                 ("images", "metadata"): "image_meta_key", ("networks", "tags"): "network_tag",
@@ -70,7 +70,8 @@ ADMIN_KINDS = {"flavor", "extra_spec", "project", "user", "role", "granted_role"
 # The cloud's settings for the fuzz: the suite's defaults, room for servers.
 # compute3 is there to be deleted (DELETE /os-services/{id}).
 SETTINGS = {"computes": 3, "quota_instances": 30, "quota_cores": 60, "quota_ram": 1 << 20,
-            "quota_server_groups": 100}
+            "quota_server_groups": 100, "quota_volumes": 10000, "quota_snapshots": 10000,
+            "quota_gigabytes": 100000}
 
 # Where a request's unexpected errors are logged: the API's handler, and the
 # RPC server's for an error raised in a service the API called.
@@ -282,6 +283,7 @@ class World:
         s["volume_meta_key"] = "k"
         s["volume_type_spec"] = "k"
         s["volume_message"] = "fz-no-such-message"
+        s["volume_service_action"] = "disable-log-reason"
         s["volume_type"] = (await self.call("admin", "POST", f"{base}/types", {"volume_type": {
             "name": "fz-seed-type", "extra_specs": {"k": "v"}}}))["volume_type"]["id"]
         await self.call("admin", "POST", f"{base}/types", {"volume_type": {
@@ -361,4 +363,4 @@ KINDS = sorted(set(FACTORIES) | set(COLLECTION_KINDS.values()) | set(NAMED_KINDS
                   "quota_project", "assignment_target", "domain", "hypervisor", "used_mac",
                   "compute_host", "migration", "quota_class", "extension",
                   "volume_quota_project", "volume_meta_key", "volume_type_spec",
-                  "volume_message"})
+                  "volume_message", "volume_service_action"})

@@ -156,7 +156,8 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
         name = match.group(1).split(":")[0]
         collection = path.split("/")[2] if prefix in ("/network", "/identity") else ""
         shared = {"flavor_id", "service_id", "hypervisor_id", "pattern", "target", "rid",
-                  "aggregate_id", "host_name", "before_timestamp", "class_name", "alias"}
+                  "aggregate_id", "host_name", "before_timestamp", "class_name", "alias",
+                  "host", "action"}
         if name == "id" and collection in ("roles", "domains"):
             shared.add("id")
         if path.startswith("/v2.1/flavors/"):
@@ -184,6 +185,7 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
                 "snapshot_id": ids.get("snapshot", ""), "type_id": ids.get("volume_type", ""),
                 "attachment_id": ids.get("attachment", ""),
                 "target_project_id": t.project["demo"], "message_id": "no-such-message",
+                "host": "cirrus@file", "action": "enable",
                 "alias": "quotas" if prefix == "/network" else "os-consoles"}[name]
     return re.sub(r"\{([^}]+)\}", value, path), private
 
@@ -301,6 +303,8 @@ def _volume_bodies(ids: dict[str, str]) -> dict[tuple[str, str], Any]:
             "host": "h"}}},
         ("POST", f"{p}/attachments/{{attachment_id}}/action"): {"os-complete": None},
         ("PUT", f"{p}/os-quota-sets/{{target_project_id}}"): {"quota_set": {"volumes": 20}},
+        ("PUT", f"{p}/os-services/{{action}}"): {"host": "cirrus@file", "binary": "cinder-volume"},
+        ("PUT", f"{p}/os-quota-class-sets/{{class_name}}"): {"quota_class_set": {"volumes": 10}},
     }
 
 
