@@ -15,6 +15,7 @@ from cirrus.volume.backends import backend_host, load_driver
 from cirrus.volume.periodic import VolumePeriodics
 from cirrus.volume.service import Storage, VolumeService
 from cirrus.volume.snapshots import Snapshots
+from cirrus.volume.transfers import Transfers
 from cirrus.volume.types import VolumeTypes
 
 BINARY = "cinder-volume"
@@ -29,12 +30,13 @@ class BlockStorage:
     snapshots: Snapshots
     attachments: Attachments
     types: VolumeTypes
+    transfers: Transfers
 
 
 def make_block_storage(settings: Settings, db: Database, transport: Any = None) -> BlockStorage:
     storage = Storage(settings, db, load_driver(settings), ImageAPI(settings, db))
     return BlockStorage(storage, VolumeService(storage), Snapshots(storage),
-                        Attachments(storage), VolumeTypes(db))
+                        Attachments(storage), VolumeTypes(db), Transfers(storage))
 
 
 class _Endpoint:

@@ -96,6 +96,21 @@ volume_quotas = sa.Table(
     sa.Column("hard_limit", sa.Integer, nullable=False),
 )
 
+transfers = sa.Table(
+    "volume_transfers", metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("volume_id", sa.String(36), nullable=False, index=True),
+    sa.Column("source_project_id", sa.String(64), nullable=False, index=True),
+    sa.Column("destination_project_id", sa.String(64), nullable=True),
+    sa.Column("name", sa.String(255), nullable=True),
+    sa.Column("salt", sa.String(32), nullable=False),
+    sa.Column("crypt_hash", sa.String(64), nullable=False),
+    sa.Column("no_snapshots", sa.Boolean, nullable=False, default=False),
+    sa.Column("accepted", sa.Boolean, nullable=False, default=False),
+    *timestamps(),
+    sa.Column("deleted", sa.Boolean, nullable=False, default=False),
+)
+
 # Cinder's quota classes: only "default" is used, whose limits override the
 # settings' defaults for every project without limits of its own.
 volume_quota_classes = sa.Table(

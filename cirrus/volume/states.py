@@ -25,6 +25,7 @@ class VolumeStatus(str, enum.Enum):
     ERROR_EXTENDING = "error_extending"
     RETYPING = "retyping"
     MAINTENANCE = "maintenance"
+    AWAITING_TRANSFER = "awaiting-transfer"
 
 
 class AttachStatus(str, enum.Enum):
@@ -71,6 +72,7 @@ ACCEPTS: dict[str, frozenset[VolumeStatus]] = {
     "readonly": frozenset({V.AVAILABLE}),
     "metadata": frozenset(V) - {V.DELETING, V.MAINTENANCE},
     "upload_to_image": frozenset({V.AVAILABLE}),
+    "transfer": frozenset({V.AVAILABLE}),
 }
 
 SNAPSHOT_ACCEPTS: dict[str, frozenset[SnapshotStatus]] = {

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import subprocess
+from typing import Any
 from pathlib import Path
 
 import httpx
@@ -272,3 +273,32 @@ async def test_summary_image_metadata_readonly(demo: httpx.AsyncClient) -> None:
     assert (await show(demo, "volumes", vol["id"]))["metadata"] == {"a": "1", "readonly": "True"}
     assert (await demo.get(f"{base}/volumes/")).status_code == 404
     assert (await demo.get(f"{base}/volumes?marker={vol['id'][::-1]}")).status_code == 404
+
+
+async def test_transfer_moves_a_volume_between_projects(tenants: Any) -> None:
+    member, other = tenants.clients["member"], tenants.clients["other"]
+    mbase, obase = await volume_url(member), await volume_url(other)
+    vol = await create_volume(member, size=1)
+    resp = await member.post(f"{mbase}/os-volume-transfer", json={"transfer": {
+        "volume_id": vol["id"], "name": "gift"}})
+    assert resp.status_code == 202, resp.text
+    transfer = resp.json()["transfer"]
+    assert (await show(member, "volumes", vol["id"]))["status"] == "awaiting-transfer"
+    listed = (await member.get(f"{mbase}/os-volume-transfer/detail")).json()["transfers"]
+    assert [t["id"] for t in listed] == [transfer["id"]] and "auth_key" not in listed[0]
+    wrong = await other.post(f"{obase}/os-volume-transfer/{transfer['id']}/accept",
+                             json={"accept": {"auth_key": "0" * 16}})
+    assert wrong.status_code == 400
+    ok = await other.post(f"{obase}/os-volume-transfer/{transfer['id']}/accept",
+                          json={"accept": {"auth_key": transfer["auth_key"]}})
+    assert ok.status_code == 202, ok.text
+    assert (await member.get(f"{mbase}/volumes/{vol['id']}")).status_code == 404
+    assert (await show(other, "volumes", vol["id"]))["status"] == "available"
+    # Cancelled transfers give the volume back.
+    vol2 = await create_volume(member, size=1)
+    t2 = (await member.post(f"{mbase}/volume-transfers", headers={
+        "OpenStack-API-Version": "volume 3.57"}, json={"transfer": {
+            "volume_id": vol2["id"]}})).json()["transfer"]
+    assert t2["accepted"] is False and t2["no_snapshots"] is False
+    assert (await member.delete(f"{mbase}/os-volume-transfer/{t2['id']}")).status_code == 202
+    assert (await show(member, "volumes", vol2["id"]))["status"] == "available"

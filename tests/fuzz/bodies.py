@@ -423,6 +423,16 @@ VOLUME: dict[tuple[str, str], tuple[Example, ...]] = {
     ("PUT", _Q): (Example({"quota_set": {"volumes": 20, "gigabytes": 1000}}, persona="admin"),),
     ("DELETE", _Q): (ADMIN_NO_BODY,),
     ("DELETE", f"{_P}/messages/{{message_id}}"): (Example(content_type=None, headers=vol("3.3")),),
+    **{key: examples for coll, headers in (("os-volume-transfer", {}),
+                                           ("volume-transfers", vol("3.57")))
+       for key, examples in {
+           ("POST", f"{_P}/{coll}"): (Example({"transfer": {
+               "volume_id": Ref("fresh_volume"), "name": "fz-transfer"}}, headers=headers),),
+           ("DELETE", f"{_P}/{coll}/{{transfer_id}}"): (
+               Example(content_type=None, headers=headers),),
+           ("POST", f"{_P}/{coll}/{{transfer_id}}/accept"): (Example(
+               {"accept": {"auth_key": "0123456789abcdef"}}, headers=headers),),
+       }.items()},
     ("PUT", f"{_P}/os-services/{{action}}"): (
         Example({"host": "cirrus@file", "binary": "cinder-volume", "disabled_reason": "fz"},
                 persona="admin"),

@@ -203,9 +203,16 @@ async def _volume_attachment(w: World) -> str:
                          headers={"OpenStack-API-Version": "volume 3.44"}))["attachment"]["id"]
 
 
+async def _volume_transfer(w: World) -> str:
+    body = {"transfer": {"volume_id": await _volume(w)}}
+    return (await w.call("member", "POST", f"{_volume_base(w)}/os-volume-transfer",
+                         body))["transfer"]["id"]
+
+
 FACTORIES: dict[str, Factory] = {
     "volume": _volume, "volume_snapshot": _volume_snapshot, "volume_type": _volume_type,
     "volume_attachment": _volume_attachment, "fresh_volume": _volume,
+    "volume_transfer": _volume_transfer,
     "project": _project, "user": _user, "role": _role, "granted_role": _granted_role,
     "server": _server, "flavor": _flavor, "extra_spec": _extra_spec, "keypair": _keypair,
     "server_group": _server_group, "meta_key": _meta_key, "server_tag": _server_tag,

@@ -42,6 +42,7 @@ COLLECTION_KINDS = {
     "os-hypervisors": "hypervisor", "os-aggregates": "aggregate",
     "volumes": "volume", "snapshots": "volume_snapshot", "types": "volume_type",
     "attachments": "volume_attachment", "messages": "volume_message",
+    "os-volume-transfer": "volume_transfer", "volume-transfers": "volume_transfer",
 }
 # … or by its own name, which wins.
 NAMED_KINDS = {"target": "assignment_target", "tid": "project", "uid": "user",
@@ -288,7 +289,7 @@ class World:
             "name": "fz-seed-type", "extra_specs": {"k": "v"}}}))["volume_type"]["id"]
         await self.call("admin", "POST", f"{base}/types", {"volume_type": {
             "name": "fz-private-type", "os-volume-type-access:is_public": False}})
-        for kind in ("volume", "volume_snapshot"):
+        for kind in ("volume", "volume_snapshot", "volume_transfer"):
             s[kind] = await FACTORIES[kind](self)
 
     async def server_story(self, uuid: str) -> str:

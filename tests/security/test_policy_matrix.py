@@ -113,7 +113,7 @@ async def _a_volumes(t: Tenants, server_id: str) -> dict[str, str]:
     """Project A's volume (with metadata and a snapshot), a second one
     reserved by an attachment, and a volume type made by the admin."""
     base, ids = f"/volume/v3/{t.project['demo']}", {}
-    for name in ("volume", "att_volume"):
+    for name in ("volume", "att_volume", "transfer_volume"):
         vol = await t.member.post(f"{base}/volumes", json={"volume": {
             "size": 1, "name": f"a-{name}", "metadata": {"k": "v"}}})
         assert vol.status_code == 202, vol.text
@@ -125,13 +125,17 @@ async def _a_volumes(t: Tenants, server_id: str) -> dict[str, str]:
         "volume_uuid": ids["att_volume"], "instance_uuid": server_id}})
     assert att.status_code == 200, att.text
     ids["attachment"] = att.json()["attachment"]["id"]
+    transfer = await t.member.post(f"{base}/os-volume-transfer", json={"transfer": {
+        "volume_id": ids["transfer_volume"]}})
+    assert transfer.status_code == 202, transfer.text
+    ids["transfer"] = transfer.json()["transfer"]["id"]
     vtype = await t.admin.post(f"{base}/types", json={"volume_type": {
         "name": "a-type", "extra_specs": {"k": "v"}}})
     ids["volume_type"] = vtype.json()["volume_type"]["id"]
     return ids
 
 
-VOLUME_344 = {"OpenStack-API-Version": "volume 3.44"}
+VOLUME_344 = {"OpenStack-API-Version": "volume 3.57"}  # attachments (3.44), transfers (3.55)
 
 
 # Routes whose answer is 501 when allowed: no cirrus driver has the feature.
@@ -185,7 +189,7 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
                 "snapshot_id": ids.get("snapshot", ""), "type_id": ids.get("volume_type", ""),
                 "attachment_id": ids.get("attachment", ""),
                 "target_project_id": t.project["demo"], "message_id": "no-such-message",
-                "host": "cirrus@file", "action": "enable",
+                "host": "cirrus@file", "action": "enable", "transfer_id": ids.get("transfer", ""),
                 "alias": "quotas" if prefix == "/network" else "os-consoles"}[name]
     return re.sub(r"\{([^}]+)\}", value, path), private
 
@@ -257,7 +261,7 @@ def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str,
         tagged = {"headers": {"OpenStack-API-Version": "compute 2.26"}}  # tags are 2.26's
         return {**tagged, "json": {"tags": ["t"]}} if path.endswith("/tags") and method == "PUT" \
             else tagged
-    if prefix == "/volume" and "/attachments" in path:
+    if prefix == "/volume" and ("/attachments" in path or "/volume-transfers" in path):
         args = {"json": json_bodies[(method, path)]} if (method, path) in json_bodies else {}
         return {**args, "headers": VOLUME_344}
     if prefix == "/network" and path.endswith("/{id}/tags") and method in ("PUT", "POST"):
@@ -304,6 +308,10 @@ def _volume_bodies(ids: dict[str, str]) -> dict[tuple[str, str], Any]:
         ("POST", f"{p}/attachments/{{attachment_id}}/action"): {"os-complete": None},
         ("PUT", f"{p}/os-quota-sets/{{target_project_id}}"): {"quota_set": {"volumes": 20}},
         ("PUT", f"{p}/os-services/{{action}}"): {"host": "cirrus@file", "binary": "cinder-volume"},
+        **{(method, f"{p}/{coll}{tail}"): body for coll in ("os-volume-transfer", "volume-transfers")
+           for method, tail, body in (
+               ("POST", "", {"transfer": {"volume_id": ids["volume"]}}),
+               ("POST", "/{transfer_id}/accept", {"accept": {"auth_key": "0" * 16}}))},
         ("PUT", f"{p}/os-quota-class-sets/{{class_name}}"): {"quota_class_set": {"volumes": 10}},
     }
 

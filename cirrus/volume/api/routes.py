@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from starlette.routing import Route
 
-from cirrus.volume.api import actions, admin, attachments, misc, snapshots, types, volumes
+from cirrus.volume.api import (actions, admin, attachments, misc, snapshots, transfers, types,
+                               volumes)
 
 P = "/v3/{project_id}"
 V = f"{P}/volumes/{{volume_id}}"
@@ -59,6 +60,13 @@ ROUTES = [
     Route(A, attachments.update, methods=["PUT"]),
     Route(A, attachments.delete, methods=["DELETE"]),
     Route(f"{A}/action", attachments.complete, methods=["POST"]),
+    *[route for coll in ("os-volume-transfer", "volume-transfers") for route in (
+        Route(f"{P}/{coll}", transfers.create, methods=["POST"]),
+        Route(f"{P}/{coll}", transfers.index, methods=["GET"]),
+        Route(f"{P}/{coll}/detail", transfers.detail, methods=["GET"]),
+        Route(f"{P}/{coll}/{{transfer_id}}", transfers.show, methods=["GET"]),
+        Route(f"{P}/{coll}/{{transfer_id}}", transfers.delete, methods=["DELETE"]),
+        Route(f"{P}/{coll}/{{transfer_id}}/accept", transfers.accept, methods=["POST"]))],
     Route(Q, misc.quota_show, methods=["GET"]),
     Route(Q, misc.quota_update, methods=["PUT"]),
     Route(Q, misc.quota_delete, methods=["DELETE"]),

@@ -66,6 +66,24 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('id', name=op.f('pk_volume_messages'))
     )
     op.create_index(op.f('ix_volume_messages_project_id'), 'volume_messages', ['project_id'], unique=False)
+    op.create_table('volume_transfers',
+                    sa.Column('id', sa.String(length=36), nullable=False),
+                    sa.Column('volume_id', sa.String(length=36), nullable=False),
+                    sa.Column('source_project_id', sa.String(length=64), nullable=False),
+                    sa.Column('destination_project_id', sa.String(length=64), nullable=True),
+                    sa.Column('name', sa.String(length=255), nullable=True),
+                    sa.Column('salt', sa.String(length=32), nullable=False),
+                    sa.Column('crypt_hash', sa.String(length=64), nullable=False),
+                    sa.Column('no_snapshots', sa.Boolean(), nullable=False),
+                    sa.Column('accepted', sa.Boolean(), nullable=False),
+                    sa.Column('created_at', sa.DateTime(), nullable=False),
+                    sa.Column('updated_at', sa.DateTime(), nullable=True),
+                    sa.Column('deleted', sa.Boolean(), nullable=False),
+                    sa.PrimaryKeyConstraint('id', name=op.f('pk_volume_transfers')))
+    op.create_index(op.f('ix_volume_transfers_volume_id'), 'volume_transfers', ['volume_id'],
+                    unique=False)
+    op.create_index(op.f('ix_volume_transfers_source_project_id'), 'volume_transfers',
+                    ['source_project_id'], unique=False)
     op.create_table('volume_quota_classes',
                     sa.Column('class_name', sa.String(length=255), nullable=False),
                     sa.Column('resource', sa.String(length=255), nullable=False),
@@ -143,6 +161,9 @@ def downgrade() -> None:
     op.drop_table('volume_types')
     op.drop_table('volume_quotas')
     op.drop_table('volume_quota_classes')
+    op.drop_index(op.f('ix_volume_transfers_source_project_id'), table_name='volume_transfers')
+    op.drop_index(op.f('ix_volume_transfers_volume_id'), table_name='volume_transfers')
+    op.drop_table('volume_transfers')
     op.drop_index(op.f('ix_volume_messages_project_id'), table_name='volume_messages')
     op.drop_table('volume_messages')
     op.drop_index(op.f('ix_volume_attachment_volume_id'), table_name='volume_attachment')
