@@ -16,6 +16,7 @@ from cirrus.volume.periodic import VolumePeriodics
 from cirrus.volume.service import Storage, VolumeService
 from cirrus.volume.snapshots import Snapshots
 from cirrus.volume.transfers import Transfers
+from cirrus.volume.upload import Uploads
 from cirrus.volume.types import VolumeTypes
 
 BINARY = "cinder-volume"
@@ -31,12 +32,14 @@ class BlockStorage:
     attachments: Attachments
     types: VolumeTypes
     transfers: Transfers
+    uploads: Uploads
 
 
 def make_block_storage(settings: Settings, db: Database, transport: Any = None) -> BlockStorage:
     storage = Storage(settings, db, load_driver(settings), ImageAPI(settings, db))
     return BlockStorage(storage, VolumeService(storage), Snapshots(storage),
-                        Attachments(storage), VolumeTypes(db), Transfers(storage))
+                        Attachments(storage), VolumeTypes(db), Transfers(storage),
+                        Uploads(storage))
 
 
 class _Endpoint:

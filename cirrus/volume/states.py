@@ -26,6 +26,7 @@ class VolumeStatus(str, enum.Enum):
     RETYPING = "retyping"
     MAINTENANCE = "maintenance"
     AWAITING_TRANSFER = "awaiting-transfer"
+    UPLOADING = "uploading"
 
 
 class AttachStatus(str, enum.Enum):
@@ -72,6 +73,7 @@ ACCEPTS: dict[str, frozenset[VolumeStatus]] = {
     "readonly": frozenset({V.AVAILABLE}),
     "metadata": frozenset(V) - {V.DELETING, V.MAINTENANCE},
     "upload_to_image": frozenset({V.AVAILABLE}),
+    "upload_to_image_force": frozenset({V.AVAILABLE, V.IN_USE}),
     "transfer": frozenset({V.AVAILABLE}),
 }
 

@@ -6,6 +6,7 @@ from typing import Any
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.functional.servers import upload_image
 from tests.functional.volumes import action, create_volume, show, volume_url
@@ -302,3 +303,24 @@ async def test_transfer_moves_a_volume_between_projects(tenants: Any) -> None:
     assert t2["accepted"] is False and t2["no_snapshots"] is False
     assert (await member.delete(f"{mbase}/os-volume-transfer/{t2['id']}")).status_code == 202
     assert (await show(member, "volumes", vol2["id"]))["status"] == "available"
+
+
+@pytest.mark.parametrize("disk_format", ["raw", "qcow2"])
+async def test_upload_to_image_copies_the_data(cloud: Any, demo: httpx.AsyncClient,
+                                               disk_format: str) -> None:
+    image = await upload_image(demo, name="src", data=b"volume-marker" + bytes(4083))
+    vol = await create_volume(demo, size=1, imageRef=image)
+    resp = await action(demo, vol["id"], "os-volume_upload_image", {
+        "image_name": "from-volume", "disk_format": disk_format})
+    assert resp.status_code == 202, resp.text
+    new = resp.json()["os-volume_upload_image"]["image_id"]
+    shown = (await demo.get(f"/image/v2/images/{new}")).json()
+    assert shown["status"] == "active" and shown["disk_format"] == disk_format
+    assert (await show(demo, "volumes", vol["id"]))["status"] == "available"
+    if disk_format == "raw":
+        assert shown["size"] == 1 << 30
+        with open(cloud.settings.state_dir / "images" / new, "rb") as fh:
+            assert fh.read(13) == b"volume-marker"
+    bad = await action(demo, vol["id"], "os-volume_upload_image", {
+        "image_name": "x", "disk_format": "vmdk"})
+    assert bad.status_code == 400

@@ -180,6 +180,27 @@ async def _show_image_metadata(b: BlockStorage, ctx: RequestContext, vid: str, a
     return {"metadata": row["image_metadata"] or {}}
 
 
+async def _upload_to_image(b: BlockStorage, ctx: RequestContext, vid: str, arg: Any,
+                           version: tuple[int, int]) -> dict[str, Any]:
+    body = _obj(arg, "os-volume_upload_image")
+    if "image_name" not in body:
+        raise bad("image_name", "'image_name' is a required property")
+    image = {"name": text(body["image_name"], "image_name", min_len=1, max_len=255),
+             "disk_format": text(body.get("disk_format", "raw"), "disk_format", max_len=32),
+             "container_format": text(body.get("container_format", "bare"), "container_format",
+                                      max_len=32),
+             "visibility": text(body.get("visibility", "private"), "visibility", max_len=16),
+             "protected": boolean(body.get("protected", False), "protected")}
+    volume, record = await b.uploads.upload_to_image(
+        ctx, vid, image, boolean(body.get("force", False), "force"))
+    return {"os-volume_upload_image": {
+        "id": vid, "updated_at": None, "status": "uploading", "display_description":
+        volume["description"], "size": volume["size"], "volume_type": None,
+        "image_id": record["id"], "container_format": image["container_format"],
+        "disk_format": image["disk_format"], "image_name": image["name"],
+        "visibility": image["visibility"], "protected": image["protected"]}}
+
+
 ACTIONS: dict[str, Action] = {
     "os-extend": Action(_extend),
     "os-set_bootable": Action(_set_bootable, status=200),
@@ -191,6 +212,7 @@ ACTIONS: dict[str, Action] = {
     "os-set_image_metadata": Action(_set_image_metadata, status=200),
     "os-unset_image_metadata": Action(_unset_image_metadata, status=200),
     "os-show_image_metadata": Action(_show_image_metadata, status=200),
+    "os-volume_upload_image": Action(_upload_to_image),
     "os-reserve": Action(_reserve),
     "os-unreserve": Action(_move("unreserve", V.AVAILABLE)),
     "os-begin_detaching": Action(_move("begin_detaching", V.DETACHING)),

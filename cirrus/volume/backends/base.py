@@ -69,6 +69,11 @@ class VolumeDriver(abc.ABC):
         """Remove the snapshot's data; a missing one is not an error."""
 
     @abc.abstractmethod
+    async def copy_volume_to_file(self, volume_id: str, dest: str, fmt: str) -> None:
+        """The volume's data written to the file ``dest`` in format ``fmt``
+        (``raw`` or ``qcow2``): an upload to the image service."""
+
+    @abc.abstractmethod
     def initialize_connection(self, volume_id: str, connector: Connector,
                               access_mode: str) -> ConnectionInfo:
         """How the host ``connector`` describes reaches the volume."""

@@ -94,6 +94,9 @@ class FileDriver(VolumeDriver):
             await qemu_img("resize", "-q", "-f", self.fmt, str(self.path(volume_id)),
                            f"{size_gb}G")
 
+    async def copy_volume_to_file(self, volume_id: str, dest: str, fmt: str) -> None:
+        await qemu_img("convert", "-O", fmt, str(self.path(volume_id)), dest)
+
     async def delete_volume(self, volume_id: str) -> None:
         self.path(volume_id).unlink(missing_ok=True)
 
