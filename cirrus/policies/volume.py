@@ -15,6 +15,7 @@ S = f"{PR}/snapshots/{{snapshot_id}}"
 T = f"{PR}/types/{{type_id}}"
 AT = f"{PR}/attachments/{{attachment_id}}"
 Q = f"{PR}/os-quota-sets/{{target_project_id}}"
+QS = f"{PR}/qos-specs/{{qos_id}}"
 
 ROUTES: dict[tuple[str, str], Rule] = {
     ("GET", "/"): Rule("versions", P),
@@ -58,6 +59,17 @@ ROUTES: dict[tuple[str, str], Rule] = {
     ("DELETE", f"{T}/extra_specs/{{key}}"): Rule("volume_extension:types_extra_specs:delete", A),
     ("GET", f"{T}/os-volume-type-access"): Rule("volume_extension:volume_type_access", A),
     ("POST", f"{T}/action"): Rule("volume_extension:volume_type_access:addProjectAccess", A),
+    ("POST", f"{PR}/qos-specs"): Rule("volume_extension:qos_specs_manage:create", A),
+    ("GET", f"{PR}/qos-specs"): Rule("volume_extension:qos_specs_manage:get_all", A),
+    ("GET", QS): Rule("volume_extension:qos_specs_manage:get", A),
+    ("PUT", QS): Rule("volume_extension:qos_specs_manage:update", A),
+    ("DELETE", QS): Rule("volume_extension:qos_specs_manage:delete", A),
+    ("PUT", f"{QS}/delete_keys"): Rule("volume_extension:qos_specs_manage:update", A),
+    ("GET", f"{QS}/associations"): Rule("volume_extension:qos_specs_manage:get", A),
+    # Cinder's (state-changing) GETs, as its API has them.
+    ("GET", f"{QS}/associate"): Rule("volume_extension:qos_specs_manage:update", A),
+    ("GET", f"{QS}/disassociate"): Rule("volume_extension:qos_specs_manage:update", A),
+    ("GET", f"{QS}/disassociate_all"): Rule("volume_extension:qos_specs_manage:update", A),
     ("POST", f"{PR}/attachments"): Rule("volume:attachment_create", M),
     ("GET", f"{PR}/attachments"): Rule("volume:attachment_get_all", R),
     ("GET", f"{PR}/attachments/detail"): Rule("volume:attachment_get_all", R),

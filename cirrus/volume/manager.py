@@ -13,6 +13,7 @@ from cirrus.service import PeriodicTask, Service
 from cirrus.volume.attach import Attachments
 from cirrus.volume.backends import backend_host, load_driver
 from cirrus.volume.periodic import VolumePeriodics
+from cirrus.volume.qos import QoSSpecs
 from cirrus.volume.service import Storage, VolumeService
 from cirrus.volume.snapshots import Snapshots
 from cirrus.volume.transfers import Transfers
@@ -33,13 +34,14 @@ class BlockStorage:
     types: VolumeTypes
     transfers: Transfers
     uploads: Uploads
+    qos: QoSSpecs
 
 
 def make_block_storage(settings: Settings, db: Database, transport: Any = None) -> BlockStorage:
     storage = Storage(settings, db, load_driver(settings), ImageAPI(settings, db))
     return BlockStorage(storage, VolumeService(storage), Snapshots(storage),
                         Attachments(storage), VolumeTypes(db), Transfers(storage),
-                        Uploads(storage))
+                        Uploads(storage), QoSSpecs(db))
 
 
 class _Endpoint:

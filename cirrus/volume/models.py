@@ -18,6 +18,17 @@ volume_types = sa.Table(
     sa.Column("description", sa.String(255), nullable=True),
     sa.Column("is_public", sa.Boolean, nullable=False, default=True),
     sa.Column("extra_specs", sa.JSON, nullable=False, default=dict),
+    sa.Column("qos_specs_id", sa.String(36), nullable=True),
+    *timestamps(),
+    sa.Column("deleted", sa.Boolean, nullable=False, default=False),
+)
+
+qos_specs = sa.Table(
+    "volume_qos_specs", metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("name", sa.String(255), nullable=False),
+    sa.Column("consumer", sa.String(16), nullable=False),
+    sa.Column("specs", sa.JSON, nullable=False, default=dict),
     *timestamps(),
     sa.Column("deleted", sa.Boolean, nullable=False, default=False),
 )

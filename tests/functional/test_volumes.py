@@ -324,3 +324,29 @@ async def test_upload_to_image_copies_the_data(cloud: Any, demo: httpx.AsyncClie
     bad = await action(demo, vol["id"], "os-volume_upload_image", {
         "image_name": "x", "disk_format": "vmdk"})
     assert bad.status_code == 400
+
+
+async def test_qos_specs(admin: httpx.AsyncClient, demo: httpx.AsyncClient) -> None:
+    base = await volume_url(admin)
+    resp = await admin.post(f"{base}/qos-specs", json={"qos_specs": {
+        "name": "gold", "consumer": "front-end", "read_iops_sec": "100"}})
+    assert resp.status_code == 200, resp.text
+    qos = resp.json()["qos_specs"]
+    assert qos["specs"] == {"read_iops_sec": "100"}
+    assert (await admin.post(f"{base}/qos-specs", json={"qos_specs": {"name": "gold"}})).status_code == 409
+    assert (await demo.get(f"{await volume_url(demo)}/qos-specs")).status_code == 403
+    put = await admin.put(f"{base}/qos-specs/{qos['id']}", json={"qos_specs": {"iops": "5"}})
+    assert put.json() == {"qos_specs": {"iops": "5"}}
+    assert (await admin.put(f"{base}/qos-specs/{qos['id']}/delete_keys",
+                            json={"keys": ["read_iops_sec"]})).status_code == 202
+    shown = (await admin.get(f"{base}/qos-specs/{qos['id']}")).json()["qos_specs"]
+    assert shown["specs"] == {"iops": "5"}
+    vtype = (await admin.post(f"{base}/types", json={"volume_type": {"name": "q"}})).json()
+    tid = vtype["volume_type"]["id"]
+    assert (await admin.get(f"{base}/qos-specs/{qos['id']}/associate?vol_type_id={tid}")).status_code == 202
+    assocs = (await admin.get(f"{base}/qos-specs/{qos['id']}/associations")).json()
+    assert assocs["qos_associations"] == [{"association_type": "volume_type", "id": tid, "name": "q"}]
+    assert (await admin.delete(f"{base}/qos-specs/{qos['id']}")).status_code == 400  # in use
+    assert (await admin.get(f"{base}/qos-specs/{qos['id']}/disassociate_all")).status_code == 202
+    assert (await admin.delete(f"{base}/qos-specs/{qos['id']}")).status_code == 202
+    assert (await admin.get(f"{base}/qos-specs/{qos['id']}")).status_code == 404

@@ -433,6 +433,13 @@ VOLUME: dict[tuple[str, str], tuple[Example, ...]] = {
            ("POST", f"{_P}/{coll}/{{transfer_id}}/accept"): (Example(
                {"accept": {"auth_key": "0123456789abcdef"}}, headers=headers),),
        }.items()},
+    ("POST", f"{_P}/qos-specs"): (Example({"qos_specs": {
+        "name": Unique("fz-qos-{n}"), "consumer": "back-end", "iops": "10"}}, persona="admin"),),
+    ("PUT", f"{_P}/qos-specs/{{qos_id}}"): (Example({"qos_specs": {"iops": "20"}},
+                                                   persona="admin"),),
+    ("DELETE", f"{_P}/qos-specs/{{qos_id}}"): (ADMIN_NO_BODY,),
+    ("PUT", f"{_P}/qos-specs/{{qos_id}}/delete_keys"): (Example({"keys": ["iops"]},
+                                                               persona="admin"),),
     ("PUT", f"{_P}/os-services/{{action}}"): (
         Example({"host": "cirrus@file", "binary": "cinder-volume", "disabled_reason": "fz"},
                 persona="admin"),

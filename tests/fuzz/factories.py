@@ -209,10 +209,15 @@ async def _volume_transfer(w: World) -> str:
                          body))["transfer"]["id"]
 
 
+async def _volume_qos(w: World) -> str:
+    body = {"qos_specs": {"name": f"fz-qos-{w.next_serial()}", "iops": "10"}}
+    return (await w.call("admin", "POST", f"{_volume_base(w)}/qos-specs", body))["qos_specs"]["id"]
+
+
 FACTORIES: dict[str, Factory] = {
     "volume": _volume, "volume_snapshot": _volume_snapshot, "volume_type": _volume_type,
     "volume_attachment": _volume_attachment, "fresh_volume": _volume,
-    "volume_transfer": _volume_transfer,
+    "volume_transfer": _volume_transfer, "volume_qos": _volume_qos,
     "project": _project, "user": _user, "role": _role, "granted_role": _granted_role,
     "server": _server, "flavor": _flavor, "extra_spec": _extra_spec, "keypair": _keypair,
     "server_group": _server_group, "meta_key": _meta_key, "server_tag": _server_tag,

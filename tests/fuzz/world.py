@@ -43,6 +43,7 @@ COLLECTION_KINDS = {
     "volumes": "volume", "snapshots": "volume_snapshot", "types": "volume_type",
     "attachments": "volume_attachment", "messages": "volume_message",
     "os-volume-transfer": "volume_transfer", "volume-transfers": "volume_transfer",
+    "qos-specs": "volume_qos",
 }
 # … or by its own name, which wins.
 NAMED_KINDS = {"target": "assignment_target", "tid": "project", "uid": "user",
@@ -66,7 +67,7 @@ NETWORK_TAGGED = {"network": "networks", "subnet": "subnets", "port": "ports",
 
 # Who creates a fresh resource of a kind.
 ADMIN_KINDS = {"flavor", "extra_spec", "project", "user", "role", "granted_role", "aggregate",
-               "volume_type"}
+               "volume_type", "volume_qos"}
 
 # The cloud's settings for the fuzz: the suite's defaults, room for servers.
 # compute3 is there to be deleted (DELETE /os-services/{id}).
@@ -289,7 +290,7 @@ class World:
             "name": "fz-seed-type", "extra_specs": {"k": "v"}}}))["volume_type"]["id"]
         await self.call("admin", "POST", f"{base}/types", {"volume_type": {
             "name": "fz-private-type", "os-volume-type-access:is_public": False}})
-        for kind in ("volume", "volume_snapshot", "volume_transfer"):
+        for kind in ("volume", "volume_snapshot", "volume_transfer", "volume_qos"):
             s[kind] = await FACTORIES[kind](self)
 
     async def server_story(self, uuid: str) -> str:

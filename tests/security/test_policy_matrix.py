@@ -132,6 +132,8 @@ async def _a_volumes(t: Tenants, server_id: str) -> dict[str, str]:
     vtype = await t.admin.post(f"{base}/types", json={"volume_type": {
         "name": "a-type", "extra_specs": {"k": "v"}}})
     ids["volume_type"] = vtype.json()["volume_type"]["id"]
+    qos = await t.admin.post(f"{base}/qos-specs", json={"qos_specs": {"name": "a-qos"}})
+    ids["qos"] = qos.json()["qos_specs"]["id"]
     return ids
 
 
@@ -190,6 +192,7 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
                 "attachment_id": ids.get("attachment", ""),
                 "target_project_id": t.project["demo"], "message_id": "no-such-message",
                 "host": "cirrus@file", "action": "enable", "transfer_id": ids.get("transfer", ""),
+                "qos_id": ids.get("qos", ""),
                 "alias": "quotas" if prefix == "/network" else "os-consoles"}[name]
     return re.sub(r"\{([^}]+)\}", value, path), private
 
@@ -308,6 +311,9 @@ def _volume_bodies(ids: dict[str, str]) -> dict[tuple[str, str], Any]:
         ("POST", f"{p}/attachments/{{attachment_id}}/action"): {"os-complete": None},
         ("PUT", f"{p}/os-quota-sets/{{target_project_id}}"): {"quota_set": {"volumes": 20}},
         ("PUT", f"{p}/os-services/{{action}}"): {"host": "cirrus@file", "binary": "cinder-volume"},
+        ("POST", f"{p}/qos-specs"): {"qos_specs": {"name": "q2"}},
+        ("PUT", f"{p}/qos-specs/{{qos_id}}"): {"qos_specs": {"k": "v"}},
+        ("PUT", f"{p}/qos-specs/{{qos_id}}/delete_keys"): {"keys": ["k"]},
         **{(method, f"{p}/{coll}{tail}"): body for coll in ("os-volume-transfer", "volume-transfers")
            for method, tail, body in (
                ("POST", "", {"transfer": {"volume_id": ids["volume"]}}),
@@ -345,7 +351,7 @@ async def test_every_route_answers_each_persona_by_its_rule(cloud: Any, tenants:
     ids = await _a_resources(t)
     private_ids = [v for k, v in ids.items() if k not in ("flavor", "service", "hypervisor",
                                                           "reader_role", "aggregate",
-                                                          "volume_type")]
+                                                          "volume_type", "qos")]
     routes = app_routes(cloud.app)
     assert len(routes) > 100
     failures: list[str] = []

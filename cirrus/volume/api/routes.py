@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from starlette.routing import Route
 
-from cirrus.volume.api import (actions, admin, attachments, misc, snapshots, transfers, types,
-                               volumes)
+from cirrus.volume.api import (actions, admin, attachments, misc, qos, snapshots, transfers,
+                               types, volumes)
 
 P = "/v3/{project_id}"
 V = f"{P}/volumes/{{volume_id}}"
@@ -53,6 +53,16 @@ ROUTES = [
     Route(f"{T}/extra_specs/{{key}}", types.delete_spec, methods=["DELETE"]),
     Route(f"{T}/os-volume-type-access", types.access, methods=["GET"]),
     Route(f"{T}/action", types.action, methods=["POST"]),
+    Route(f"{P}/qos-specs", qos.create, methods=["POST"]),
+    Route(f"{P}/qos-specs", qos.index, methods=["GET"]),
+    Route(f"{P}/qos-specs/{{qos_id}}", qos.show, methods=["GET"]),
+    Route(f"{P}/qos-specs/{{qos_id}}", qos.set_keys, methods=["PUT"]),
+    Route(f"{P}/qos-specs/{{qos_id}}", qos.delete, methods=["DELETE"]),
+    Route(f"{P}/qos-specs/{{qos_id}}/delete_keys", qos.delete_keys, methods=["PUT"]),
+    Route(f"{P}/qos-specs/{{qos_id}}/associations", qos.associations, methods=["GET"]),
+    Route(f"{P}/qos-specs/{{qos_id}}/associate", qos.associate, methods=["GET"]),
+    Route(f"{P}/qos-specs/{{qos_id}}/disassociate", qos.disassociate, methods=["GET"]),
+    Route(f"{P}/qos-specs/{{qos_id}}/disassociate_all", qos.disassociate_all, methods=["GET"]),
     Route(f"{P}/attachments", attachments.create, methods=["POST"]),
     Route(f"{P}/attachments", attachments.index, methods=["GET"]),
     Route(f"{P}/attachments/detail", attachments.detail, methods=["GET"]),

@@ -113,7 +113,7 @@ def volume_type(row: Row, admin: bool) -> Row:
                 "os-volume-type-access:is_public": bool(row["is_public"])}
     if admin:
         out["extra_specs"] = row["extra_specs"] or {}
-        out["qos_specs_id"] = None
+        out["qos_specs_id"] = row.get("qos_specs_id")
     return out
 
 

@@ -84,6 +84,15 @@ def upgrade() -> None:
                     unique=False)
     op.create_index(op.f('ix_volume_transfers_source_project_id'), 'volume_transfers',
                     ['source_project_id'], unique=False)
+    op.create_table('volume_qos_specs',
+                    sa.Column('id', sa.String(length=36), nullable=False),
+                    sa.Column('name', sa.String(length=255), nullable=False),
+                    sa.Column('consumer', sa.String(length=16), nullable=False),
+                    sa.Column('specs', sa.JSON(), nullable=False),
+                    sa.Column('created_at', sa.DateTime(), nullable=False),
+                    sa.Column('updated_at', sa.DateTime(), nullable=True),
+                    sa.Column('deleted', sa.Boolean(), nullable=False),
+                    sa.PrimaryKeyConstraint('id', name=op.f('pk_volume_qos_specs')))
     op.create_table('volume_quota_classes',
                     sa.Column('class_name', sa.String(length=255), nullable=False),
                     sa.Column('resource', sa.String(length=255), nullable=False),
@@ -102,6 +111,7 @@ def upgrade() -> None:
     sa.Column('description', sa.String(length=255), nullable=True),
     sa.Column('is_public', sa.Boolean(), nullable=False),
     sa.Column('extra_specs', sa.JSON(), nullable=False),
+    sa.Column('qos_specs_id', sa.String(length=36), nullable=True),
     sa.Column('created_at', sa.DateTime(), nullable=False),
     sa.Column('updated_at', sa.DateTime(), nullable=True),
     sa.Column('deleted', sa.Boolean(), nullable=False),
@@ -161,6 +171,7 @@ def downgrade() -> None:
     op.drop_table('volume_types')
     op.drop_table('volume_quotas')
     op.drop_table('volume_quota_classes')
+    op.drop_table('volume_qos_specs')
     op.drop_index(op.f('ix_volume_transfers_source_project_id'), table_name='volume_transfers')
     op.drop_index(op.f('ix_volume_transfers_volume_id'), table_name='volume_transfers')
     op.drop_table('volume_transfers')
