@@ -2,7 +2,6 @@
 operation failed, readable by the volume's project."""
 from __future__ import annotations
 
-import datetime as dt
 import uuid
 
 import sqlalchemy as sa
@@ -14,7 +13,6 @@ from cirrus.volume.exception import MessageNotFound
 from cirrus.volume.models import volume_messages
 
 Row = dict[str, object]
-EXPIRY = dt.timedelta(days=30)  # Cinder's message_ttl
 
 
 def record(conn: sa.Connection, project_id: str, resource_type: str, resource_uuid: str,

@@ -68,7 +68,8 @@ ACCEPTS: dict[str, frozenset[VolumeStatus]] = {
     "attach": frozenset({V.RESERVED, V.ATTACHING, V.IN_USE, V.AVAILABLE}),
     "begin_detaching": frozenset({V.IN_USE}),
     "roll_detaching": frozenset({V.DETACHING}),
-    "detach": frozenset({V.IN_USE, V.DETACHING, V.ATTACHING, V.RESERVED}),
+    # available: a detach of what is already detached changes nothing (Cinder).
+    "detach": frozenset({V.IN_USE, V.DETACHING, V.ATTACHING, V.RESERVED, V.AVAILABLE}),
     "set_bootable": frozenset(V) - {V.DELETING, V.CREATING},
     "readonly": frozenset({V.AVAILABLE}),
     "metadata": frozenset(V) - {V.DELETING, V.MAINTENANCE},

@@ -31,7 +31,8 @@ async def test_create_show_list_update_delete(demo: httpx.AsyncClient) -> None:
     assert vol["status"] == "available" and vol["size"] == 1 and vol["bootable"] == "false"
     assert vol["volume_type"] == "__DEFAULT__" and vol["metadata"] == {"k": "v"}
     shown = await show(demo, "volumes", vol["id"])
-    assert shown["name"] == "v1" and "os-vol-tenant-attr:tenant_id" not in shown
+    assert shown["name"] == "v1" and "os-vol-host-attr:host" not in shown
+    assert shown["os-vol-tenant-attr:tenant_id"] == base.rsplit("/", 1)[1]
     listed = (await demo.get(f"{base}/volumes")).json()["volumes"]
     assert [v["id"] for v in listed] == [vol["id"]] and set(listed[0]) == {"id", "name", "links"}
     detail = (await demo.get(f"{base}/volumes/detail?status=available")).json()["volumes"]

@@ -2,6 +2,7 @@
 by microversion."""
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from starlette.requests import Request
@@ -10,6 +11,7 @@ from cirrus.db.base import isotime
 from cirrus.volume.api.microversion import api_version
 
 Row = dict[str, Any]
+MESSAGE_TTL = dt.timedelta(days=30)  # Cinder's message_ttl
 
 
 def base_url(request: Request) -> str:
@@ -79,8 +81,9 @@ def volume_detail(request: Request, row: Row) -> Row:
     out = volume_created(request, row)
     if row["image_metadata"]:
         out["volume_image_metadata"] = row["image_metadata"]
+    # Shown to whoever sees the volume (Cinder's project-reader default).
+    out["os-vol-tenant-attr:tenant_id"] = row["project_id"]
     if request.state.context.is_admin:
-        out["os-vol-tenant-attr:tenant_id"] = row["project_id"]
         out["os-vol-host-attr:host"] = row["host"]
         out["os-vol-mig-status-attr:migstat"] = None
         out["os-vol-mig-status-attr:name_id"] = None
@@ -132,5 +135,6 @@ def message(row: Row) -> Row:
     return {"id": row["id"], "event_id": row["event_id"], "message_level": row["message_level"],
             "user_message": row["user_message"], "resource_type": row["resource_type"],
             "resource_uuid": row["resource_uuid"], "request_id": "",
-            "created_at": isotime(row["created_at"]), "guaranteed_until": None,
+            "created_at": isotime(row["created_at"]),
+            "guaranteed_until": isotime(row["created_at"] + MESSAGE_TTL),
             "links": []}
