@@ -35,6 +35,8 @@ from cirrus.volume.states import AttachStatus as A
 from cirrus.volume.states import VolumeStatus as V
 
 Row = dict[str, Any]
+# (classes below have a ``list`` method, which hides the builtin in their annotations)
+Rows = list[Row]
 
 
 def _reserve_action(volume: Row) -> str:
@@ -84,8 +86,8 @@ class Attachments:
         return await self.s.db.read(db.get_attachment, ctx, attachment_id)
 
     async def list(self, ctx: RequestContext, all_tenants: bool,
-                   filters: dict[str, str]) -> list[Row]:
-        def select(conn: sa.Connection) -> list[Row]:
+                   filters: dict[str, str]) -> Rows:
+        def select(conn: sa.Connection) -> Rows:
             q = sa.select(volume_attachment, volumes.c.project_id).join(
                 volumes, volumes.c.id == volume_attachment.c.volume_id).where(
                 volume_attachment.c.deleted.is_(False), volumes.c.deleted.is_(False))

@@ -14,6 +14,9 @@ from cirrus.exception import Conflict, Invalid, NotFound
 from cirrus.volume.models import qos_specs, volume_types
 
 Row = dict[str, Any]
+# (classes below have a ``list`` method, which hides the builtin in their annotations)
+Rows = list[Row]
+Names = list[str]
 
 
 class QoSSpecsNotFound(NotFound):
@@ -41,7 +44,7 @@ def _get(conn: sa.Connection, specs_id: str) -> Row:
     return row
 
 
-def _types_of(conn: sa.Connection, specs_id: str) -> list[Row]:
+def _types_of(conn: sa.Connection, specs_id: str) -> Rows:
     return fetch_all(conn, sa.select(volume_types.c.id, volume_types.c.name).where(
         volume_types.c.qos_specs_id == specs_id, volume_types.c.deleted.is_(False)))
 
@@ -61,7 +64,7 @@ class QoSSpecs:
             return row
         return await self.db.run(insert)
 
-    async def list(self) -> list[Row]:
+    async def list(self) -> Rows:
         return await self.db.read(fetch_all, sa.select(qos_specs).where(
             qos_specs.c.deleted.is_(False)).order_by(qos_specs.c.created_at))
 
@@ -79,7 +82,7 @@ class QoSSpecs:
                          .values(deleted=True, updated_at=utcnow()))
         await self.db.run(remove)
 
-    async def set_keys(self, specs_id: str, specs: dict[str, str], remove: list[str]) -> None:
+    async def set_keys(self, specs_id: str, specs: dict[str, str], remove: Names) -> None:
         def change(conn: sa.Connection) -> None:
             row = _get(conn, specs_id)
             new = {**row["specs"], **specs}
@@ -91,8 +94,8 @@ class QoSSpecs:
                          .values(specs=new, updated_at=utcnow()))
         await self.db.run(change)
 
-    async def associations(self, specs_id: str) -> list[Row]:
-        def read(conn: sa.Connection) -> list[Row]:
+    async def associations(self, specs_id: str) -> Rows:
+        def read(conn: sa.Connection) -> Rows:
             return [{"association_type": "volume_type", "id": t["id"], "name": t["name"]}
                     for t in _types_of(conn, _get(conn, specs_id)["id"])]
         return await self.db.read(read)

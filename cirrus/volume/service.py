@@ -35,6 +35,9 @@ from cirrus.volume.states import SnapshotStatus as S
 from cirrus.volume.states import VolumeStatus as V
 
 Row = dict[str, Any]
+# (classes below have a ``list`` method, which hides the builtin in their annotations)
+Rows = list[Row]
+Names = list[str]
 IMAGE_KEYS = ("checksum", "container_format", "disk_format", "min_disk", "min_ram", "size")
 
 
@@ -184,16 +187,16 @@ class VolumeService:
         return self._decorate(conn, [db.get_volume(conn, ctx, volume_id)])[0]
 
     @staticmethod
-    def _decorate(conn: sa.Connection, rows: list[Row]) -> list[Row]:
+    def _decorate(conn: sa.Connection, rows: Rows) -> Rows:
         attached = db.attachments_of(conn, [r["id"] for r in rows])
         by_id = types.by_id(conn, {r["volume_type_id"] for r in rows if r["volume_type_id"]})
         return [{**r, "attachments": attached[r["id"]],
                  "volume_type": by_id.get(r["volume_type_id"] or "")} for r in rows]
 
     async def list(self, ctx: RequestContext, filters: dict[str, Any], all_tenants: bool
-                   ) -> list[Row]:
+                   ) -> Rows:
         """The caller's volumes (every project's for an admin asking for all)."""
-        def select(conn: sa.Connection) -> list[Row]:
+        def select(conn: sa.Connection) -> Rows:
             q = sa.select(volumes).where(volumes.c.deleted.is_(False))
             if not (ctx.is_admin and all_tenants):
                 q = q.where(volumes.c.project_id == ctx.project_id)
@@ -321,7 +324,7 @@ class VolumeService:
         await self.s.db.run(_remove, volume_id)
 
     def _begin_delete(self, conn: sa.Connection, ctx: RequestContext, volume_id: str,
-                      cascade: bool, force: bool) -> list[str]:
+                      cascade: bool, force: bool) -> Names:
         row = db.get_volume(conn, ctx, volume_id)
         action = "force_delete" if force else "delete_cascade" if cascade else "delete"
         db.check_volume(row, action)

@@ -20,6 +20,8 @@ from cirrus.volume.states import SNAPSHOT_ACCEPTS
 from cirrus.volume.states import SnapshotStatus as S
 
 Row = dict[str, Any]
+# (classes below have a ``list`` method, which hides the builtin in their annotations)
+Rows = list[Row]
 
 
 class Snapshots:
@@ -60,8 +62,8 @@ class Snapshots:
         return await self.s.db.read(db.get_snapshot, ctx, snapshot_id)
 
     async def list(self, ctx: RequestContext, filters: dict[str, str],
-                   all_tenants: bool) -> list[Row]:
-        def select(conn: sa.Connection) -> list[Row]:
+                   all_tenants: bool) -> Rows:
+        def select(conn: sa.Connection) -> Rows:
             q = sa.select(snapshots).where(snapshots.c.deleted.is_(False))
             if not (ctx.is_admin and all_tenants):
                 q = q.where(snapshots.c.project_id == ctx.project_id)

@@ -23,6 +23,8 @@ from cirrus.volume.service import Storage
 from cirrus.volume.states import VolumeStatus as V
 
 Row = dict[str, Any]
+# (classes below have a ``list`` method, which hides the builtin in their annotations)
+Rows = list[Row]
 
 
 class TransferNotFound(NotFound):
@@ -69,7 +71,7 @@ class Transfers:
     async def get(self, ctx: RequestContext, transfer_id: str) -> Row:
         return await self.s.db.read(self._get, ctx, transfer_id)
 
-    async def list(self, ctx: RequestContext, all_tenants: bool) -> list[Row]:
+    async def list(self, ctx: RequestContext, all_tenants: bool) -> Rows:
         q = sa.select(transfers).where(transfers.c.deleted.is_(False))
         if not (ctx.is_admin and all_tenants):
             q = q.where(transfers.c.source_project_id == ctx.project_id)

@@ -19,6 +19,9 @@ from cirrus.volume import exception as exc
 from cirrus.volume.models import volume_type_projects, volume_types, volumes
 
 Row = dict[str, Any]
+# (classes below have a ``list`` method, which hides the builtin in their annotations)
+Rows = list[Row]
+Names = list[str]
 DEFAULT_TYPE = "__DEFAULT__"
 
 
@@ -72,8 +75,8 @@ class VolumeTypes:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    async def list(self, ctx: RequestContext, is_public: bool | None) -> list[Row]:
-        def select(conn: sa.Connection) -> list[Row]:
+    async def list(self, ctx: RequestContext, is_public: bool | None) -> Rows:
+        def select(conn: sa.Connection) -> Rows:
             rows = fetch_all(conn, sa.select(volume_types).where(_live())
                              .order_by(volume_types.c.created_at))
             if is_public is not None and ctx.is_admin:
@@ -149,8 +152,8 @@ class VolumeTypes:
                          .values(extra_specs=specs, updated_at=utcnow()))
         await self.db.run(change)
 
-    async def access(self, ctx: RequestContext, type_id: str) -> list[str]:
-        def select(conn: sa.Connection) -> list[str]:
+    async def access(self, ctx: RequestContext, type_id: str) -> Names:
+        def select(conn: sa.Connection) -> Names:
             row = get(conn, ctx, type_id)
             if row["is_public"]:
                 raise exc.VolumeTypeAccessNotFound(volume_type_id=row["id"], project_id="")

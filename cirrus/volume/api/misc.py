@@ -8,8 +8,6 @@ from starlette.responses import Response
 
 from cirrus.api.compute.parameters import query_boolean
 from cirrus.api.wsgi import context, json_body, reply
-from cirrus.db.base import isotime
-from cirrus.db.engine import fetch_all
 from cirrus.exception import Forbidden
 from cirrus.volume import messages, quotas
 from cirrus.volume.api import schemas, views

@@ -203,7 +203,7 @@ def connector(value: Any, field: str = "connector") -> Connector:
     out: Connector = {}
     for key in ("host", "ip", "initiator", "platform", "os_type"):
         if key in value and value[key] is not None:
-            out[key] = text(value[key], f"{field}/{key}", max_len=255)  # type: ignore[literal-required]
+            out[key] = text(value[key], f"{field}/{key}", max_len=255)
     if "multipath" in value:
         out["multipath"] = boolean(value["multipath"], f"{field}/multipath")
     return out
