@@ -16,6 +16,7 @@ T = f"{PR}/types/{{type_id}}"
 AT = f"{PR}/attachments/{{attachment_id}}"
 Q = f"{PR}/os-quota-sets/{{target_project_id}}"
 QS = f"{PR}/qos-specs/{{qos_id}}"
+G = f"{PR}/group_types/{{group_type_id}}"
 
 ROUTES: dict[tuple[str, str], Rule] = {
     ("GET", "/"): Rule("versions", P),
@@ -59,6 +60,16 @@ ROUTES: dict[tuple[str, str], Rule] = {
     ("DELETE", f"{T}/extra_specs/{{key}}"): Rule("volume_extension:types_extra_specs:delete", A),
     ("GET", f"{T}/os-volume-type-access"): Rule("volume_extension:volume_type_access", A),
     ("POST", f"{T}/action"): Rule("volume_extension:volume_type_access:addProjectAccess", A),
+    ("GET", f"{PR}/group_types"): Rule("group:group_types:get_all", R),
+    ("POST", f"{PR}/group_types"): Rule("group:group_types:create", A),
+    ("GET", G): Rule("group:group_types:get", R),
+    ("PUT", G): Rule("group:group_types:update", A),
+    ("DELETE", G): Rule("group:group_types:delete", A),
+    ("GET", f"{G}/group_specs"): Rule("group:group_types_specs:get_all", A),
+    ("POST", f"{G}/group_specs"): Rule("group:group_types_specs:create", A),
+    ("GET", f"{G}/group_specs/{{key}}"): Rule("group:group_types_specs:get", A),
+    ("PUT", f"{G}/group_specs/{{key}}"): Rule("group:group_types_specs:update", A),
+    ("DELETE", f"{G}/group_specs/{{key}}"): Rule("group:group_types_specs:delete", A),
     ("POST", f"{PR}/qos-specs"): Rule("volume_extension:qos_specs_manage:create", A),
     ("GET", f"{PR}/qos-specs"): Rule("volume_extension:qos_specs_manage:get_all", A),
     ("GET", QS): Rule("volume_extension:qos_specs_manage:get", A),

@@ -23,6 +23,18 @@ volume_types = sa.Table(
     sa.Column("deleted", sa.Boolean, nullable=False, default=False),
 )
 
+# Cinder's group types (3.11): recorded for clients; cirrus makes no groups.
+group_types = sa.Table(
+    "volume_group_types", metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("name", sa.String(255), nullable=False),
+    sa.Column("description", sa.String(255), nullable=True),
+    sa.Column("is_public", sa.Boolean, nullable=False, default=True),
+    sa.Column("group_specs", sa.JSON, nullable=False, default=dict),
+    *timestamps(),
+    sa.Column("deleted", sa.Boolean, nullable=False, default=False),
+)
+
 qos_specs = sa.Table(
     "volume_qos_specs", metadata,
     sa.Column("id", sa.String(36), primary_key=True),

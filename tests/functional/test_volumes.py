@@ -351,3 +351,31 @@ async def test_qos_specs(admin: httpx.AsyncClient, demo: httpx.AsyncClient) -> N
     assert (await admin.get(f"{base}/qos-specs/{qos['id']}/disassociate_all")).status_code == 202
     assert (await admin.delete(f"{base}/qos-specs/{qos['id']}")).status_code == 202
     assert (await admin.get(f"{base}/qos-specs/{qos['id']}")).status_code == 404
+
+
+async def test_group_types(admin: httpx.AsyncClient, demo: httpx.AsyncClient) -> None:
+    base, v311 = await volume_url(admin), {"OpenStack-API-Version": "volume 3.11"}
+    assert (await admin.get(f"{base}/group_types")).status_code == 404  # before 3.11
+    resp = await admin.post(f"{base}/group_types", headers=v311, json={"group_type": {
+        "name": "g", "description": "d", "group_specs": {"a": "1"}}})
+    assert resp.status_code == 202, resp.text
+    gid = resp.json()["group_type"]["id"]
+    await admin.post(f"{base}/group_types", headers=v311, json={"group_type": {
+        "name": "private", "is_public": False}})
+    dbase = await volume_url(demo)
+    names = [g["name"] for g in (await demo.get(f"{dbase}/group_types", headers=v311)).json()[
+        "group_types"]]
+    assert names == ["g"]
+    upd = await admin.put(f"{base}/group_types/{gid}", headers=v311,
+                          json={"group_type": {"name": "g2"}})
+    assert upd.json()["group_type"]["name"] == "g2"
+    spec = await admin.put(f"{base}/group_types/{gid}/group_specs/b", headers=v311, json={"b": "2"})
+    assert spec.json() == {"b": "2"}
+    got = await admin.get(f"{base}/group_types/{gid}/group_specs", headers=v311)
+    assert got.json()["group_specs"] == {"a": "1", "b": "2"}
+    assert (await admin.delete(f"{base}/group_types/{gid}/group_specs/a",
+                               headers=v311)).status_code == 202
+    assert (await admin.get(f"{base}/group_types/{gid}/group_specs/a",
+                            headers=v311)).status_code == 404
+    assert (await admin.delete(f"{base}/group_types/{gid}", headers=v311)).status_code == 202
+    assert (await admin.get(f"{base}/group_types/{gid}", headers=v311)).status_code == 404

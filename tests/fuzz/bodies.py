@@ -433,6 +433,19 @@ VOLUME: dict[tuple[str, str], tuple[Example, ...]] = {
            ("POST", f"{_P}/{coll}/{{transfer_id}}/accept"): (Example(
                {"accept": {"auth_key": "0123456789abcdef"}}, headers=headers),),
        }.items()},
+    ("POST", f"{_P}/group_types"): (Example({"group_type": {
+        "name": Unique("fz-gtype-{n}"), "description": "d", "is_public": True,
+        "group_specs": {"k": "v"}}}, persona="admin", headers=vol("3.11")),),
+    ("PUT", f"{_P}/group_types/{{group_type_id}}"): (Example(
+        {"group_type": {"description": "changed"}}, persona="admin", headers=vol("3.11")),),
+    ("DELETE", f"{_P}/group_types/{{group_type_id}}"): (Example(
+        content_type=None, persona="admin", headers=vol("3.11")),),
+    ("POST", f"{_P}/group_types/{{group_type_id}}/group_specs"): (Example(
+        {"group_specs": {"k": "v2"}}, persona="admin", headers=vol("3.11")),),
+    ("PUT", f"{_P}/group_types/{{group_type_id}}/group_specs/{{key}}"): (Example(
+        {"k": "v3"}, params={"key": "k"}, persona="admin", headers=vol("3.11")),),
+    ("DELETE", f"{_P}/group_types/{{group_type_id}}/group_specs/{{key}}"): (Example(
+        content_type=None, persona="admin", headers=vol("3.11")),),
     ("POST", f"{_P}/qos-specs"): (Example({"qos_specs": {
         "name": Unique("fz-qos-{n}"), "consumer": "back-end", "iops": "10"}}, persona="admin"),),
     ("PUT", f"{_P}/qos-specs/{{qos_id}}"): (Example({"qos_specs": {"iops": "20"}},

@@ -214,10 +214,17 @@ async def _volume_qos(w: World) -> str:
     return (await w.call("admin", "POST", f"{_volume_base(w)}/qos-specs", body))["qos_specs"]["id"]
 
 
+async def _volume_group_type(w: World) -> str:
+    body = {"group_type": {"name": f"fz-gtype-{w.next_serial()}", "group_specs": {"k": "v"}}}
+    return (await w.call("admin", "POST", f"{_volume_base(w)}/group_types", body, headers={
+        "OpenStack-API-Version": "volume 3.11"}))["group_type"]["id"]
+
+
 FACTORIES: dict[str, Factory] = {
     "volume": _volume, "volume_snapshot": _volume_snapshot, "volume_type": _volume_type,
     "volume_attachment": _volume_attachment, "fresh_volume": _volume,
     "volume_transfer": _volume_transfer, "volume_qos": _volume_qos,
+    "volume_group_type": _volume_group_type,
     "project": _project, "user": _user, "role": _role, "granted_role": _granted_role,
     "server": _server, "flavor": _flavor, "extra_spec": _extra_spec, "keypair": _keypair,
     "server_group": _server_group, "meta_key": _meta_key, "server_tag": _server_tag,

@@ -43,7 +43,7 @@ COLLECTION_KINDS = {
     "volumes": "volume", "snapshots": "volume_snapshot", "types": "volume_type",
     "attachments": "volume_attachment", "messages": "volume_message",
     "os-volume-transfer": "volume_transfer", "volume-transfers": "volume_transfer",
-    "qos-specs": "volume_qos",
+    "qos-specs": "volume_qos", "group_types": "volume_group_type",
 }
 # … or by its own name, which wins.
 NAMED_KINDS = {"target": "assignment_target", "tid": "project", "uid": "user",
@@ -59,6 +59,7 @@ NESTED_KINDS = {("servers", "tags"): "server_tag", ("servers", "ips"): "network_
                 ("volumes", "metadata"): "volume_meta_key",
                 ("snapshots", "metadata"): "volume_meta_key",
                 ("types", "extra_specs"): "volume_type_spec",
+                ("group_types", "group_specs"): "volume_type_spec",
                 ("security-groups", "tags"): "security_group_tag"}
 
 # Network resources with tags: kind → collection.
@@ -67,7 +68,7 @@ NETWORK_TAGGED = {"network": "networks", "subnet": "subnets", "port": "ports",
 
 # Who creates a fresh resource of a kind.
 ADMIN_KINDS = {"flavor", "extra_spec", "project", "user", "role", "granted_role", "aggregate",
-               "volume_type", "volume_qos"}
+               "volume_type", "volume_qos", "volume_group_type"}
 
 # The cloud's settings for the fuzz: the suite's defaults, room for servers.
 # compute3 is there to be deleted (DELETE /os-services/{id}).
@@ -290,7 +291,8 @@ class World:
             "name": "fz-seed-type", "extra_specs": {"k": "v"}}}))["volume_type"]["id"]
         await self.call("admin", "POST", f"{base}/types", {"volume_type": {
             "name": "fz-private-type", "os-volume-type-access:is_public": False}})
-        for kind in ("volume", "volume_snapshot", "volume_transfer", "volume_qos"):
+        for kind in ("volume", "volume_snapshot", "volume_transfer", "volume_qos",
+                     "volume_group_type"):
             s[kind] = await FACTORIES[kind](self)
 
     async def server_story(self, uuid: str) -> str:

@@ -132,6 +132,10 @@ async def _a_volumes(t: Tenants, server_id: str) -> dict[str, str]:
     vtype = await t.admin.post(f"{base}/types", json={"volume_type": {
         "name": "a-type", "extra_specs": {"k": "v"}}})
     ids["volume_type"] = vtype.json()["volume_type"]["id"]
+    group_type = await t.admin.post(f"{base}/group_types", headers=VOLUME_344, json={
+        "group_type": {"name": "a-group-type", "group_specs": {"k": "v"}}})
+    assert group_type.status_code == 202, group_type.text
+    ids["group_type"] = group_type.json()["group_type"]["id"]
     qos = await t.admin.post(f"{base}/qos-specs", json={"qos_specs": {"name": "a-qos"}})
     ids["qos"] = qos.json()["qos_specs"]["id"]
     return ids
@@ -192,7 +196,7 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
                 "attachment_id": ids.get("attachment", ""),
                 "target_project_id": t.project["demo"], "message_id": "no-such-message",
                 "host": "cirrus@file", "action": "enable", "transfer_id": ids.get("transfer", ""),
-                "qos_id": ids.get("qos", ""),
+                "qos_id": ids.get("qos", ""), "group_type_id": ids.get("group_type", ""),
                 "alias": "quotas" if prefix == "/network" else "os-consoles"}[name]
     return re.sub(r"\{([^}]+)\}", value, path), private
 
@@ -264,7 +268,8 @@ def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str,
         tagged = {"headers": {"OpenStack-API-Version": "compute 2.26"}}  # tags are 2.26's
         return {**tagged, "json": {"tags": ["t"]}} if path.endswith("/tags") and method == "PUT" \
             else tagged
-    if prefix == "/volume" and ("/attachments" in path or "/volume-transfers" in path):
+    if prefix == "/volume" and any(part in path for part in (
+            "/attachments", "/volume-transfers", "/group_types")):
         args = {"json": json_bodies[(method, path)]} if (method, path) in json_bodies else {}
         return {**args, "headers": VOLUME_344}
     if prefix == "/network" and path.endswith("/{id}/tags") and method in ("PUT", "POST"):
@@ -312,6 +317,10 @@ def _volume_bodies(ids: dict[str, str]) -> dict[tuple[str, str], Any]:
         ("PUT", f"{p}/os-quota-sets/{{target_project_id}}"): {"quota_set": {"volumes": 20}},
         ("PUT", f"{p}/os-services/{{action}}"): {"host": "cirrus@file", "binary": "cinder-volume"},
         ("POST", f"{p}/qos-specs"): {"qos_specs": {"name": "q2"}},
+        ("POST", f"{p}/group_types"): {"group_type": {"name": "g2"}},
+        ("PUT", f"{p}/group_types/{{group_type_id}}"): {"group_type": {"description": "d"}},
+        ("POST", f"{p}/group_types/{{group_type_id}}/group_specs"): {"group_specs": {"k": "v"}},
+        ("PUT", f"{p}/group_types/{{group_type_id}}/group_specs/{{key}}"): {"k": "v2"},
         ("PUT", f"{p}/qos-specs/{{qos_id}}"): {"qos_specs": {"k": "v"}},
         ("PUT", f"{p}/qos-specs/{{qos_id}}/delete_keys"): {"keys": ["k"]},
         **{(method, f"{p}/{coll}{tail}"): body for coll in ("os-volume-transfer", "volume-transfers")
@@ -351,7 +360,7 @@ async def test_every_route_answers_each_persona_by_its_rule(cloud: Any, tenants:
     ids = await _a_resources(t)
     private_ids = [v for k, v in ids.items() if k not in ("flavor", "service", "hypervisor",
                                                           "reader_role", "aggregate",
-                                                          "volume_type", "qos")]
+                                                          "volume_type", "qos", "group_type")]
     routes = app_routes(cloud.app)
     assert len(routes) > 100
     failures: list[str] = []

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from starlette.routing import Route
 
-from cirrus.volume.api import (actions, admin, attachments, misc, qos, snapshots, transfers,
-                               types, volumes)
+from cirrus.volume.api import (actions, admin, attachments, group_types, misc, qos, snapshots,
+                               transfers, types, volumes)
 
 P = "/v3/{project_id}"
 V = f"{P}/volumes/{{volume_id}}"
@@ -12,6 +12,7 @@ S = f"{P}/snapshots/{{snapshot_id}}"
 T = f"{P}/types/{{type_id}}"
 A = f"{P}/attachments/{{attachment_id}}"
 Q = f"{P}/os-quota-sets/{{target_project_id}}"
+G = f"{P}/group_types/{{group_type_id}}"
 
 ROUTES = [
     Route("/", misc.versions, methods=["GET"]),
@@ -53,6 +54,16 @@ ROUTES = [
     Route(f"{T}/extra_specs/{{key}}", types.delete_spec, methods=["DELETE"]),
     Route(f"{T}/os-volume-type-access", types.access, methods=["GET"]),
     Route(f"{T}/action", types.action, methods=["POST"]),
+    Route(f"{P}/group_types", group_types.index, methods=["GET"]),
+    Route(f"{P}/group_types", group_types.create, methods=["POST"]),
+    Route(G, group_types.show, methods=["GET"]),
+    Route(G, group_types.update, methods=["PUT"]),
+    Route(G, group_types.delete, methods=["DELETE"]),
+    Route(f"{G}/group_specs", group_types.specs, methods=["GET"]),
+    Route(f"{G}/group_specs", group_types.set_specs, methods=["POST"]),
+    Route(f"{G}/group_specs/{{key}}", group_types.spec, methods=["GET"]),
+    Route(f"{G}/group_specs/{{key}}", group_types.set_spec, methods=["PUT"]),
+    Route(f"{G}/group_specs/{{key}}", group_types.delete_spec, methods=["DELETE"]),
     Route(f"{P}/qos-specs", qos.create, methods=["POST"]),
     Route(f"{P}/qos-specs", qos.index, methods=["GET"]),
     Route(f"{P}/qos-specs/{{qos_id}}", qos.show, methods=["GET"]),

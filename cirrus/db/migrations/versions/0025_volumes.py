@@ -84,6 +84,16 @@ def upgrade() -> None:
                     unique=False)
     op.create_index(op.f('ix_volume_transfers_source_project_id'), 'volume_transfers',
                     ['source_project_id'], unique=False)
+    op.create_table('volume_group_types',
+                    sa.Column('id', sa.String(length=36), nullable=False),
+                    sa.Column('name', sa.String(length=255), nullable=False),
+                    sa.Column('description', sa.String(length=255), nullable=True),
+                    sa.Column('is_public', sa.Boolean(), nullable=False),
+                    sa.Column('group_specs', sa.JSON(), nullable=False),
+                    sa.Column('created_at', sa.DateTime(), nullable=False),
+                    sa.Column('updated_at', sa.DateTime(), nullable=True),
+                    sa.Column('deleted', sa.Boolean(), nullable=False),
+                    sa.PrimaryKeyConstraint('id', name=op.f('pk_volume_group_types')))
     op.create_table('volume_qos_specs',
                     sa.Column('id', sa.String(length=36), nullable=False),
                     sa.Column('name', sa.String(length=255), nullable=False),
@@ -172,6 +182,7 @@ def downgrade() -> None:
     op.drop_table('volume_quotas')
     op.drop_table('volume_quota_classes')
     op.drop_table('volume_qos_specs')
+    op.drop_table('volume_group_types')
     op.drop_index(op.f('ix_volume_transfers_source_project_id'), table_name='volume_transfers')
     op.drop_index(op.f('ix_volume_transfers_volume_id'), table_name='volume_transfers')
     op.drop_table('volume_transfers')
