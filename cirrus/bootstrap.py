@@ -68,7 +68,7 @@ class Cloud:
     """Every cirrus service this process runs, started and stopped together."""
 
     def __init__(self, settings: Settings, *, api: bool = True,
-                 roles: tuple[str, ...] = ("conductor", "scheduler", "compute"),
+                 roles: tuple[str, ...] = ("conductor", "scheduler", "compute", "volume"),
                  prepare_db: bool = True, bus_hub: bool = False,
                  http_transport: httpx.AsyncBaseTransport | None = None,
                  defaults: bool | None = None,
@@ -227,10 +227,11 @@ def _state_factories(volume_api: VolumeAPI | None = None) -> list[tuple[str, Any
     from cirrus.compute.api import make_compute_api
     from cirrus.image.api import make_image_api
     from cirrus.network.service import make_network_service
+    from cirrus.volume.manager import make_block_storage
 
     return [("images", make_image_api), ("network", make_network_service),
             ("compute_api", functools.partial(make_compute_api, volume_api=volume_api)),
-            ("metadata", make_metadata_service)]
+            ("volume", make_block_storage), ("metadata", make_metadata_service)]
 
 
 def _conductor(settings: Settings, db: Database, transport: Transport) -> list[Service]:
@@ -254,4 +255,11 @@ def _compute(settings: Settings, db: Database, transport: Transport,
 
 
 # The services a process can run, by role (``cirrus up`` runs all three).
-_SERVICE_BUILDERS = {"conductor": _conductor, "scheduler": _scheduler, "compute": _compute}
+def _volume(settings: Settings, db: Database, transport: Transport) -> list[Service]:
+    from cirrus.volume.manager import make_services
+
+    return make_services(settings, db, transport)
+
+
+_SERVICE_BUILDERS = {"conductor": _conductor, "scheduler": _scheduler, "compute": _compute,
+                     "volume": _volume}

@@ -189,6 +189,17 @@ class Settings:
     quota_security_groups: int = 10
     quota_security_group_rules: int = 100
 
+    # block storage (Cinder's options; docs/volumes.md)
+    volume_backend: str = "file"     # "file": raw/qcow2 files in <state_dir>/volumes
+    volume_format: str = "raw"       # file backend: "raw" or "qcow2"
+    quota_volumes: int = 10
+    quota_snapshots: int = 10
+    quota_gigabytes: int = 1000
+    quota_per_volume_gigabytes: int = -1
+    # Seconds a volume may stay creating/deleting before the sweep fails it.
+    volume_stuck_timeout: float = 600.0
+    volume_sweep_interval: float = 60.0
+
     # network
     base_mac: str = "fa:16:3e:00:00:00"
     auto_allocate_cidr: str = "10.0.0.0/24"

@@ -1,4 +1,4 @@
-"""The one HTTP application: identity, compute, network and image APIs.
+"""The one HTTP application: identity, compute, network, image and block storage APIs.
 
 Each API family contributes a route table; this module mounts them under
 their catalog prefixes and installs the error handlers and the token
@@ -36,9 +36,10 @@ def _route_tables() -> list[tuple[str, Sequence[BaseRoute], Locate | None]]:
     from cirrus.identity.routes import ROUTES as identity
     from cirrus.image.routes import ROUTES as image
     from cirrus.network.routes import ROUTES as network
+    from cirrus.volume.api.routes import ROUTES as volume
 
     return [("/identity", identity, None), ("/compute", compute, compute_locate),
-            ("/network", network, None), ("/image", image, None),
+            ("/network", network, None), ("/image", image, None), ("/volume", volume, None),
             ("/metadata", metadata, None)]
 
 
@@ -46,7 +47,8 @@ async def index(request: Request) -> Response:
     base = request.app.state.settings.public_url.rstrip("/")
     return JSONResponse({"name": "cirrus", "services": {
         "identity": f"{base}/identity", "compute": f"{base}/compute",
-        "network": f"{base}/network", "image": f"{base}/image"}})
+        "network": f"{base}/network", "image": f"{base}/image",
+        "block-storage": f"{base}/volume"}})
 
 
 class MissingRule(LookupError):
@@ -99,13 +101,16 @@ def build_app(state: dict[str, Any]) -> Starlette:
     """A Starlette app whose ``app.state`` holds ``state`` (settings, services)."""
     routes: list[BaseRoute] = [Route("/", index, methods=["GET"])]
     from cirrus.api.compute.microversion import MicroversionMiddleware
+    from cirrus.volume.api.microversion import VolumeApiMiddleware
 
+    per_family = {"/compute": [Middleware(MicroversionMiddleware)],
+                  "/volume": [Middleware(VolumeApiMiddleware)]}
     for prefix, table, locate in _route_tables():
-        compute = prefix == "/compute"
-        middleware = [Middleware(MicroversionMiddleware)] if compute else None
-        # Nova's routes match a path exactly: ``DELETE /images/`` is a 404
-        # there, not a redirect to the collection (which would answer 405).
-        router = Router(guard_routes(prefix, table, locate), redirect_slashes=not compute)
+        middleware = per_family.get(prefix)
+        # Nova's and Cinder's routes match a path exactly: ``DELETE /images/``
+        # is a 404 there, not a redirect to the collection (which would answer 405).
+        exact = prefix in ("/compute", "/volume")
+        router = Router(guard_routes(prefix, table, locate), redirect_slashes=not exact)
         routes.append(Mount(prefix, app=router, middleware=middleware))
     app = Starlette(
         routes=routes,

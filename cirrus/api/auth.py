@@ -26,6 +26,7 @@ PUBLIC_PATHS = frozenset({
     "/compute", "/compute/", "/compute/v2.1", "/compute/v2.1/", "/compute/v2", "/compute/v2/",
     "/image", "/image/", "/image/versions",
     "/network", "/network/",
+    "/volume", "/volume/", "/volume/v3", "/volume/v3/",
 })
 
 

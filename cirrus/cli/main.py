@@ -77,9 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
                          "(0: everything in one process)")
     up.set_defaults(func=cmd_up)
 
-    for role, text in (("api", "the HTTP API only (identity, compute, network, image)"),
+    for role, text in (("api", "the HTTP API only (identity, compute, network, image, "
+                               "volume)"),
                        ("conductor", "one conductor"), ("scheduler", "one scheduler"),
-                       ("compute", "one compute host")):
+                       ("compute", "one compute host"),
+                       ("volume", "the volume service (its sweep; os-services' entries)")):
         proc = sub.add_parser(role, help=f"run {text} in this process")
         _common(proc)
         proc.add_argument("--host", dest="compute_host",

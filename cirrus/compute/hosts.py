@@ -39,7 +39,8 @@ def zone_of(row: dict[str, Any]) -> str:
 
 def list_services(conn: sa.Connection, host: str | None = None,
                   binary: str | None = None) -> list[dict[str, Any]]:
-    q = sa.select(services).order_by(services.c.id)
+    # The block storage service's rows are Cinder's os-services', not Nova's.
+    q = sa.select(services).where(services.c.binary.not_like("cinder-%")).order_by(services.c.id)
     if host:
         q = q.where(services.c.host == host)
     if binary:

@@ -32,6 +32,7 @@ MODEL_MODULES = (
     "cirrus.compute.models",
     "cirrus.network.models",
     "cirrus.console.models",
+    "cirrus.volume.models",
 )
 
 

@@ -186,22 +186,29 @@ class IdentityService:
             roles = []
         if data.project_id or data.domain_id:
             body["roles"] = [{"id": r["id"], "name": r["name"]} for r in roles]
-            body["catalog"] = self.catalog()
+            body["catalog"] = self.catalog(data.project_id)
             body["is_domain"] = False
         return {"token": body}
 
-    def catalog(self) -> list[dict[str, Any]]:
-        """The service catalog: identity, compute, network and image."""
+    def catalog(self, project_id: str | None = None) -> list[dict[str, Any]]:
+        """The service catalog: identity, compute, network, image and block
+        storage (``block-storage`` and, for older clients, ``volumev3``; Cinder's
+        endpoint names the project: ``project_id`` in a token's catalog, the
+        ``$(project_id)s`` template in the endpoint list, as Keystone)."""
         base = self.settings.public_url.rstrip("/")
         region = self.settings.region
         services = (("identity", "keystone", "/identity"),
                     ("compute", "nova", "/compute/v2.1"),
                     ("network", "neutron", "/network"),
-                    ("image", "glance", "/image"))
+                    ("image", "glance", "/image"),
+                    ("block-storage", "cinder", "/volume/v3/$(project_id)s"),
+                    ("volumev3", "cinderv3", "/volume/v3/$(project_id)s"))
         catalog = []
         for idx, (kind, name, path) in enumerate(services):
             endpoints = [{"id": f"{idx:02d}{n:02d}" + "0" * 28, "interface": iface,
-                          "region": region, "region_id": region, "url": base + path}
+                          "region": region, "region_id": region,
+                          "url": base + (path.replace("$(project_id)s", project_id)
+                                         if project_id else path)}
                          for n, iface in enumerate(("public", "internal", "admin"))]
             catalog.append({"id": f"{idx:032d}", "type": kind, "name": name,
                             "endpoints": endpoints})

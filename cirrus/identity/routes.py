@@ -73,7 +73,8 @@ async def revoke_token(request: Request) -> Response:
 
 
 async def auth_catalog(request: Request) -> Response:
-    return reply({"catalog": request.app.state.identity.catalog(),
+    ctx = getattr(request.state, "context", None)
+    return reply({"catalog": request.app.state.identity.catalog(ctx.project_id if ctx else None),
                   "links": {"self": str(request.url)}})
 
 

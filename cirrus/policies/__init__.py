@@ -15,7 +15,7 @@ answers 404 as OpenStack does for things a caller may not see.
 """
 from __future__ import annotations
 
-from cirrus.policies import compute, identity, image, metadata, network
+from cirrus.policies import compute, identity, image, metadata, network, volume
 from cirrus.policy import Rule
 
 # Mount prefix → that family's route rules.
@@ -25,6 +25,7 @@ TABLES: dict[str, dict[tuple[str, str], Rule]] = {
     "/image": image.ROUTES,
     "/identity": identity.ROUTES,
     "/metadata": metadata.ROUTES,
+    "/volume": volume.ROUTES,
 }
 
 

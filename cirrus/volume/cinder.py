@@ -104,7 +104,7 @@ class Snapshot(TypedDict):
 class VolumeAPI(Protocol):
     """What compute asks of block storage (``nova.volume.cinder.API``). Each
     raises the volume service's typed exceptions (404 not found, 400/409 for a
-    volume in the wrong state, 403 over quota)."""
+    volume in the wrong state, 413 over quota: Cinder's OverQuota)."""
 
     async def get(self, ctx: RequestContext, volume_id: str) -> Volume: ...
 

@@ -18,7 +18,7 @@ from cirrus.context import RequestContext
 from tests.fakes_volume import FakeVolumes, VolumeBackendError
 from tests.functional.servers import (create_server, db_count, fake_drivers, upload_image,
                                       wait_for_status)
-from tests.functional.volumes import (SERVERS, attachments, cloud_options,  # noqa: F401
+from tests.functional.fake_block_storage import (SERVERS, attachments, cloud_options,  # noqa: F401
                                       guest_volumes, project_of, settings_overrides,
                                       volumes, wait_until)
 

@@ -23,7 +23,9 @@ async def test_issue_project_token_with_catalog(api: Api) -> None:
     assert token["project"]["name"] == "demo"
     assert [r["name"] for r in token["roles"]] == ["member"]
     types = {s["type"] for s in token["catalog"]}
-    assert types == {"identity", "compute", "network", "image"}
+    assert types == {"identity", "compute", "network", "image", "block-storage", "volumev3"}
+    volume = next(s for s in token["catalog"] if s["type"] == "block-storage")
+    assert volume["endpoints"][0]["url"].endswith(f"/volume/v3/{token['project']['id']}")
 
 
 async def test_wrong_password_is_401_with_error_body(api: Api) -> None:

@@ -16,7 +16,7 @@ from cirrus.virt.fake import FaultRule
 from tests.fakes_volume import FakeVolumes, VolumeBackendError
 from tests.functional.actions import last_action
 from tests.functional.servers import active_server, db_count, fake_drivers, wait_for_status
-from tests.functional.volumes import (SERVERS, attachments, cloud_options,  # noqa: F401
+from tests.functional.fake_block_storage import (SERVERS, attachments, cloud_options,  # noqa: F401
                                       guest_volumes, project_of, settings_overrides,
                                       volumes, wait_for, wait_until)
 

@@ -392,4 +392,113 @@ IDENTITY: dict[tuple[str, str], tuple[Example, ...]] = {
     ("DELETE", "/identity/v3/{target}/{tid}/users/{uid}/roles/{rid}"): (ADMIN_NO_BODY,),
 }
 
-BODIES: dict[tuple[str, str], tuple[Example, ...]] = {**COMPUTE, **NETWORK, **IMAGE, **IDENTITY}
+def vol(version: str) -> dict[str, str]:
+    return {"OpenStack-API-Version": f"volume {version}"}
+
+
+_P = "/volume/v3/{project_id}"
+_V, _S = f"{_P}/volumes/{{volume_id}}", f"{_P}/snapshots/{{snapshot_id}}"
+_T, _A = f"{_P}/types/{{type_id}}", f"{_P}/attachments/{{attachment_id}}"
+_Q = f"{_P}/os-quota-sets/{{target_project_id}}"
+CONNECTOR = {"host": "fz-host", "ip": "127.0.0.1", "initiator": "iqn.fz", "multipath": False}
+ADMIN_VOLUME_ACTION = Example({"os-reset_status": {"status": "available"}}, persona="admin")
+
+VOLUME: dict[tuple[str, str], tuple[Example, ...]] = {
+    ("POST", f"{_P}/volumes"): (
+        Example({"volume": {"size": 1, "name": "fz-vol", "description": "d",
+                            "metadata": {"k": "v"}, "volume_type": "__DEFAULT__"}}),
+        Example({"volume": {"size": 1, "imageRef": Ref("boot_image")}}),
+        Example({"volume": {"snapshot_id": Ref("volume_snapshot")}}),
+        Example({"volume": {"source_volid": Ref("volume"), "size": 2}}),
+    ),
+    ("PUT", _V): (Example({"volume": {"name": "fz-renamed", "description": "x"}}),),
+    ("DELETE", _V): (NO_BODY,),
+    ("POST", f"{_V}/action"): (
+        Example({"os-extend": {"new_size": 2}}),
+        Example({"os-set_bootable": {"bootable": True}}),
+        Example({"os-update_readonly_flag": {"readonly": False}}),
+        Example({"os-reserve": None}),
+        Example({"os-initialize_connection": {"connector": CONNECTOR}}),
+        Example({"os-attach": {"instance_uuid": Ref("server"), "mountpoint": "/dev/vdb"}}),
+        Example({"os-detach": {}}),
+        Example({"os-retype": {"new_type": Ref("volume_type"), "migration_policy": "never"}}),
+        ADMIN_VOLUME_ACTION,
+    ),
+    ("POST", f"{_V}/metadata"): (Example({"metadata": {"k2": "v2"}}),),
+    ("PUT", f"{_V}/metadata"): (Example({"metadata": {"k": "v"}}),),
+    ("PUT", f"{_V}/metadata/{{key}}"): (Example({"meta": {"k": "v3"}}, params={"key": "k"}),),
+    ("DELETE", f"{_V}/metadata/{{key}}"): (NO_BODY,),
+    ("POST", f"{_P}/snapshots"): (
+        Example({"snapshot": {"volume_id": Ref("volume"), "name": "fz-snap", "force": True,
+                              "metadata": {"k": "v"}}}),),
+    ("PUT", _S): (Example({"snapshot": {"name": "fz-snap2"}}),),
+    ("DELETE", _S): (NO_BODY,),
+    ("POST", f"{_S}/action"): (
+        Example({"os-reset_status": {"status": "available"}}, persona="admin"),),
+    ("POST", f"{_S}/metadata"): (Example({"metadata": {"k2": "v2"}}),),
+    ("PUT", f"{_S}/metadata"): (Example({"metadata": {"k": "v"}}),),
+    ("PUT", f"{_S}/metadata/{{key}}"): (Example({"meta": {"k": "v3"}}, params={"key": "k"}),),
+    ("DELETE", f"{_S}/metadata/{{key}}"): (NO_BODY,),
+    ("POST", f"{_P}/types"): (
+        Example({"volume_type": {"name": Unique("fz-type-{n}"), "description": "d",
+                                 "os-volume-type-access:is_public": True,
+                                 "extra_specs": {"k": "v"}}}, persona="admin"),),
+    ("PUT", _T): (Example({"volume_type": {"description": "changed"}}, persona="admin"),),
+    ("DELETE", _T): (ADMIN_NO_BODY,),
+    ("POST", f"{_T}/extra_specs"): (Example({"extra_specs": {"k": "v2"}}, persona="admin"),),
+    ("PUT", f"{_T}/extra_specs/{{key}}"): (
+        Example({"k": "v3"}, params={"key": "k"}, persona="admin"),),
+    ("DELETE", f"{_T}/extra_specs/{{key}}"): (ADMIN_NO_BODY,),
+    ("POST", f"{_T}/action"): (
+        Example({"addProjectAccess": {"project": Ref("project")}}, persona="admin",
+                params={"type_id": "fz-private-type"}),),
+    ("POST", f"{_P}/attachments"): (
+        Example({"attachment": {"volume_uuid": Ref("fresh_volume"), "instance_uuid": Ref("server"),
+                                "connector": CONNECTOR, "mode": "rw"}}, headers=vol("3.44")),),
+    ("PUT", _A): (Example({"attachment": {"connector": CONNECTOR}}, headers=vol("3.44")),),
+    ("DELETE", _A): (Example(content_type=None, headers=vol("3.44")),),
+    ("POST", f"{_A}/action"): (Example({"os-complete": None}, headers=vol("3.44")),),
+    ("PUT", _Q): (Example({"quota_set": {"volumes": 20, "gigabytes": 1000}}, persona="admin"),),
+    ("DELETE", _Q): (ADMIN_NO_BODY,),
+    ("DELETE", f"{_P}/messages/{{message_id}}"): (Example(content_type=None, headers=vol("3.3")),),
+    **{key: examples for coll, headers in (("os-volume-transfer", {}),
+                                           ("volume-transfers", vol("3.57")))
+       for key, examples in {
+           ("POST", f"{_P}/{coll}"): (Example({"transfer": {
+               "volume_id": Ref("fresh_volume"), "name": "fz-transfer"}}, headers=headers),),
+           ("DELETE", f"{_P}/{coll}/{{transfer_id}}"): (
+               Example(content_type=None, headers=headers),),
+           ("POST", f"{_P}/{coll}/{{transfer_id}}/accept"): (Example(
+               {"accept": {"auth_key": "0123456789abcdef"}}, headers=headers),),
+       }.items()},
+    ("POST", f"{_P}/group_types"): (Example({"group_type": {
+        "name": Unique("fz-gtype-{n}"), "description": "d", "is_public": True,
+        "group_specs": {"k": "v"}}}, persona="admin", headers=vol("3.11")),),
+    ("PUT", f"{_P}/group_types/{{group_type_id}}"): (Example(
+        {"group_type": {"description": "changed"}}, persona="admin", headers=vol("3.11")),),
+    ("DELETE", f"{_P}/group_types/{{group_type_id}}"): (Example(
+        content_type=None, persona="admin", headers=vol("3.11")),),
+    ("POST", f"{_P}/group_types/{{group_type_id}}/group_specs"): (Example(
+        {"group_specs": {"k": "v2"}}, persona="admin", headers=vol("3.11")),),
+    ("PUT", f"{_P}/group_types/{{group_type_id}}/group_specs/{{key}}"): (Example(
+        {"k": "v3"}, params={"key": "k"}, persona="admin", headers=vol("3.11")),),
+    ("DELETE", f"{_P}/group_types/{{group_type_id}}/group_specs/{{key}}"): (Example(
+        content_type=None, persona="admin", headers=vol("3.11")),),
+    ("POST", f"{_P}/qos-specs"): (Example({"qos_specs": {
+        "name": Unique("fz-qos-{n}"), "consumer": "back-end", "iops": "10"}}, persona="admin"),),
+    ("PUT", f"{_P}/qos-specs/{{qos_id}}"): (Example({"qos_specs": {"iops": "20"}},
+                                                   persona="admin"),),
+    ("DELETE", f"{_P}/qos-specs/{{qos_id}}"): (ADMIN_NO_BODY,),
+    ("PUT", f"{_P}/qos-specs/{{qos_id}}/delete_keys"): (Example({"keys": ["iops"]},
+                                                               persona="admin"),),
+    ("PUT", f"{_P}/os-services/{{action}}"): (
+        Example({"host": "cirrus@file", "binary": "cinder-volume", "disabled_reason": "fz"},
+                persona="admin"),
+        Example({"host": "cirrus@file", "binary": "cinder-volume"}, params={"action": "enable"},
+                persona="admin"),),
+    ("PUT", f"{_P}/os-quota-class-sets/{{class_name}}"): (
+        Example({"quota_class_set": {"volumes": 10000, "snapshots": 10000}}, persona="admin"),),
+}
+
+BODIES: dict[tuple[str, str], tuple[Example, ...]] = {**COMPUTE, **NETWORK, **IMAGE, **IDENTITY,
+                                                       **VOLUME}

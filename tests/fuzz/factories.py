@@ -2,6 +2,7 @@
 resource a DELETE removes, a free port to boot on, a token to revoke)."""
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
@@ -105,15 +106,15 @@ async def _attached_port(w: World) -> str:
     return made["interfaceAttachment"]["port_id"]
 
 
-async def _volume(w: World) -> str:
-    """A free volume of the member's project, in the fake block storage."""
-    return w.volumes.add_volume(w.seeds["demo_project"], name=f"fz-vol-{w.next_serial()}")
-
-
 async def _attached_volume(w: World) -> str:
     """A volume attached to the seed server (the attach is cast: its mapping
     exists when the POST answers)."""
     volume_id = await _volume(w)
+    for _ in range(500):  # a new volume is ``creating`` until its file exists
+        shown = await w.call("member", "GET", f"{_volume_base(w)}/volumes/{volume_id}")
+        if shown["volume"]["status"] == "available":
+            break
+        await asyncio.sleep(0.01)
     await w.call("member", "POST",
                  f"/compute/v2.1/servers/{w.seeds['server']}/os-volume_attachments",
                  {"volumeAttachment": {"volumeId": volume_id}})
@@ -221,7 +222,54 @@ async def _token(w: World) -> str:
     return resp.headers["X-Subject-Token"]
 
 
+def _volume_base(w: World) -> str:
+    return f"/volume/v3/{w.seeds['demo_project']}"
+
+
+async def _volume(w: World) -> str:
+    body = {"volume": {"size": 1, "name": f"fz-vol-{w.next_serial()}", "metadata": {"k": "v"}}}
+    return (await w.call("member", "POST", f"{_volume_base(w)}/volumes", body))["volume"]["id"]
+
+
+async def _volume_snapshot(w: World) -> str:
+    body = {"snapshot": {"volume_id": await _volume(w), "metadata": {"k": "v"}}}
+    return (await w.call("member", "POST", f"{_volume_base(w)}/snapshots", body))["snapshot"]["id"]
+
+
+async def _volume_type(w: World) -> str:
+    body = {"volume_type": {"name": f"fz-type-{w.next_serial()}", "extra_specs": {"k": "v"}}}
+    return (await w.call("admin", "POST", f"{_volume_base(w)}/types", body))["volume_type"]["id"]
+
+
+async def _volume_attachment(w: World) -> str:
+    body = {"attachment": {"volume_uuid": await _volume(w), "instance_uuid": w.seeds["server"],
+                           "connector": {"host": "fz-host"}}}
+    return (await w.call("member", "POST", f"{_volume_base(w)}/attachments", body,
+                         headers={"OpenStack-API-Version": "volume 3.44"}))["attachment"]["id"]
+
+
+async def _volume_transfer(w: World) -> str:
+    body = {"transfer": {"volume_id": await _volume(w)}}
+    return (await w.call("member", "POST", f"{_volume_base(w)}/os-volume-transfer",
+                         body))["transfer"]["id"]
+
+
+async def _volume_qos(w: World) -> str:
+    body = {"qos_specs": {"name": f"fz-qos-{w.next_serial()}", "iops": "10"}}
+    return (await w.call("admin", "POST", f"{_volume_base(w)}/qos-specs", body))["qos_specs"]["id"]
+
+
+async def _volume_group_type(w: World) -> str:
+    body = {"group_type": {"name": f"fz-gtype-{w.next_serial()}", "group_specs": {"k": "v"}}}
+    return (await w.call("admin", "POST", f"{_volume_base(w)}/group_types", body, headers={
+        "OpenStack-API-Version": "volume 3.11"}))["group_type"]["id"]
+
+
 FACTORIES: dict[str, Factory] = {
+    "volume": _volume, "volume_snapshot": _volume_snapshot, "volume_type": _volume_type,
+    "volume_attachment": _volume_attachment, "fresh_volume": _volume,
+    "volume_transfer": _volume_transfer, "volume_qos": _volume_qos,
+    "volume_group_type": _volume_group_type,
     "project": _project, "user": _user, "role": _role, "granted_role": _granted_role,
     "server": _server, "flavor": _flavor, "extra_spec": _extra_spec, "keypair": _keypair,
     "server_group": _server_group, "meta_key": _meta_key, "server_tag": _server_tag,
@@ -229,7 +277,7 @@ FACTORIES: dict[str, Factory] = {
     "network": _network, "subnet": _subnet, "port": _port, "security_group": _security_group,
     "security_group_rule": _security_group_rule, "image": _image, "tag": _tag,
     "member": _member, "free_port": _port, "fresh_token": _token, "service": _spare_service,
-    "aggregate": _aggregate, "volume": _volume, "attached_volume": _attached_volume,
+    "aggregate": _aggregate, "attached_volume": _attached_volume,
     "router": _router, "floatingip": _floatingip,
     "free_subnet": _free_subnet, "attached_subnet": _attached_subnet,
     **{f"{kind}_tag": _network_tag(kind, collection) for kind, collection in {
@@ -237,4 +285,4 @@ FACTORIES: dict[str, Factory] = {
         "security_group": "security-groups"}.items()},
 }
 # Kinds that are always made fresh: a free port is used up by the request.
-FRESH_ONLY = {"free_port", "fresh_token", "volume", "free_subnet", "attached_subnet"}
+FRESH_ONLY = {"free_port", "fresh_token", "fresh_volume", "free_subnet", "attached_subnet"}

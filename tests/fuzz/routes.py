@@ -1,6 +1,6 @@
 """The fuzz targets, read from the route tables of the built app.
 
-Nothing here lists routes by hand: a route added to any of the four tables
+Nothing here lists routes by hand: a route added to any of the tables
 shows up in :func:`write_targets` and, without an entry in ``bodies.py``,
 fails ``test_every_write_route_has_an_example``.
 """
@@ -14,7 +14,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from cirrus.api.app import build_app
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-SERVICES = ("/identity", "/compute", "/network", "/image")
+SERVICES = ("/identity", "/compute", "/network", "/image", "/volume")
 
 
 @dataclass(frozen=True, order=True)

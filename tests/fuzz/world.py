@@ -22,7 +22,6 @@ from cirrus.bootstrap import Cloud
 from cirrus.config import Settings
 from tests.conftest import TEST_DEFAULTS, Api, AppTransport, make_settings
 from tests.databases import SQLiteDatabases
-from tests.fakes_volume import FakeVolumes
 from tests.fuzz.factories import FACTORIES, FRESH_ONLY, SetupError
 from tests.fuzz.routes import Target
 from tests.tenants import make_tenants
@@ -43,17 +42,26 @@ COLLECTION_KINDS = {
     "os-hypervisors": "hypervisor", "os-aggregates": "aggregate",
     "os-volume_attachments": "attached_volume",
     "routers": "router", "floatingips": "floatingip",
+    "volumes": "volume", "snapshots": "volume_snapshot", "types": "volume_type",
+    "attachments": "volume_attachment", "messages": "volume_message",
+    "os-volume-transfer": "volume_transfer", "volume-transfers": "volume_transfer",
+    "qos-specs": "volume_qos", "group_types": "volume_group_type",
 }
 # … or by its own name, which wins.
 NAMED_KINDS = {"target": "assignment_target", "tid": "project", "uid": "user",
                "rid": "granted_role", "security_group_id": "security_group",
                "rule_id": "security_group_rule", "host_name": "compute_host",
                "migration_id": "migration", "class_name": "quota_class",
-               "alias": "extension", "network_id": "network"}
+               "alias": "extension", "network_id": "network",
+               "target_project_id": "volume_quota_project", "action": "volume_service_action"}
 # … or, first of all, by the two collections before it (a server's tag is not an image's).
 NESTED_KINDS = {("servers", "tags"): "server_tag", ("servers", "ips"): "network_label",
                 ("images", "metadata"): "image_meta_key", ("networks", "tags"): "network_tag",
                 ("subnets", "tags"): "subnet_tag", ("ports", "tags"): "port_tag",
+                ("volumes", "metadata"): "volume_meta_key",
+                ("snapshots", "metadata"): "volume_meta_key",
+                ("types", "extra_specs"): "volume_type_spec",
+                ("group_types", "group_specs"): "volume_type_spec",
                 ("security-groups", "tags"): "security_group_tag"}
 
 # Network resources with tags: kind → collection.
@@ -61,12 +69,14 @@ NETWORK_TAGGED = {"network": "networks", "subnet": "subnets", "port": "ports",
                   "security_group": "security-groups"}
 
 # Who creates a fresh resource of a kind.
-ADMIN_KINDS = {"flavor", "extra_spec", "project", "user", "role", "granted_role", "aggregate"}
+ADMIN_KINDS = {"flavor", "extra_spec", "project", "user", "role", "granted_role", "aggregate",
+               "volume_type", "volume_qos", "volume_group_type"}
 
 # The cloud's settings for the fuzz: the suite's defaults, room for servers.
 # compute3 is there to be deleted (DELETE /os-services/{id}).
 SETTINGS = {"computes": 3, "quota_instances": 30, "quota_cores": 60, "quota_ram": 1 << 20,
-            "quota_server_groups": 100}
+            "quota_server_groups": 100, "quota_volumes": 10000, "quota_snapshots": 10000,
+            "quota_gigabytes": 100000}
 
 # Where a request's unexpected errors are logged: the API's handler, and the
 # RPC server's for an error raised in a service the API called.
@@ -80,6 +90,8 @@ def param_kind(target: Target, param: str) -> str | None:
     """The kind of resource ``param`` of ``target`` names, or None if unknown."""
     segments = target.path.split("/")
     index = segments.index("{" + param + "}")
+    if segments[1] == "volume" and param == "project_id":
+        return "demo_project"  # Cinder's URLs name the caller's project
     nested = NESTED_KINDS.get((segments[index - 3], segments[index - 1])) if index >= 3 else None
     if nested is not None:
         return nested
@@ -115,9 +127,6 @@ class World:
         self.client: httpx.AsyncClient | None = None
         self.tokens: dict[str, str] = {}
         self.seeds: dict[str, str] = {}
-        # Block storage: the fake's volumes, new with each world (the restored
-        # database names none of the last world's).
-        self.volumes = FakeVolumes()
         self.errors = ErrorLog()
         # The fuzz reports each logged error with the request that caused it;
         # thousands of tracebacks in pytest's captured log would bury that.
@@ -171,12 +180,11 @@ class World:
         s["attached_port"] = ports["ports"][0]["id"]
         s["used_mac"] = ports["ports"][0]["mac_address"]
         s["attached_volume"] = await FACTORIES["attached_volume"](self)
+        s["volume_attachment"] = await FACTORIES["volume_attachment"](self)  # to the new server
         self.errors.drain()
 
     async def _open(self, settings: Settings) -> None:
-        self.volumes = FakeVolumes()
-        cloud = self.cloud = Cloud(settings, http_transport=AppTransport(lambda: cloud.app),
-                                   volume_api=self.volumes)
+        cloud = self.cloud = Cloud(settings, http_transport=AppTransport(lambda: cloud.app))
         await self.cloud.start()
         # raise_app_exceptions=False: a 500 comes back as a response to check.
         transport = httpx.ASGITransport(app=self.cloud.app, raise_app_exceptions=False)
@@ -278,6 +286,22 @@ class World:
         # Not "default": a fuzzed default class would change every project's limits.
         s["quota_class"] = "fz-class"
         s["extension"] = "os-consoles"
+        await self._seed_volumes()
+
+    async def _seed_volumes(self) -> None:
+        s, base = self.seeds, f"/volume/v3/{self.seeds['demo_project']}"
+        s["volume_quota_project"] = s["project"]
+        s["volume_meta_key"] = "k"
+        s["volume_type_spec"] = "k"
+        s["volume_message"] = "fz-no-such-message"
+        s["volume_service_action"] = "disable-log-reason"
+        s["volume_type"] = (await self.call("admin", "POST", f"{base}/types", {"volume_type": {
+            "name": "fz-seed-type", "extra_specs": {"k": "v"}}}))["volume_type"]["id"]
+        await self.call("admin", "POST", f"{base}/types", {"volume_type": {
+            "name": "fz-private-type", "os-volume-type-access:is_public": False}})
+        for kind in ("volume", "volume_snapshot", "volume_transfer", "volume_qos",
+                     "volume_group_type"):
+            s[kind] = await FACTORIES[kind](self)
 
     async def server_story(self, uuid: str) -> str:
         """What the database says happened to a server (for a seed server
@@ -350,4 +374,6 @@ KINDS = sorted(set(FACTORIES) | set(COLLECTION_KINDS.values()) | set(NAMED_KINDS
                | {"boot_image", "demo_project", "other_project", "token", "service",
                   "quota_project", "assignment_target", "domain", "hypervisor", "used_mac",
                   "compute_host", "migration", "quota_class", "extension",
-                  "external_network"})
+                  "external_network",
+                  "volume_quota_project", "volume_meta_key", "volume_type_spec",
+                  "volume_message", "volume_service_action"})

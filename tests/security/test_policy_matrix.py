@@ -116,11 +116,49 @@ async def _a_resources(t: Tenants) -> dict[str, str]:
     ids["hypervisor"] = str((await a.get("/compute/v2.1/os-hypervisors")).json()["hypervisors"][0]["id"])
     roles = (await a.get("/identity/v3/roles")).json()["roles"]
     ids["reader_role"] = next(r["id"] for r in roles if r["name"] == "reader")
+    ids.update(await _a_volumes(t, ids["server"]))
     return ids
 
 
-# A volume nobody has (this cloud has no block storage: attaching it is a 400).
+# A volume nobody has: an allowed attach is a 400, and no persona's call
+# changes what the next one sees.
 NO_SUCH_VOLUME = "00000000-0000-4000-8000-00000000f00d"
+
+
+async def _a_volumes(t: Tenants, server_id: str) -> dict[str, str]:
+    """Project A's volume (with metadata and a snapshot), a second one
+    reserved by an attachment, and a volume type made by the admin."""
+    base, ids = f"/volume/v3/{t.project['demo']}", {}
+    for name in ("volume", "att_volume", "transfer_volume"):
+        vol = await t.member.post(f"{base}/volumes", json={"volume": {
+            "size": 1, "name": f"a-{name}", "metadata": {"k": "v"}}})
+        assert vol.status_code == 202, vol.text
+        ids[name] = vol.json()["volume"]["id"]
+    snap = await t.member.post(f"{base}/snapshots", json={"snapshot": {
+        "volume_id": ids["volume"], "metadata": {"k": "v"}}})
+    ids["snapshot"] = snap.json()["snapshot"]["id"]
+    att = await t.member.post(f"{base}/attachments", headers=VOLUME_344, json={"attachment": {
+        "volume_uuid": ids["att_volume"], "instance_uuid": server_id}})
+    assert att.status_code == 200, att.text
+    ids["attachment"] = att.json()["attachment"]["id"]
+    transfer = await t.member.post(f"{base}/os-volume-transfer", json={"transfer": {
+        "volume_id": ids["transfer_volume"]}})
+    assert transfer.status_code == 202, transfer.text
+    ids["transfer"] = transfer.json()["transfer"]["id"]
+    vtype = await t.admin.post(f"{base}/types", json={"volume_type": {
+        "name": "a-type", "extra_specs": {"k": "v"}}})
+    ids["volume_type"] = vtype.json()["volume_type"]["id"]
+    group_type = await t.admin.post(f"{base}/group_types", headers=VOLUME_344, json={
+        "group_type": {"name": "a-group-type", "group_specs": {"k": "v"}}})
+    assert group_type.status_code == 202, group_type.text
+    ids["group_type"] = group_type.json()["group_type"]["id"]
+    qos = await t.admin.post(f"{base}/qos-specs", json={"qos_specs": {"name": "a-qos"}})
+    ids["qos"] = qos.json()["qos_specs"]["id"]
+    return ids
+
+
+VOLUME_344 = {"OpenStack-API-Version": "volume 3.57"}  # attachments (3.44), transfers (3.55)
+
 
 # Routes whose answer is 501 when allowed: no cirrus driver has the feature.
 NOT_IMPLEMENTED = {f"/v2.1/os-hosts/{{host_name}}/{action}"
@@ -146,7 +184,7 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
         collection = path.split("/")[2] if prefix in ("/network", "/identity") else ""
         shared = {"flavor_id", "service_id", "hypervisor_id", "pattern", "target", "rid",
                   "aggregate_id", "host_name", "before_timestamp", "class_name", "alias",
-                  "path", "version"}
+                  "path", "version", "host", "action"}
         if name == "id" and collection in ("roles", "domains"):
             shared.add("id")
         if path.startswith("/v2.1/flavors/"):
@@ -170,7 +208,12 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
                 "migration_id": "1", "host_name": ids["host"],
                 "before_timestamp": "2026-01-02 03:04:05", "security_group_id": ids["sg"],
                 "rule_id": ids["sg_rule"], "network_id": ids["network"],
-                "class_name": "matrix-class", "volume_id": NO_SUCH_VOLUME,
+                "class_name": "matrix-class", "volume_id": ids.get("volume", ""),
+                "snapshot_id": ids.get("snapshot", ""), "type_id": ids.get("volume_type", ""),
+                "attachment_id": ids.get("attachment", ""),
+                "target_project_id": t.project["demo"], "message_id": "no-such-message",
+                "host": "cirrus@file", "action": "enable", "transfer_id": ids.get("transfer", ""),
+                "qos_id": ids.get("qos", ""), "group_type_id": ids.get("group_type", ""),
                 "alias": "quotas" if prefix == "/network" else "os-consoles",
                 "path": "openstack/latest/meta_data.json", "version": "latest"}[name]
     return re.sub(r"\{([^}]+)\}", value, path), private
@@ -246,12 +289,17 @@ def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str,
         ("POST", "/v3/users"): {"user": {"name": "u2", "password": "u2"}},
         ("PATCH", "/v3/users/{id}"): {"user": {"email": "a@b.c"}},
         ("POST", "/v3/roles"): {"role": {"name": "r2"}},
+        **_volume_bodies(ids),
         ("PATCH", "/v3/roles/{id}"): {"role": {"name": "reader"}},
     }
     if prefix == "/compute" and path.startswith("/v2.1/servers/{server_id}/tags"):
         tagged = {"headers": {"OpenStack-API-Version": "compute 2.26"}}  # tags are 2.26's
         return {**tagged, "json": {"tags": ["t"]}} if path.endswith("/tags") and method == "PUT" \
             else tagged
+    if prefix == "/volume" and any(part in path for part in (
+            "/attachments", "/volume-transfers", "/group_types")):
+        args = {"json": json_bodies[(method, path)]} if (method, path) in json_bodies else {}
+        return {**args, "headers": VOLUME_344}
     if prefix == "/network" and path.endswith("/{id}/tags") and method in ("PUT", "POST"):
         return {"json": {"tags": ["t"]}}  # a resource's whole tag list
     if (method, path) == ("PATCH", "/v2/images/{image_id}"):
@@ -270,6 +318,49 @@ def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str,
     return {}
 
 
+def _volume_bodies(ids: dict[str, str]) -> dict[tuple[str, str], Any]:
+    p = "/v3/{project_id}"
+    v, s, t = f"{p}/volumes/{{volume_id}}", f"{p}/snapshots/{{snapshot_id}}", f"{p}/types/{{type_id}}"
+    return {
+        ("POST", f"{p}/volumes"): {"volume": {"size": 1}},
+        ("PUT", v): {"volume": {"name": "a-volume-renamed"}},
+        ("POST", f"{v}/action"): {"os-set_bootable": {"bootable": True}},
+        ("POST", f"{v}/metadata"): {"metadata": {"k2": "v"}},
+        ("PUT", f"{v}/metadata"): {"metadata": {"k": "v"}},
+        ("PUT", f"{v}/metadata/{{key}}"): {"meta": {"k": "v2"}},
+        ("POST", f"{p}/snapshots"): {"snapshot": {"volume_id": ids["volume"], "force": True}},
+        ("PUT", s): {"snapshot": {"name": "s2"}},
+        ("POST", f"{s}/action"): {"os-update_snapshot_status": {"status": "available"}},
+        ("POST", f"{s}/metadata"): {"metadata": {"k2": "v"}},
+        ("PUT", f"{s}/metadata"): {"metadata": {"k": "v"}},
+        ("PUT", f"{s}/metadata/{{key}}"): {"meta": {"k": "v2"}},
+        ("POST", f"{p}/types"): {"volume_type": {"name": "t2"}},
+        ("PUT", t): {"volume_type": {"description": "d"}},
+        ("POST", f"{t}/extra_specs"): {"extra_specs": {"k": "v"}},
+        ("PUT", f"{t}/extra_specs/{{key}}"): {"k": "v"},
+        ("POST", f"{t}/action"): {"addProjectAccess": {"project": "0" * 32}},
+        ("POST", f"{p}/attachments"): {"attachment": {"volume_uuid": ids["volume"],
+                                                      "instance_uuid": ids["server"]}},
+        ("PUT", f"{p}/attachments/{{attachment_id}}"): {"attachment": {"connector": {
+            "host": "h"}}},
+        ("POST", f"{p}/attachments/{{attachment_id}}/action"): {"os-complete": None},
+        ("PUT", f"{p}/os-quota-sets/{{target_project_id}}"): {"quota_set": {"volumes": 20}},
+        ("PUT", f"{p}/os-services/{{action}}"): {"host": "cirrus@file", "binary": "cinder-volume"},
+        ("POST", f"{p}/qos-specs"): {"qos_specs": {"name": "q2"}},
+        ("POST", f"{p}/group_types"): {"group_type": {"name": "g2"}},
+        ("PUT", f"{p}/group_types/{{group_type_id}}"): {"group_type": {"description": "d"}},
+        ("POST", f"{p}/group_types/{{group_type_id}}/group_specs"): {"group_specs": {"k": "v"}},
+        ("PUT", f"{p}/group_types/{{group_type_id}}/group_specs/{{key}}"): {"k": "v2"},
+        ("PUT", f"{p}/qos-specs/{{qos_id}}"): {"qos_specs": {"k": "v"}},
+        ("PUT", f"{p}/qos-specs/{{qos_id}}/delete_keys"): {"keys": ["k"]},
+        **{(method, f"{p}/{coll}{tail}"): body for coll in ("os-volume-transfer", "volume-transfers")
+           for method, tail, body in (
+               ("POST", "", {"transfer": {"volume_id": ids["volume"]}}),
+               ("POST", "/{transfer_id}/accept", {"accept": {"auth_key": "0" * 16}}))},
+        ("PUT", f"{p}/os-quota-class-sets/{{class_name}}"): {"quota_class_set": {"volumes": 10}},
+    }
+
+
 async def _send(client: httpx.AsyncClient, method: str, url: str, token: str,
                 args: dict[str, Any]) -> httpx.Response:
     headers = {"X-Subject-Token": token, **args.get("headers", {})}
@@ -285,7 +376,9 @@ async def _snapshot(t: Tenants, ids: dict[str, str]) -> dict[str, Any]:
                 f"/network/v2.0/ports/{ids['port']}", f"/network/v2.0/security-groups/{ids['sg']}",
                 f"/image/v2/images/{ids['image']}", f"/compute/v2.1/os-server-groups/{ids['group']}",
                 f"/compute/v2.1/os-quota-sets/{t.project['demo']}", "/compute/v2.1/flavors/matrix",
-                f"/identity/v3/users/{t.user['demo']}", f"/identity/v3/projects/{t.project['demo']}"):
+                f"/identity/v3/users/{t.user['demo']}", f"/identity/v3/projects/{t.project['demo']}",
+                f"/volume/v3/{t.project['demo']}/volumes/{ids['volume']}",
+                f"/volume/v3/{t.project['demo']}/snapshots/{ids['snapshot']}"):
         resp = await t.admin.get(url, headers={"OpenStack-API-Version": "compute 2.90"})
         assert resp.status_code == 200, (url, resp.text)
         out[url] = resp.json()
@@ -296,7 +389,8 @@ async def test_every_route_answers_each_persona_by_its_rule(cloud: Any, tenants:
     t = tenants
     ids = await _a_resources(t)
     private_ids = [v for k, v in ids.items() if k not in ("flavor", "service", "hypervisor",
-                                                          "reader_role", "aggregate", "external")]
+                                                          "reader_role", "aggregate", "external",
+                                                          "volume_type", "qos", "group_type")]
     routes = app_routes(cloud.app)
     assert len(routes) > 100
     failures: list[str] = []

@@ -55,7 +55,20 @@ NETWORK_FEATURES: dict[str, bool] = {
     "floating_ips": True,            # routers and floating IPs on PUBLIC_NETWORK
 }
 
-FEATURES = {**COMPUTE_FEATURES, **NETWORK_FEATURES}  # every switch of the template
+# [volume-feature-enabled] and [service_available] cinder: the block storage
+# API (issue 20). Backups, manage/unmanage, volume upload to image and
+# multiple backends are not implemented; extending an attached volume needs
+# the compute side.
+VOLUME_FEATURES: dict[str, bool] = {
+    "cinder": True,
+    "volume_snapshot": True,
+    "volume_clone": True,
+    "volume_backup": False,
+    "extend_attached_volume": False,
+    "volume_image_dep_tests": False,
+}
+
+FEATURES = {**COMPUTE_FEATURES, **NETWORK_FEATURES, **VOLUME_FEATURES}  # every switch
 
 IMAGES = ("tempest-image", "tempest-image-alt")
 # devstack's m1.nano and m1.micro: the second is bigger, as resize tests need.
@@ -169,6 +182,11 @@ def max_microversion(cloud: Cloud) -> str:
     return str(cloud.call("GET", "/compute/v2.1")["version"]["version"])
 
 
+def volume_max_microversion(cloud: Cloud) -> str:
+    resp = cloud.http.get(f"{cloud.url}/volume/")  # 300 Multiple Choices, as Cinder
+    return str(resp.json()["versions"][0]["version"])
+
+
 def network_extensions(cloud: Cloud) -> str:
     return ",".join(e["alias"] for e in cloud.call("GET", "/network/v2.0/extensions")["extensions"])
 
@@ -209,8 +227,17 @@ def prepare(url: str, admin: Admin, computes: int, log_dir: Path,
         "max_microversion": max_microversion(cloud), "build_timeout": str(build_timeout),
         "scheduler_filters": ",".join(DEFAULT_FILTERS),
         "network_extensions": network_extensions(cloud),
-        "public_network_id": ensure_public_network(cloud), "public_network_name": PUBLIC_NETWORK}
+        "public_network_id": ensure_public_network(cloud), "public_network_name": PUBLIC_NETWORK,
+        "volume_max_microversion": volume_max_microversion(cloud)}
     return render(values, FEATURES)
+
+
+def _readable(clouds: Path) -> bool:
+    try:
+        load_admin(clouds)
+    except (OSError, TypeError, KeyError, yaml.YAMLError):
+        return False
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -222,7 +249,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--computes", type=int, default=2)
     parser.add_argument("--build-timeout", type=int, default=60)
     args = parser.parse_args(argv)
-    wait_for("clouds.yaml", args.clouds.exists, 120)
+    # Written by the starting cloud: it may exist before its content does.
+    wait_for("clouds.yaml", lambda: _readable(args.clouds), 120)
     conf = prepare(args.url, load_admin(args.clouds), args.computes, args.log_dir,
                    args.build_timeout)
     args.output.parent.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ VALUES = {"log_dir": "/tmp/logs", "identity_url": "http://127.0.0.1:1/identity",
           "flavor_ref": "42", "flavor_ref_alt": "84", "network_name": "tempest-net",
           "computes": "2", "min_microversion": "2.1", "max_microversion": "2.90",
           "build_timeout": "60", "scheduler_filters": "RamFilter,ComputeFilter",
-          "network_extensions": "security-group,quotas"}
+          "network_extensions": "security-group,quotas", "volume_max_microversion": "3.66"}
 # Issue #19's list: each must be a switch in the template.
 ISSUE_FEATURES = ("resize", "cold_migration", "live_migration", "pause", "suspend", "shelve",
                   "rescue", "snapshot", "change_password", "interface_attach",
@@ -34,7 +34,9 @@ def test_template_fills_every_value() -> None:
     assert conf["compute"]["min_microversion"] == "2.1"
     assert conf["identity"]["uri_v3"] == "http://127.0.0.1:1/identity/v3"
     assert conf["compute"]["fixed_network_name"] == "tempest-net"
-    assert conf["service_available"]["cinder"] == "false"
+    assert conf["service_available"]["cinder"] == "true"
+    assert conf["volume"]["catalog_type"] == "block-storage"
+    assert conf["volume"]["max_microversion"] == "3.66"
     for section in conf.sections():
         for key, value in conf[section].items():
             assert "${" not in value, (section, key)

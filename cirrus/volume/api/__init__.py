@@ -1,0 +1,1 @@
+"""Block storage v3 HTTP API (the Cinder subset clients and Nova call)."""
