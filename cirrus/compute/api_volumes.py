@@ -119,8 +119,6 @@ class VolumeActions:
     async def _bdm_volume(self, ctx: RequestContext, volume_id: str) -> Volume:
         try:
             return await self.volume_api.get(ctx, volume_id)
-        except exc.VolumeServiceUnavailable:
-            raise
         except (NotFound, Invalid):
             raise exc.InvalidBDMVolume(id=volume_id) from None
 

@@ -382,11 +382,6 @@ class VolumeAttachmentExists(Conflict):
     msg_fmt = "The volume %(volume_id)s is attached to the server already."
 
 
-class VolumeServiceUnavailable(Invalid):
-    """No block storage in this deployment: a request needing it is refused."""
-    msg_fmt = "Volumes are not available: this cloud has no block storage service."
-
-
 class VolumeNotCreated(CirrusException):
     """A boot volume did not become available in time (Nova's ``VolumeNotCreated``)."""
     msg_fmt = ("Volume %(volume_id)s did not finish being created even after we waited "
