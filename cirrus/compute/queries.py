@@ -16,8 +16,8 @@ import sqlalchemy as sa
 
 from cirrus.compute import exception as exc
 from cirrus.compute import tags
-from cirrus.compute.models import (instance_faults, instance_group_members, instance_info_caches,
-                                   instances)
+from cirrus.compute.models import (block_device_mappings, instance_faults,
+                                   instance_group_members, instance_info_caches, instances)
 from cirrus.compute.regex import Matcher, compile_filter
 from cirrus.compute.states import TaskState, VmState
 from cirrus.db.engine import fetch_all
@@ -231,6 +231,24 @@ def _after_marker(conn: sa.Connection, stmt: Any, q: ListQuery) -> Any:
         return stmt.where(sa.and_(col.is_(None), tie))
     after = col < value if direction == "desc" else col > value
     return stmt.where(sa.or_(after, sa.and_(col == value, tie)))
+
+
+def with_volumes(conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
+    """Set each row's ``volumes_attached`` (the server view's
+    ``os-extended-volumes:volumes_attached``): (volume id, delete on
+    termination) of its volume mappings, boot volume first; one query."""
+    for row in rows:
+        row["volumes_attached"] = []
+    if not rows:
+        return
+    by_uuid = {r["uuid"]: r for r in rows}
+    bdm = block_device_mappings
+    found = conn.execute(sa.select(bdm.c.instance_uuid, bdm.c.volume_id,
+                                   bdm.c.delete_on_termination).where(
+        bdm.c.instance_uuid.in_(list(by_uuid)), bdm.c.volume_id.is_not(None))
+        .order_by(bdm.c.instance_uuid, sa.func.coalesce(bdm.c.boot_index, 1 << 30), bdm.c.id))
+    for uuid, volume_id, delete_on_termination in found:
+        by_uuid[uuid]["volumes_attached"].append((volume_id, bool(delete_on_termination)))
 
 
 def info_caches(conn: sa.Connection, uuids: list[str]) -> dict[str, list[VIF]]:

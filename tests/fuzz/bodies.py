@@ -119,8 +119,8 @@ COMPUTE: dict[tuple[str, str], tuple[Example, ...]] = {
     ),
     ("DELETE", "/compute/v2.1/servers/{server_id}/os-interface/{port_id}"): (NO_BODY,),
     ("POST", "/compute/v2.1/servers/{server_id}/os-volume_attachments"): (
-        Example({"volumeAttachment": {"volumeId": Ref("volume")}}),
-        Example({"volumeAttachment": {"volumeId": Ref("volume"), "tag": "data",
+        Example({"volumeAttachment": {"volumeId": Ref("available_volume")}}),
+        Example({"volumeAttachment": {"volumeId": Ref("available_volume"), "tag": "data",
                                       "delete_on_termination": True}}, headers=v("2.79")),
     ),
     ("PUT", "/compute/v2.1/servers/{server_id}/os-volume_attachments/{volume_id}"): (

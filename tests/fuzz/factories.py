@@ -106,15 +106,22 @@ async def _attached_port(w: World) -> str:
     return made["interfaceAttachment"]["port_id"]
 
 
+async def _available_volume(w: World) -> str:
+    """A new volume of the member's, once ``available`` (a new volume is
+    ``creating`` until its file exists): one a server can attach."""
+    volume_id = await _volume(w)
+    for _ in range(500):
+        shown = await w.call("member", "GET", f"{_volume_base(w)}/volumes/{volume_id}")
+        if shown["volume"]["status"] == "available":
+            return volume_id
+        await asyncio.sleep(0.01)
+    raise SetupError(f"volume {volume_id} did not become available")
+
+
 async def _attached_volume(w: World) -> str:
     """A volume attached to the seed server (the attach is cast: its mapping
     exists when the POST answers)."""
-    volume_id = await _volume(w)
-    for _ in range(500):  # a new volume is ``creating`` until its file exists
-        shown = await w.call("member", "GET", f"{_volume_base(w)}/volumes/{volume_id}")
-        if shown["volume"]["status"] == "available":
-            break
-        await asyncio.sleep(0.01)
+    volume_id = await _available_volume(w)
     await w.call("member", "POST",
                  f"/compute/v2.1/servers/{w.seeds['server']}/os-volume_attachments",
                  {"volumeAttachment": {"volumeId": volume_id}})
@@ -278,6 +285,7 @@ FACTORIES: dict[str, Factory] = {
     "security_group_rule": _security_group_rule, "image": _image, "tag": _tag,
     "member": _member, "free_port": _port, "fresh_token": _token, "service": _spare_service,
     "aggregate": _aggregate, "attached_volume": _attached_volume,
+    "available_volume": _available_volume,
     "router": _router, "floatingip": _floatingip,
     "free_subnet": _free_subnet, "attached_subnet": _attached_subnet,
     **{f"{kind}_tag": _network_tag(kind, collection) for kind, collection in {
@@ -285,4 +293,4 @@ FACTORIES: dict[str, Factory] = {
         "security_group": "security-groups"}.items()},
 }
 # Kinds that are always made fresh: a free port is used up by the request.
-FRESH_ONLY = {"free_port", "fresh_token", "fresh_volume", "free_subnet", "attached_subnet"}
+FRESH_ONLY = {"free_port", "fresh_token", "fresh_volume", "available_volume", "free_subnet", "attached_subnet"}

@@ -148,6 +148,7 @@ async def detail(request: Request) -> Response:
         rows = queries.list_instances(conn, q, network_info=True)
         if version >= TAGS_SHOWN:
             queries.with_tags(conn, rows)
+        queries.with_volumes(conn, rows)
         return rows, queries.latest_faults(conn, rows)
     rows, faults = await request.app.state.db.read(load)
     view = views.DetailView(_base(request), version, is_admin=ctx.is_admin)
@@ -172,6 +173,7 @@ def _load_one(conn: Any, uuid: str, version: tuple[int, int]) -> _OneServer:
     row = queries.get_for_view(conn, uuid)
     if version >= TAGS_SHOWN:
         queries.with_tags(conn, [row])
+    queries.with_volumes(conn, [row])
     groups = queries.server_groups_of(conn, uuid) if version >= GROUPS_SHOWN else []
     return _OneServer(row, queries.latest_fault(conn, row), groups)
 

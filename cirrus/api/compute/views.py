@@ -139,6 +139,7 @@ class DetailView:
         self._self = f"{base}/compute/v2.1/servers/"
         self._bookmark = f"{base}/compute/servers/"
         self._admin_23 = is_admin and version >= (2, 3)
+        self._volumes_23 = version >= (2, 3)
         self._hostname_290 = not is_admin and version >= (2, 90)
         # A listing's servers mostly share an image, a flavor (rows of one read
         # share equal JSON values, see cirrus/db/rows.py) and security groups:
@@ -191,7 +192,9 @@ class DetailView:
             "OS-EXT-STS:task_state": row["task_state"],
             "OS-EXT-STS:vm_state": row["vm_state"],
             "OS-EXT-STS:power_state": row["power_state"],
-            "os-extended-volumes:volumes_attached": [],
+            "os-extended-volumes:volumes_attached": [
+                {"id": v, "delete_on_termination": d} if self._volumes_23 else {"id": v}
+                for v, d in row.get("volumes_attached") or ()],
         }
         if row["security_groups"]:  # Nova leaves the key out of a server in no group
             server["security_groups"] = self._once("groups", row["security_groups"], _groups_view)
