@@ -10,8 +10,8 @@ from cirrus.api.wsgi import context, json_body, reply
 from cirrus.exception import Forbidden
 from cirrus.volume.api import schemas, views
 from cirrus.volume.api.common import all_tenants, bs, filters, next_link, page
+from cirrus.volume.api.metadata import MetadataHandlers
 from cirrus.volume.api.microversion import api_version
-from cirrus.volume.exception import MetadataNotFound
 
 FILTERS = ("status", "name", "volume_id", "project_id")
 SNAPSHOT_STATUSES = ("available", "error", "creating", "deleting", "error_deleting")
@@ -63,36 +63,11 @@ async def delete(request: Request) -> Response:
     return Response(status_code=202)
 
 
-async def metadata(request: Request) -> Response:
-    row = await bs(request).snapshots.get(context(request), _id(request))
-    return reply({"metadata": row["metadata"] or {}})
-
-
-async def set_metadata(request: Request) -> Response:
-    meta = schemas.metadata_body(await json_body(request))
-    new = await bs(request).snapshots.set_metadata(context(request), _id(request), meta,
-                                                   replace=request.method == "PUT")
-    return reply({"metadata": new})
-
-
-async def metadata_item(request: Request) -> Response:
-    row = await bs(request).snapshots.get(context(request), _id(request))
-    key = request.path_params["key"]
-    if key not in (row["metadata"] or {}):
-        raise MetadataNotFound()
-    return reply({"meta": {key: row["metadata"][key]}})
-
-
-async def set_metadata_item(request: Request) -> Response:
-    meta = schemas.meta_item(await json_body(request), request.path_params["key"])
-    await bs(request).snapshots.set_metadata(context(request), _id(request), meta, replace=False)
-    return reply({"meta": meta})
-
-
-async def delete_metadata_item(request: Request) -> Response:
-    await bs(request).snapshots.delete_metadata(context(request), _id(request),
-                                                request.path_params["key"])
-    return Response(status_code=200)
+# GET/POST/PUT of ``/metadata``, GET/PUT/DELETE of ``/metadata/{key}``.
+_META = MetadataHandlers(lambda b: b.snapshots, "snapshot_id")
+metadata, set_metadata = _META.metadata, _META.set_metadata
+metadata_item, set_metadata_item = _META.metadata_item, _META.set_metadata_item
+delete_metadata_item = _META.delete_metadata_item
 
 
 async def action(request: Request) -> Response:
