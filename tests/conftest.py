@@ -190,6 +190,9 @@ async def admin(api: Api) -> AsyncIterator[httpx.AsyncClient]:
 MACHINE_SUITES = ("host", "realvm", "multihost")
 
 
+# tryfirst: xdist's worker turns the mark into the node id's ``@machine`` suffix
+# in its own hook of this name, which must see the mark already.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     root = Path(__file__).parent
     for item in items:
