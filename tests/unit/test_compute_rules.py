@@ -305,9 +305,11 @@ def test_provisioning_stores_what_core_inserts_store(engine: sa.Engine) -> None:
     from cirrus.compute.api import API, CreateRequest
     from cirrus.compute.models import block_device_mappings, instance_info_caches
     from cirrus.context import RequestContext
+    from tests.fakes_volume import FakeVolumes
 
     settings = SimpleNamespace(**vars(_quota_settings()), build_backlog_limit=0, build_backlog_wait=0.0)
-    compute = API(settings, None, None, None, None)  # type: ignore[arg-type]
+    compute = API(settings, None, None, None, None,  # type: ignore[arg-type]
+                  volume_api=FakeVolumes())
     ctx = RequestContext(user_id="u", project_id="p-prov")
     req = CreateRequest(name="web", flavor_id="1", image_href="img", max_count=3,
                         metadata={"k": "v"}, tags=["t"], requested_networks=None)
