@@ -190,14 +190,15 @@ async def test_extensions_list_and_show(demo: httpx.AsyncClient) -> None:
     aliases = {e["alias"] for e in found}
     assert {"standard-attr-tag", "tag-creation", "quotas", "quota_details", "port-security",
             "allowed-address-pairs", "ip-substring-filtering", "dns-integration",
-            "dns-domain-ports", "sorting", "net-mtu"} <= aliases
+            "dns-domain-ports", "sorting", "net-mtu", "router", "ext-gw-mode",
+            "extraroute"} <= aliases
     # Nothing cirrus does not do.
-    assert not aliases & {"router", "subnet_allocation", "multi-provider", "availability_zone",
-                          "binding-extended", "network-mtu"}
+    assert not aliases & {"subnet_allocation", "multi-provider", "availability_zone",
+                          "binding-extended", "network-mtu", "l3-ha", "dvr"}
     one = await demo.get(f"{NET}/extensions/standard-attr-tag")
     assert one.status_code == 200
     assert one.json()["extension"] == next(e for e in found if e["alias"] == "standard-attr-tag")
-    assert (await demo.get(f"{NET}/extensions/router")).status_code == 404
+    assert (await demo.get(f"{NET}/extensions/subnet_allocation")).status_code == 404
 
 
 @pytest.mark.parametrize("query, expected", [

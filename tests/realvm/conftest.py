@@ -100,10 +100,27 @@ class RealCloud(RunningCloud):
         raise AssertionError(f"{server} is {shown.get('status')}, not {status}")
 
 
+def _clear_host_networking(netns: str) -> None:
+    """What an earlier session's clouds left in the host namespace: bridges
+    (a network's bridge outlives its cloud, as on a real host) and router
+    namespaces. Two bridges holding one subnet's addresses would make every
+    route to it ambiguous. The suite owns the machine while it runs."""
+    links = subprocess.run(["ip", "netns", "exec", netns, "ip", "-o", "link", "show"],
+                           capture_output=True, text=True).stdout
+    for name in re.findall(r"^\d+: (brq[^:@]+)", links, re.M):
+        subprocess.run(["ip", "netns", "exec", netns, "ip", "link", "del", name],
+                       capture_output=True)
+    for line in subprocess.run(["ip", "netns", "list"], capture_output=True,
+                               text=True).stdout.splitlines():
+        if line.startswith("qrouter-"):
+            subprocess.run(["ip", "netns", "del", line.split()[0]], capture_output=True)
+
+
 @pytest.fixture(scope="session")
 def real_cloud(libvirt_host: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCloud]:
     state = tmp_path_factory.mktemp("realvm") / "state"
     state.mkdir()
+    _clear_host_networking(libvirt_host)
     port = free_port()
     os.environ["CIRRUS_HOST_NETNS"] = libvirt_host
     os.environ["CIRRUS_VIF_PLUGGING_TIMEOUT"] = "60"

@@ -108,6 +108,13 @@ def routed(real_cloud: RealCloud) -> Iterator[dict[str, Any]]:
         echo.kill()
         echo.wait()
         c.openstack("server", "delete", "--wait", "rv-fip-vm", check=False, timeout=180)
+        # Undone in order, so the router's namespace goes while the cloud runs.
+        c.openstack("router", "remove", "subnet", "rv-router", "rv-inner-subnet", check=False)
+        c.openstack("router", "unset", "--external-gateway", "rv-router", check=False)
+        c.openstack("router", "delete", "rv-router", check=False)
+        _wait("the router's namespace to go", lambda: f"qrouter-{router['id']}" not in
+              subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout,
+              timeout=30)
 
 
 def test_guest_behind_a_router_reads_metadata_and_leaves_through_snat(
