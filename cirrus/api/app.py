@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route, Router
 
-from cirrus import policies, policy
+from cirrus import dashboard, policies, policy
 from cirrus.api import errors
 from cirrus.api.auth import AuthMiddleware
 from cirrus.exception import CirrusException, Forbidden
@@ -112,6 +112,9 @@ def build_app(state: dict[str, Any]) -> Starlette:
         exact = prefix in ("/compute", "/volume")
         router = Router(guard_routes(prefix, table, locate), redirect_slashes=not exact)
         routes.append(Mount(prefix, app=router, middleware=middleware))
+    # Public static files with no data in them (cirrus/dashboard): the pages
+    # call the APIs above with the user's token.
+    routes.append(Mount(dashboard.PREFIX, app=dashboard.static_app()))
     app = Starlette(
         routes=routes,
         middleware=[Middleware(AuthMiddleware)],

@@ -15,6 +15,7 @@ from cirrus.api.errors import error_response, style_for_path, unexpected_respons
 from cirrus.api.metadata.auth import is_metadata, signed_context
 from cirrus.api.wsgi import sending_headers
 from cirrus.context import new_request_id
+from cirrus.dashboard import is_dashboard
 from cirrus.exception import CirrusException
 
 LOG = logging.getLogger(__name__)
@@ -31,7 +32,7 @@ PUBLIC_PATHS = frozenset({
 
 
 def is_public(method: str, path: str) -> bool:
-    if path in PUBLIC_PATHS:
+    if path in PUBLIC_PATHS or is_dashboard(path):  # the dashboard's files hold no data
         return True
     return path == "/identity/v3/auth/tokens" and method == "POST"
 
