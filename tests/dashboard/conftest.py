@@ -76,6 +76,7 @@ def browser() -> Iterator[Any]:
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                 "--window-size=1280,900", "--force-device-scale-factor=1"):
         options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     profile = tempfile.mkdtemp(prefix="cirrus-chromium-")
     options.add_argument(f"--user-data-dir={profile}")
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)

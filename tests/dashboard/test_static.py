@@ -102,4 +102,4 @@ def test_pages_have_no_inline_script_or_style(path: Path) -> None:
 def test_every_file_is_packaged() -> None:
     pyproject = (Path(__file__).parents[2] / "pyproject.toml").read_text()
     assert '"dashboard/static/*"' in pyproject
-    assert {p.suffix for p in FILES} <= {".html", ".js", ".css"}
+    assert {p.suffix for p in FILES} <= {".html", ".js", ".css", ".svg"}

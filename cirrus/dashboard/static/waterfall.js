@@ -44,16 +44,19 @@ export function bars(events, now = Date.now()) {
     const finished = millis(d.finish_ms, event.finish_time);
     const finish = finished === null ? Math.max(now, start) : finished;
     const duration = typeof d.duration_ms === 'number' ? d.duration_ms : finish - start;
+    // start_time/finish_time are whole seconds: a duration from them is approximate.
+    const coarse = typeof d.start_ms !== 'number' || typeof d.finish_ms !== 'number';
     out.push({event: event.event, name: SHORT.get(event.event) || event.event, start, finish,
-      duration, running: finished === null, result: event.result,
+      duration, coarse, running: finished === null, result: event.result,
       host: event.host || (event.hostId ? `hostId ${event.hostId.slice(0, 12)}…` : '')});
   }
   const rank = (b) => (ORDER.has(b.event) ? ORDER.get(b.event) : STEPS.length);
   return out.sort((a, b) => a.start - b.start || rank(a) - rank(b));
 }
 
-export function formatMs(ms) {
-  return ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${Math.round(ms)} ms`;
+export function formatMs(ms, coarse = false) {
+  if (coarse) return ms < 1000 ? '< 1 s' : `~${Math.round(ms / 1000)} s`;
+  return ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(ms < 10 ? 1 : 0)} ms`;
 }
 
 /** The waterfall of ``events`` (one create action's). */
@@ -64,17 +67,17 @@ export function waterfall(events) {
   const span = Math.max(1, Math.max(...list.map((b) => b.finish)) - origin);
   const rows = list.map((b) => {
     const bar = h('span', {class: `bar ${b.running ? 'running' : ''} ${b.result === 'Error' ? 'failed' : ''}`,
-      title: `${b.event}: ${formatMs(b.duration)}`});
+      title: `${b.event}: ${formatMs(b.duration, b.coarse)}`});
     bar.style.left = `${((b.start - origin) / span) * 100}%`;
     bar.style.width = `${Math.max(0.5, ((b.finish - b.start) / span) * 100)}%`;
     return h('div', {class: 'step', 'data-event': b.event},
       h('span', {class: 'label'}, h('strong', {}, b.name), h('small', {}, b.event)),
       h('span', {class: 'track'}, bar),
-      h('span', {class: 'num duration'}, b.running ? `${formatMs(b.duration)}…` : formatMs(b.duration)),
+      h('span', {class: 'num duration'}, formatMs(b.duration, b.coarse), b.running ? '…' : ''),
       h('span', {class: 'host'}, b.host));
   });
   return h('div', {class: 'waterfall', id: 'waterfall'}, rows,
-    h('div', {class: 'axis'}, h('span', {}, '0'), h('span', {}, formatMs(span))));
+    h('div', {class: 'axis'}, h('span', {}, '0'), h('span', {}, formatMs(span, list.some((b) => b.coarse)))));
 }
 
 /** The scheduler's decision: the filter table and the best weights. */
