@@ -3,10 +3,11 @@
 import {fill, h, table} from './dom.js';
 
 export const SCHEDULE = 'conductor_schedule_and_build_instances';
+const BUILD = 'compute__do_build_and_run_instance';
 // The boot steps in pipeline order, with a short name for each.
 const STEPS = [
   [SCHEDULE, 'schedule'],
-  ['compute__do_build_and_run_instance', 'build'],
+  [BUILD, 'build'],
   ['compute_claim_resources', 'claim'],
   ['compute_allocate_network', 'network'],
   ['compute_prep_block_device', 'block devices'],
@@ -70,7 +71,9 @@ export function waterfall(events) {
       title: `${b.event}: ${formatMs(b.duration, b.coarse)}`});
     bar.style.left = `${((b.start - origin) / span) * 100}%`;
     bar.style.width = `${Math.max(0.5, ((b.finish - b.start) / span) * 100)}%`;
-    return h('div', {class: 'step', 'data-event': b.event},
+    // The compute's steps run inside the build: drawn lighter and indented under it.
+    const inner = b.event !== SCHEDULE && b.event !== BUILD && b.event.startsWith('compute_');
+    return h('div', {class: `step${inner ? ' inner' : ''}`, 'data-event': b.event},
       h('span', {class: 'label'}, h('strong', {}, b.name), h('small', {}, b.event)),
       h('span', {class: 'track'}, bar),
       h('span', {class: 'num duration'}, formatMs(b.duration, b.coarse), b.running ? '…' : ''),
