@@ -147,23 +147,54 @@ def test_the_quotas_page_shows_the_projects_usage(browser: Any) -> None:
     assert cells["cores"][1].text == "1"
 
 
-def test_names_are_shown_as_text_never_markup(browser: Any, live_cloud: Cloud) -> None:
-    name = '<img src=x id=injected onerror="document.title=\'owned\'">'
-    auth = live_cloud.users["cirrus"]
+def token_of(cloud: Cloud, name: str) -> str:
+    auth = cloud.users[name]
+    domain = {"name": auth["user_domain_name"]}
     body = {"auth": {"identity": {"methods": ["password"], "password": {"user": {
-        "name": auth["username"], "domain": {"name": "Default"}, "password": auth["password"]}}},
-        "scope": {"project": {"name": auth["project_name"], "domain": {"name": "Default"}}}}}
-    with httpx.Client(base_url=live_cloud.url, timeout=30) as http:
-        token = http.post("/identity/v3/auth/tokens", json=body).headers["X-Subject-Token"]
-        headers = {"X-Auth-Token": token}
-        flavor = http.get("/compute/v2.1/flavors", headers=headers).json()["flavors"][0]["id"]
-        image = http.get("/image/v2/images", headers=headers).json()["images"][0]["id"]
-        resp = http.post("/compute/v2.1/servers", headers=headers, json={"server": {
+        "name": auth["username"], "domain": domain, "password": auth["password"]}}},
+        "scope": {"project": {"name": auth["project_name"], "domain": domain}}}}
+    resp = httpx.post(f"{cloud.url}/identity/v3/auth/tokens", json=body, timeout=30)
+    assert resp.status_code == 201, resp.text
+    return resp.headers["X-Subject-Token"]
+
+
+def boot(cloud: Cloud, name: str, flavor: str | None = None) -> str:
+    """A server of the demo project booted through the API (not the form)."""
+    with httpx.Client(base_url=cloud.url, timeout=30,
+                      headers={"X-Auth-Token": token_of(cloud, "cirrus")}) as http:
+        flavor = flavor or http.get("/compute/v2.1/flavors").json()["flavors"][0]["id"]
+        image = http.get("/image/v2/images").json()["images"][0]["id"]
+        resp = http.post("/compute/v2.1/servers", json={"server": {
             "name": name, "flavorRef": flavor, "imageRef": image, "networks": "auto"}})
         assert resp.status_code == 202, resp.text
+        return str(resp.json()["server"]["id"])
+
+
+def test_names_are_shown_as_text_never_markup(browser: Any, live_cloud: Cloud) -> None:
+    name = '<img src=x id=injected onerror="document.title=\'owned\'">'
+    boot(live_cloud, name)
     browser.get(browser.current_url.split("#")[0] + "#/servers")
     wait(browser, lambda d: row_of(d, name) is not None)
     assert css(browser, "#injected") == [] and browser.title != "owned"
+
+
+def test_a_failed_boot_shows_its_fault_and_the_hosts_each_filter_removed(
+        browser: Any, live_cloud: Cloud) -> None:
+    admin = {"X-Auth-Token": token_of(live_cloud, "cirrus-admin")}
+    resp = httpx.post(f"{live_cloud.url}/compute/v2.1/flavors", headers=admin, timeout=30, json={
+        "flavor": {"name": "huge", "ram": 512, "vcpus": 1, "disk": 100000}})
+    assert resp.status_code == 200, resp.text
+    server = boot(live_cloud, "too-big", resp.json()["flavor"]["id"])
+    browser.get(browser.current_url.split("#")[0] + f"#/server/{server}")
+    assert "No valid host" in one(browser, "#fault", timeout=60).text
+    assert one(browser, ".facts .status").get_attribute("data-status") == "ERROR"
+    rows = wait(browser, lambda d: css(d, "#decision table.filters tbody tr"))
+    cells = {r.find_elements("css selector", "td")[0].text: [c.text for c in r.find_elements(
+        "css selector", "td")] for r in rows}
+    assert cells["DiskFilter"][1:4] == ["2", "0", "2"], cells
+    assert "compute1" in cells["DiskFilter"][4] and "compute2" in cells["DiskFilter"][4]
+    failed = one(browser, f'#waterfall .step[data-event="{SCHEDULE}"] .bar')
+    assert "failed" in failed.get_attribute("class").split()
 
 
 def test_sign_out_forgets_the_token(browser: Any) -> None:
