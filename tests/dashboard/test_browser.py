@@ -25,9 +25,13 @@ T = TypeVar("T")
 
 
 def wait(driver: Any, condition: Callable[[Any], T], timeout: float = 60) -> T:
+    """``condition``'s first truthy answer; the lists are redrawn every poll, so
+    an element gone stale between finding and reading it means "ask again"."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, timeout, poll_frequency=0.2).until(condition)
+    return WebDriverWait(driver, timeout, poll_frequency=0.2,
+                         ignored_exceptions=[StaleElementReferenceException]).until(condition)
 
 
 def css(driver: Any, selector: str) -> list[Any]:
@@ -74,9 +78,17 @@ def row_of(driver: Any, name: str) -> Any:
     return None
 
 
+# Read in one script, so a redraw cannot come between finding a row and reading it.
+STATUSES = """return Object.fromEntries([...document.querySelectorAll('#servers tbody tr')].map(
+    (row) => [row.querySelector('td a').textContent, row.querySelector('.status').dataset.status]));"""
+
+
 def status_of(driver: Any, name: str) -> str | None:
-    row = row_of(driver, name)
-    return row.find_element("css selector", ".status").get_attribute("data-status") if row else None
+    return driver.execute_script(STATUSES).get(name)
+
+
+def server_names(driver: Any) -> list[str]:
+    return sorted(driver.execute_script(STATUSES))
 
 
 def choose(driver: Any, select: str, text: str) -> None:
@@ -197,6 +209,48 @@ def test_a_failed_boot_shows_its_fault_and_the_hosts_each_filter_removed(
     assert "failed" in failed.get_attribute("class").split()
 
 
+def click_action(driver: Any, name: str, action: str) -> None:
+    def click(d: Any) -> bool:
+        row = row_of(d, name)
+        if row is None:
+            return False
+        row.find_element("css selector", f'button[data-action="{action}"]').click()
+        return True
+    wait(driver, click)  # a stale row raised before the click: found again and clicked
+
+
+def test_stop_start_reboot_and_delete_from_the_list(browser: Any) -> None:
+    browser.get(browser.current_url.split("#")[0] + "#/servers")
+    click_action(browser, "web-1", "stop")
+    wait(browser, lambda d: status_of(d, "web-1") == "SHUTOFF")
+    click_action(browser, "web-1", "start")
+    wait(browser, lambda d: status_of(d, "web-1") == "ACTIVE")
+    click_action(browser, "web-1", "reboot")
+    wait(browser, lambda d: css(d, "#servers-status .notice") == [] and status_of(d, "web-1") == "ACTIVE")
+    for name in ("too-big", next(n for n in server_names(browser) if "<img" in n)):
+        click_action(browser, name, "delete")
+        wait(browser, lambda d: d.switch_to.alert).accept()  # "Delete server …?"
+        wait(browser, lambda d, name=name: status_of(d, name) is None)
+    assert server_names(browser) == ["web-1"]
+
+
+def test_an_action_the_server_refuses_is_explained(browser: Any) -> None:
+    click_action(browser, "web-1", "start")  # it is running already: 409
+    assert "web-1" in one(browser, "#servers-status .notice.error").text
+
+
+def test_an_expired_token_goes_back_to_the_login_page(browser: Any) -> None:
+    saved = browser.execute_script("return sessionStorage.getItem('cirrus.session')")
+    browser.execute_script(
+        "const s = JSON.parse(arguments[0]); s.token = 'gAAAAA-not-a-token';"
+        "sessionStorage.setItem('cirrus.session', JSON.stringify(s));", saved)
+    one(browser, "#login", timeout=10)  # the next poll's 401 ends the session
+    assert browser.execute_script("return sessionStorage.getItem('cirrus.session')") is None
+    browser.execute_script("sessionStorage.setItem('cirrus.session', arguments[0]);", saved)
+    browser.get(browser.current_url.split("#")[0] + "#/servers")
+    wait(browser, lambda d: status_of(d, "web-1") == "ACTIVE")
+
+
 def test_sign_out_forgets_the_token(browser: Any) -> None:
     one(browser, "#logout").click()
     one(browser, "#login")
@@ -206,9 +260,10 @@ def test_sign_out_forgets_the_token(browser: Any) -> None:
 def test_an_admin_sees_every_host_with_its_usage(browser: Any, live_cloud: Cloud) -> None:
     log_in(browser, live_cloud, "cirrus-admin")
     browser.get(browser.current_url.split("#")[0] + "#/hosts")
-    rows = wait(browser, lambda d: len(css(d, "#hosts tbody tr")) == 2 and css(d, "#hosts tbody tr"))
-    running = sum(int(r.find_elements("css selector", "td")[-1].text) for r in rows)
-    assert running == 2  # web-1 and the server named with markup
+    def running(d: Any) -> int:
+        return sum(int(r.find_elements("css selector", "td")[-1].text) for r in css(d, "#hosts tbody tr"))
+
+    wait(browser, lambda d: len(css(d, "#hosts tbody tr")) == 2 and running(d) == 1)  # web-1
     assert len(css(browser, "#hosts .meter .fill")) == 6
     screenshot(browser, "dashboard-hosts.png")
     assert (problems := browser_problems(browser)) == [], problems
