@@ -16,7 +16,8 @@ import pytest
 
 from tests.dashboard.conftest import Cloud
 
-pytestmark = pytest.mark.slow
+# In file order on one worker: the tests share the browser, the cloud and its servers.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("dashboard")]
 
 IMAGES = Path(__file__).parents[2] / "docs" / "images"
 SCHEDULE = "conductor_schedule_and_build_instances"
@@ -105,6 +106,17 @@ def browser_problems(driver: Any) -> list[str]:
     the hosts, is the page's to explain and is left out)."""
     return [e["message"] for e in driver.get_log("browser")
             if e["level"] == "SEVERE" and "Failed to load resource" not in e["message"]]
+
+
+def test_a_wrong_password_is_refused_with_the_identity_services_message(
+        browser: Any, live_cloud: Cloud) -> None:
+    browser.get(f"{live_cloud.url}/dashboard/")
+    for field, value in (("user", "demo"), ("password", "not-the-password"), ("project", "demo")):
+        one(browser, f"#login input[name={field}]").send_keys(value)
+    one(browser, "#login button[type=submit]").click()
+    assert "requires authentication" in one(browser, "#login-status .notice.error").text
+    assert browser.execute_script("return sessionStorage.getItem('cirrus.session')") is None
+    assert one(browser, "#nav").get_attribute("hidden") is not None
 
 
 def test_a_member_logs_in_and_boots_a_server_from_the_form(browser: Any, live_cloud: Cloud) -> None:
