@@ -47,11 +47,23 @@ def _event_insert(binds: Binds) -> sa.Insert:
     action = sa.select(act.c.id, *given).where(
         act.c.instance_uuid == sa.bindparam("w_uuid"), act.c.request_id == sa.bindparam("w_request")
     ).order_by(act.c.id.desc()).limit(1)
-    return ev.insert().from_select(["action_id", *(c for c, _ in binds)], action).returning(ev.c.id)
+    return ev.insert().from_select(["action_id", *(c for c, _ in binds)], action).returning(
+        ev.c.id, ev.c.action_id)
+
+
+def _events_insert(key: tuple[tuple[str, ...], int]) -> sa.Insert:
+    """``key[1]`` events with the columns ``key[0]`` under one action, in one
+    multi-row statement (the boot timeline's finished steps)."""
+    columns, count = key
+    return ev.insert().values([
+        {"action_id": sa.bindparam("w_action"),
+         **{column: sa.bindparam(f"v{i}_{column}", type_=ev.c[column].type)
+            for column in columns}} for i in range(count)])
 
 
 # Every pipeline step records an event: statements built once (cirrus/db/prepared.py).
 _EVENT_INSERTS = PreparedCache(_event_insert)
+_EVENTS_INSERTS = PreparedCache(_events_insert)
 _EVENT_FINISHES = PreparedCache(lambda key: ev.update().where(
     ev.c.id == sa.bindparam("w_id"), *([ev.c.finish_time.is_(None)] if key[1] else []))
     .values({column: sa.bindparam(name) for column, name in key[0]}))
@@ -77,12 +89,18 @@ def action_start(conn: sa.Connection, ctx: RequestContext, instance_uuid: str,
 
 
 def _insert_event(conn: sa.Connection, ctx: RequestContext, instance_uuid: str,
-                  values: dict[str, Any]) -> int | None:
-    """The new event's id; None (nothing inserted) if the request has no action."""
+                  values: dict[str, Any]) -> tuple[int, int] | None:
+    """The new event's id and its action's; None (nothing inserted) if the
+    request has no action."""
     binds, params = _binds(values)
     row = _EVENT_INSERTS[binds].execute(conn, w_uuid=instance_uuid, w_request=ctx.request_id,
                                         **params).fetchone()
-    return row[0] if row is not None else None
+    return (row[0], row[1]) if row is not None else None
+
+
+def format_traceback(exc: BaseException) -> str:
+    """An Error event's traceback (its last 10,000 characters)."""
+    return "".join(tb.format_exception(type(exc), exc, exc.__traceback__))[-10000:]
 
 
 def _outcome(exc: BaseException | None, details: Any) -> dict[str, Any]:
@@ -91,7 +109,7 @@ def _outcome(exc: BaseException | None, details: Any) -> dict[str, Any]:
     values: dict[str, Any] = {"finish_time": now, "result": SUCCESS if exc is None else ERROR,
                               "updated_at": now}
     if exc is not None:
-        values["traceback"] = "".join(tb.format_exception(type(exc), exc, exc.__traceback__))[-10000:]
+        values["traceback"] = format_traceback(exc)
     if details is not None:
         values["details"] = details if isinstance(details, str) else json.dumps(details)
     return values
@@ -100,29 +118,51 @@ def _outcome(exc: BaseException | None, details: Any) -> dict[str, Any]:
 def event_start(conn: sa.Connection, ctx: RequestContext, instance_uuid: str, event: str,
                 host: str | None = None) -> int | None:
     """Open ``event`` under the action of this request; its id, or None."""
-    now = utcnow()
+    ids = event_start_in_action(conn, ctx, instance_uuid, event, host)
+    return ids[0] if ids is not None else None
+
+
+def event_start_in_action(conn: sa.Connection, ctx: RequestContext, instance_uuid: str,
+                          event: str, host: str | None = None,
+                          start: dt.datetime | None = None) -> tuple[int, int] | None:
+    """:func:`event_start` (at ``start``, default now); the event's id and
+    its action's, for :func:`record_events` to add more under."""
+    now = start or utcnow()
     return _insert_event(conn, ctx, instance_uuid, {"event": event, "start_time": now,
                                                     "host": host, "created_at": now})
 
 
+def record_events(conn: sa.Connection, action_id: int | None,
+                  rows: list[dict[str, Any]]) -> None:
+    """Finished events under ``action_id``, each row its columns (all rows
+    the same columns), in one statement."""
+    if action_id is None or not rows:
+        return
+    columns = tuple(sorted(rows[0]))
+    params = {f"v{i}_{column}": row[column] for i, row in enumerate(rows) for column in columns}
+    _EVENTS_INSERTS[columns, len(rows)].execute(conn, w_action=action_id, **params)
+
+
 def event_finish(conn: sa.Connection, event_id: int | None, *, exc: BaseException | None = None,
-                 details: Any = None, if_open: bool = False) -> None:
+                 details: Any = None, if_open: bool = False) -> bool:
     """Close an event: Success, or Error with the exception's traceback.
+    Whether it was closed now.
 
     ``if_open``: only if nobody closed it yet (a finished event keeps its outcome)."""
     if event_id is None:
-        return
+        return False
     binds, params = _binds(_outcome(exc, details))
-    _EVENT_FINISHES[binds, if_open].execute(conn, w_id=event_id, **params)
+    return _EVENT_FINISHES[binds, if_open].execute(conn, w_id=event_id, **params).rowcount == 1
 
 
 def record_event(conn: sa.Connection, ctx: RequestContext, instance_uuid: str, event: str, *,
                  host: str | None = None, exc: BaseException | None = None,
-                 details: Any = None) -> None:
-    """An event that starts and finishes at once (e.g. a scheduling decision):
-    one insert with its outcome."""
+                 details: Any = None, start: dt.datetime | None = None) -> None:
+    """A finished event (e.g. a scheduling decision, ``start`` when it began;
+    default: it starts and finishes now): one insert with its outcome."""
     values = _outcome(exc, details)
-    _insert_event(conn, ctx, instance_uuid, {"event": event, "start_time": values["finish_time"],
+    _insert_event(conn, ctx, instance_uuid, {"event": event,
+                                             "start_time": start or values["finish_time"],
                                              "host": host, "created_at": values["finish_time"],
                                              **values})
 
