@@ -235,6 +235,7 @@ class Builder:
             instance_actions.action_finish(conn, ctx, uuid)
         await self.store.run(mark_active)
         boot_timeline.report_total(instance.get("created_at"), failed=False)
+        LOG.debug("instance %s is ACTIVE on %s", uuid, node)
         self.notifier.info(ctx, "compute.instance.create.end",
                            create_payload(uuid, self.store.host, node))
 
