@@ -17,7 +17,7 @@ import datetime as dt
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator, TypedDict
+from typing import Any, Iterator, Mapping, TypedDict
 
 from cirrus import observe
 from cirrus.compute.instance_actions import ERROR, SUCCESS, format_traceback
@@ -131,7 +131,7 @@ class ScheduleTiming:
     def start(self) -> dt.datetime:
         return as_datetime(self.started)
 
-    def details(self, decision: dict[str, Any] | None) -> str:
+    def details(self, decision: Mapping[str, object] | None) -> str:
         """The event's details: ``decision`` (the scheduler's, if any) and the timing."""
         finished = self.finished if self.finished is not None else time.time()
         return json.dumps({**(decision or {}), **timing(self.started, finished)})
