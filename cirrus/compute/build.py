@@ -19,8 +19,8 @@ from cirrus.compute import exception as exc
 from cirrus.compute import instance as inst
 from cirrus.compute import instance_actions
 from cirrus.compute import timeline as boot_timeline
-from cirrus.compute.build_failure import (ACTIVE, FAILED, BuildFailures, Started,
-                                          close_build_event, create_payload)
+from cirrus.compute.build_failure import (ACTIVE, FAILED, BuildClosing, BuildFailures,
+                                          Started, close_build_event, create_payload)
 from cirrus.compute.boot_volumes import BootVolumes
 from cirrus.compute.build_request import BuildRequest, ImageSpec, RequestSpec
 from cirrus.compute.builds import RunningBuilds
@@ -229,9 +229,11 @@ class Builder:
                                   "power_state": int(info.state), "launched_at": utcnow()}
         values.update(self._access_ips(instance, network_info))
 
+        closing = BuildClosing.of(started)
+
         def mark_active(conn: sa.Connection) -> None:
             inst.save(conn, uuid, values, expected_task_state=TaskState.SPAWNING)
-            close_build_event(conn, started, self.store.host)
+            close_build_event(conn, closing, self.store.host)
             instance_actions.action_finish(conn, ctx, uuid)
         await self.store.run(mark_active)
         boot_timeline.report_total(instance.get("created_at"), failed=False)

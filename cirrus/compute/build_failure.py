@@ -23,12 +23,13 @@ from cirrus.claims import Allocation, ClaimsClient
 from cirrus.compute import exception as exc
 from cirrus.compute import instance as inst
 from cirrus.compute import instance_actions
+from cirrus.compute.instance_actions import FinishedEvent
 from cirrus.compute.boot_volumes import BootVolumes
 from cirrus.compute.build_request import BuildRequest, RequestedNetwork
 from cirrus.compute.outcomes import BUILD_OUTCOMES, Outcome, Rule, rule_of
 from cirrus.compute.states import TaskState, VmState
 from cirrus.compute.store import Instance, InstanceStore
-from cirrus.compute.timeline import BootTimeline, event_rows, report_total
+from cirrus.compute.timeline import BootTimeline, report_total
 from cirrus.conductor.rpcapi import ComputeTaskAPI
 from cirrus.context import RequestContext
 from cirrus.exception import CirrusException
@@ -123,7 +124,7 @@ class BuildFailures:
     async def finish_event(self, ctx: RequestContext, started: Started,
                            error: BaseException) -> None:
         """Close the build event with ``error`` (unless closed already)."""
-        await self.store.run(close_build_event, started, self.store.host, error)
+        await self.store.run(close_build_event, BuildClosing.of(started), self.store.host, error)
 
     async def _reschedule(self, ctx: RequestContext, request: BuildRequest, started: Started,
                           node: str, error: exc.RescheduledException) -> str:
@@ -161,7 +162,7 @@ class BuildFailures:
         await self.clean_up(ctx, request)
         await self.volumes.cleanup_volumes(ctx, request.instance_uuid)
         await self.store.run(_record_error, ctx, request.instance_uuid, error, self.store.host,
-                             started)
+                             BuildClosing.of(started))
         report_total(started.instance.get("created_at"), failed=True)
 
     async def clean_up(self, ctx: RequestContext, request: BuildRequest) -> None:
@@ -185,22 +186,36 @@ class BuildFailures:
             LOG.exception("failed to deallocate networks of %s", instance["uuid"])
 
 
-def close_build_event(conn: sa.Connection, started: Started, host: str,
+@dataclass(frozen=True)
+class BuildClosing:
+    """What closing a build writes, prepared before its unit (outside the
+    write lock): the build event's details and the steps' events."""
+
+    started: Started
+    details: str
+    events: list[FinishedEvent]
+
+    @classmethod
+    def of(cls, started: Started) -> "BuildClosing":
+        timeline = started.timeline
+        return cls(started, timeline.build_details(time.time()), timeline.events())
+
+
+def close_build_event(conn: sa.Connection, closing: BuildClosing, host: str,
                       error: BaseException | None = None) -> None:
     """The build event closed (unless closed already) with its timing, and the
     steps' events written beside it. Only the unit that closes the event
     writes them: a build's failure path that reaches here twice (a reschedule
     that ends in ERROR) writes its steps once."""
-    timeline = started.timeline
+    started = closing.started
     if instance_actions.event_finish(conn, started.event_id, exc=error, if_open=True,
-                                     details=timeline.build_details(time.time())):
-        instance_actions.record_events(conn, started.action_id,
-                                       event_rows(timeline.steps, host))
+                                     details=closing.details):
+        instance_actions.record_events(conn, started.action_id, host, closing.events)
 
 
 def _record_error(conn: sa.Connection, ctx: RequestContext, uuid: str, error: BaseException,
-                  host: str, started: Started) -> None:
+                  host: str, closing: BuildClosing) -> None:
     """One transaction: the ERROR, its fault, the action and the event closed."""
     inst.set_error(conn, uuid, error, host)
     instance_actions.action_finish(conn, ctx, uuid, message="Error")
-    close_build_event(conn, started, host, error)
+    close_build_event(conn, closing, host, error)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import traceback as tb
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
@@ -51,19 +51,34 @@ def _event_insert(binds: Binds) -> sa.Insert:
         ev.c.id, ev.c.action_id)
 
 
-def _events_insert(key: tuple[tuple[str, ...], int]) -> sa.Insert:
-    """``key[1]`` events with the columns ``key[0]`` under one action, in one
-    multi-row statement (the boot timeline's finished steps)."""
-    columns, count = key
-    return ev.insert().values([
-        {"action_id": sa.bindparam("w_action"),
-         **{column: sa.bindparam(f"v{i}_{column}", type_=ev.c[column].type)
-            for column in columns}} for i in range(count)])
+class FinishedEvent(NamedTuple):
+    """An event recorded finished (a boot timeline's step), as
+    :func:`record_events` writes it."""
+
+    event: str
+    start_time: dt.datetime
+    finish_time: dt.datetime
+    result: str
+    traceback: str | None
+    details: str | None
+
+
+def _events_insert(count: int) -> sa.Insert:
+    """``count`` finished events under one action, on one host, in one
+    multi-row statement; each created (and last updated) when it finished."""
+    def row(i: int) -> dict[str, Any]:
+        values: dict[str, Any] = {column: sa.bindparam(f"v{i}_{column}", type_=ev.c[column].type)
+                                  for column in FinishedEvent._fields}
+        return {**values, "action_id": sa.bindparam("w_action"), "host": sa.bindparam("w_host"),
+                "created_at": values["finish_time"], "updated_at": values["finish_time"]}
+    return ev.insert().values([row(i) for i in range(count)])
 
 
 # Every pipeline step records an event: statements built once (cirrus/db/prepared.py).
 _EVENT_INSERTS = PreparedCache(_event_insert)
 _EVENTS_INSERTS = PreparedCache(_events_insert)
+# Each count's parameter names, row by row, in FinishedEvent's order.
+_EVENT_PARAMS: dict[int, list[tuple[str, ...]]] = {}
 _EVENT_FINISHES = PreparedCache(lambda key: ev.update().where(
     ev.c.id == sa.bindparam("w_id"), *([ev.c.finish_time.is_(None)] if key[1] else []))
     .values({column: sa.bindparam(name) for column, name in key[0]}))
@@ -132,15 +147,20 @@ def event_start_in_action(conn: sa.Connection, ctx: RequestContext, instance_uui
                                                     "host": host, "created_at": now})
 
 
-def record_events(conn: sa.Connection, action_id: int | None,
-                  rows: list[dict[str, Any]]) -> None:
-    """Finished events under ``action_id``, each row its columns (all rows
-    the same columns), in one statement."""
-    if action_id is None or not rows:
+def record_events(conn: sa.Connection, action_id: int | None, host: str,
+                  events: list[FinishedEvent]) -> None:
+    """Finished events under ``action_id``, in one statement."""
+    if action_id is None or not events:
         return
-    columns = tuple(sorted(rows[0]))
-    params = {f"v{i}_{column}": row[column] for i, row in enumerate(rows) for column in columns}
-    _EVENTS_INSERTS[columns, len(rows)].execute(conn, w_action=action_id, **params)
+    count = len(events)
+    names = _EVENT_PARAMS.get(count)
+    if names is None:
+        names = _EVENT_PARAMS[count] = [tuple(f"v{i}_{c}" for c in FinishedEvent._fields)
+                                        for i in range(count)]
+    params: dict[str, Any] = {"w_action": action_id, "w_host": host}
+    for row_names, event in zip(names, events):
+        params.update(zip(row_names, event))
+    _EVENTS_INSERTS[count].execute(conn, **params)
 
 
 def event_finish(conn: sa.Connection, event_id: int | None, *, exc: BaseException | None = None,

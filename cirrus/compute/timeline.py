@@ -17,10 +17,10 @@ import datetime as dt
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, TypedDict
+from typing import Any, ContextManager, Iterator, Mapping, TypedDict
 
 from cirrus import observe
-from cirrus.compute.instance_actions import ERROR, SUCCESS, format_traceback
+from cirrus.compute.instance_actions import ERROR, SUCCESS, FinishedEvent, format_traceback
 from cirrus.db.base import utcnow
 from cirrus.observe import BootStep
 
@@ -58,6 +58,13 @@ def as_datetime(seconds: float) -> dt.datetime:
     return _EPOCH + dt.timedelta(seconds=seconds)
 
 
+def timing_json(start: float, finish: float) -> str:
+    """:func:`timing` as its JSON text, formatted directly: every step of
+    every boot writes one, inside the write lock's unit (docs/performance.md)."""
+    return (f'{{"start_ms": {start * 1000.0:.3f}, "finish_ms": {finish * 1000.0:.3f}, '
+            f'"duration_ms": {(finish - start) * 1000.0:.3f}}}')
+
+
 @dataclass(frozen=True)
 class Step:
     """One finished step of a build."""
@@ -67,12 +74,21 @@ class Step:
     finish: float
     error: BaseException | None = None
 
-    @property
-    def event(self) -> str:
-        return STEP_EVENTS[self.step]
 
-    def details(self) -> str:
-        return json.dumps(timing(self.start, self.finish))
+class _Timed:
+    """A step being timed (a class, not a generator: it runs five times a boot)."""
+
+    __slots__ = ("timeline", "step", "start")
+
+    def __init__(self, timeline: BootTimeline, step: BootStep) -> None:
+        self.timeline, self.step, self.start = timeline, step, 0.0
+
+    def __enter__(self) -> None:
+        self.start = time.time()
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 _tb: Any) -> None:
+        self.timeline.add(Step(self.step, self.start, time.time(), error))
 
 
 @dataclass
@@ -85,31 +101,25 @@ class BootTimeline:
     start: float = field(default_factory=time.time)
     steps: list[Step] = field(default_factory=list)
 
-    @contextlib.contextmanager
-    def step(self, step: BootStep) -> Iterator[None]:
+    def step(self, step: BootStep) -> ContextManager[None]:
         """Time the body as ``step``; an exception (a cancellation too)
         records the step failed and goes on."""
-        start = time.time()
-        try:
-            yield
-        except BaseException as error:
-            self.add(Step(step, start, time.time(), error))
-            raise
-        self.add(Step(step, start, time.time()))
+        return _Timed(self, step)
 
     def add(self, step: Step) -> None:
         self.steps.append(step)
         observe.boot_step(step.step, step.finish - step.start, step.error is not None)
 
-    def take(self) -> list[Step]:
-        """The steps not written yet; a reschedule's or a retried write's
-        second look finds none of them again."""
-        steps, self.steps = self.steps, []
-        return steps
-
     def build_details(self, finish: float) -> str:
         """The build event's details: its own timing."""
-        return json.dumps(timing(self.start, finish))
+        return timing_json(self.start, finish)
+
+    def events(self) -> list[FinishedEvent]:
+        """The finished steps as events for ``instance_actions.record_events``."""
+        return [FinishedEvent(STEP_EVENTS[s.step], as_datetime(s.start), as_datetime(s.finish),
+                              SUCCESS if s.error is None else ERROR,
+                              None if s.error is None else format_traceback(s.error),
+                              timing_json(s.start, s.finish)) for s in self.steps]
 
 
 class ScheduleTiming:
@@ -160,16 +170,3 @@ def report_total(created_at: dt.datetime | None, failed: bool) -> None:
     if created_at is not None:
         seconds = (utcnow() - created_at).total_seconds()
         observe.boot_step(BootStep.TOTAL, seconds, failed)
-
-
-def event_rows(steps: list[Step], host: str) -> list[dict[str, Any]]:
-    """The events' column values for ``instance_actions.record_events``."""
-    rows = []
-    for s in steps:
-        start, finish = as_datetime(s.start), as_datetime(s.finish)
-        rows.append({"event": s.event, "start_time": start, "finish_time": finish,
-                     "result": SUCCESS if s.error is None else ERROR,
-                     "traceback": None if s.error is None else format_traceback(s.error),
-                     "host": host, "details": s.details(), "created_at": finish,
-                     "updated_at": finish})
-    return rows
