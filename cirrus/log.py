@@ -16,10 +16,8 @@ import datetime as dt
 import json
 import logging
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
-
-from cirrus.context import RequestContext
 
 # oslo.middleware's request id: a global id given by a caller must look like one.
 # (Matched whole: ``$`` would let a trailing line end through.)
@@ -45,17 +43,6 @@ current: contextvars.ContextVar[LogContext] = contextvars.ContextVar("log_contex
 def valid_request_id(value: str | None) -> str | None:
     """``value`` if it is a request id as oslo.middleware accepts one, else None."""
     return value if value is not None and REQUEST_ID.fullmatch(value) else None
-
-
-def bind(ctx: RequestContext, instance_uuid: str | None = None) -> None:
-    """The running task (and the tasks it starts) log as ``ctx``'s request."""
-    current.set(LogContext(ctx.request_id, ctx.global_request_id, ctx.project_id,
-                           instance_uuid))
-
-
-def bind_instance(instance_uuid: str) -> None:
-    """The running task's log lines name ``instance_uuid`` from now on."""
-    current.set(replace(current.get(), instance_uuid=instance_uuid))
 
 
 def global_id() -> str | None:
