@@ -51,6 +51,9 @@ class Settings:
     # where ``cirrus image build-tiny`` builds it).
     tiny_guest_dir: str = ""
     log_level: str = "INFO"
+    # "text" (the default) or "json": one JSON object per line with the request
+    # id, the global request id, the project and the instance (cirrus/log.py).
+    log_format: str = "text"
 
     # identity
     token_expiration: int = 3600
@@ -240,6 +243,8 @@ class Settings:
 
     def __post_init__(self) -> None:
         self.state_dir = Path(self.state_dir)
+        if self.log_format not in ("text", "json"):
+            raise ValueError(f"log_format must be text or json, not {self.log_format!r}")
         if not self.network_backend:
             self.network_backend = "linuxbridge" if self.compute_driver == "libvirt" else "noop"
         if not self.instances_path:

@@ -28,6 +28,7 @@ class ContextDict(TypedDict, total=False):
     request_id: str
     user_name: str | None
     project_name: str | None
+    global_request_id: str | None
 
 
 @dataclass
@@ -50,6 +51,10 @@ class RequestContext:
     # Set only for a metadata request signed for this instance (the metadata
     # service's caller is a guest, not a user).
     instance_id: str | None = None
+    # The caller's X-OpenStack-Request-ID (oslo.context's): the id of the
+    # request that started this one in another service, carried on to every
+    # service this request's work reaches, and on every log line.
+    global_request_id: str | None = None
 
     @property
     def is_admin(self) -> bool:
@@ -64,6 +69,7 @@ class RequestContext:
             "request_id": self.request_id,
             "user_name": self.user_name,
             "project_name": self.project_name,
+            "global_request_id": self.global_request_id,
         }
 
     @classmethod
@@ -72,7 +78,8 @@ class RequestContext:
         return cls(user_id=data.get("user_id"), project_id=data.get("project_id"),
                    domain_id=data.get("domain_id"), roles=list(data.get("roles") or ()),
                    request_id=data.get("request_id") or new_request_id(),
-                   user_name=data.get("user_name"), project_name=data.get("project_name"))
+                   user_name=data.get("user_name"), project_name=data.get("project_name"),
+                   global_request_id=data.get("global_request_id"))
 
     def elevated(self) -> "RequestContext":
         """An admin copy, for internal work done on the caller's behalf."""
@@ -80,7 +87,8 @@ class RequestContext:
         return RequestContext(user_id=self.user_id, project_id=self.project_id,
                               domain_id=self.domain_id, roles=roles,
                               request_id=self.request_id, auth_token=self.auth_token,
-                              user_name=self.user_name, project_name=self.project_name)
+                              user_name=self.user_name, project_name=self.project_name,
+                              global_request_id=self.global_request_id)
 
 
 def admin_context() -> RequestContext:

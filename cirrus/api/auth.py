@@ -8,9 +8,12 @@ every response its request id and answers an unexpected error itself (see
 from __future__ import annotations
 
 import logging
+import re
+from dataclasses import replace
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from cirrus import log
 from cirrus.api.errors import error_response, style_for_path, unexpected_response
 from cirrus.api.metadata.auth import is_metadata, signed_context
 from cirrus.api.wsgi import sending_headers
@@ -29,6 +32,23 @@ PUBLIC_PATHS = frozenset({
     "/network", "/network/",
     "/volume", "/volume/", "/volume/v3", "/volume/v3/",
 })
+
+
+# The server a compute request is about (its log lines name it).
+_SERVER_PATH = re.compile(r"^/compute/v2(?:\.1)?/servers/([0-9a-f-]{36})(?:/|$)")
+
+
+def _server_of(path: str) -> str | None:
+    match = _SERVER_PATH.match(path)
+    return match.group(1) if match else None
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    """The first ``name`` header (lower case) of the request, decoded."""
+    for key, value in scope["headers"]:
+        if key == name:
+            return str(value.decode("latin-1"))
+    return None
 
 
 def is_public(method: str, path: str) -> bool:
@@ -52,6 +72,9 @@ class AuthMiddleware:
             return
         request_id = new_request_id()
         scope.setdefault("state", {})["request_id"] = request_id
+        global_id = log.valid_request_id(_header(scope, b"x-openstack-request-id"))
+        logged = log.current.set(log.LogContext(request_id, global_id,
+                                                instance_uuid=_server_of(scope["path"])))
         send_with_id = sending_headers(send, [(b"x-openstack-request-id", request_id.encode()),
                                               (b"x-compute-request-id", request_id.encode())])
         started = False
@@ -62,23 +85,25 @@ class AuthMiddleware:
             await send_with_id(message)
 
         try:
-            await self._serve(scope, receive, send_tracked, request_id)
+            await self._serve(scope, receive, send_tracked, request_id, global_id)
         except Exception:
             if started:
                 raise  # nothing can be said any more; the server ends the response
             LOG.exception("unexpected error serving %s %s (%s)", scope["method"],
                           scope["path"], request_id)
             await unexpected_response(scope["path"], request_id)(scope, receive, send_tracked)
+        finally:
+            log.current.reset(logged)
 
     async def _serve(self, scope: Scope, receive: Receive, send_with_id: Send,
-                     request_id: str) -> None:
+                     request_id: str, global_id: str | None) -> None:
         headers = dict(scope["headers"])
         state = scope["state"]
         path = scope["path"]
         if is_metadata(path):  # guests' requests, signed by the proxy instead of a token
             ctx = signed_context(headers, scope["app"].state.metadata.secret)
             if ctx is not None:
-                ctx.request_id = request_id
+                ctx.request_id, ctx.global_request_id = request_id, global_id
                 state["context"] = ctx
             await self.app(scope, receive, send_with_id)
             return
@@ -100,6 +125,7 @@ class AuthMiddleware:
             await response(scope, receive, send_with_id)
             return
         ctx = identity.context_for(data, token.decode())
-        ctx.request_id = request_id
+        ctx.request_id, ctx.global_request_id = request_id, global_id
         state["context"] = ctx
+        log.current.set(replace(log.current.get(), project_id=ctx.project_id))
         await self.app(scope, receive, send_with_id)

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+from cirrus import log
 from cirrus.config import Settings, load_settings
 from cirrus.image.tiny import DEFAULT_OUTPUT as TINY_OUTPUT
 from cirrus.preflight import check_state_dir, listen_socket
@@ -127,12 +128,12 @@ def settings_from(args: argparse.Namespace) -> Settings:
 def setup_logging(settings: Settings) -> None:
     logdir = settings.state_dir / "logs"
     logdir.mkdir(parents=True, exist_ok=True)
-    fmt = "%(asctime)s %(levelname)s %(name)s %(message)s"
     handlers: list[logging.Handler] = [logging.FileHandler(logdir / "cirrus.log"),
                                        logging.StreamHandler(sys.stderr)]
     handlers[1].setLevel(logging.WARNING)
     for h in handlers:
-        h.setFormatter(logging.Formatter(fmt))
+        h.setFormatter(log.formatter(settings.log_format))
+        h.addFilter(log.ContextFilter())
     root = logging.getLogger()
     root.handlers[:] = handlers
     root.setLevel(settings.log_level.upper())

@@ -18,8 +18,9 @@ import sqlalchemy as sa
 from cirrus.compute import exception as exc
 from cirrus.compute import instance as inst
 from cirrus.compute import instance_actions
-from cirrus.compute.build_failure import (ACTIVE, FAILED, BuildFailures, Started,
-                                          create_payload)
+from cirrus.compute import timeline as boot_timeline
+from cirrus.compute.build_failure import (ACTIVE, FAILED, BuildClosing, BuildFailures,
+                                          Started, close_build_event, create_payload)
 from cirrus.compute.boot_volumes import BootVolumes
 from cirrus.compute.build_request import BuildRequest, ImageSpec, RequestSpec
 from cirrus.compute.builds import RunningBuilds
@@ -28,6 +29,7 @@ from cirrus.compute.outcomes import NO_MORE_NETWORK, Outcome
 from cirrus.compute.resource_tracker import ResourceTracker
 from cirrus.compute.states import TaskState, VmState
 from cirrus.compute.store import BlockDeviceInfo, Instance, InstanceStore, block_device_info
+from cirrus.compute.timeline import BootTimeline
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
 from cirrus.exception import CirrusException
@@ -36,6 +38,7 @@ from cirrus.image.api import ImageAPI
 from cirrus.network.api import API as NetworkAPI
 from cirrus.network.model import NetworkInfo
 from cirrus.notifications import Notifier
+from cirrus.observe import BootStep
 from cirrus.utils import KeyedLocks, spawn
 from cirrus.virt.driver import ComputeDriver
 
@@ -90,6 +93,8 @@ class Builder:
         started = await self._started(ctx, request, node)
         if started is None:
             return FAILED
+        # This task's own context: the driver's vif-plugged wait records here.
+        boot_timeline.current.set(started.timeline)
         # Seed 004: anything unexpected while the guest is built reschedules;
         # once it runs, it goes to ERROR.
         unexpected = Outcome.RESCHEDULE
@@ -143,10 +148,12 @@ class Builder:
         """
         error: Exception | None = None
         claim = None
+        timeline = BootTimeline()
         try:
-            claim = self.tracker.check_claim(conn, uuid, node)
-            if in_group:
-                self._validate_instance_group_policy(conn, uuid)
+            with timeline.step(BootStep.CLAIM):
+                claim = self.tracker.check_claim(conn, uuid, node)
+                if in_group:
+                    self._validate_instance_group_policy(conn, uuid)
         except (exc.ComputeResourcesUnavailable, exc.RescheduledException) as failed:
             error = failed
         host = self.store.host
@@ -155,10 +162,15 @@ class Builder:
                          "task_state": None if error else TaskState.BLOCK_DEVICE_MAPPING},
             expected_task_state=[TaskState.SCHEDULING], expected_vm_state=[VmState.BUILDING],
             expected_host=host)
-        event_id = instance_actions.event_start(conn, ctx, uuid, BUILD_EVENT, host=host)
+        ids = instance_actions.event_start_in_action(
+            conn, ctx, uuid, BUILD_EVENT, host=host,
+            start=boot_timeline.as_datetime(timeline.start))
+        event_id, action_id = ids if ids is not None else (None, None)
         if error is not None:
-            return Started(instance, error=error, event_id=event_id)
-        return Started(instance, claim=claim, bdms=inst.bdms(conn, uuid), event_id=event_id)
+            return Started(instance, error=error, event_id=event_id, action_id=action_id,
+                           timeline=timeline)
+        return Started(instance, claim=claim, bdms=inst.bdms(conn, uuid), event_id=event_id,
+                       action_id=action_id, timeline=timeline)
 
     def _validate_instance_group_policy(self, conn: sa.Connection, uuid: str) -> None:
         """The late check: another build may have raced us onto/away from this host."""
@@ -192,17 +204,18 @@ class Builder:
         if started.error is not None:  # the claim or group check of _start
             raise started.error
         image_meta = await self._image_meta(ctx, instance, request.request_spec)
-        async with self._build_resources(ctx, instance, request, started.bdms) as resources:
+        async with self._build_resources(ctx, instance, request, started) as resources:
             # The row _start read, with what this save wrote: no need to read
             # all of it back.
             instance = {**instance, **await self.store.save(
                 uuid, {"vm_state": VmState.BUILDING, "task_state": TaskState.SPAWNING},
                 expected_task_state=TaskState.BLOCK_DEVICE_MAPPING)}
-            await self.driver.spawn(ctx, instance, image_meta, request.injected_files,
-                                    request.admin_password,
-                                    cast(dict[str, Any], started.claim),
-                                    resources.network_info,
-                                    cast(dict[str, Any], resources.block_device_info))
+            with started.timeline.step(BootStep.SPAWN):
+                await self.driver.spawn(ctx, instance, image_meta, request.injected_files,
+                                        request.admin_password,
+                                        cast(dict[str, Any], started.claim),
+                                        resources.network_info,
+                                        cast(dict[str, Any], resources.block_device_info))
             await self.volumes.complete(ctx, resources.block_device_info["block_device_mapping"])
         return instance, resources.network_info
 
@@ -216,11 +229,15 @@ class Builder:
                                   "power_state": int(info.state), "launched_at": utcnow()}
         values.update(self._access_ips(instance, network_info))
 
+        closing = BuildClosing.of(started)
+
         def mark_active(conn: sa.Connection) -> None:
             inst.save(conn, uuid, values, expected_task_state=TaskState.SPAWNING)
-            instance_actions.event_finish(conn, started.event_id, if_open=True)
+            close_build_event(conn, closing, self.store.host)
             instance_actions.action_finish(conn, ctx, uuid)
         await self.store.run(mark_active)
+        boot_timeline.report_total(instance.get("created_at"), failed=False)
+        LOG.debug("instance %s is ACTIVE on %s", uuid, node)
         self.notifier.info(ctx, "compute.instance.create.end",
                            create_payload(uuid, self.store.host, node))
 
@@ -253,15 +270,17 @@ class Builder:
     # -- _build_resources (seed 000) -------------------------------------------------
     @contextlib.asynccontextmanager
     async def _build_resources(self, ctx: RequestContext, instance: Instance,
-                               request: BuildRequest, bdms: list[dict[str, Any]]
+                               request: BuildRequest, started: Started
                                ) -> AsyncIterator[Resources]:
         """The instance is in BLOCK_DEVICE_MAPPING already (``_start``)."""
         uuid = instance["uuid"]
+        timeline = started.timeline
         # Allocate networks while block devices are prepared (seed 000).
-        net_task = spawn(self._allocate_network_async(ctx, instance, request),
+        net_task = spawn(self._allocate_network_async(ctx, instance, request, timeline),
                          name=f"allocate-network:{uuid}", awaited=True)
         try:
-            bdi = await self._prep_block_device(ctx, instance, bdms)
+            with timeline.step(BootStep.BLOCK_DEVICES):
+                bdi = await self._prep_block_device(ctx, instance, started.bdms)
             network_info = await net_task
         except BaseException:
             net_task.cancel()
@@ -305,8 +324,15 @@ class Builder:
                 reason=f"Failure prepping block device: {reason}") from error
 
     async def _allocate_network_async(self, ctx: RequestContext, instance: Instance,
-                                      request: BuildRequest) -> NetworkInfo:
-        """allocate_for_instance with ``network_allocate_retries`` and back-off."""
+                                      request: BuildRequest,
+                                      timeline: BootTimeline) -> NetworkInfo:
+        """allocate_for_instance with ``network_allocate_retries`` and back-off,
+        timed as one step (the retries and their back-off included)."""
+        with timeline.step(BootStep.NETWORK):
+            return await self._allocate_network_with_retries(ctx, instance, request)
+
+    async def _allocate_network_with_retries(self, ctx: RequestContext, instance: Instance,
+                                             request: BuildRequest) -> NetworkInfo:
         attempts = max(0, self.network_allocate_retries) + 1
         delay = 1.0
         for attempt in range(1, attempts + 1):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -22,11 +23,13 @@ from cirrus.claims import Allocation, ClaimsClient
 from cirrus.compute import exception as exc
 from cirrus.compute import instance as inst
 from cirrus.compute import instance_actions
+from cirrus.compute.instance_actions import FinishedEvent
 from cirrus.compute.boot_volumes import BootVolumes
 from cirrus.compute.build_request import BuildRequest, RequestedNetwork
 from cirrus.compute.outcomes import BUILD_OUTCOMES, Outcome, Rule, rule_of
 from cirrus.compute.states import TaskState, VmState
 from cirrus.compute.store import Instance, InstanceStore
+from cirrus.compute.timeline import BootTimeline, report_total
 from cirrus.conductor.rpcapi import ComputeTaskAPI
 from cirrus.context import RequestContext
 from cirrus.exception import CirrusException
@@ -47,6 +50,8 @@ class Started:
     bdms: list[dict[str, Any]] = field(default_factory=list)
     error: Exception | None = None  # a failed claim or group check: reschedule
     event_id: int | None = None  # the build event it opened (None: no action to log under)
+    action_id: int | None = None  # the action of that event, where the steps' events go
+    timeline: BootTimeline = field(default_factory=BootTimeline)  # the steps, timed
 
 
 def create_payload(uuid: str, host: str, node: str) -> dict[str, Any]:
@@ -119,7 +124,7 @@ class BuildFailures:
     async def finish_event(self, ctx: RequestContext, started: Started,
                            error: BaseException) -> None:
         """Close the build event with ``error`` (unless closed already)."""
-        await self.store.run(_close_event, started.event_id, error)
+        await self.store.run(close_build_event, BuildClosing.of(started), self.store.host, error)
 
     async def _reschedule(self, ctx: RequestContext, request: BuildRequest, started: Started,
                           node: str, error: exc.RescheduledException) -> str:
@@ -157,7 +162,8 @@ class BuildFailures:
         await self.clean_up(ctx, request)
         await self.volumes.cleanup_volumes(ctx, request.instance_uuid)
         await self.store.run(_record_error, ctx, request.instance_uuid, error, self.store.host,
-                             started.event_id)
+                             BuildClosing.of(started))
+        report_total(started.instance.get("created_at"), failed=True)
 
     async def clean_up(self, ctx: RequestContext, request: BuildRequest) -> None:
         """Whatever the build left: the guest, its ports, its claim."""
@@ -180,13 +186,36 @@ class BuildFailures:
             LOG.exception("failed to deallocate networks of %s", instance["uuid"])
 
 
-def _close_event(conn: sa.Connection, event_id: int | None, error: BaseException) -> None:
-    instance_actions.event_finish(conn, event_id, exc=error, if_open=True)
+@dataclass(frozen=True)
+class BuildClosing:
+    """What closing a build writes, prepared before its unit (outside the
+    write lock): the build event's details and the steps' events."""
+
+    started: Started
+    details: str
+    events: list[FinishedEvent]
+
+    @classmethod
+    def of(cls, started: Started) -> "BuildClosing":
+        timeline = started.timeline
+        return cls(started, timeline.build_details(time.time()), timeline.events())
+
+
+def close_build_event(conn: sa.Connection, closing: BuildClosing, host: str,
+                      error: BaseException | None = None) -> None:
+    """The build event closed (unless closed already) with its timing, and the
+    steps' events written beside it. Only the unit that closes the event
+    writes them: a build's failure path that reaches here twice (a reschedule
+    that ends in ERROR) writes its steps once."""
+    started = closing.started
+    if instance_actions.event_finish(conn, started.event_id, exc=error, if_open=True,
+                                     details=closing.details):
+        instance_actions.record_events(conn, started.action_id, host, closing.events)
 
 
 def _record_error(conn: sa.Connection, ctx: RequestContext, uuid: str, error: BaseException,
-                  host: str, event_id: int | None) -> None:
+                  host: str, closing: BuildClosing) -> None:
     """One transaction: the ERROR, its fault, the action and the event closed."""
     inst.set_error(conn, uuid, error, host)
     instance_actions.action_finish(conn, ctx, uuid, message="Error")
-    instance_actions.event_finish(conn, event_id, exc=error, if_open=True)
+    close_build_event(conn, closing, host, error)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any, AsyncIterator, Iterable
+from typing import Any, AsyncIterator, ContextManager, Iterable
 
 
 class InstanceEvents:
@@ -45,26 +45,35 @@ class InstanceEvents:
             if event.get("name") in ("network-vif-plugged", "network-vif-unplugged"):
                 self.deliver(event)
 
+    @staticmethod
+    async def _wait(futures: dict[str, asyncio.Future[dict[str, Any]]], deadline: float,
+                    error_cb: Any) -> None:
+        done, pending = await asyncio.wait(futures.values(), timeout=deadline)
+        if pending and error_cb is not None:
+            missing = [k for k, f in futures.items() if f in pending]
+            error_cb(missing)
+        for fut in done:
+            event = fut.result()
+            if event.get("status") == "failed" and error_cb is not None:
+                error_cb([f"{event['name']}-{event.get('tag')}"])
+
     @contextlib.asynccontextmanager
     async def wait_for_instance_event(self, instance_uuid: str, keys: list[str], *,
-                                      deadline: float, error_cb: Any = None) -> AsyncIterator[None]:
+                                      deadline: float, error_cb: Any = None,
+                                      timed: ContextManager[Any] | None = None
+                                      ) -> AsyncIterator[None]:
         """Prepare waiters for ``keys``, run the body, then wait up to ``deadline`` s.
 
         On timeout ``error_cb(keys_missing)`` decides: it raises to fail, or
-        returns to carry on (``vif_plugging_is_fatal = False``).
+        returns to carry on (``vif_plugging_is_fatal = False``). ``timed``
+        wraps the wait after the body (the boot timeline's step).
         """
         futures = self.prepare(instance_uuid, keys)
         try:
             yield
             if futures:
-                done, pending = await asyncio.wait(futures.values(), timeout=deadline)
-                if pending and error_cb is not None:
-                    missing = [k for k, f in futures.items() if f in pending]
-                    error_cb(missing)
-                for fut in done:
-                    event = fut.result()
-                    if event.get("status") == "failed" and error_cb is not None:
-                        error_cb([f"{event['name']}-{event.get('tag')}"])
+                with timed or contextlib.nullcontext():
+                    await self._wait(futures, deadline, error_cb)
         finally:
             for key in keys:
                 waiter = self.pop(instance_uuid, key)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import traceback as tb
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
@@ -47,11 +47,38 @@ def _event_insert(binds: Binds) -> sa.Insert:
     action = sa.select(act.c.id, *given).where(
         act.c.instance_uuid == sa.bindparam("w_uuid"), act.c.request_id == sa.bindparam("w_request")
     ).order_by(act.c.id.desc()).limit(1)
-    return ev.insert().from_select(["action_id", *(c for c, _ in binds)], action).returning(ev.c.id)
+    return ev.insert().from_select(["action_id", *(c for c, _ in binds)], action).returning(
+        ev.c.id, ev.c.action_id)
+
+
+class FinishedEvent(NamedTuple):
+    """An event recorded finished (a boot timeline's step), as
+    :func:`record_events` writes it."""
+
+    event: str
+    start_time: dt.datetime
+    finish_time: dt.datetime
+    result: str
+    traceback: str | None
+    details: str | None
+
+
+def _events_insert(count: int) -> sa.Insert:
+    """``count`` finished events under one action, on one host, in one
+    multi-row statement; each created (and last updated) when it finished."""
+    def row(i: int) -> dict[str, Any]:
+        values: dict[str, Any] = {column: sa.bindparam(f"v{i}_{column}", type_=ev.c[column].type)
+                                  for column in FinishedEvent._fields}
+        return {**values, "action_id": sa.bindparam("w_action"), "host": sa.bindparam("w_host"),
+                "created_at": values["finish_time"], "updated_at": values["finish_time"]}
+    return ev.insert().values([row(i) for i in range(count)])
 
 
 # Every pipeline step records an event: statements built once (cirrus/db/prepared.py).
 _EVENT_INSERTS = PreparedCache(_event_insert)
+_EVENTS_INSERTS = PreparedCache(_events_insert)
+# Each count's parameter names, row by row, in FinishedEvent's order.
+_EVENT_PARAMS: dict[int, list[tuple[str, ...]]] = {}
 _EVENT_FINISHES = PreparedCache(lambda key: ev.update().where(
     ev.c.id == sa.bindparam("w_id"), *([ev.c.finish_time.is_(None)] if key[1] else []))
     .values({column: sa.bindparam(name) for column, name in key[0]}))
@@ -77,12 +104,18 @@ def action_start(conn: sa.Connection, ctx: RequestContext, instance_uuid: str,
 
 
 def _insert_event(conn: sa.Connection, ctx: RequestContext, instance_uuid: str,
-                  values: dict[str, Any]) -> int | None:
-    """The new event's id; None (nothing inserted) if the request has no action."""
+                  values: dict[str, Any]) -> tuple[int, int] | None:
+    """The new event's id and its action's; None (nothing inserted) if the
+    request has no action."""
     binds, params = _binds(values)
     row = _EVENT_INSERTS[binds].execute(conn, w_uuid=instance_uuid, w_request=ctx.request_id,
                                         **params).fetchone()
-    return row[0] if row is not None else None
+    return (row[0], row[1]) if row is not None else None
+
+
+def format_traceback(exc: BaseException) -> str:
+    """An Error event's traceback (its last 10,000 characters)."""
+    return "".join(tb.format_exception(type(exc), exc, exc.__traceback__))[-10000:]
 
 
 def _outcome(exc: BaseException | None, details: Any) -> dict[str, Any]:
@@ -91,7 +124,7 @@ def _outcome(exc: BaseException | None, details: Any) -> dict[str, Any]:
     values: dict[str, Any] = {"finish_time": now, "result": SUCCESS if exc is None else ERROR,
                               "updated_at": now}
     if exc is not None:
-        values["traceback"] = "".join(tb.format_exception(type(exc), exc, exc.__traceback__))[-10000:]
+        values["traceback"] = format_traceback(exc)
     if details is not None:
         values["details"] = details if isinstance(details, str) else json.dumps(details)
     return values
@@ -100,29 +133,56 @@ def _outcome(exc: BaseException | None, details: Any) -> dict[str, Any]:
 def event_start(conn: sa.Connection, ctx: RequestContext, instance_uuid: str, event: str,
                 host: str | None = None) -> int | None:
     """Open ``event`` under the action of this request; its id, or None."""
-    now = utcnow()
+    ids = event_start_in_action(conn, ctx, instance_uuid, event, host)
+    return ids[0] if ids is not None else None
+
+
+def event_start_in_action(conn: sa.Connection, ctx: RequestContext, instance_uuid: str,
+                          event: str, host: str | None = None,
+                          start: dt.datetime | None = None) -> tuple[int, int] | None:
+    """:func:`event_start` (at ``start``, default now); the event's id and
+    its action's, for :func:`record_events` to add more under."""
+    now = start or utcnow()
     return _insert_event(conn, ctx, instance_uuid, {"event": event, "start_time": now,
                                                     "host": host, "created_at": now})
 
 
+def record_events(conn: sa.Connection, action_id: int | None, host: str,
+                  events: list[FinishedEvent]) -> None:
+    """Finished events under ``action_id``, in one statement."""
+    if action_id is None or not events:
+        return
+    count = len(events)
+    names = _EVENT_PARAMS.get(count)
+    if names is None:
+        names = _EVENT_PARAMS[count] = [tuple(f"v{i}_{c}" for c in FinishedEvent._fields)
+                                        for i in range(count)]
+    params: dict[str, Any] = {"w_action": action_id, "w_host": host}
+    for row_names, event in zip(names, events):
+        params.update(zip(row_names, event))
+    _EVENTS_INSERTS[count].execute(conn, **params)
+
+
 def event_finish(conn: sa.Connection, event_id: int | None, *, exc: BaseException | None = None,
-                 details: Any = None, if_open: bool = False) -> None:
+                 details: Any = None, if_open: bool = False) -> bool:
     """Close an event: Success, or Error with the exception's traceback.
+    Whether it was closed now.
 
     ``if_open``: only if nobody closed it yet (a finished event keeps its outcome)."""
     if event_id is None:
-        return
+        return False
     binds, params = _binds(_outcome(exc, details))
-    _EVENT_FINISHES[binds, if_open].execute(conn, w_id=event_id, **params)
+    return _EVENT_FINISHES[binds, if_open].execute(conn, w_id=event_id, **params).rowcount == 1
 
 
 def record_event(conn: sa.Connection, ctx: RequestContext, instance_uuid: str, event: str, *,
                  host: str | None = None, exc: BaseException | None = None,
-                 details: Any = None) -> None:
-    """An event that starts and finishes at once (e.g. a scheduling decision):
-    one insert with its outcome."""
+                 details: Any = None, start: dt.datetime | None = None) -> None:
+    """A finished event (e.g. a scheduling decision, ``start`` when it began;
+    default: it starts and finishes now): one insert with its outcome."""
     values = _outcome(exc, details)
-    _insert_event(conn, ctx, instance_uuid, {"event": event, "start_time": values["finish_time"],
+    _insert_event(conn, ctx, instance_uuid, {"event": event,
+                                             "start_time": start or values["finish_time"],
                                              "host": host, "created_at": values["finish_time"],
                                              **values})
 

@@ -16,7 +16,9 @@ from typing import Any, AsyncIterator
 
 from cirrus.compute.events import InstanceEvents
 from cirrus.compute.exception import VirtualInterfaceCreateException
+from cirrus.compute import timeline
 from cirrus.compute.image_service import ImageService
+from cirrus.observe import BootStep
 
 LOG = logging.getLogger(__name__)
 
@@ -50,6 +52,8 @@ class VirtAPI:
                 if not vif.get("active")]
         if not keys or self.timeout <= 0:
             yield
+            with timeline.current_step(BootStep.VIF_PLUGGED):
+                pass  # nothing to wait for: the timeline shows a step of no length
             return
 
         def on_missing(missing: list[str]) -> None:
@@ -59,7 +63,9 @@ class VirtAPI:
             LOG.warning("timeout waiting for %s for %s; continuing (vif_plugging_is_fatal "
                         "is off)", missing, instance["uuid"])
         async with self.events.wait_for_instance_event(instance["uuid"], keys,
-                                                       deadline=self.timeout, error_cb=on_missing):
+                                                       deadline=self.timeout, error_cb=on_missing,
+                                                       timed=timeline.current_step(
+                                                           BootStep.VIF_PLUGGED)):
             yield
 
 

@@ -7,7 +7,7 @@ Reschedules come back here with the tried hosts in ``filter_properties``.
 """
 from __future__ import annotations
 
-import json
+import datetime as dt
 import logging
 from functools import partial
 from typing import Any
@@ -23,6 +23,7 @@ from cirrus.compute.models import instances
 from cirrus.compute.rpcapi import ComputeAPI
 from cirrus.compute.server_groups import group_of_instance
 from cirrus.compute.states import TaskState, VmState
+from cirrus.compute.timeline import SCHEDULE_EVENT, ScheduleTiming, report_total
 from cirrus.compute.stuck_builds import (BuildTimedOut, conductor_restarted,
                                          fail_stuck_builds, stuck_builds, unscheduled_builds)
 from cirrus.conductor.migrate import MoveTasks
@@ -101,9 +102,11 @@ class ConductorManager:
         spec["num_instances"] = len(uuids)
         retry = filter_properties.setdefault("retry", {"num_attempts": 1, "hosts": []})
         spec["retry"] = retry
+        scheduled = ScheduleTiming()
         try:
             self._check_retries(uuids, retry)
-            result = await self._schedule_instances(ctx, spec)
+            with scheduled:
+                result = await self._schedule_instances(ctx, spec)
         except ConnectionLost:
             # This delivery went down with the same connection, unacknowledged:
             # the broker hands it out again, and that delivery schedules them.
@@ -111,17 +114,16 @@ class ConductorManager:
                         uuids)
             return
         except (NoValidHost, MaxRetriesExceeded) as error:
-            await self._set_vm_state_and_notify(ctx, uuids, error, spec)
+            await self._set_vm_state_and_notify(ctx, uuids, error, scheduled)
             return
         except Exception as error:  # noqa: BLE001 - scheduler unreachable etc.
             LOG.exception("scheduling failed for %s", uuids)
-            await self._set_vm_state_and_notify(ctx, uuids, error, spec)
+            await self._set_vm_state_and_notify(ctx, uuids, error, scheduled)
             return
         # The decision's text once per request, and outside the write lock.
-        decision = result.get("decision")
-        details = json.dumps(decision) if decision is not None else None
+        details = scheduled.details(result.get("decision"))
         for uuid, dest in zip(uuids, result["destinations"]):
-            ok = await self.db.run(self._record_host, ctx, uuid, dest, details)
+            ok = await self.db.run(self._record_host, ctx, uuid, dest, details, scheduled.start)
             if not ok:
                 continue  # deleted meanwhile, or another delivery got there first
             await self.compute_rpcapi.build_and_run_instance(
@@ -218,7 +220,7 @@ class ConductorManager:
         return await self.scheduler_client.select_destinations(ctx, spec)
 
     def _record_host(self, conn: sa.Connection, ctx: RequestContext, uuid: str,
-                     dest: Destination, details: str | None) -> bool:
+                     dest: Destination, details: str, start: dt.datetime) -> bool:
         """Put ``uuid`` on its host if it still waits for one; False otherwise."""
         try:
             # The instance is in its host's zone (Nova's conductor sets it so).
@@ -231,8 +233,8 @@ class ConductorManager:
         except (exc.InstanceNotFound, exc.UnexpectedTaskStateError):
             self._lost_the_instance(conn, uuid)
             return False
-        instance_actions.record_event(conn, ctx, uuid, "conductor_schedule_and_build_instances",
-                                      host=self.host, details=details)
+        instance_actions.record_event(conn, ctx, uuid, SCHEDULE_EVENT, host=self.host,
+                                      details=details, start=start)
         return True
 
     @staticmethod
@@ -252,27 +254,34 @@ class ConductorManager:
             release(conn, uuid)
 
     async def _set_vm_state_and_notify(self, ctx: RequestContext, uuids: list[str],
-                                       error: BaseException, spec: dict[str, Any]) -> None:
-        await self.db.run(self._fail_all, ctx, uuids, error)
+                                       error: BaseException, scheduled: ScheduleTiming) -> None:
+        details = scheduled.details(getattr(error, "kwargs", {}).get("decision"))
+        created = await self.db.run(self._fail_all, ctx, uuids, error, details, scheduled.start)
+        for created_at in created:
+            report_total(created_at, failed=True)
 
     def _fail_all(self, conn: sa.Connection, ctx: RequestContext, uuids: list[str],
-                  error: BaseException) -> None:
+                  error: BaseException, details: str, start: dt.datetime
+                  ) -> list[dt.datetime]:
         """ERROR with a fault for each instance still waiting for a host; any
-        claim the scheduler made before the failure (a late or lost reply) goes."""
+        claim the scheduler made before the failure (a late or lost reply) goes.
+        The failed instances' ``created_at``."""
+        created = []
         for uuid in uuids:
             try:
-                inst.save(conn, uuid, {"vm_state": VmState.ERROR, "task_state": None},
-                          expected_task_state=[TaskState.SCHEDULING],
-                          expected_vm_state=[VmState.BUILDING], expected_host=None)
+                row = inst.save_and_get(conn, uuid, {"vm_state": VmState.ERROR, "task_state": None},
+                                        expected_task_state=[TaskState.SCHEDULING],
+                                        expected_vm_state=[VmState.BUILDING], expected_host=None)
             except (exc.InstanceNotFound, exc.UnexpectedTaskStateError):
                 self._lost_the_instance(conn, uuid)
                 continue  # deleted, or another delivery of this request placed it
             release(conn, uuid)
             inst.add_fault(conn, uuid, error, None)
-            instance_actions.record_event(conn, ctx, uuid, "conductor_schedule_and_build_instances",
-                                          host=self.host, exc=error,
-                                          details=getattr(error, "kwargs", {}).get("decision"))
+            instance_actions.record_event(conn, ctx, uuid, SCHEDULE_EVENT, host=self.host,
+                                          exc=error, details=details, start=start)
             instance_actions.action_finish(conn, ctx, uuid, message="Error")
+            created.append(row["created_at"])
+        return created
 
 
 def _waiting(match: sa.ColumnElement[bool]) -> sa.Select[Any]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, AsyncIterator, cast
 
+from cirrus import log
 from cirrus.compute import exception as exc
 from cirrus.compute.image_service import ImageMeta
 from cirrus.config import Settings
@@ -152,7 +153,8 @@ class ImageClient:
         for attempt in (1, 2):
             token, endpoint = await self._auth(renew=attempt == 2)
             request = self._http.build_request(
-                method, endpoint + path, headers={**(headers or {}), "X-Auth-Token": token},
+                method, endpoint + path, headers={**(headers or {}), "X-Auth-Token": token,
+                                                  **_request_id_header()},
                 **kwargs)
             try:
                 reply = await self._http.send(request, stream=stream)
@@ -185,6 +187,13 @@ class ImageClient:
         endpoint = creds.endpoint_override.rstrip("/") or image_endpoint(
             reply.json()["token"].get("catalog") or [], creds.region)
         return reply.headers["X-Subject-Token"], endpoint
+
+
+def _request_id_header() -> dict[str, str]:
+    """The request's global id for the image service's logs (as keystoneauth
+    sends a context's ``global_request_id``); none outside a request."""
+    global_id = log.global_id()
+    return {"X-OpenStack-Request-ID": global_id} if global_id else {}
 
 
 async def _checked(reply: httpx.Response, what: str) -> httpx.Response:

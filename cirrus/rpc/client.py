@@ -5,6 +5,7 @@ import importlib
 import logging
 from typing import Any
 
+from cirrus import log
 from cirrus.context import RequestContext
 from cirrus.exception import CirrusException
 from cirrus.rpc.codec import encode
@@ -94,9 +95,25 @@ class RPCDispatcher:
             return {"failure": {"module": "", "type": "UnsupportedMethod",
                                 "message": f"no method {method!r}", "kwargs": {}}}
         ctxt = RequestContext.from_dict(message.get("context") or {})
+        args = message.get("args") or {}
+        # This message's work (and the tasks it starts) logs as its request.
+        logged = log.current.set(log.LogContext(ctxt.request_id, ctxt.global_request_id,
+                                                ctxt.project_id, _instance_of(args)))
         try:
-            return {"result": await fn(ctxt, **(message.get("args") or {}))}
+            return {"result": await fn(ctxt, **args)}
         except Exception as exc:  # noqa: BLE001 - reported to the caller
             if not isinstance(exc, CirrusException):
                 LOG.exception("rpc %s.%s failed", type(self.endpoint).__name__, method)
             return {"failure": _serialize_failure(exc)}
+        finally:
+            log.current.reset(logged)
+
+
+def _instance_of(args: dict[str, Any]) -> str | None:
+    """The instance a message is about: its ``instance_uuid``, or the one of
+    ``instance_uuids`` (a build of one server, nearly every build)."""
+    uuid = args.get("instance_uuid")
+    if uuid is None:
+        uuids = args.get("instance_uuids")
+        uuid = uuids[0] if isinstance(uuids, list) and len(uuids) == 1 else None
+    return uuid if isinstance(uuid, str) else None
