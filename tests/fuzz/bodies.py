@@ -169,6 +169,17 @@ COMPUTE: dict[tuple[str, str], tuple[Example, ...]] = {
                                          "ip_protocol": "tcp", "from_port": 22, "to_port": 22,
                                          "cidr": "10.0.0.0/8"}}),),
     ("DELETE", "/compute/v2.1/os-security-group-rules/{rule_id}"): (NO_BODY,),
+    # the block storage proxies (2.1–2.35)
+    ("POST", "/compute/v2.1/os-volumes"): (
+        Example({"volume": {"size": 1, "display_name": "fz-cvol", "display_description": "d",
+                            "metadata": {"k": "v"}}}),
+        Example({"volume": {"size": "1", "snapshot_id": Ref("volume_snapshot")}}),
+    ),
+    ("DELETE", "/compute/v2.1/os-volumes/{volume_id}"): (NO_BODY,),
+    ("POST", "/compute/v2.1/os-snapshots"): (
+        Example({"snapshot": {"volume_id": Ref("volume"), "force": True,
+                              "display_name": "fz-csnap"}}),),
+    ("DELETE", "/compute/v2.1/os-snapshots/{snapshot_id}"): (NO_BODY,),
     ("PUT", "/compute/v2.1/os-hosts/{host_name}"): (
         Example({"status": "enable"}, persona="admin"),),
     ("POST", "/compute/v2.1/servers/{server_id}/remote-consoles"): (

@@ -43,6 +43,7 @@ COLLECTION_KINDS = {
     "os-volume_attachments": "attached_volume",
     "routers": "router", "floatingips": "floatingip",
     "volumes": "volume", "snapshots": "volume_snapshot", "types": "volume_type",
+    "os-volumes": "volume", "os-snapshots": "volume_snapshot",
     "attachments": "volume_attachment", "messages": "volume_message",
     "os-volume-transfer": "volume_transfer", "volume-transfers": "volume_transfer",
     "qos-specs": "volume_qos", "group_types": "volume_group_type",

@@ -236,6 +236,8 @@ def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str,
             "net_id": ids["network"]}},
         ("POST", "/v2.1/servers/{server_id}/os-volume_attachments"): {"volumeAttachment": {
             "volumeId": NO_SUCH_VOLUME}},
+        ("POST", "/v2.1/os-volumes"): {"volume": {"size": 1}},
+        ("POST", "/v2.1/os-snapshots"): {"snapshot": {"volume_id": ids["volume"], "force": True}},
         ("POST", "/v2.1/flavors"): {"flavor": {"name": "f2", "ram": 64, "vcpus": 1, "disk": 1}},
         ("PUT", "/v2.1/flavors/{flavor_id}"): {"flavor": {"description": "d"}},
         ("POST", "/v2.1/flavors/{flavor_id}/os-extra_specs"): {"extra_specs": {"k": "v"}},
