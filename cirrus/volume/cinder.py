@@ -87,6 +87,7 @@ class Volume(TypedDict):
     description: NotRequired[str | None]
     snapshot_id: NotRequired[str | None]
     metadata: NotRequired[dict[str, str]]
+    encrypted: NotRequired[bool]  # of a type with encryption specs
 
 
 class Attachment(TypedDict):

@@ -30,7 +30,8 @@ def to_volume(row: Row) -> Volume:
             "project_id": row["project_id"],
             "volume_image_metadata": dict(row["image_metadata"] or {}),
             "created_at": isotime(row["created_at"]) or "", "description": row["description"],
-            "snapshot_id": row["snapshot_id"], "metadata": dict(row["metadata"] or {})}
+            "snapshot_id": row["snapshot_id"], "metadata": dict(row["metadata"] or {}),
+            "encrypted": bool(row.get("encrypted"))}
 
 
 def to_attachment(row: Row) -> Attachment:

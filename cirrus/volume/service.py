@@ -25,7 +25,7 @@ from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
 from cirrus.db.engine import Database, fetch_all
 from cirrus.image.api import ImageAPI
-from cirrus.volume import db, messages, quotas, types
+from cirrus.volume import db, encryption, messages, quotas, types
 from cirrus.volume import exception as exc
 from cirrus.volume.backends import backend_host
 from cirrus.volume.backends.base import VolumeDriver
@@ -189,9 +189,12 @@ class VolumeService:
     @staticmethod
     def _decorate(conn: sa.Connection, rows: Rows) -> Rows:
         attached = db.attachments_of(conn, [r["id"] for r in rows])
-        by_id = types.by_id(conn, {r["volume_type_id"] for r in rows if r["volume_type_id"]})
+        type_ids = {r["volume_type_id"] for r in rows if r["volume_type_id"]}
+        by_id = types.by_id(conn, type_ids)
+        encrypted = encryption.encrypted_types(conn, type_ids)
         return [{**r, "attachments": attached[r["id"]],
-                 "volume_type": by_id.get(r["volume_type_id"] or "")} for r in rows]
+                 "volume_type": by_id.get(r["volume_type_id"] or ""),
+                 "encrypted": r["volume_type_id"] in encrypted} for r in rows]
 
     async def list(self, ctx: RequestContext, filters: dict[str, Any], all_tenants: bool
                    ) -> Rows:
@@ -270,6 +273,10 @@ class VolumeService:
             if vtype["id"] == row["volume_type_id"]:
                 raise exc.InvalidInput(reason="New volume type must be different from the "
                                               "current volume type.")
+            both = encryption.encrypted_types(conn, [vtype["id"], row["volume_type_id"] or ""])
+            if len(both) == 1:  # the data would need encrypting or decrypting
+                raise exc.InvalidInput(reason="Retype between an encrypted and an unencrypted "
+                                              "volume type is not supported.")
             db.save_volume(conn, volume_id, {"volume_type_id": vtype["id"]}, [row["status"]],
                            "retype")
         await self.s.db.run(change)
