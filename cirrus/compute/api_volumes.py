@@ -42,7 +42,7 @@ ENCRYPTED_VOLUME_DRIVERS: frozenset[str] = frozenset()
 
 def _on_host(row: Row) -> bool:
     """Whether the server's volumes are plugged on a host (not shelved-offloaded)."""
-    return row["vm_state"] != VmState.SHELVED_OFFLOADED.value
+    return bool(row["vm_state"] != VmState.SHELVED_OFFLOADED.value)
 
 
 def _invalid_volume(error: CirrusException) -> exc.InvalidVolume:

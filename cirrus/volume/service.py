@@ -101,7 +101,8 @@ class VolumeService:
             "id": str(uuid.uuid4()), "project_id": ctx.project_id, "user_id": ctx.user_id or "",
             "name": req.name, "description": req.description, "size": size,
             "status": V.CREATING.value, "attach_status": "detached", "availability_zone": zone,
-            "host": f"{backend_host(self.s.settings)}#file", "multiattach": req.multiattach,
+            "host": f"{backend_host(self.s.settings)}#file",
+            "multiattach": req.multiattach or types.is_multiattach(vtype),
             "volume_type_id": vtype["id"], "snapshot_id": req.snapshot_id,
             "source_volid": req.source_volid, "image_id": req.image_id,
             "format": getattr(self.s.driver, "fmt", "raw"), "metadata": req.metadata or {},
@@ -277,7 +278,12 @@ class VolumeService:
             if len(both) == 1:  # the data would need encrypting or decrypting
                 raise exc.InvalidInput(reason="Retype between an encrypted and an unencrypted "
                                               "volume type is not supported.")
-            db.save_volume(conn, volume_id, {"volume_type_id": vtype["id"]}, [row["status"]],
+            multiattach = types.is_multiattach(vtype)
+            if multiattach != bool(row["multiattach"]) and row["status"] != V.AVAILABLE.value:
+                raise exc.InvalidInput(reason="Retype needs an available volume to change "
+                                              "multiattach.")
+            db.save_volume(conn, volume_id, {"volume_type_id": vtype["id"],
+                                             "multiattach": multiattach}, [row["status"]],
                            "retype")
         await self.s.db.run(change)
 
