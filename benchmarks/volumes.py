@@ -1,18 +1,24 @@
-"""Block storage benchmark: the volume cycle Nova drives, on the file backend.
+"""Block storage benchmark: the volume cycle through compute, and boot from volume.
 
-Against a ``cirrus up`` (started here unless ``--url``), ``--clients``
-concurrent clients each run cycles of:
+Against a ``cirrus up`` with the fake compute driver and the file volume
+backend (started here unless ``--url``), two measurements:
 
-    POST /volumes (1 GiB, empty)          → available
-    POST /attachments (3.44)              → reserved
-    PUT  /attachments/{id} (connector)    → attaching, connection info
-    POST /attachments/{id}/action complete → in-use
-    DELETE /attachments/{id}              → available
-    DELETE /volumes/{id}
+1. ``--clients`` concurrent clients, each with its own ACTIVE server, run
+   ``--cycles`` cycles in all of::
 
-and prints cycles per second with p50/p99 of one cycle and of each step.
+       POST   /volumes (1 GiB, empty)                      → available
+       POST   /servers/{id}/os-volume_attachments          → the volume in-use
+       DELETE /servers/{id}/os-volume_attachments/{vol}    → the volume available
+       DELETE /volumes/{id}
 
-    python benchmarks/volumes.py                  # 200 cycles, 4 clients
+   (attach and detach are timed until the volume's status says they are done:
+   the host's export, plug and ``attachment_complete``), and print cycles per
+   second with p50/p99 of a cycle and of each step.
+2. ``--boots`` servers booted from a new volume made from an image
+   (``block_device_mapping_v2`` image → volume, boot_index 0), ``--boot-clients``
+   at a time: POST→ACTIVE p50/p99 and boots per second.
+
+    python benchmarks/volumes.py                            # 200 cycles, 4 clients; 200 boots, 10 at a time
     python benchmarks/volumes.py --cycles 1000 --clients 8 --format qcow2
 """
 from __future__ import annotations
@@ -22,7 +28,6 @@ import asyncio
 import contextlib
 import sys
 import time
-import uuid
 from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterator
@@ -31,69 +36,148 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _cloud import percentile, running_cloud, token  # noqa: E402
+from boot import cloud_env, ensure_image  # noqa: E402
 
-HEADERS = {"OpenStack-API-Version": "volume 3.44"}
-CONNECTOR = {"host": "bench-host", "ip": "127.0.0.1", "initiator": "iqn.bench"}
+SERVERS = "/compute/v2.1/servers"
+POLL = 0.005  # seconds between status reads: well below a step's time
 
 
-async def cycle(client: httpx.AsyncClient, base: str, steps: dict[str, list[float]]) -> None:
-    async def step(name: str, method: str, path: str, **kw: Any) -> Any:
+async def _json(resp: httpx.Response, what: str) -> Any:
+    if resp.status_code >= 300:
+        raise RuntimeError(f"{what}: {resp.status_code} {resp.text[:200]}")
+    return resp.json() if resp.content else None
+
+
+async def _until(client: httpx.AsyncClient, url: str, key: str, status: str,
+                 timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        body = await _json(await client.get(url), f"GET {url}")
+        if body[key]["status"] == status:
+            return
+        if body[key]["status"] in ("error", "ERROR") or time.monotonic() > deadline:
+            raise RuntimeError(f"{url} is {body[key]['status']}, not {status}")
+        await asyncio.sleep(POLL)
+
+
+async def cycle(client: httpx.AsyncClient, base: str, server: str,
+                steps: dict[str, list[float]]) -> None:
+    """One create → attach → detach → delete of a volume on ``server``."""
+    async def timed(name: str, call: Any) -> Any:
         start = time.perf_counter()
-        resp = await client.request(method, base + path, headers=HEADERS, **kw)
+        result = await call
         steps[name].append(time.perf_counter() - start)
-        if resp.status_code >= 300:
-            raise RuntimeError(f"{name}: {resp.status_code} {resp.text[:200]}")
-        return resp.json() if resp.content else None
+        return result
 
-    vol = (await step("create", "POST", "/volumes", json={"volume": {"size": 1}}))["volume"]
-    if vol["status"] != "available":
-        raise RuntimeError(f"volume {vol['id']} is {vol['status']}")
-    att = (await step("attachment_create", "POST", "/attachments", json={"attachment": {
-        "volume_uuid": vol["id"], "instance_uuid": str(uuid.uuid4())}}))["attachment"]
-    await step("attachment_update", "PUT", f"/attachments/{att['id']}",
-               json={"attachment": {"connector": CONNECTOR}})
-    await step("attachment_complete", "POST", f"/attachments/{att['id']}/action",
-               json={"os-complete": None})
-    await step("attachment_delete", "DELETE", f"/attachments/{att['id']}")
-    await step("delete", "DELETE", f"/volumes/{vol['id']}")
+    async def attach(volume_id: str) -> None:
+        await _json(await client.post(f"{SERVERS}/{server}/os-volume_attachments", json={
+            "volumeAttachment": {"volumeId": volume_id}}), "attach")
+        await _until(client, f"{base}/volumes/{volume_id}", "volume", "in-use")
+
+    async def detach(volume_id: str) -> None:
+        await _json(await client.delete(f"{SERVERS}/{server}/os-volume_attachments/{volume_id}"),
+                    "detach")
+        await _until(client, f"{base}/volumes/{volume_id}", "volume", "available")
+
+    made = await timed("create", client.post(f"{base}/volumes", json={"volume": {"size": 1}}))
+    volume = (await _json(made, "create"))["volume"]
+    if volume["status"] != "available":
+        raise RuntimeError(f"volume {volume['id']} is {volume['status']}")
+    await timed("attach", attach(volume["id"]))
+    await timed("detach", detach(volume["id"]))
+    await _json(await timed("delete", client.delete(f"{base}/volumes/{volume['id']}")), "delete")
 
 
-async def run(url: str, cycles: int, clients: int) -> dict[str, Any]:
-    tok = token(url, "demo", "demo")
-    async with httpx.AsyncClient(headers={"X-Auth-Token": tok}, timeout=120) as client:
-        catalog = (await client.get(f"{url}/identity/v3/auth/catalog")).json()["catalog"]
-        base = next(s for s in catalog if s["type"] == "block-storage")["endpoints"][0]["url"]
-        # Room for the run's volumes (admin): demo's defaults allow 10.
-        admin = token(url)
-        project = base.rsplit("/", 1)[1]
-        quota = await client.put(f"{base}/os-quota-sets/{project}", headers={
-            "X-Auth-Token": admin}, json={"quota_set": {"volumes": -1, "gigabytes": -1}})
-        quota.raise_for_status()
-        steps: dict[str, list[float]] = defaultdict(list)
-        totals: list[float] = []
-        todo = iter(range(cycles))
+async def _server(client: httpx.AsyncClient, image: str, name: str) -> str:
+    body = {"server": {"name": name, "imageRef": image, "flavorRef": "1", "networks": "none"}}
+    server = (await _json(await client.post(SERVERS, json=body), "boot"))["server"]["id"]
+    await _until(client, f"{SERVERS}/{server}", "server", "ACTIVE")
+    return str(server)
 
-        async def worker() -> None:
-            for _ in todo:
-                start = time.perf_counter()
-                await cycle(client, base, steps)
-                totals.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(clients)))
-        elapsed = time.perf_counter() - start
+
+async def volume_cycles(client: httpx.AsyncClient, base: str, image: str, cycles: int,
+                        clients: int) -> dict[str, Any]:
+    servers = await asyncio.gather(*(_server(client, image, f"vol-bench-{i}")
+                                     for i in range(clients)))
+    steps: dict[str, list[float]] = defaultdict(list)
+    totals: list[float] = []
+    todo = iter(range(cycles))
+
+    async def worker(server: str) -> None:
+        for _ in todo:
+            start = time.perf_counter()
+            await cycle(client, base, server, steps)
+            totals.append(time.perf_counter() - start)
+    start = time.perf_counter()
+    await asyncio.gather(*(worker(s) for s in servers))
+    elapsed = time.perf_counter() - start
     return {"cycles": cycles, "clients": clients, "seconds": elapsed,
-            "cycles_per_s": cycles / elapsed, "cycle": totals, "steps": steps}
+            "per_s": cycles / elapsed, "cycle": totals, "steps": steps, "servers": servers}
+
+
+async def boots_from_volume(client: httpx.AsyncClient, image: str, boots: int,
+                            clients: int) -> dict[str, Any]:
+    """POST→ACTIVE of servers whose root is a new volume made from ``image``."""
+    latencies: list[float] = []
+    made: list[str] = []
+    todo = iter(range(boots))
+
+    async def worker() -> None:
+        for i in todo:
+            body = {"server": {"name": f"bfv-{i}", "flavorRef": "1", "networks": "none",
+                               "block_device_mapping_v2": [{
+                                   "boot_index": 0, "uuid": image, "source_type": "image",
+                                   "destination_type": "volume", "volume_size": 1,
+                                   "delete_on_termination": True}]}}
+            start = time.perf_counter()
+            server = (await _json(await client.post(SERVERS, json=body), "boot"))["server"]["id"]
+            await _until(client, f"{SERVERS}/{server}", "server", "ACTIVE")
+            latencies.append(time.perf_counter() - start)
+            made.append(server)
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(clients)))
+    elapsed = time.perf_counter() - start
+    return {"boots": boots, "clients": clients, "seconds": elapsed, "per_s": boots / elapsed,
+            "latency": latencies, "servers": made}
+
+
+async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
+    async with httpx.AsyncClient(base_url=url, timeout=120,
+                                 headers={"X-Auth-Token": token(url, "demo", "demo"),
+                                          "OpenStack-API-Version": "compute 2.37"}) as client:
+        catalog = (await client.get("/identity/v3/auth/catalog")).json()["catalog"]
+        endpoint = next(s for s in catalog if s["type"] == "block-storage")["endpoints"][0]["url"]
+        base = "/volume" + endpoint.split("/volume", 1)[1]
+        # Room for the run's volumes (admin): demo's defaults allow 10.
+        quota = await client.put(f"{base}/os-quota-sets/{base.rsplit('/', 1)[1]}", headers={
+            "X-Auth-Token": token(url)}, json={"quota_set": {"volumes": -1, "gigabytes": -1}})
+        await _json(quota, "quota")
+        async with httpx.AsyncClient(base_url=url, timeout=120,
+                                     headers={"X-Auth-Token": token(url)}) as admin:
+            image = await ensure_image(admin)  # public: only an admin makes one
+        result = {"cycles": await volume_cycles(client, base, image, args.cycles, args.clients)}
+        if args.boots:
+            result["bfv"] = await boots_from_volume(client, image, args.boots, args.boot_clients)
+    return result
+
+
+def _line(name: str, values: list[float]) -> str:
+    return (f"  {name:<10} p50 {percentile(values, 50) * 1000:7.1f} ms   "
+            f"p99 {percentile(values, 99) * 1000:7.1f} ms")
 
 
 def report(result: dict[str, Any]) -> None:
-    ms = 1000.0
-    print(f"volume cycles: {result['cycles']} with {result['clients']} clients in "
-          f"{result['seconds']:.1f} s: {result['cycles_per_s']:.1f} cycles/s")
-    print(f"  {'cycle':<22} p50 {percentile(result['cycle'], 50) * ms:7.1f} ms   "
-          f"p99 {percentile(result['cycle'], 99) * ms:7.1f} ms")
-    for name, values in result["steps"].items():
-        print(f"  {name:<22} p50 {percentile(values, 50) * ms:7.1f} ms   "
-              f"p99 {percentile(values, 99) * ms:7.1f} ms")
+    c = result["cycles"]
+    print(f"volume create+attach+detach+delete: {c['cycles']} cycles, {c['clients']} clients, "
+          f"{c['seconds']:.1f} s: {c['per_s']:.1f} cycles/s")
+    print(_line("cycle", c["cycle"]))
+    for name, values in c["steps"].items():
+        print(_line(name, values))
+    if "bfv" in result:
+        b = result["bfv"]
+        print(f"boot from volume (image → new volume): {b['boots']} boots, {b['clients']} at "
+              f"a time, {b['seconds']:.1f} s: {b['per_s']:.1f} boots/s")
+        print(_line("POST→ACTIVE", b["latency"]))
 
 
 @contextlib.contextmanager
@@ -101,7 +185,8 @@ def cloud(args: argparse.Namespace) -> Iterator[str]:
     if args.url:
         yield args.url
         return
-    with running_cloud(1, env={"CIRRUS_VOLUME_FORMAT": args.format}) as (url, _proc):
+    env = {**cloud_env(args.boots + args.clients, 1), "CIRRUS_VOLUME_FORMAT": args.format}
+    with running_cloud(1, env=env, extra=("--driver", "fake")) as (url, _proc):
         yield url
 
 
@@ -110,10 +195,12 @@ def main() -> None:
     parser.add_argument("--url", help="an existing cloud (default: start cirrus up)")
     parser.add_argument("--cycles", type=int, default=200)
     parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--boots", type=int, default=200, help="0: no boot-from-volume run")
+    parser.add_argument("--boot-clients", type=int, default=10)
     parser.add_argument("--format", choices=("raw", "qcow2"), default="raw")
     args = parser.parse_args()
     with cloud(args) as url:
-        report(asyncio.run(run(url, args.cycles, args.clients)))
+        report(asyncio.run(run(url, args)))
 
 
 if __name__ == "__main__":

@@ -87,10 +87,16 @@ class FakeVolumes:
                 volume["status"] = "error" if self.create_fails else "available"
         return dict(volume)  # type: ignore[return-value]
 
+    async def get_all(self, ctx: RequestContext) -> list[Volume]:
+        self._call("get_all", ctx.project_id or "")
+        return [dict(v) for v in self.volumes.values()  # type: ignore[misc]
+                if v["project_id"] == ctx.project_id]
+
     async def create(self, ctx: RequestContext, size: int, name: str, description: str,
                      snapshot_id: str | None = None, image_id: str | None = None,
                      volume_type: str | None = None,
-                     availability_zone: str | None = None) -> Volume:
+                     availability_zone: str | None = None,
+                     metadata: dict[str, str] | None = None) -> Volume:
         self._call("create", name)
         if snapshot_id is not None and snapshot_id not in self.snapshots:
             raise SnapshotNotFound(snapshot_id=snapshot_id)
@@ -170,6 +176,18 @@ class FakeVolumes:
                                  if a["attachment_id"] != attachment_id]
         if not any(a["volume_id"] == volume["id"] for a in self.attachments.values()):
             volume["status"] = "available"
+
+    async def create_snapshot(self, ctx: RequestContext, volume_id: str, name: str,
+                              description: str) -> Snapshot:
+        self._call("create_snapshot", volume_id)
+        volume = await self.get(ctx, volume_id)
+        if volume["status"] != "available":
+            raise InvalidVolume(reason=f"volume {volume_id} is {volume['status']}")
+        return await self.create_snapshot_force(ctx, volume_id, name, description)
+
+    async def get_all_snapshots(self, ctx: RequestContext) -> list[Snapshot]:
+        self._call("get_all_snapshots", ctx.project_id or "")
+        return [dict(s) for s in self.snapshots.values()]  # type: ignore[misc]
 
     async def create_snapshot_force(self, ctx: RequestContext, volume_id: str, name: str,
                                     description: str) -> Snapshot:

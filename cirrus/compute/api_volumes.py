@@ -18,11 +18,13 @@ from cirrus.compute import bdms as bdm_db
 from cirrus.compute import block_device
 from cirrus.compute import exception as exc
 from cirrus.compute import instance as inst
+from cirrus.compute import offloaded_volumes
 from cirrus.compute.bdms import Bdm
 from cirrus.compute.boot_volumes import cleanup_volumes
 from cirrus.compute.block_device import BdmRequest
 from cirrus.compute.records import CreateRequest
 from cirrus.compute.rpcapi import ComputeAPI
+from cirrus.compute.states import VmState
 from cirrus.compute.transitions import IMAGING, TRANSITIONS, Transition
 from cirrus.compute.volume_snapshot import snapshot_volume_backed
 from cirrus.config import Settings
@@ -33,6 +35,14 @@ from cirrus.volume.cinder import Volume, VolumeAPI
 
 LOG = logging.getLogger(__name__)
 Row = dict[str, Any]
+# The compute drivers that can plug an encrypted volume (an encryptor on the
+# host, a key manager): none yet, so such a volume is refused here, not on a host.
+ENCRYPTED_VOLUME_DRIVERS: frozenset[str] = frozenset()
+
+
+def _on_host(row: Row) -> bool:
+    """Whether the server's volumes are plugged on a host (not shelved-offloaded)."""
+    return bool(row["vm_state"] != VmState.SHELVED_OFFLOADED.value)
 
 
 def _invalid_volume(error: CirrusException) -> exc.InvalidVolume:
@@ -57,7 +67,7 @@ class VolumeActions:
 
     async def _begin_action(self, ctx: RequestContext, uuid: str, t: Transition,
                             values: dict[str, Any] | None = None, *,
-                            row: Row | None = None) -> Row:
+                            row: Row | None = None, on_host: bool = True) -> Row:
         raise NotImplementedError
 
     def _image(self, conn: sa.Connection, ctx: RequestContext, image_id: str) -> Row:
@@ -129,6 +139,11 @@ class VolumeActions:
                 (volume["status"] != "available" and not volume["multiattach"]):
             raise exc.InvalidVolume(reason=f"volume {volume['id']} status must be 'available' "
                                            f"(it is '{volume['status']}')")
+        if volume.get("encrypted") and \
+                self.settings.compute_driver not in ENCRYPTED_VOLUME_DRIVERS:
+            raise exc.InvalidVolume(reason=f"volume {volume['id']} is encrypted, and the "
+                                           f"{self.settings.compute_driver} compute driver "
+                                           f"cannot attach encrypted volumes")
         if not self.settings.cross_az_attach and az and volume["availability_zone"] != az:
             raise exc.InvalidVolume(reason=f"Instance and volume not in same "
                                            f"availability_zone ({az} vs "
@@ -197,7 +212,8 @@ class VolumeActions:
         if device in taken:
             raise exc.DevicePathInUse(path=device)
         device = device or block_device.next_device_name(taken)
-        await self._begin_action(ctx, uuid, TRANSITIONS["attach_volume"], row=row)
+        await self._begin_action(ctx, uuid, TRANSITIONS["attach_volume"], row=row,
+                                 on_host=_on_host(row))
         try:
             attachment = await self.volume_api.attachment_create(ctx, volume_id, uuid)
         except (Invalid, Conflict) as error:
@@ -207,6 +223,9 @@ class VolumeActions:
             "attachment_id": attachment["id"], "device_name": device, "boot_index": None,
             "volume_size": volume["size"], "delete_on_termination": delete_on_termination,
             "device_type": "disk", "tag": tag})
+        if not _on_host(row):
+            await offloaded_volumes.attach(ctx, self.db, self.volume_api, bdm)
+            return bdm
         await self.compute_rpcapi.attach_volume(ctx, row["host"], uuid, volume_id)
         return bdm
 
@@ -217,7 +236,11 @@ class VolumeActions:
         bdm = await self.db.read(bdm_db.by_volume, uuid, volume_id)
         if bdm["boot_index"] == 0:
             raise exc.InvalidVolume(reason="Cannot detach a root device volume")
-        await self._begin_action(ctx, uuid, TRANSITIONS["detach_volume"], row=row)
+        await self._begin_action(ctx, uuid, TRANSITIONS["detach_volume"], row=row,
+                                 on_host=_on_host(row))
+        if not _on_host(row):
+            await offloaded_volumes.detach(ctx, self.db, self.volume_api, bdm)
+            return
         await self.compute_rpcapi.detach_volume(ctx, row["host"], uuid, volume_id)
 
     async def update_volume_attachment(self, ctx: RequestContext, uuid: str,

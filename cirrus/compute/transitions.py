@@ -73,8 +73,10 @@ TRANSITIONS.update({
 # -- volumes (issue 20; Nova's check_instance_state of attach_volume and
 # detach_volume; no task state: the instance lock on the host orders them) ----
 VOLUME_STATES = (A, S, P, VmState.RESIZED)
+# Also shelved: an offloaded server's volume is recorded now, plugged at unshelve.
+ATTACH_STATES = (*VOLUME_STATES, VmState.SHELVED, VmState.SHELVED_OFFLOADED)
 TRANSITIONS.update({
-    "attach_volume": Transition("attach_volume", "attach_volume", VOLUME_STATES, None),
-    "detach_volume": Transition("detach_volume", "detach_volume", VOLUME_STATES, None),
+    "attach_volume": Transition("attach_volume", "attach_volume", ATTACH_STATES, None),
+    "detach_volume": Transition("detach_volume", "detach_volume", ATTACH_STATES, None),
     "swap_volume": Transition("swap_volume", "swap_volume", (*VOLUME_STATES, SU), None),
 })

@@ -151,6 +151,17 @@ ROUTES: dict[tuple[str, str], Rule] = {
     ("GET", "/v2.1/os-networks/{network_id}"): _r("os-networks:show", R),
     ("GET", "/v2.1/os-tenant-networks"): _r("os-tenant-networks:list", R),
     ("GET", "/v2.1/os-tenant-networks/{network_id}"): _r("os-tenant-networks:show", R),
+    # block storage's volumes and snapshots through compute, 2.1–2.35
+    ("GET", "/v2.1/os-volumes"): _r("os-volumes:list", R),
+    ("POST", "/v2.1/os-volumes"): _r("os-volumes:create", M),
+    ("GET", "/v2.1/os-volumes/detail"): _r("os-volumes:detail", R),
+    ("GET", "/v2.1/os-volumes/{volume_id}"): _r("os-volumes:show", R),
+    ("DELETE", "/v2.1/os-volumes/{volume_id}"): _r("os-volumes:delete", M),
+    ("GET", "/v2.1/os-snapshots"): _r("os-volumes:snapshots:list", R),
+    ("POST", "/v2.1/os-snapshots"): _r("os-volumes:snapshots:create", M),
+    ("GET", "/v2.1/os-snapshots/detail"): _r("os-volumes:snapshots:detail", R),
+    ("GET", "/v2.1/os-snapshots/{snapshot_id}"): _r("os-volumes:snapshots:show", R),
+    ("DELETE", "/v2.1/os-snapshots/{snapshot_id}"): _r("os-volumes:snapshots:delete", M),
     # the v2.1 API's extension list, fixed since extensions became microversions
     ("GET", "/v2.1/extensions"): _r("extensions", R),
     ("GET", "/v2.1/extensions/{alias}"): _r("extensions", R),

@@ -60,6 +60,13 @@ ROUTES: dict[tuple[str, str], Rule] = {
     ("DELETE", f"{T}/extra_specs/{{key}}"): Rule("volume_extension:types_extra_specs:delete", A),
     ("GET", f"{T}/os-volume-type-access"): Rule("volume_extension:volume_type_access", A),
     ("POST", f"{T}/action"): Rule("volume_extension:volume_type_access:addProjectAccess", A),
+    ("GET", f"{T}/encryption"): Rule("volume_extension:volume_type_encryption:get", A),
+    ("POST", f"{T}/encryption"): Rule("volume_extension:volume_type_encryption:create", A),
+    ("GET", f"{T}/encryption/{{key}}"): Rule("volume_extension:volume_type_encryption:get", A),
+    ("PUT", f"{T}/encryption/{{encryption_id}}"):
+        Rule("volume_extension:volume_type_encryption:update", A),
+    ("DELETE", f"{T}/encryption/{{encryption_id}}"):
+        Rule("volume_extension:volume_type_encryption:delete", A),
     ("GET", f"{PR}/group_types"): Rule("group:group_types:get_all", R),
     ("POST", f"{PR}/group_types"): Rule("group:group_types:create", A),
     ("GET", G): Rule("group:group_types:get", R),

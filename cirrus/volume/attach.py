@@ -127,10 +127,9 @@ class Attachments:
 
     async def complete(self, ctx: RequestContext, attachment_id: str) -> None:
         def change(conn: sa.Connection) -> None:
+            # No connector needed (as Cinder): Nova completes the attachment
+            # of a shelved-offloaded server's volume, plugged at unshelve.
             att = db.get_attachment(conn, ctx, attachment_id)
-            if att["connection_info"] is None:
-                raise exc.VolumeAttachmentInvalid(reason="The attachment has no connector: "
-                                                         "update it before completing it.")
             conn.execute(volume_attachment.update().where(volume_attachment.c.id == att["id"])
                          .values(attach_status=A.ATTACHED.value, attach_time=utcnow(),
                                  updated_at=utcnow()))

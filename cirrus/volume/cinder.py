@@ -23,7 +23,7 @@ from other hosts).
 """
 from __future__ import annotations
 
-from typing import Literal, Protocol, TypedDict
+from typing import Literal, NotRequired, Protocol, TypedDict
 
 from cirrus.context import RequestContext
 
@@ -82,6 +82,12 @@ class Volume(TypedDict):
     attachments: list[VolumeAttachmentRef]
     project_id: str
     volume_image_metadata: dict[str, str]
+    # What Nova's os-volumes proxy shows besides (absent from a test fake's volumes).
+    created_at: NotRequired[str]
+    description: NotRequired[str | None]
+    snapshot_id: NotRequired[str | None]
+    metadata: NotRequired[dict[str, str]]
+    encrypted: NotRequired[bool]  # of a type with encryption specs
 
 
 class Attachment(TypedDict):
@@ -99,6 +105,8 @@ class Snapshot(TypedDict):
     status: str  # creating | available | deleting | error
     size: int
     name: str
+    created_at: NotRequired[str]
+    description: NotRequired[str | None]
 
 
 class VolumeAPI(Protocol):
@@ -108,10 +116,15 @@ class VolumeAPI(Protocol):
 
     async def get(self, ctx: RequestContext, volume_id: str) -> Volume: ...
 
+    async def get_all(self, ctx: RequestContext) -> list[Volume]:
+        """The caller's project's volumes, oldest first."""
+        ...
+
     async def create(self, ctx: RequestContext, size: int, name: str, description: str,
                      snapshot_id: str | None = None, image_id: str | None = None,
                      volume_type: str | None = None,
-                     availability_zone: str | None = None) -> Volume:
+                     availability_zone: str | None = None,
+                     metadata: dict[str, str] | None = None) -> Volume:
         """Start a create; the volume is ``creating`` until ready (poll ``get``)."""
         ...
 
@@ -134,6 +147,15 @@ class VolumeAPI(Protocol):
         """Snapshot a volume even while in use (volume-backed server snapshots)."""
         ...
 
+    async def create_snapshot(self, ctx: RequestContext, volume_id: str, name: str,
+                              description: str) -> Snapshot:
+        """Snapshot an available volume (400 for one in use)."""
+        ...
+
     async def get_snapshot(self, ctx: RequestContext, snapshot_id: str) -> Snapshot: ...
+
+    async def get_all_snapshots(self, ctx: RequestContext) -> list[Snapshot]:
+        """The caller's project's snapshots, oldest first."""
+        ...
 
     async def delete_snapshot(self, ctx: RequestContext, snapshot_id: str) -> None: ...

@@ -107,3 +107,15 @@ class BackendError(CirrusException):
 
     code = 500
     msg_fmt = "Volume backend error: %(reason)s"
+
+
+class VolumeTypeEncryptionExists(Invalid):
+    msg_fmt = "Volume type encryption for type %(type_id)s already exists."
+
+
+class VolumeTypeEncryptionNotFound(NotFound):
+    msg_fmt = "Volume type encryption for type %(type_id)s does not exist."
+
+
+class VolumeTypeEncryptionInUse(Invalid):
+    msg_fmt = "Cannot %(action)s encryption specs. Volume type in use."

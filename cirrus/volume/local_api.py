@@ -28,7 +28,10 @@ def to_volume(row: Row) -> Volume:
             "volume_type": vtype["name"] if vtype else None,
             "attachments": [_attachment_ref(a) for a in row.get("attachments", [])],
             "project_id": row["project_id"],
-            "volume_image_metadata": dict(row["image_metadata"] or {})}
+            "volume_image_metadata": dict(row["image_metadata"] or {}),
+            "created_at": isotime(row["created_at"]) or "", "description": row["description"],
+            "snapshot_id": row["snapshot_id"], "metadata": dict(row["metadata"] or {}),
+            "encrypted": bool(row.get("encrypted"))}
 
 
 def to_attachment(row: Row) -> Attachment:
@@ -39,7 +42,8 @@ def to_attachment(row: Row) -> Attachment:
 
 def to_snapshot(row: Row) -> Snapshot:
     return {"id": row["id"], "volume_id": row["volume_id"], "status": row["status"],
-            "size": row["size"], "name": row["name"] or ""}
+            "size": row["size"], "name": row["name"] or "",
+            "created_at": isotime(row["created_at"]) or "", "description": row["description"]}
 
 
 class LocalVolumeAPI:
@@ -51,13 +55,19 @@ class LocalVolumeAPI:
     async def get(self, ctx: RequestContext, volume_id: str) -> Volume:
         return to_volume(await self.bs.volumes.get(ctx, volume_id))
 
+    async def get_all(self, ctx: RequestContext) -> list[Volume]:
+        rows = await self.bs.volumes.list(ctx, {}, all_tenants=False)
+        return [to_volume(r) for r in sorted(rows, key=lambda r: r["created_at"])]
+
     async def create(self, ctx: RequestContext, size: int, name: str, description: str,
                      snapshot_id: str | None = None, image_id: str | None = None,
                      volume_type: str | None = None,
-                     availability_zone: str | None = None) -> Volume:
+                     availability_zone: str | None = None,
+                     metadata: dict[str, str] | None = None) -> Volume:
         row = await self.bs.volumes.create(ctx, CreateRequest(
             size=size, name=name, description=description, volume_type=volume_type,
-            availability_zone=availability_zone, snapshot_id=snapshot_id, image_id=image_id))
+            availability_zone=availability_zone, snapshot_id=snapshot_id, image_id=image_id,
+            metadata=metadata))
         return to_volume(row)
 
     async def delete(self, ctx: RequestContext, volume_id: str) -> None:
@@ -88,8 +98,17 @@ class LocalVolumeAPI:
         return to_snapshot(await self.bs.snapshots.create(ctx, volume_id, name, description,
                                                           force=True))
 
+    async def create_snapshot(self, ctx: RequestContext, volume_id: str, name: str,
+                              description: str) -> Snapshot:
+        return to_snapshot(await self.bs.snapshots.create(ctx, volume_id, name, description,
+                                                          force=False))
+
     async def get_snapshot(self, ctx: RequestContext, snapshot_id: str) -> Snapshot:
         return to_snapshot(await self.bs.snapshots.get(ctx, snapshot_id))
+
+    async def get_all_snapshots(self, ctx: RequestContext) -> list[Snapshot]:
+        rows = await self.bs.snapshots.list(ctx, {}, all_tenants=False)
+        return [to_snapshot(r) for r in sorted(rows, key=lambda r: r["created_at"])]
 
     async def delete_snapshot(self, ctx: RequestContext, snapshot_id: str) -> None:
         await self.bs.snapshots.delete(ctx, snapshot_id)

@@ -12,6 +12,7 @@ from cirrus.image.api import ImageAPI
 from cirrus.service import PeriodicTask, Service
 from cirrus.volume.attach import Attachments
 from cirrus.volume.backends import backend_host, load_driver
+from cirrus.volume.encryption import TypeEncryption
 from cirrus.volume.group_types import GroupTypes
 from cirrus.volume.periodic import VolumePeriodics
 from cirrus.volume.qos import QoSSpecs
@@ -37,13 +38,14 @@ class BlockStorage:
     uploads: Uploads
     qos: QoSSpecs
     group_types: GroupTypes
+    encryption: TypeEncryption
 
 
 def make_block_storage(settings: Settings, db: Database, transport: Any = None) -> BlockStorage:
     storage = Storage(settings, db, load_driver(settings), ImageAPI(settings, db))
     return BlockStorage(storage, VolumeService(storage), Snapshots(storage),
                         Attachments(storage), VolumeTypes(db), Transfers(storage),
-                        Uploads(storage), QoSSpecs(db), GroupTypes(db))
+                        Uploads(storage), QoSSpecs(db), GroupTypes(db), TypeEncryption(db))
 
 
 class _Endpoint:

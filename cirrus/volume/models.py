@@ -23,6 +23,18 @@ volume_types = sa.Table(
     sa.Column("deleted", sa.Boolean, nullable=False, default=False),
 )
 
+# Cinder's encryption specs of a type (one row per encrypted type; the API only).
+volume_type_encryption = sa.Table(
+    "volume_type_encryption", metadata,
+    sa.Column("volume_type_id", sa.String(36), primary_key=True),
+    sa.Column("encryption_id", sa.String(36), nullable=False),
+    sa.Column("provider", sa.String(255), nullable=False),
+    sa.Column("cipher", sa.String(255), nullable=True),
+    sa.Column("key_size", sa.Integer, nullable=True),
+    sa.Column("control_location", sa.String(255), nullable=False),
+    *timestamps(),
+)
+
 # Cinder's group types (3.11): recorded for clients; cirrus makes no groups.
 group_types = sa.Table(
     "volume_group_types", metadata,

@@ -25,7 +25,7 @@ from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
 from cirrus.db.engine import Database, fetch_all
 from cirrus.image.api import ImageAPI
-from cirrus.volume import db, messages, quotas, types
+from cirrus.volume import db, encryption, messages, quotas, types
 from cirrus.volume import exception as exc
 from cirrus.volume.backends import backend_host
 from cirrus.volume.backends.base import VolumeDriver
@@ -101,7 +101,8 @@ class VolumeService:
             "id": str(uuid.uuid4()), "project_id": ctx.project_id, "user_id": ctx.user_id or "",
             "name": req.name, "description": req.description, "size": size,
             "status": V.CREATING.value, "attach_status": "detached", "availability_zone": zone,
-            "host": f"{backend_host(self.s.settings)}#file", "multiattach": req.multiattach,
+            "host": f"{backend_host(self.s.settings)}#file",
+            "multiattach": req.multiattach or types.is_multiattach(vtype),
             "volume_type_id": vtype["id"], "snapshot_id": req.snapshot_id,
             "source_volid": req.source_volid, "image_id": req.image_id,
             "format": getattr(self.s.driver, "fmt", "raw"), "metadata": req.metadata or {},
@@ -189,9 +190,12 @@ class VolumeService:
     @staticmethod
     def _decorate(conn: sa.Connection, rows: Rows) -> Rows:
         attached = db.attachments_of(conn, [r["id"] for r in rows])
-        by_id = types.by_id(conn, {r["volume_type_id"] for r in rows if r["volume_type_id"]})
+        type_ids = {r["volume_type_id"] for r in rows if r["volume_type_id"]}
+        by_id = types.by_id(conn, type_ids)
+        encrypted = encryption.encrypted_types(conn, type_ids)
         return [{**r, "attachments": attached[r["id"]],
-                 "volume_type": by_id.get(r["volume_type_id"] or "")} for r in rows]
+                 "volume_type": by_id.get(r["volume_type_id"] or ""),
+                 "encrypted": r["volume_type_id"] in encrypted} for r in rows]
 
     async def list(self, ctx: RequestContext, filters: dict[str, Any], all_tenants: bool
                    ) -> Rows:
@@ -270,7 +274,16 @@ class VolumeService:
             if vtype["id"] == row["volume_type_id"]:
                 raise exc.InvalidInput(reason="New volume type must be different from the "
                                               "current volume type.")
-            db.save_volume(conn, volume_id, {"volume_type_id": vtype["id"]}, [row["status"]],
+            both = encryption.encrypted_types(conn, [vtype["id"], row["volume_type_id"] or ""])
+            if len(both) == 1:  # the data would need encrypting or decrypting
+                raise exc.InvalidInput(reason="Retype between an encrypted and an unencrypted "
+                                              "volume type is not supported.")
+            multiattach = types.is_multiattach(vtype)
+            if multiattach != bool(row["multiattach"]) and row["status"] != V.AVAILABLE.value:
+                raise exc.InvalidInput(reason="Retype needs an available volume to change "
+                                              "multiattach.")
+            db.save_volume(conn, volume_id, {"volume_type_id": vtype["id"],
+                                             "multiattach": multiattach}, [row["status"]],
                            "retype")
         await self.s.db.run(change)
 

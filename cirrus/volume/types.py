@@ -61,6 +61,11 @@ def resolve(conn: sa.Connection, ctx: RequestContext, wanted: str | None,
     return get(conn, ctx.elevated(), DEFAULT_TYPE)
 
 
+def is_multiattach(vtype: Row) -> bool:
+    """Cinder's ``multiattach="<is> True"`` extra spec: its volumes are multiattach."""
+    return str((vtype.get("extra_specs") or {}).get("multiattach", "")).lower() == "<is> true"
+
+
 def by_id(conn: sa.Connection, ids: Iterable[str]) -> dict[str, Row]:
     wanted = list(ids)
     if not wanted:

@@ -169,6 +169,17 @@ COMPUTE: dict[tuple[str, str], tuple[Example, ...]] = {
                                          "ip_protocol": "tcp", "from_port": 22, "to_port": 22,
                                          "cidr": "10.0.0.0/8"}}),),
     ("DELETE", "/compute/v2.1/os-security-group-rules/{rule_id}"): (NO_BODY,),
+    # the block storage proxies (2.1–2.35)
+    ("POST", "/compute/v2.1/os-volumes"): (
+        Example({"volume": {"size": 1, "display_name": "fz-cvol", "display_description": "d",
+                            "metadata": {"k": "v"}}}),
+        Example({"volume": {"size": "1", "snapshot_id": Ref("volume_snapshot")}}),
+    ),
+    ("DELETE", "/compute/v2.1/os-volumes/{volume_id}"): (NO_BODY,),
+    ("POST", "/compute/v2.1/os-snapshots"): (
+        Example({"snapshot": {"volume_id": Ref("volume"), "force": True,
+                              "display_name": "fz-csnap"}}),),
+    ("DELETE", "/compute/v2.1/os-snapshots/{snapshot_id}"): (NO_BODY,),
     ("PUT", "/compute/v2.1/os-hosts/{host_name}"): (
         Example({"status": "enable"}, persona="admin"),),
     ("POST", "/compute/v2.1/servers/{server_id}/remote-consoles"): (
@@ -421,13 +432,21 @@ VOLUME: dict[tuple[str, str], tuple[Example, ...]] = {
         Example({"os-initialize_connection": {"connector": CONNECTOR}}),
         Example({"os-attach": {"instance_uuid": Ref("server"), "mountpoint": "/dev/vdb"}}),
         Example({"os-detach": {}}),
-        Example({"os-retype": {"new_type": Ref("volume_type"), "migration_policy": "never"}}),
+        Example({"os-retype": {"new_type": Ref("plain_volume_type"),
+                                "migration_policy": "never"}}),
         ADMIN_VOLUME_ACTION,
     ),
     ("POST", f"{_V}/metadata"): (Example({"metadata": {"k2": "v2"}}),),
     ("PUT", f"{_V}/metadata"): (Example({"metadata": {"k": "v"}}),),
     ("PUT", f"{_V}/metadata/{{key}}"): (Example({"meta": {"k": "v3"}}, params={"key": "k"}),),
     ("DELETE", f"{_V}/metadata/{{key}}"): (NO_BODY,),
+    ("POST", f"{_T}/encryption"): (
+        Example({"encryption": {"provider": "luks", "control_location": "front-end",
+                                "cipher": "aes-xts-plain64", "key_size": 256}}, persona="admin"),),
+    ("PUT", f"{_T}/encryption/{{encryption_id}}"): (
+        Example({"encryption": {"key_size": "128", "control_location": "back-end"}},
+                persona="admin"),),
+    ("DELETE", f"{_T}/encryption/{{encryption_id}}"): (ADMIN_NO_BODY,),
     ("POST", f"{_P}/snapshots"): (
         Example({"snapshot": {"volume_id": Ref("volume"), "name": "fz-snap", "force": True,
                               "metadata": {"k": "v"}}}),),

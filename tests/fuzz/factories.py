@@ -272,7 +272,12 @@ async def _volume_group_type(w: World) -> str:
         "OpenStack-API-Version": "volume 3.11"}))["group_type"]["id"]
 
 
+async def _volume_encryption(w: World) -> str:
+    return "fz-encryption"  # any id: Cinder finds a type's encryption specs by the type
+
+
 FACTORIES: dict[str, Factory] = {
+    "volume_encryption": _volume_encryption, "plain_volume_type": _volume_type,
     "volume": _volume, "volume_snapshot": _volume_snapshot, "volume_type": _volume_type,
     "volume_attachment": _volume_attachment, "fresh_volume": _volume,
     "volume_transfer": _volume_transfer, "volume_qos": _volume_qos,
@@ -293,4 +298,6 @@ FACTORIES: dict[str, Factory] = {
         "security_group": "security-groups"}.items()},
 }
 # Kinds that are always made fresh: a free port is used up by the request.
-FRESH_ONLY = {"free_port", "fresh_token", "fresh_volume", "available_volume", "free_subnet", "attached_subnet"}
+# plain_volume_type: a retype's target, never the seed type the encryption examples encrypt.
+FRESH_ONLY = {"free_port", "fresh_token", "fresh_volume", "available_volume", "free_subnet",
+              "attached_subnet", "plain_volume_type"}

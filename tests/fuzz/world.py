@@ -43,6 +43,7 @@ COLLECTION_KINDS = {
     "os-volume_attachments": "attached_volume",
     "routers": "router", "floatingips": "floatingip",
     "volumes": "volume", "snapshots": "volume_snapshot", "types": "volume_type",
+    "os-volumes": "volume", "os-snapshots": "volume_snapshot",
     "attachments": "volume_attachment", "messages": "volume_message",
     "os-volume-transfer": "volume_transfer", "volume-transfers": "volume_transfer",
     "qos-specs": "volume_qos", "group_types": "volume_group_type",
@@ -53,7 +54,8 @@ NAMED_KINDS = {"target": "assignment_target", "tid": "project", "uid": "user",
                "rule_id": "security_group_rule", "host_name": "compute_host",
                "migration_id": "migration", "class_name": "quota_class",
                "alias": "extension", "network_id": "network",
-               "target_project_id": "volume_quota_project", "action": "volume_service_action"}
+               "target_project_id": "volume_quota_project", "action": "volume_service_action",
+               "encryption_id": "volume_encryption"}
 # … or, first of all, by the two collections before it (a server's tag is not an image's).
 NESTED_KINDS = {("servers", "tags"): "server_tag", ("servers", "ips"): "network_label",
                 ("images", "metadata"): "image_meta_key", ("networks", "tags"): "network_tag",
@@ -295,6 +297,7 @@ class World:
         s["volume_type_spec"] = "k"
         s["volume_message"] = "fz-no-such-message"
         s["volume_service_action"] = "disable-log-reason"
+        s["volume_encryption"] = "fz-encryption"  # Cinder names the specs by their type
         s["volume_type"] = (await self.call("admin", "POST", f"{base}/types", {"volume_type": {
             "name": "fz-seed-type", "extra_specs": {"k": "v"}}}))["volume_type"]["id"]
         await self.call("admin", "POST", f"{base}/types", {"volume_type": {

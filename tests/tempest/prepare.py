@@ -45,6 +45,10 @@ COMPUTE_FEATURES: dict[str, bool] = {
     "personality": False,
     "enable_instance_password": True,
     "config_drive": True,
+    # Volumes (issue 20): swapping an attached volume (admin's update of an
+    # attachment) and a multiattach volume on several servers.
+    "swap_volume": True,
+    "volume_multiattach": True,
 }
 
 # [network-feature-enabled]: True where cirrus's network API does it (issue #21).
@@ -71,6 +75,7 @@ VOLUME_FEATURES: dict[str, bool] = {
 FEATURES = {**COMPUTE_FEATURES, **NETWORK_FEATURES, **VOLUME_FEATURES}  # every switch
 
 IMAGES = ("tempest-image", "tempest-image-alt")
+MULTIATTACH_TYPE = "multiattach"
 # devstack's m1.nano and m1.micro: the second is bigger, as resize tests need.
 FLAVORS = (("42", "m1.nano", 1, 128, 1), ("84", "m1.micro", 1, 192, 1))
 NETWORK = "tempest-net"
@@ -178,6 +183,18 @@ def ensure_public_network(cloud: Cloud) -> str:
     return ensure_network(cloud, PUBLIC_NETWORK, PUBLIC_CIDR, **{"router:external": True})
 
 
+def ensure_volume_type(cloud: Cloud, name: str, extra_specs: dict[str, str]) -> str:
+    """A public volume type, made if missing (devstack makes ``multiattach``,
+    with the extra spec that makes its volumes multiattach, for Tempest)."""
+    catalog = cloud.call("GET", "/identity/v3/auth/catalog")["catalog"]
+    endpoint = next(s for s in catalog if s["type"] == "block-storage")["endpoints"][0]["url"]
+    types = "/volume" + endpoint.split("/volume", 1)[1] + "/types"
+    if not any(t["name"] == name for t in cloud.call("GET", types)["volume_types"]):
+        cloud.call("POST", types, json={"volume_type": {"name": name,
+                                                        "extra_specs": extra_specs}})
+    return name
+
+
 def max_microversion(cloud: Cloud) -> str:
     return str(cloud.call("GET", "/compute/v2.1")["version"]["version"])
 
@@ -218,6 +235,7 @@ def prepare(url: str, admin: Admin, computes: int, log_dir: Path,
     images = [ensure_image(cloud, name) for name in IMAGES]
     flavors = [ensure_flavor(cloud, *spec) for spec in FLAVORS]
     ensure_network(cloud)
+    multiattach = ensure_volume_type(cloud, MULTIATTACH_TYPE, {"multiattach": "<is> True"})
     values = {
         "log_dir": str(log_dir), "identity_url": admin.auth_url, "region": admin.region,
         "admin_username": admin.username, "admin_password": admin.password,
@@ -228,7 +246,8 @@ def prepare(url: str, admin: Admin, computes: int, log_dir: Path,
         "scheduler_filters": ",".join(DEFAULT_FILTERS),
         "network_extensions": network_extensions(cloud),
         "public_network_id": ensure_public_network(cloud), "public_network_name": PUBLIC_NETWORK,
-        "volume_max_microversion": volume_max_microversion(cloud)}
+        "volume_max_microversion": volume_max_microversion(cloud),
+        "volume_type_multiattach": multiattach}
     return render(values, FEATURES)
 
 

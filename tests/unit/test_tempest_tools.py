@@ -16,7 +16,8 @@ VALUES = {"log_dir": "/tmp/logs", "identity_url": "http://127.0.0.1:1/identity",
           "computes": "2", "min_microversion": "2.1", "max_microversion": "2.90",
           "build_timeout": "60", "scheduler_filters": "RamFilter,ComputeFilter",
           "network_extensions": "security-group,quotas", "volume_max_microversion": "3.66",
-          "public_network_id": "n-public", "public_network_name": "public"}
+          "public_network_id": "n-public", "public_network_name": "public",
+          "volume_type_multiattach": "multiattach"}
 # Issue #19's list: each must be a switch in the template.
 ISSUE_FEATURES = ("resize", "cold_migration", "live_migration", "pause", "suspend", "shelve",
                   "rescue", "snapshot", "change_password", "interface_attach",

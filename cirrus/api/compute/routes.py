@@ -11,7 +11,7 @@ from cirrus.api.compute import (aggregates, availability_zones, extension_info, 
                                 security_groups, server_actions, server_diagnostics,
                                 server_groups, server_metadata, server_password, server_tags,
                                 servers, services, simple_tenant_usage, usage_audit_log, versions,
-                                volume_attachments)
+                                volume_attachments, volumes)
 
 # Starlette tries routes in order, ~1.5 µs each: the servers' come first, as
 # the most requested (no other pattern matches their paths, so order is free).
@@ -47,6 +47,7 @@ ROUTES: list[BaseRoute] = [
     *server_diagnostics.ROUTES,
     *quota_classes.ROUTES,
     *networks.ROUTES,
+    *volumes.ROUTES,
     *extension_info.ROUTES,
 ]
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from starlette.routing import Route
 
-from cirrus.volume.api import (actions, admin, attachments, group_types, misc, qos, snapshots,
-                               transfers, types, volumes)
+from cirrus.volume.api import (actions, admin, attachments, encryption, group_types, misc, qos,
+                               snapshots, transfers, types, volumes)
 
 P = "/v3/{project_id}"
 V = f"{P}/volumes/{{volume_id}}"
@@ -53,6 +53,11 @@ ROUTES = [
     Route(f"{T}/extra_specs/{{key}}", types.set_spec, methods=["PUT"]),
     Route(f"{T}/extra_specs/{{key}}", types.delete_spec, methods=["DELETE"]),
     Route(f"{T}/os-volume-type-access", types.access, methods=["GET"]),
+    Route(f"{T}/encryption", encryption.index, methods=["GET"]),
+    Route(f"{T}/encryption", encryption.create, methods=["POST"]),
+    Route(f"{T}/encryption/{{key}}", encryption.show, methods=["GET"]),
+    Route(f"{T}/encryption/{{encryption_id}}", encryption.update, methods=["PUT"]),
+    Route(f"{T}/encryption/{{encryption_id}}", encryption.delete, methods=["DELETE"]),
     Route(f"{T}/action", types.action, methods=["POST"]),
     Route(f"{P}/group_types", group_types.index, methods=["GET"]),
     Route(f"{P}/group_types", group_types.create, methods=["POST"]),

@@ -54,7 +54,7 @@ def volume_created(request: Request, row: Row) -> Row:
         "snapshot_id": row["snapshot_id"], "source_volid": row["source_volid"],
         "metadata": _metadata(row), "links": links(request, "volumes", row["id"]),
         "user_id": row["user_id"], "bootable": "true" if row["bootable"] else "false",
-        "encrypted": False, "replication_status": None, "consistencygroup_id": None,
+        "encrypted": bool(row.get("encrypted")), "replication_status": None, "consistencygroup_id": None,
         "multiattach": bool(row["multiattach"]),
         "attachments": [attachment_ref(a) for a in row.get("attachments", [])
                         if a["attach_status"] == "attached"]}
