@@ -21,7 +21,8 @@ import pytest
 
 from tests.client.conftest import free_port, stop, wait_up
 
-pytestmark = pytest.mark.slow
+# One worker takes the three tests, so the clone and its install are made once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("first-run")]
 
 REPO = Path(__file__).resolve().parents[2]
 DEBIAN_PYTHON = Path("/usr/bin/python3")
