@@ -60,7 +60,8 @@ def bootstrap_data(conn: Any, settings: Settings) -> None:
     from cirrus.compute.flavors import seed_default_flavors
     from cirrus.identity.bootstrap import bootstrap_identity
 
-    bootstrap_identity(conn, settings.admin_password, settings.demo_password)
+    bootstrap_identity(conn, settings.admin_password, settings.demo_password,
+                       settings.password_hash_rounds)
     seed_default_flavors(conn)
 
 

@@ -59,6 +59,10 @@ class Settings:
     token_expiration: int = 3600
     admin_password: str = "admin"
     demo_password: str = "demo"
+    # log2 of the scrypt cost of new password hashes (Keystone's
+    # password_hash_rounds). Only the tests lower it, to log their personas in
+    # quickly; a deployment keeps 14 or raises it.
+    password_hash_rounds: int = 14
 
     # api
     # ``cirrus up``: processes serving the API beside the engine's (0: one process for

@@ -17,7 +17,8 @@ import pytest_asyncio
 
 from cirrus.bootstrap import Cloud
 from cirrus.config import Settings
-from tests.databases import Databases, PostgresDatabases, SQLiteDatabases, backends
+from tests.databases import (TEST_PASSWORD_HASH_ROUNDS, Databases, PostgresDatabases,
+                             SQLiteDatabases, backends_for)
 from tests.tenants import Tenants, make_tenants
 
 TEST_DEFAULTS: dict[str, Any] = {
@@ -27,14 +28,25 @@ TEST_DEFAULTS: dict[str, Any] = {
     # Tests count images and networks from an empty cloud (tests/functional/test_first_run.py
     # turns the defaults on).
     "bootstrap_defaults": False,
+    "password_hash_rounds": TEST_PASSWORD_HASH_ROUNDS,
 }
 
 
-@pytest.fixture(scope="session", params=backends())
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test of the storage layer runs on SQLite and on PostgreSQL, any other
+    on SQLite only (tests/databases.py says which and why)."""
+    if "database" not in metafunc.fixturenames:
+        return
+    path = Path(str(metafunc.definition.fspath)).relative_to(Path(__file__).parent).as_posix()
+    marked = metafunc.definition.get_closest_marker("storage") is not None
+    metafunc.parametrize("database", backends_for(path, marked), indirect=True, scope="session")
+
+
+@pytest.fixture(scope="session")
 def database(request: pytest.FixtureRequest,
              tmp_path_factory: pytest.TempPathFactory) -> Iterator[Databases]:
-    """The backend every ``cloud`` of this session's pass runs on: the functional
-    tests run once on SQLite and once on PostgreSQL (see tests/databases.py).
+    """The backend every ``cloud`` of this session's pass runs on, as
+    :func:`pytest_generate_tests` chose it for the test (tests/databases.py).
     The PostgreSQL pass skips, saying why, when no server is reachable."""
     workdir = tmp_path_factory.mktemp(f"template-{request.param}")
     if request.param == "sqlite":

@@ -9,6 +9,15 @@ Which backends run: ``CIRRUS_TEST_DATABASES`` (default ``sqlite,postgresql``;
 with only ``CIRRUS_TEST_DATABASE_URL`` set, just ``postgresql``). The server is
 ``CIRRUS_TEST_DATABASE_URL`` or ``CIRRUS_TEST_PG_URL`` (a role that may create
 databases), by default the one scripts/setup-postgres.sh starts.
+
+Which tests run on each: every ``cloud`` test runs on the first backend chosen
+(SQLite by default); the second pass, on PostgreSQL, takes only the tests of
+the storage layer (:data:`STORAGE_SUITES`, or a test marked ``storage``) — where
+the two databases can differ: locking and concurrent writes, quotas and
+allocations counted in SQL, guarded saves, time and tag queries, ordering,
+migrations. The rest (API validation, policy, fuzzing, the API's shapes) asks
+the same of either database and costs four times as much on PostgreSQL.
+``CIRRUS_TEST_EVERY_BACKEND=1`` runs every test on every backend chosen.
 """
 from __future__ import annotations
 
@@ -27,6 +36,40 @@ from cirrus.config import Settings
 DEFAULT_PG = "postgresql+psycopg://cirrus:cirrus@127.0.0.1:5432/cirrus"
 PG_URL = os.environ.get("CIRRUS_TEST_DATABASE_URL") or os.environ.get("CIRRUS_TEST_PG_URL",
                                                                        DEFAULT_PG)
+# scrypt at N = 2**4 rather than 2**14: a test cloud's users log in a few times
+# each, and the suites log in thousands of times (tests/unit/test_foundation_rules.py
+# holds the default's cost).
+TEST_PASSWORD_HASH_ROUNDS = 4
+
+
+# Paths under tests/ whose tests run on every backend (see the docstring above);
+# a test elsewhere joins them with ``@pytest.mark.storage``.
+STORAGE_SUITES = frozenset({
+    # the lifecycle end to end, and the statements a build issues
+    "functional/test_lifecycle.py", "functional/test_build_statements.py",
+    # admission, claims and allocations: counted and locked in SQL
+    "functional/test_build_admission.py", "functional/test_build_outcomes.py",
+    "functional/test_build_start.py", "functional/test_claims.py",
+    "functional/test_move_claims.py", "functional/test_hypervisors.py",
+    # guarded saves met twice, and what a restart finds in the database
+    "functional/test_redelivery.py", "functional/test_restart.py",
+    "functional/test_first_run.py", "functional/test_host_cache.py",
+    # quotas and usage: sums, counts and time ranges in SQL
+    "functional/test_network_quotas.py", "functional/test_quota_classes.py",
+    "functional/test_port_quota.py", "functional/test_usage_counters.py",
+    "functional/test_tenant_usage.py", "functional/test_usage_audit_log.py",
+    "functional/test_soft_delete.py", "security/test_network_tags_quotas.py",
+    # address allocation (IPAM) and bulk creates in one unit
+    "functional/test_network.py", "functional/test_network_bulk.py",
+    # tag filters, sorting and markers (NULL order and collation differ)
+    "functional/test_server_tags.py", "functional/test_network_tags.py",
+    "functional/test_image.py",
+    # unique names: a duplicate is an IntegrityError in a savepoint, raised by each dialect
+    "functional/test_identity_admin.py", "functional/test_keypairs.py",
+    # tokens' keys, revocation events' timestamps, the actions' record
+    "functional/test_identity_tokens.py", "security/test_identity_revocation.py",
+    "functional/test_instance_actions.py", "unit/test_preflight_rules.py",
+})
 
 
 def backends() -> list[str]:
@@ -35,6 +78,15 @@ def backends() -> list[str]:
         chosen = "postgresql" if os.environ.get("CIRRUS_TEST_DATABASE_URL") else \
             "sqlite,postgresql"
     return [b.strip() for b in chosen.split(",") if b.strip()]
+
+
+def backends_for(path: str, storage_marked: bool) -> list[str]:
+    """The backends a ``cloud`` test at ``path`` (relative to tests/) runs on:
+    every one chosen for the storage layer's tests, the first one for the rest."""
+    chosen = backends()
+    if storage_marked or path in STORAGE_SUITES or os.environ.get("CIRRUS_TEST_EVERY_BACKEND"):
+        return chosen
+    return chosen[:1]
 
 
 def _prepare(settings: Settings) -> None:
@@ -53,7 +105,8 @@ class SQLiteDatabases:
 
     def __init__(self, workdir: Path) -> None:
         self.template = workdir / "cirrus.db"
-        _prepare(Settings(state_dir=workdir, computes=0))
+        _prepare(Settings(state_dir=workdir, computes=0,
+                          password_hash_rounds=TEST_PASSWORD_HASH_ROUNDS))
 
     def for_test(self, state_dir: Path, empty: bool = False) -> dict[str, Any]:
         """Settings values for one test's own copy (``empty``: a database
@@ -78,7 +131,8 @@ class PostgresDatabases:
         self.created: set[str] = set()
         self._admin = sa.create_engine(PG_URL, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
         self._create(self.template, "")
-        _prepare(Settings(state_dir=workdir, computes=0, database_url=self._url(self.template)))
+        _prepare(Settings(state_dir=workdir, computes=0, database_url=self._url(self.template),
+                          password_hash_rounds=TEST_PASSWORD_HASH_ROUNDS))
 
     @staticmethod
     def unreachable() -> str | None:

@@ -46,15 +46,15 @@ def list_rows(conn: sa.Connection, kind: str, filters: dict[str, Any]) -> list[d
     return fetch_all(conn, q.order_by(table.c.name))
 
 
-def with_password_hashed(values: dict[str, Any], creating: bool) -> dict[str, Any]:
-    """``values`` with a ``password`` replaced by its ``password_hash`` (an empty
-    one on create: no password). scrypt takes tens of ms of CPU: hash before
-    the write transaction, off the event loop, never inside it."""
+def with_password_hashed(values: dict[str, Any], creating: bool, rounds: int) -> dict[str, Any]:
+    """``values`` with a ``password`` replaced by its ``password_hash`` of cost
+    ``rounds`` (an empty one on create: no password). scrypt takes tens of ms of
+    CPU: hash before the write transaction, off the event loop, never inside it."""
     if "password" not in values:
         return values
     values = dict(values)
     password = values.pop("password")
-    values["password_hash"] = hash_password(password) if password or not creating else None
+    values["password_hash"] = hash_password(password, rounds) if password or not creating else None
     return values
 
 

@@ -53,6 +53,10 @@ def _lifetime(request: Request) -> float:
     return float(request.app.state.settings.token_expiration)
 
 
+def _rounds(request: Request) -> int:
+    return int(request.app.state.settings.password_hash_rounds)
+
+
 def _path_id(request: Request, key: str, missing: type[Exception], field: str) -> str:
     """A path parameter naming a row; one that cannot is not found, unread."""
     value = request.path_params[key]
@@ -94,7 +98,8 @@ def collection(kind: str) -> tuple[Any, Any]:
     async def create(request: Request) -> Response:
         _admin(request)
         values = schema.admin_body(await json_body(request), kind, True)
-        values = await asyncio.to_thread(admin.with_password_hashed, values, True)
+        values = await asyncio.to_thread(admin.with_password_hashed, values, True,
+                                         _rounds(request))
         row = await request.app.state.db.run(admin.create, kind, values)
         return reply({kind: view(request, kind, row)}, status=201)
     return index, create
@@ -117,7 +122,8 @@ def member(kind: str) -> tuple[Any, Any, Any]:
         _admin(request)
         row_id = ident(request)
         values = schema.admin_body(await json_body(request), kind, False)
-        values = await asyncio.to_thread(admin.with_password_hashed, values, False)
+        values = await asyncio.to_thread(admin.with_password_hashed, values, False,
+                                         _rounds(request))
         row = await request.app.state.db.run(admin.update, kind, row_id, values,
                                              lifetime=_lifetime(request))
         return reply({kind: view(request, kind, row)})

@@ -38,12 +38,13 @@ def _ensure(conn: sa.Connection, table: sa.Table, where: dict, values: dict) -> 
     return new_id
 
 
-def ensure_account(conn: sa.Connection, acct: Account) -> None:
-    """Create (if missing) the project, user and role assignment of ``acct``."""
+def ensure_account(conn: sa.Connection, acct: Account, rounds: int) -> None:
+    """Create (if missing) the project, user and role assignment of ``acct``
+    (a new user's password hashed at cost ``rounds``)."""
     project_id = _ensure(conn, m.projects, {"name": acct.project, "domain_id": DEFAULT_DOMAIN},
                          {"enabled": True, "description": f"{acct.project} project"})
     user_id = _ensure(conn, m.users, {"name": acct.user, "domain_id": DEFAULT_DOMAIN},
-                      {"enabled": True, "password_hash": hash_password(acct.password),
+                      {"enabled": True, "password_hash": hash_password(acct.password, rounds),
                        "default_project_id": project_id})
     role_id = conn.execute(sa.select(m.roles.c.id).where(m.roles.c.name == acct.role)).scalar_one()
     ra = m.role_assignments
@@ -58,10 +59,11 @@ def ensure_account(conn: sa.Connection, acct: Account) -> None:
             conn.execute(ra.insert().values(user_id=user_id, role_id=role_id, **target))
 
 
-def bootstrap_identity(conn: sa.Connection, admin_password: str, demo_password: str) -> None:
+def bootstrap_identity(conn: sa.Connection, admin_password: str, demo_password: str,
+                       rounds: int) -> None:
     """Idempotent: the default domain, the roles, admin and demo."""
     _ensure(conn, m.domains, {"name": "Default"}, {"id": DEFAULT_DOMAIN, "enabled": True})
     for role in ROLES:
         _ensure(conn, m.roles, {"name": role}, {})
-    ensure_account(conn, Account("admin", admin_password, "admin", "admin"))
-    ensure_account(conn, Account("demo", demo_password, "demo", "member"))
+    ensure_account(conn, Account("admin", admin_password, "admin", "admin"), rounds)
+    ensure_account(conn, Account("demo", demo_password, "demo", "member"), rounds)

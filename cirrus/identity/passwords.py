@@ -6,14 +6,19 @@ import hashlib
 import hmac
 import os
 
-N, R, P = 2**14, 8, 1
+# log2 of scrypt's cost N (Keystone's password_hash_rounds): 2**14 is the
+# interactive-login figure of the scrypt paper, tens of ms of CPU per hash.
+DEFAULT_ROUNDS = 14
+R, P = 8, 1
 
 
-def hash_password(password: str) -> str:
-    """``scrypt$N$r$p$salt$hash``, with a fresh 16-byte salt."""
+def hash_password(password: str, rounds: int = DEFAULT_ROUNDS) -> str:
+    """``scrypt$N$r$p$salt$hash`` with N = 2**rounds and a fresh 16-byte salt.
+    :func:`verify_password` reads N from the string, so hashes of any cost verify."""
+    n = 2 ** rounds
     salt = os.urandom(16)
-    digest = hashlib.scrypt(password.encode(), salt=salt, n=N, r=R, p=P, dklen=32)
-    return "$".join(["scrypt", str(N), str(R), str(P),
+    digest = hashlib.scrypt(password.encode(), salt=salt, n=n, r=R, p=P, dklen=32)
+    return "$".join(["scrypt", str(n), str(R), str(P),
                      base64.b64encode(salt).decode(), base64.b64encode(digest).decode()])
 
 

@@ -58,6 +58,18 @@ def test_password_hashes_are_salted_and_verify() -> None:
     assert not verify_password("secret", None) and not verify_password("x", "garbage")
 
 
+@pytest.mark.parametrize("rounds, n", [(14, 16384), (4, 16)])
+def test_a_hash_carries_its_cost_and_verifies_at_it(rounds: int, n: int) -> None:
+    stored = hash_password("secret", rounds)
+    assert stored.split("$")[1] == str(n)
+    assert verify_password("secret", stored) and not verify_password("secreT", stored)
+
+
+def test_the_default_cost_is_the_interactive_one() -> None:
+    assert Settings().password_hash_rounds == 14
+    assert hash_password("secret").split("$")[1] == "16384"
+
+
 @pytest.mark.parametrize("roles, project, action, allowed", [
     (["member"], "p1", "compute:server:create", True),
     (["member"], "p2", "compute:server:create", False),
