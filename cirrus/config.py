@@ -51,6 +51,10 @@ class Settings:
     # where ``cirrus image build-tiny`` builds it).
     tiny_guest_dir: str = ""
     log_level: str = "INFO"
+    # Where this process serves its Prometheus metrics (GET /metrics), HOST:PORT
+    # or PORT (on 127.0.0.1); empty or 0: none. Apart from the public API: see
+    # docs/security.md, "Metrics". ``cirrus up``'s API workers take the next ports.
+    metrics_listen: str = ""
 
     # identity
     token_expiration: int = 3600

@@ -20,6 +20,7 @@ from cirrus import policies, policy
 from cirrus.api import errors
 from cirrus.api.auth import AuthMiddleware
 from cirrus.exception import CirrusException, Forbidden
+from cirrus.metrics.api import RequestMetrics
 
 
 # Called when a route rule refuses a request, before the 403: raises the 404
@@ -112,9 +113,12 @@ def build_app(state: dict[str, Any]) -> Starlette:
         exact = prefix in ("/compute", "/volume")
         router = Router(guard_routes(prefix, table, locate), redirect_slashes=not exact)
         routes.append(Mount(prefix, app=router, middleware=middleware))
+    # Outermost: the request's time includes authentication, and a 401 is counted.
+    metrics = ([Middleware(RequestMetrics, metrics=state["metrics"].api)]
+               if "metrics" in state else [])
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(AuthMiddleware)],
+        middleware=[*metrics, Middleware(AuthMiddleware)],
         exception_handlers={
             CirrusException: errors.cirrus_exception_handler,
             HTTPException: errors.http_exception_handler,
