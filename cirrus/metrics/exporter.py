@@ -56,8 +56,9 @@ class Exporter:
     def url(self) -> str:
         """``http://host:port/metrics`` (the port it got, for a port 0)."""
         assert self._server is not None
-        host, port = self._server.server_address[:2]
-        host = f"[{host}]" if ":" in str(host) else host
+        address = self._server.server_address
+        host, port = str(address[0]), int(address[1])
+        host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{port}/metrics"
 
     def start(self) -> None:
