@@ -8,13 +8,13 @@ route under ``OTHER``, for the same reason.
 from __future__ import annotations
 
 import time
-from typing import Any
 
-from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client import CollectorRegistry
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cirrus.metrics import buckets
+from cirrus.metrics.loop import Histogram, HistogramChild
 
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 UNMATCHED = "unmatched"
@@ -40,7 +40,7 @@ class ApiMetrics:
             "cirrus_api_request_seconds", "HTTP API requests: seconds from the request "
             "to the end of the response, by method, route template and status.",
             ("method", "route", "status"), buckets=buckets.API_REQUEST, registry=registry)
-        self._children: dict[tuple[str, str, int], Any] = {}
+        self._children: dict[tuple[str, str, int], HistogramChild] = {}
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
         if method not in METHODS:  # any token is a method to HTTP: bound the label

@@ -1,11 +1,12 @@
 """Boot steps (the :mod:`cirrus.observe` sink) and the builds in flight and waiting."""
 from __future__ import annotations
 
-from typing import Any, Protocol, Sized
+from typing import Protocol, Sized
 
-from prometheus_client import CollectorRegistry, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Gauge
 
 from cirrus.metrics import buckets
+from cirrus.metrics.loop import Histogram, HistogramChild
 from cirrus.observe import BootStep
 
 
@@ -26,7 +27,7 @@ class BootMetrics:
             "cirrus_boot_step_seconds", "Boot steps: seconds each took, by step and outcome "
             "(total: POST accepted to ACTIVE or ERROR).", ("step", "outcome"),
             buckets=buckets.BOOT_STEP, registry=registry)
-        self._steps: dict[tuple[str, bool], Any] = {
+        self._steps: dict[tuple[str, bool], HistogramChild] = {
             (step.value, failed): self.step_seconds.labels(step.value, "failed" if failed else "ok")
             for step in BootStep for failed in (False, True)}
         self.in_flight = Gauge(

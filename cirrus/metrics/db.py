@@ -1,9 +1,10 @@
 """Units of work: their time as their callers see it, and the group commits."""
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Histogram
+from prometheus_client import CollectorRegistry
 
 from cirrus.metrics import buckets
+from cirrus.metrics.loop import Histogram
 
 
 class DbMetrics:
@@ -25,10 +26,11 @@ class DbMetrics:
             "cirrus_db_commit_seconds", "Group-committed transactions (SQLite): seconds of "
             "their units and the COMMIT, on the event loop.", buckets=buckets.SHORT,
             registry=registry)
+        self._size, self._commit = self.group_size.labels(), self.commit_seconds.labels()
 
     def unit(self, write: bool, seconds: float) -> None:
         self._kinds[write].observe(seconds)
 
     def batch(self, size: int, seconds: float) -> None:
-        self.group_size.observe(size)
-        self.commit_seconds.observe(seconds)
+        self._size.observe(size)
+        self._commit.observe(seconds)

@@ -1,11 +1,10 @@
 """The scheduler's decisions: their time, and how many hosts each filter removed."""
 from __future__ import annotations
 
-from typing import Any
-
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry
 
 from cirrus.metrics import buckets
+from cirrus.metrics.loop import Counter, CounterChild, Histogram
 from cirrus.scheduler.selection import Decision
 
 
@@ -25,7 +24,7 @@ class SchedulerMetrics:
             "cirrus_scheduler_filter_removed_hosts", "Hosts each scheduler filter removed "
             "from the hosts it was given (as the decision reports them).", ("filter",),
             registry=registry)
-        self._filters: dict[str, Any] = {}
+        self._filters: dict[str, CounterChild] = {}
 
     def decided(self, seconds: float, decision: Decision | None, selected: bool) -> None:
         """One ``select_destinations`` answered (``selected``) or refused."""
