@@ -27,6 +27,8 @@ class BootMetrics:
             "cirrus_boot_step_seconds", "Boot steps: seconds each took, by step and outcome "
             "(total: POST accepted to ACTIVE or ERROR).", ("step", "outcome"),
             buckets=buckets.BOOT_STEP, registry=registry)
+        # Keyed by ``_value_`` (a plain attribute, an interned str): an enum
+        # member's ``.value`` is a descriptor and its hash a Python call.
         self._steps: dict[tuple[str, bool], HistogramChild] = {
             (step.value, failed): self.step_seconds.labels(step.value, "failed" if failed else "ok")
             for step in BootStep for failed in (False, True)}
@@ -42,11 +44,11 @@ class BootMetrics:
 
     def boot_step(self, step: BootStep, seconds: float, failed: bool) -> None:
         """The :class:`cirrus.observe.StepSink` method: one finished step."""
-        key = (step.value, failed)
+        key = (step._value_, failed)
         child = self._steps.get(key)
         if child is None:  # a step newer than this module: still counted
             child = self._steps[key] = self.step_seconds.labels(
-                step.value, "failed" if failed else "ok")
+                key[0], "failed" if failed else "ok")
         child.observe(seconds)
 
     def watch_host(self, host: str, builds: Sized, slots: int) -> None:

@@ -10,13 +10,14 @@ from typing import Any, Iterator
 import httpx
 import pytest
 import sqlalchemy as sa
+from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.routing import Mount, Route
 
 from cirrus import observe
 from cirrus.context import RequestContext
 from cirrus.db.engine import Database
-from cirrus.metrics import Exporter, MeteredTransport, Metrics
+from cirrus.metrics import Exporter, MeteredTransport, Metrics, loop
 from cirrus.metrics.api import route_template
 from cirrus.metrics.exporter import parse_listen, worker_listen
 from cirrus.observe import BootStep
@@ -311,3 +312,51 @@ async def test_a_disabled_exporter_serves_nothing(metrics: Metrics) -> None:
     exporter = Exporter(metrics.registry, "0")
     exporter.start()
     await exporter.stop()
+
+
+# -- the loop's own families -----------------------------------------------------
+
+@pytest.mark.parametrize("observed, cumulative", [
+    ([], [0, 0, 0, 0]),
+    ([0.5], [1, 1, 1, 1]),  # a bound is inclusive (le)
+    ([0.7, 1.0], [0, 2, 2, 2]),
+    ([0.1, 2.0, 5.0, 99.0], [1, 1, 3, 4]),
+])
+def test_a_loop_histogram_exports_cumulative_buckets(observed: list[float],
+                                                     cumulative: list[int]) -> None:
+    registry = CollectorRegistry()
+    histogram = loop.Histogram("h_seconds", "h", ("k",), buckets=(0.5, 1.0, 5.0),
+                               registry=registry)
+    child = histogram.labels("a")
+    for v in observed:
+        child.observe(v)
+    for le, count in zip(("0.5", "1.0", "5.0", "+Inf"), cumulative):
+        assert registry.get_sample_value("h_seconds_bucket", {"k": "a", "le": le}) == count
+    assert registry.get_sample_value("h_seconds_count", {"k": "a"}) == len(observed)
+    assert registry.get_sample_value("h_seconds_sum", {"k": "a"}) == pytest.approx(sum(observed))
+
+
+def test_a_loop_counter_counts_per_label_set() -> None:
+    registry = CollectorRegistry()
+    counter = loop.Counter("c", "c", ("k",), registry=registry)
+    counter.labels("a").inc()
+    counter.labels("a").inc(2)
+    counter.labels("b").inc()
+    assert registry.get_sample_value("c_total", {"k": "a"}) == 3
+    assert registry.get_sample_value("c_total", {"k": "b"}) == 1
+
+
+@pytest.mark.parametrize("labels", [(), ("a", "b")])
+def test_a_loop_family_refuses_the_wrong_labels(labels: tuple[str, ...]) -> None:
+    registry = CollectorRegistry()
+    with pytest.raises(ValueError, match="takes labels"):
+        loop.Counter("c", "c", ("k",), registry=registry).labels(*labels)
+    with pytest.raises(ValueError, match="takes labels"):
+        loop.Histogram("h", "h", ("k",), buckets=(1.0,), registry=registry).labels(*labels)
+
+
+def test_two_families_of_one_name_in_one_registry_are_refused() -> None:
+    registry = CollectorRegistry(auto_describe=True)  # as Metrics makes it
+    loop.Counter("c", "c", registry=registry)
+    with pytest.raises(ValueError, match="Duplicated"):
+        loop.Counter("c", "c", registry=registry)
