@@ -41,15 +41,33 @@ class ApiMetrics:
             "to the end of the response, by method, route template and status.",
             ("method", "route", "status"), buckets=buckets.API_REQUEST, registry=registry)
         self._children: dict[tuple[str, str, int], HistogramChild] = {}
+        # By (id of the matched route, root_path, method, status): a request
+        # finds its child without rebuilding its template. The routes live as
+        # long as the app, so their ids are not reused meanwhile.
+        self._by_scope: dict[tuple[int, str, str, int], HistogramChild] = {}
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
+        self._child(method, route, status).observe(seconds)
+
+    def observe_request(self, scope: Scope, status: int, seconds: float) -> None:
+        """A request of ``scope`` answered ``status`` in ``seconds``."""
+        method = scope["method"]
         if method not in METHODS:  # any token is a method to HTTP: bound the label
+            method = "OTHER"
+        key = (id(scope.get("route")), scope.get("root_path", ""), method, status)
+        child = self._by_scope.get(key)
+        if child is None:
+            child = self._by_scope[key] = self._child(method, route_template(scope), status)
+        child.observe(seconds)
+
+    def _child(self, method: str, route: str, status: int) -> HistogramChild:
+        if method not in METHODS:
             method = "OTHER"
         key = (method, route, status)
         child = self._children.get(key)
         if child is None:
             child = self._children[key] = self.request_seconds.labels(method, route, str(status))
-        child.observe(seconds)
+        return child
 
 
 class RequestMetrics:
@@ -75,5 +93,4 @@ class RequestMetrics:
         try:
             await self.app(scope, receive, send_status)
         finally:
-            self.metrics.observe(scope["method"], route_template(scope), status,
-                                 time.perf_counter() - started)
+            self.metrics.observe_request(scope, status, time.perf_counter() - started)

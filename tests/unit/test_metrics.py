@@ -360,3 +360,17 @@ def test_two_families_of_one_name_in_one_registry_are_refused() -> None:
     loop.Counter("c", "c", registry=registry)
     with pytest.raises(ValueError, match="Duplicated"):
         loop.Counter("c", "c", registry=registry)
+
+
+@pytest.mark.parametrize("method, label", [("GET", "GET"), ("BREW", "OTHER")])
+def test_a_request_is_counted_under_its_template_however_often(metrics: Metrics, method: str,
+                                                               label: str) -> None:
+    for server in ("a", "b", "c"):  # three servers, one route: one series
+        scope = {"method": method, "route": SERVER, "root_path": "/compute",
+                 "path": f"/compute/v2.1/servers/{server}"}
+        metrics.api.observe_request(scope, 200, 0.01)
+    metrics.api.observe_request({"method": method, "root_path": ""}, 404, 0.01)
+    assert value(metrics, "cirrus_api_request_seconds_count", method=label,
+                 route="/compute/v2.1/servers/{server_id}", status="200") == 3
+    assert value(metrics, "cirrus_api_request_seconds_count", method=label,
+                 route="unmatched", status="404") == 1
