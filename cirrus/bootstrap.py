@@ -23,6 +23,7 @@ from cirrus.db import migrate
 from cirrus.db.engine import Database
 from cirrus.first_run import ensure_defaults
 from cirrus.metrics import Exporter, MeteredTransport, Metrics
+from cirrus.metrics.exporter import parse_listen
 from cirrus.network.api import make_network_api
 from cirrus.preflight import check_state_dir, database_step, transport_step
 from cirrus.rpc import Transport, get_transport
@@ -97,7 +98,9 @@ class Cloud:
         self.app: Starlette | None = None
         self.serial_proxy: SerialProxy | None = None
         self.draining = False  # drain() was called: stop() fails the builds left
-        self.metrics = Metrics()  # this cloud's own registry (docs/operations.md, "Metrics")
+        # This cloud's own registry (docs/operations.md, "Metrics"); none, and
+        # nothing on any path observed, when it serves no metrics.
+        self.metrics = Metrics() if parse_listen(settings.metrics_listen) else None
         self.exporter: Exporter | None = None
 
     async def start(self) -> None:
@@ -119,9 +122,10 @@ class Cloud:
         await loop.run_in_executor(None, database_step, s.database_url,
                                    migrate.upgrade_if_needed if self.prepare_db
                                    else migrate.current, s.database_url)
-        self.db = Database(s.database_url, self.metrics.db)
-        self.transport = MeteredTransport(get_transport(s.transport_url, hub=self.bus_hub),
-                                          self.metrics.bus)
+        m = self.metrics
+        self.db = Database(s.database_url, m.db if m else None)
+        transport = get_transport(s.transport_url, hub=self.bus_hub)
+        self.transport = MeteredTransport(transport, m.bus) if m else transport
         await transport_step(s.transport_url, self.transport.start)
         if self.prepare_db:
             await self.db.run(bootstrap_data, s)
@@ -135,20 +139,20 @@ class Cloud:
             self.app = build_app(self.state)
             if s.serial_console_enabled:
                 await self._start_serial_proxy()
-        self._watch()
-        if s.metrics_listen:
-            self.exporter = Exporter(self.metrics.registry, s.metrics_listen)
+        if m is not None:
+            self._watch(m)
+            self.exporter = Exporter(m.registry, s.metrics_listen)
             self.exporter.start()
 
-    def _watch(self) -> None:
+    def _watch(self, metrics: Metrics) -> None:
         """Point the metrics at what they read when scraped, and at the boot steps."""
-        observe.add_sink(self.metrics.boot)
+        observe.add_sink(metrics.boot)
         for service in self.services:
             if service.binary == "cirrus-compute":
-                self.metrics.boot.watch_host(service.host, service.endpoint.builds,
-                                             self.settings.max_concurrent_builds)
+                metrics.boot.watch_host(service.host, service.endpoint.builds,
+                                        self.settings.max_concurrent_builds)
         if "compute_api" in self.state:
-            self.metrics.boot.watch_admission(self.state["compute_api"].admission)
+            metrics.boot.watch_admission(self.state["compute_api"].admission)
 
     async def _start_serial_proxy(self) -> None:
         """The serial console proxy beside the API that hands out its URLs."""
@@ -168,8 +172,9 @@ class Cloud:
         identity = IdentityService(self.settings, self.db)
         await identity.start()
         state: dict[str, Any] = {"settings": self.settings, "db": self.db,
-                                 "transport": self.transport, "identity": identity,
-                                 "metrics": self.metrics}
+                                 "transport": self.transport, "identity": identity}
+        if self.metrics is not None:  # the API's requests are timed
+            state["metrics"] = self.metrics
         for name, factory in _state_factories(self.volume_api):
             state[name] = factory(self.settings, self.db, self.transport)
         # network-vif-plugged goes to compute's external events, as Neutron's does.
@@ -185,7 +190,7 @@ class Cloud:
                                     self.volume_api))
             elif role == "scheduler":
                 out.extend(_scheduler(self.settings, self.db, self.transport,
-                                      self.metrics.scheduler))
+                                      self.metrics.scheduler if self.metrics else None))
             else:
                 out.extend(_SERVICE_BUILDERS[role](self.settings, self.db, self.transport))
         return out
@@ -227,7 +232,8 @@ class Cloud:
     async def stop(self) -> None:
         """Stop taking messages, then stop each service; every task they
         started ends with them (none is left running on the loop)."""
-        observe.remove_sink(self.metrics.boot)
+        if self.metrics is not None:
+            observe.remove_sink(self.metrics.boot)
         if self.exporter is not None:
             await self.exporter.stop()
             self.exporter = None

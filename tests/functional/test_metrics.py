@@ -165,3 +165,12 @@ async def test_a_separate_process_serves_its_own_metrics(
             frozenset({("outcome", "selected")})) in samples
     assert not any(n.startswith("cirrus_api_") and v for (n, _), v in samples.items())
     assert proc.poll() is None
+
+
+@pytest.mark.parametrize("listen, counted", [("", False), ("0", False), ("127.0.0.1:0", True)])
+def test_a_cloud_that_serves_no_metrics_counts_nothing(tmp_path: Path, listen: str,
+                                                       counted: bool) -> None:
+    from cirrus.config import Settings
+
+    cloud = Cloud(Settings(state_dir=tmp_path, metrics_listen=listen))
+    assert (cloud.metrics is not None) == counted
