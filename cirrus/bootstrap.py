@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from starlette.applications import Starlette
 
+from cirrus import observe
 from cirrus.api.app import build_app
 from cirrus.config import Settings, split_bind
 from cirrus.console.serialproxy import SerialProxy
@@ -21,6 +22,8 @@ from cirrus.compute.stuck_builds import fail_stuck_builds, shutting_down, stuck_
 from cirrus.db import migrate
 from cirrus.db.engine import Database
 from cirrus.first_run import ensure_defaults
+from cirrus.metrics import Exporter, MeteredTransport, Metrics
+from cirrus.metrics.exporter import parse_listen
 from cirrus.network.api import make_network_api
 from cirrus.preflight import check_state_dir, database_step, transport_step
 from cirrus.rpc import Transport, get_transport
@@ -29,6 +32,7 @@ from cirrus.service import Service
 if TYPE_CHECKING:
     import httpx  # (imported on first use by cirrus.image.client)
 
+    from cirrus.scheduler.manager import DecisionObserver
     from cirrus.volume.cinder import VolumeAPI
 
 LOG = logging.getLogger(__name__)
@@ -95,6 +99,10 @@ class Cloud:
         self.app: Starlette | None = None
         self.serial_proxy: SerialProxy | None = None
         self.draining = False  # drain() was called: stop() fails the builds left
+        # This cloud's own registry (docs/operations.md, "Metrics"); none, and
+        # nothing on any path observed, when it serves no metrics.
+        self.metrics = Metrics() if parse_listen(settings.metrics_listen) else None
+        self.exporter: Exporter | None = None
 
     async def start(self) -> None:
         """Start everything; on a failure, stop what had started and raise
@@ -115,8 +123,10 @@ class Cloud:
         await loop.run_in_executor(None, database_step, s.database_url,
                                    migrate.upgrade_if_needed if self.prepare_db
                                    else migrate.current, s.database_url)
-        self.db = Database(s.database_url)
-        self.transport = get_transport(s.transport_url, hub=self.bus_hub)
+        m = self.metrics
+        self.db = Database(s.database_url, m.db if m else None)
+        transport = get_transport(s.transport_url, hub=self.bus_hub)
+        self.transport = MeteredTransport(transport, m.bus) if m else transport
         await transport_step(s.transport_url, self.transport.start)
         if self.prepare_db:
             await self.db.run(bootstrap_data, s)
@@ -130,6 +140,20 @@ class Cloud:
             self.app = build_app(self.state)
             if s.serial_console_enabled:
                 await self._start_serial_proxy()
+        if m is not None:
+            self._watch(m)
+            self.exporter = Exporter(m.registry, s.metrics_listen)
+            self.exporter.start()
+
+    def _watch(self, metrics: Metrics) -> None:
+        """Point the metrics at what they read when scraped, and at the boot steps."""
+        observe.add_sink(metrics.boot)
+        for service in self.services:
+            if service.binary == "cirrus-compute":
+                metrics.boot.watch_host(service.host, service.endpoint.builds,
+                                        self.settings.max_concurrent_builds)
+        if "compute_api" in self.state:
+            metrics.boot.watch_admission(self.state["compute_api"].admission)
 
     async def _start_serial_proxy(self) -> None:
         """The serial console proxy beside the API that hands out its URLs."""
@@ -150,6 +174,8 @@ class Cloud:
         await identity.start()
         state: dict[str, Any] = {"settings": self.settings, "db": self.db,
                                  "transport": self.transport, "identity": identity}
+        if self.metrics is not None:  # the API's requests are timed
+            state["metrics"] = self.metrics
         for name, factory in _state_factories(self.volume_api):
             state[name] = factory(self.settings, self.db, self.transport)
         # network-vif-plugged goes to compute's external events, as Neutron's does.
@@ -163,6 +189,9 @@ class Cloud:
             if role == "compute":
                 out.extend(_compute(self.settings, self.db, self.transport, self.http_transport,
                                     self.volume_api))
+            elif role == "scheduler":
+                out.extend(_scheduler(self.settings, self.db, self.transport,
+                                      self.metrics.scheduler if self.metrics else None))
             else:
                 out.extend(_SERVICE_BUILDERS[role](self.settings, self.db, self.transport))
         return out
@@ -204,6 +233,11 @@ class Cloud:
     async def stop(self) -> None:
         """Stop taking messages, then stop each service; every task they
         started ends with them (none is left running on the loop)."""
+        if self.metrics is not None:
+            observe.remove_sink(self.metrics.boot)
+        if self.exporter is not None:
+            await self.exporter.stop()
+            self.exporter = None
         if self.serial_proxy is not None:
             await self.serial_proxy.stop()
             self.serial_proxy = None
@@ -241,10 +275,11 @@ def _conductor(settings: Settings, db: Database, transport: Transport) -> list[S
     return make_services(settings, db, transport)
 
 
-def _scheduler(settings: Settings, db: Database, transport: Transport) -> list[Service]:
+def _scheduler(settings: Settings, db: Database, transport: Transport,
+               observer: DecisionObserver | None = None) -> list[Service]:
     from cirrus.scheduler.manager import make_services
 
-    return make_services(settings, db, transport)
+    return make_services(settings, db, transport, observer)
 
 
 def _compute(settings: Settings, db: Database, transport: Transport,

@@ -54,6 +54,10 @@ class Settings:
     # "text" (the default) or "json": one JSON object per line with the request
     # id, the global request id, the project and the instance (cirrus/log.py).
     log_format: str = "text"
+    # Where this process serves its Prometheus metrics (GET /metrics), HOST:PORT
+    # or PORT (on 127.0.0.1); empty or 0: none. Apart from the public API: see
+    # docs/security.md, "Metrics". ``cirrus up``'s API workers take the next ports.
+    metrics_listen: str = ""
 
     # identity
     token_expiration: int = 3600

@@ -20,6 +20,7 @@ from cirrus import dashboard, policies, policy
 from cirrus.api import errors
 from cirrus.api.auth import AuthMiddleware
 from cirrus.exception import CirrusException, Forbidden
+from cirrus.metrics.api import RequestMetrics
 
 
 # Called when a route rule refuses a request, before the 403: raises the 404
@@ -115,9 +116,12 @@ def build_app(state: dict[str, Any]) -> Starlette:
     # Public static files with no data in them (cirrus/dashboard): the pages
     # call the APIs above with the user's token.
     routes.append(Mount(dashboard.PREFIX, app=dashboard.static_app()))
+    # Outermost: the request's time includes authentication, and a 401 is counted.
+    metrics = ([Middleware(RequestMetrics, metrics=state["metrics"].api)]
+               if "metrics" in state else [])
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(AuthMiddleware)],
+        middleware=[*metrics, Middleware(AuthMiddleware)],
         exception_handlers={
             CirrusException: errors.cirrus_exception_handler,
             HTTPException: errors.http_exception_handler,

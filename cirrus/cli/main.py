@@ -59,6 +59,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--database-url", help="SQLAlchemy URL (default: SQLite in the state dir)")
     parser.add_argument("--transport-url", help="inprocess:// (default) or amqp://…")
     parser.add_argument("--log-level", help="DEBUG, INFO, WARNING…")
+    parser.add_argument("--metrics-listen",
+                        help="HOST:PORT to serve Prometheus metrics on (0: none)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -120,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
 def settings_from(args: argparse.Namespace) -> Settings:
     keys = ("state_dir", "database_url", "transport_url", "log_level", "bind",
             "public_url", "computes", "compute_driver", "compute_host", "api_workers",
-            "bootstrap_defaults")
+            "bootstrap_defaults", "metrics_listen")
     overrides = {k: getattr(args, k, None) for k in keys}
     return load_settings(getattr(args, "config", None), overrides=overrides)
 
@@ -173,6 +175,12 @@ def quiet_server(config: Any, signals: tuple[int, ...] = (signal.SIGINT, signal.
     return Server(config)
 
 
+def announce_metrics(cloud: Any) -> None:
+    """Say where this process serves its metrics, if it does."""
+    if cloud.exporter is not None:
+        print(f"metrics: {cloud.exporter.url}", flush=True)
+
+
 def announce_clouds_yaml(clouds: Path) -> None:
     """Tell the user where the clouds.yaml just written is and how to use it."""
     print(f"clouds.yaml: {clouds}", flush=True)
@@ -206,6 +214,7 @@ async def serve(settings: Settings) -> None:
     try:
         server = quiet_server(uvicorn_config(cloud.app, settings), on_stop=on_signal)
         print(f"cirrus is up at {settings.public_url}", flush=True)
+        announce_metrics(cloud)
         announce_clouds_yaml(write_clouds_yaml(settings))
         await server.serve(sockets=[sock])
     finally:
@@ -271,6 +280,7 @@ async def run_process(settings: Settings, role: str) -> None:
             sock.close()
         raise
     settle_heap()
+    announce_metrics(cloud)
     try:
         if sock is not None:
             print(f"cirrus api listening at {settings.public_url}", flush=True)

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from cirrus.config import Settings
+from cirrus.metrics.exporter import worker_listen
 from cirrus.preflight import database_step, listen_socket
 from cirrus.utils import spawn
 
@@ -107,6 +108,8 @@ def _fork_worker(settings: Settings, sock: socket.socket, n: int) -> Worker:
         os.close(ready_w)
         return Worker(pid, ready_r)
     os.close(ready_r)
+    # Its own registry, so its own port (the engine's + 1 + n).
+    settings = replace(settings, metrics_listen=worker_listen(settings.metrics_listen, n))
     # A Ctrl-C reaches every process of the terminal's group; the engine stops
     # the workers itself (SIGTERM), after which they drain their requests.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -156,7 +159,7 @@ async def _api_worker(settings: Settings, sock: socket.socket, ready_w: int, n: 
 
 async def _engine(settings: Settings, workers: list[Worker], clouds: Path) -> int:
     from cirrus.bootstrap import Cloud
-    from cirrus.cli.main import announce_clouds_yaml, drain_then, settle_heap
+    from cirrus.cli.main import announce_clouds_yaml, announce_metrics, drain_then, settle_heap
 
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()  # set by a signal, or by a worker that exited
@@ -201,6 +204,7 @@ async def _engine(settings: Settings, workers: list[Worker], clouds: Path) -> in
         if ready:
             print(f"cirrus is up at {settings.public_url} "
                   f"(engine pid {os.getpid()}, {len(workers)} api workers)", flush=True)
+            announce_metrics(cloud)
             announce_clouds_yaml(clouds)
             await stop.wait()
     finally:

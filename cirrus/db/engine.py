@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import select
 import threading
+import time
 from pathlib import Path
-from typing import Any, Callable, Concatenate, ParamSpec, TypeVar
+from typing import Any, Callable, Concatenate, ParamSpec, Protocol, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -30,6 +31,18 @@ from cirrus.db.workers import WorkerPool
 T = TypeVar("T")
 P = ParamSpec("P")
 # A unit of work: a function of a connection (and its own arguments).
+
+
+class UnitObserver(Protocol):
+    """Told how long each unit of work took and how units were grouped (the
+    process's metrics, :class:`cirrus.metrics.DbMetrics`)."""
+
+    def unit(self, write: bool, seconds: float) -> None:
+        """A unit awaited through :meth:`Database.run` (write) or :meth:`Database.read`
+        ended: ``seconds`` from submit to result."""
+
+    def batch(self, size: int, seconds: float) -> None:
+        """A group commit (SQLite) of ``size`` units took ``seconds`` (units and COMMIT)."""
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -100,8 +113,10 @@ def _pg_alive(dbapi_conn: Any, _record: Any, _proxy: Any) -> None:
 class Database:
     """Runs units of work, one transaction each (on SQLite possibly shared)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, observer: UnitObserver | None = None) -> None:
+        """``observer``: told each unit's time and each group commit's size."""
         self.url = url
+        self.observer = observer
         self.engine = make_engine(url)
         self.is_sqlite = self.engine.dialect.name == "sqlite"
         self._local = threading.local()
@@ -114,7 +129,8 @@ class Database:
             # One writer anyway: a loop's queued writes share a transaction
             # (savepoint each) on its thread; WAL checkpoints run beside it.
             self._checkpointer = checkpoint.Checkpointer(self.engine.raw_connection)
-            self._group = GroupCommit(self._loop_connection, on_commit=self._checkpointer.nudge)
+            self._group = GroupCommit(self._loop_connection, on_commit=self._checkpointer.nudge,
+                                      on_batch=observer.batch if observer else None)
         else:
             self._writer = WorkerPool(self._tx, PG_WRITERS, "db-w")
 
@@ -176,14 +192,28 @@ class Database:
         (on SQLite possibly shared with other units, each in its own savepoint).
         A cancelled caller waits for the transaction to end before it unwinds."""
         if self._group is not None:
-            return await settled(self._group.submit(fn, args, kwargs))
-        assert self._writer is not None
-        return await settled(self._writer.submit(fn, args, kwargs))
+            future = self._group.submit(fn, args, kwargs)
+        else:
+            assert self._writer is not None
+            future = self._writer.submit(fn, args, kwargs)
+        if self.observer is None:
+            return await settled(future)
+        started = time.perf_counter()
+        try:
+            return await settled(future)
+        finally:
+            self.observer.unit(True, time.perf_counter() - started)
 
     async def read(self, fn: Callable[Concatenate[Connection, P], T], *args: P.args,
                   **kwargs: P.kwargs) -> T:
         """Run a read-only ``fn(conn, ...)`` on the reader pool."""
-        return await settled(self._reader.submit(fn, args, kwargs))
+        if self.observer is None:
+            return await settled(self._reader.submit(fn, args, kwargs))
+        started = time.perf_counter()
+        try:
+            return await settled(self._reader.submit(fn, args, kwargs))
+        finally:
+            self.observer.unit(False, time.perf_counter() - started)
 
     def run_sync(self, fn: Callable[Concatenate[Connection, P], T], *args: P.args,
                  **kwargs: P.kwargs) -> T:

@@ -92,12 +92,15 @@ class GroupCommit:
     """``submit`` from a running loop; the units a loop queued are run by one
     callback of that loop, on its thread and its own connection (``connect``,
     called there), and their futures settled after the COMMIT. ``on_commit``
-    runs after each COMMIT."""
+    runs after each COMMIT; ``on_batch(size, seconds)`` after each transaction
+    (the metrics: its units, and the time of their statements and COMMIT)."""
 
     def __init__(self, connect: Callable[[], Connection],
-                 on_commit: Callable[[], None] | None = None) -> None:
+                 on_commit: Callable[[], None] | None = None,
+                 on_batch: Callable[[int, float], None] | None = None) -> None:
         self._connect = connect
         self._on_commit = on_commit
+        self._on_batch = on_batch
         self._closed = False
         self._pending: dict[asyncio.AbstractEventLoop, list[Unit[Any]]] = {}
         # Per loop whose BEGIN found the lock taken: since when, the next delay.
@@ -148,7 +151,13 @@ class GroupCommit:
             loop.call_soon(self._flush, loop)
         else:
             del self._pending[loop]
-        settle(self._commit(trans, batch))
+        if self._on_batch is None:
+            settle(self._commit(trans, batch))
+            return
+        started = time.perf_counter()
+        outcomes = self._commit(trans, batch)
+        self._on_batch(len(batch), time.perf_counter() - started)
+        settle(outcomes)
 
     def _commit(self, trans: RootTransaction, batch: list[Unit[Any]]) -> list[Outcome]:
         try:

@@ -22,7 +22,7 @@ import asyncio
 import logging
 import time
 import uuid
-from typing import Any
+from typing import Any, Callable
 
 import aio_pika
 import aiormq.exceptions
@@ -54,6 +54,8 @@ class AMQPTransport(Transport):
         self._connected = False
         self._stopping = False
         self._tasks = Supervisor()  # deliveries being handled
+        # Called once per reconnect after a loss (the metrics count them).
+        self.reconnect_hooks: list[Callable[[], None]] = []
 
     async def start(self) -> None:
         self._conn = await aio_pika.connect_robust(self.url, reconnect_interval=1)
@@ -96,6 +98,8 @@ class AMQPTransport(Transport):
     def _on_reconnect(self, _sender: Any) -> None:
         if not self._connected:
             LOG.warning("reconnected to the broker; queues and consumers restored")
+            for hook in self.reconnect_hooks:
+                hook()
         self._connected = True
 
     # -- consuming ----------------------------------------------------------------

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from functools import partial
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import sqlalchemy as sa
 
@@ -269,23 +270,45 @@ class FilterScheduler:
             await self.host_manager.refresh()
 
 
+class DecisionObserver(Protocol):
+    """Told of every decision (the process's metrics, :class:`cirrus.metrics.SchedulerMetrics`)."""
+
+    def decided(self, seconds: float, decision: Decision | None, selected: bool) -> None:
+        """``select_destinations`` took ``seconds`` and placed every instance
+        (``selected``) or raised NoValidHost; ``decision`` is its filter report."""
+
+
 class SchedulerManager:
     """RPC endpoint of the scheduler service."""
 
     RPC_API = frozenset({"select_destinations"})
 
-    def __init__(self, settings: Settings, db: Database) -> None:
+    def __init__(self, settings: Settings, db: Database,
+                 observer: DecisionObserver | None = None) -> None:
         self.host_manager = HostManager(settings, db)
         self.driver = FilterScheduler(settings, db, self.host_manager,
                                       enabled(settings.enabled_filters))
+        self.observer = observer
 
     async def select_destinations(self, ctx: RequestContext,
                                   request_spec: dict[str, Any]) -> Selection:
-        return await self.driver.select_destinations(request_spec)
+        if self.observer is None:
+            return await self.driver.select_destinations(request_spec)
+        started = time.perf_counter()
+        try:
+            selection = await self.driver.select_destinations(request_spec)
+        except NoValidHost as error:
+            self.observer.decided(time.perf_counter() - started,
+                                  error.kwargs.get("decision"), False)
+            raise
+        self.observer.decided(time.perf_counter() - started, selection["decision"], True)
+        return selection
 
 
-def make_services(settings: Settings, db: Database, transport: Transport) -> list[Service]:
+def make_services(settings: Settings, db: Database, transport: Transport,
+                  observer: DecisionObserver | None = None) -> list[Service]:
+    """The scheduler service; ``observer`` is told of each decision."""
     host = settings.compute_host or "scheduler"
     return [Service(binary="cirrus-scheduler", topic="scheduler", host=host, db=db,
-                    transport=transport, endpoint=SchedulerManager(settings, db),
+                    transport=transport, endpoint=SchedulerManager(settings, db, observer),
                     report_interval=settings.report_interval)]
