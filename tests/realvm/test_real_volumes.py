@@ -1,13 +1,15 @@
 """Block storage with real guests (issue 20): a volume hot-plugged into a
 running guest, written there, unplugged, and read by a second guest; a
 server whose root disk is a volume made from the tiny image; what deleting a
-server leaves of its volumes."""
+server leaves of its volumes; a volume swapped under a running guest (its
+data copied to the new one)."""
 from __future__ import annotations
 
 import re
 import time
 from typing import Any
 
+import openstack
 import pytest
 
 from tests.realvm.conftest import MARKER, RealCloud
@@ -100,3 +102,38 @@ def test_a_guest_boots_from_a_volume_made_from_the_tiny_image(real_cloud: RealCl
     while c.openstack("volume", "show", volume_id, check=False).returncode == 0:
         assert time.monotonic() < deadline, "the boot volume outlived its server"
         time.sleep(1)
+
+
+def _admin(cloud: RealCloud) -> openstack.connection.Connection:
+    config = openstack.config.OpenStackConfig(config_files=[str(cloud.state_dir / "clouds.yaml")])
+    return openstack.connection.Connection(config=config.get_one("cirrus-admin"))
+
+
+def test_a_swap_moves_a_running_guests_data_to_the_new_volume(real_cloud: RealCloud) -> None:
+    c = real_cloud
+    old = c.openstack("volume", "create", "--size", "1", "rv-swap-old", "-f", "json")
+    new = c.openstack("volume", "create", "--size", "1", "rv-swap-new", "-f", "json")
+    _volume_status(c, old["id"], "available")
+    _volume_status(c, new["id"], "available")
+    server = _boot(c, "rv-swapper", WRITER)
+    c.wait_console("rv-swapper", re.escape(MARKER))
+    c.openstack("server", "add", "volume", "rv-swapper", old["id"])
+    c.wait_console("rv-swapper", "user-data: wrote mark", timeout=120)
+
+    # os-volume_attachments update with another volume: admins only (Nova's swap).
+    done = _admin(c).compute.put(
+        f"/servers/{server['id']}/os-volume_attachments/{old['id']}",
+        json={"volumeAttachment": {"volumeId": new["id"]}}, microversion="2.1")
+    assert done.status_code == 202, done.text
+    _volume_status(c, new["id"], "in-use", timeout=300)
+    _volume_status(c, old["id"], "available")
+    # The guest's disk is now the new volume's file, and the mark came with it.
+    assert (c.state_dir / "volumes" / new["id"]).read_bytes()[:len(DATA_MARK)] == \
+        DATA_MARK.encode()
+    attached = c.openstack("server", "volume", "list", "rv-swapper", "-f", "json")
+    assert new["id"] in str(attached) and old["id"] not in str(attached), attached
+
+    c.openstack("server", "remove", "volume", "rv-swapper", new["id"])
+    c.wait_console("rv-swapper", "user-data: vdb gone", timeout=60)
+    c.openstack("server", "delete", "--wait", "rv-swapper", timeout=180)
+    c.openstack("volume", "delete", old["id"], new["id"])
