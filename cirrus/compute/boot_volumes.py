@@ -32,6 +32,10 @@ LOG = logging.getLogger(__name__)
 # What a volume made for a build is named after (Nova's naming).
 VOLUME_NAMES = {"image": "{uuid}-image-vol", "snapshot": "{uuid}-snap-vol",
                 "blank": "{uuid}-blank-vol"}
+# The image's own attributes in a volume's image metadata; the rest are its
+# properties (Nova's ``utils.get_image_metadata_from_volume``).
+IMAGE_CORE_KEYS = ("checksum", "container_format", "disk_format", "min_disk", "min_ram",
+                   "size", "image_id", "image_name")
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,20 @@ class BootVolumes:
     volume_api: VolumeAPI
     retries: int  # block_device_allocate_retries
     interval: float  # block_device_allocate_retries_interval
+
+    async def image_meta(self, ctx: RequestContext, bdms: list[Bdm]) -> dict[str, Any]:
+        """A volume-backed server's image, as its boot volume recorded it
+        (``volume_image_metadata``: a kernel and ramdisk to boot by, its
+        command line); no properties when the volume came from no image."""
+        boot = [b for b in bdms if b.get("boot_index") == 0
+                and b["destination_type"] == "volume" and b.get("volume_id")]
+        if not boot:
+            return {"properties": {}}
+        meta = (await self.volume_api.get(ctx, boot[0]["volume_id"]))["volume_image_metadata"]
+        out: dict[str, Any] = {k: meta[k] for k in ("disk_format", "container_format")
+                               if k in meta}
+        out["properties"] = {k: v for k, v in meta.items() if k not in IMAGE_CORE_KEYS}
+        return out
 
     async def prep(self, ctx: RequestContext, instance: Instance,
                    bdms: list[Bdm]) -> list[Bdm]:

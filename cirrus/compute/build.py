@@ -205,6 +205,9 @@ class Builder:
             raise started.error
         image_meta = await self._image_meta(ctx, instance, request.request_spec)
         async with self._build_resources(ctx, instance, request, started) as resources:
+            if not instance.get("image_ref"):  # volume-backed: its boot volume's image
+                image_meta = await self.volumes.image_meta(
+                    ctx, resources.block_device_info["block_device_mapping"])
             # The row _start read, with what this save wrote: no need to read
             # all of it back.
             instance = {**instance, **await self.store.save(

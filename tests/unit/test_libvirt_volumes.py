@@ -193,3 +193,88 @@ def test_the_connector_names_the_host_and_its_reachable_address() -> None:
     assert driver.get_volume_connector({"uuid": UUID})["host"] == "compute1"
     driver.settings.live_migration_inbound_addr = "10.0.0.2"  # type: ignore[attr-defined]
     assert driver.get_volume_connector({"uuid": UUID})["ip"] == "10.0.0.2"
+
+
+NEW = {"driver_volume_type": "local", "serial": "77777777-0000-0000-0000-000000000000",
+       "data": {"device_path": "/var/lib/cirrus/volumes/new", "format": "raw"}}
+SWAP_LIBVIRT = SimpleNamespace(**vars(FAKE_LIBVIRT), VIR_DOMAIN_BLOCK_COPY_REUSE_EXT=2,
+                               VIR_DOMAIN_BLOCK_COPY_TRANSIENT_JOB=4,
+                               VIR_DOMAIN_BLOCK_JOB_ABORT_PIVOT=2)
+
+
+class CopyingDomain(FakeDomain):
+    """A domain whose block copy reaches sync after ``polls`` looks (never
+    with ``polls`` None); a pivot puts the copy's source in the live disk."""
+
+    def __init__(self, polls: int | None = 2, active: bool = True) -> None:
+        super().__init__(active=active)
+        self.polls = polls
+        self.copy: str | None = None
+
+    def blockCopy(self, disk: str, xml: str, params: Any, flags: int) -> None:  # noqa: N802
+        self.calls.append(("copy", xml, flags))
+        self.copy = xml
+
+    def blockJobInfo(self, disk: str, flags: int) -> dict[str, int]:  # noqa: N802
+        if self.polls is None or self.polls > 0:
+            self.polls = None if self.polls is None else self.polls - 1
+            return {"cur": 1, "end": 10}
+        return {"cur": 10, "end": 10}
+
+    def blockJobAbort(self, disk: str, flags: int) -> None:  # noqa: N802
+        self.calls.append(("abort", disk, flags))
+        if flags == 2 and self.copy is not None:
+            self._remove(disk)
+            self.live.find("devices").append(ET.fromstring(self.copy))  # type: ignore
+
+
+def _swap_driver(dom: FakeDomain, monkeypatch: pytest.MonkeyPatch) -> LibvirtDriver:
+    monkeypatch.setattr(volmod, "SWAP_POLL", 0.0)
+    driver = _driver(dom)
+    driver._host.libvirt = SWAP_LIBVIRT  # type: ignore[union-attr]
+    return driver
+
+
+def _source(dom: FakeDomain, target: str) -> str | None:
+    for disk in dom.live.findall("./devices/disk"):
+        if disk.find("target").get("dev") == target:  # type: ignore[union-attr]
+            return disk.find("source").get("file")  # type: ignore[union-attr]
+    return None
+
+
+async def test_swap_copies_then_pivots_and_persists_the_new_volume(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    dom = CopyingDomain(polls=2)
+    driver = _swap_driver(dom, monkeypatch)
+    await driver.attach_volume(None, LOCAL, {"uuid": UUID}, "/dev/vdb")
+    await driver.swap_volume(None, LOCAL, NEW, {"uuid": UUID}, "/dev/vdb")
+    assert [(op, flags) for op, _, flags in dom.calls] == [
+        ("attach", 3), ("copy", 2 | 4), ("abort", 2), ("detach", 2), ("attach", 2)]
+    assert _source(dom, "vdb") == "/var/lib/cirrus/volumes/new"
+    assert _source(dom, "vda") == "/x/disk"  # the root untouched
+
+
+@pytest.mark.parametrize("dom, match", [
+    (CopyingDomain(active=False), "running guest only"),
+    (CopyingDomain(polls=None), "took over"),
+], ids=["shut-off", "never-in-sync"])
+async def test_a_swap_that_cannot_finish_leaves_the_old_volume(
+        dom: CopyingDomain, match: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(volmod, "SWAP_TIMEOUT", 0.05)
+    driver = _swap_driver(dom, monkeypatch)
+    dom.live.find("devices").append(ET.fromstring(disk_xml(volume_disk(LOCAL, "/dev/vdb"))))  # type: ignore
+    with pytest.raises(vexc.VolumeAttachFailed, match=match):
+        await driver.swap_volume(None, LOCAL, NEW, {"uuid": UUID}, "/dev/vdb")
+    assert _source(dom, "vdb") == "/var/lib/cirrus/volumes/v.qcow2"
+    assert ("abort", "vdb", 2) not in dom.calls  # never pivoted
+
+
+async def test_a_refused_copy_is_volume_attach_failed(monkeypatch: pytest.MonkeyPatch) -> None:
+    dom = CopyingDomain()
+
+    def refuse(*args: Any) -> None:
+        raise LibvirtError("block copy still active: disk 'vdb' already in active block job")
+    dom.blockCopy = refuse  # type: ignore[method-assign,assignment]
+    with pytest.raises(vexc.VolumeAttachFailed, match="already in active block job"):
+        await _swap_driver(dom, monkeypatch).swap_volume(None, LOCAL, NEW, {"uuid": UUID},
+                                                         "/dev/vdb")

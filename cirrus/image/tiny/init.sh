@@ -8,6 +8,12 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 say() { echo "cirrus-tiny: $*"; }
+# Each line of stdin with the prefix $1, as soon as the line is complete. Not
+# sed: busybox sed reads a line ahead, so a script's last line before it waits
+# (a mark written, then a loop that prints nothing) would stay unseen.
+prefix_lines() {
+    while IFS= read -r line || [ -n "$line" ]; do echo "$1$line"; done
+}
 
 say "booting $(uname -r)"
 for mod in $(cat /etc/modules.order); do
@@ -90,7 +96,7 @@ say "boot complete"
 if [ -s /run/user_data ]; then
     case "$(head -c 2 /run/user_data)" in
         '#!') chmod +x /run/user_data; say "running user data"
-              ( /run/user_data 2>&1 | sed 's/^/user-data: /' ) & ;;
+              ( /run/user_data 2>&1 | prefix_lines "user-data: " ) & ;;
         *) say "user data: $(head -n 1 /run/user_data)" ;;
     esac
 fi

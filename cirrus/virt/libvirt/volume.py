@@ -4,7 +4,8 @@ for ``local`` files or block devices, LibvirtNetVolumeDriver for ``nbd``).
 A volume is a virtio-blk ``<disk>``: in the domain XML at spawn (the root
 disk itself when the server is volume-backed), hot-plugged into a running
 guest with ``attachDeviceFlags`` (live and persistent) and unplugged with
-``detachDeviceFlags``, waiting — bounded — until the guest has let it go.
+``detachDeviceFlags``, waiting — bounded — until the guest has let it go;
+swapped for another volume in a running guest by a block copy and a pivot.
 """
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from cirrus.virt.libvirt.config import DiskSpec, disk_xml
 DETACH_TIMEOUT = 30.0  # the guest's time to release an unplugged disk
 DETACH_POLL = 0.2
 DISK_BUSES = ("virtio", "scsi", "sata", "ide", "usb")
+SWAP_TIMEOUT = 600.0  # the copy of a whole volume, on a slow host
+SWAP_POLL = 0.5
 
 
 def volume_disk(connection_info: Mapping[str, Any], mountpoint: str,
@@ -131,6 +134,70 @@ class LibvirtVolumeOps:
                 raise vexc.DeviceDetachFailed(device=mountpoint, reason=f"the guest still has "
                                               f"it after {DETACH_TIMEOUT:g}s")
             await asyncio.sleep(DETACH_POLL)
+
+    async def swap_volume(self, context: Any, old_connection_info: Mapping[str, Any],
+                          new_connection_info: Mapping[str, Any], instance: dict[str, Any],
+                          mountpoint: str) -> None:
+        """Nova's ``_swap_volume``: the running guest's disk mirrored onto the
+        new volume (``blockCopy`` into the existing file or export), pivoted
+        to it once in sync, and the persistent definition naming it. Raises
+        VolumeAttachFailed (a guest not running, a refused or slow copy), the
+        guest still on the old volume."""
+        target = mountpoint.rsplit("/", 1)[-1]
+        new = volume_disk(new_connection_info, mountpoint)
+        try:
+            await self.host.call(self._start_copy, instance["uuid"], target, disk_xml(new))
+            await self._pivot_when_ready(instance["uuid"], target, disk_xml(new),
+                                         new.serial or "")
+        except self.host.libvirt.libvirtError as e:
+            raise vexc.VolumeAttachFailed(volume_id=new.serial or "",
+                                          reason=e.get_error_message()) from e
+
+    def _running_domain(self, conn: Any, uuid: str) -> Any:
+        dom = self.host.find_domain(conn, uuid)
+        if dom is None or not dom.isActive():
+            raise vexc.VolumeAttachFailed(volume_id="", reason="a volume is swapped in a "
+                                                               "running guest only")
+        return dom
+
+    def _start_copy(self, conn: Any, uuid: str, target: str, new_xml: str) -> None:
+        libvirt = self.host.libvirt
+        # A transient job: the domain stays persistent (no undefine, as older
+        # Nova needed); the definition is updated after the pivot.
+        self._running_domain(conn, uuid).blockCopy(
+            target, new_xml, None,
+            libvirt.VIR_DOMAIN_BLOCK_COPY_REUSE_EXT | libvirt.VIR_DOMAIN_BLOCK_COPY_TRANSIENT_JOB)
+
+    async def _pivot_when_ready(self, uuid: str, target: str, new_xml: str,
+                                volume_id: str) -> None:
+        """Poll the copy until it mirrors the disk, then pivot (bounded; on
+        the deadline the copy is cancelled)."""
+        deadline = time.monotonic() + SWAP_TIMEOUT
+        while not await self.host.call(self._try_pivot, uuid, target, new_xml):
+            if time.monotonic() > deadline:
+                await self.host.call(self._cancel_copy, uuid, target)
+                raise vexc.VolumeAttachFailed(volume_id=volume_id, reason=f"the copy to the new "
+                                              f"volume took over {SWAP_TIMEOUT:g}s")
+            await asyncio.sleep(SWAP_POLL)
+
+    def _try_pivot(self, conn: Any, uuid: str, target: str, new_xml: str) -> bool:
+        """Pivot if the copy is in sync; False while it is still copying."""
+        libvirt = self.host.libvirt
+        dom = self._running_domain(conn, uuid)
+        info = dom.blockJobInfo(target, 0)
+        if not info or info.get("end", 0) == 0 or info["cur"] != info["end"]:
+            return False
+        dom.blockJobAbort(target, libvirt.VIR_DOMAIN_BLOCK_JOB_ABORT_PIVOT)
+        old = _disk_at(dom.XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE), target)
+        if old is not None:
+            dom.detachDeviceFlags(old, libvirt.VIR_DOMAIN_AFFECT_CONFIG)
+        dom.attachDeviceFlags(new_xml, libvirt.VIR_DOMAIN_AFFECT_CONFIG)
+        return True
+
+    def _cancel_copy(self, conn: Any, uuid: str, target: str) -> None:
+        dom = self.host.find_domain(conn, uuid)
+        if dom is not None:
+            dom.blockJobAbort(target, 0)
 
 
 def _disk_at(domain_xml: str, target: str) -> str | None:
