@@ -18,6 +18,7 @@ nothing.
 """
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -104,10 +105,15 @@ class Attachments:
     async def update(self, ctx: RequestContext, attachment_id: str, connector: Connector,
                      mountpoint: str | None = None) -> Row:
         """Export the volume to ``connector``'s host: the attachment's connection info."""
-        def change(conn: sa.Connection) -> Row:
+        att = await self.get(ctx, attachment_id)
+        volume = await self.s.db.read(db.get_volume, ctx, att["volume_id"])
+        # The export is made before the transaction (a backend may start a
+        # daemon): one the save below refuses is the export supervisor's orphan.
+        info = await self.connection_info(volume, connector, att["attach_mode"])
+
+        def change(conn: sa.Connection) -> None:
             att = db.get_attachment(conn, ctx, attachment_id)
             volume = db.get_volume(conn, ctx, att["volume_id"])
-            info = self.connection_info(volume, connector, att["attach_mode"])
             conn.execute(volume_attachment.update().where(volume_attachment.c.id == att["id"])
                          .values(connector=dict(connector), connection_info=dict(info),
                                  attached_host=connector.get("host"), mountpoint=mountpoint,
@@ -116,14 +122,21 @@ class Attachments:
                 db.save_volume(conn, volume["id"], {"status": V.ATTACHING,
                                                     "attach_status": A.ATTACHING.value},
                                [V.RESERVED, V.ATTACHING], "update an attachment")
-            return att
         await self.s.db.run(change)
         return await self.get(ctx, attachment_id)
 
-    def connection_info(self, volume: Row, connector: Connector, mode: str) -> ConnectionInfo:
-        info = self.s.driver.initialize_connection(volume["id"], connector, mode)
+    async def connection_info(self, volume: Row, connector: Connector,
+                              mode: str) -> ConnectionInfo:
+        info = await asyncio.to_thread(self.s.driver.initialize_connection, volume["id"],
+                                       connector, mode)
         info["data"].setdefault("access_mode", mode)
         return info
+
+    async def release(self, volume_id: str, connector: Connector | None) -> None:
+        """The backend's export of the volume undone once no attachment is left."""
+        left = await self.s.db.read(db.attachments_of, [volume_id])
+        if not left[volume_id]:
+            await asyncio.to_thread(self.s.driver.terminate_connection, volume_id, connector)
 
     async def complete(self, ctx: RequestContext, attachment_id: str) -> None:
         def change(conn: sa.Connection) -> None:
@@ -140,11 +153,13 @@ class Attachments:
         await self.s.db.run(change)
 
     async def delete(self, ctx: RequestContext, attachment_id: str) -> None:
-        def remove(conn: sa.Connection) -> None:
+        def remove(conn: sa.Connection) -> Row:
             att = db.get_attachment(conn, ctx, attachment_id)
             detach(conn, att["id"])
             settle(conn, att["volume_id"])
-        await self.s.db.run(remove)
+            return att
+        att = await self.s.db.run(remove)
+        await self.release(att["volume_id"], att.get("connector"))
 
     # -- the legacy actions ----------------------------------------------------
     async def reserve(self, ctx: RequestContext, volume_id: str) -> None:
@@ -201,6 +216,7 @@ class Attachments:
                 detach(conn, att["id"])
             settle(conn, volume_id)
         await self.s.db.run(change)
+        await self.release(volume_id, None)
 
     async def initialize_connection(self, ctx: RequestContext, volume_id: str,
                                     connector: Connector) -> ConnectionInfo:
@@ -210,12 +226,12 @@ class Attachments:
             raise exc.InvalidVolume(reason=f"Volume status must be available, attaching or "
                                            f"in-use, but current status is: {volume['status']}.")
         mode = "ro" if (volume["admin_metadata"] or {}).get("readonly") == "True" else "rw"
-        return self.connection_info(volume, connector, mode)
+        return await self.connection_info(volume, connector, mode)
 
     async def terminate_connection(self, ctx: RequestContext, volume_id: str,
                                    connector: Connector) -> None:
         await self.s.db.read(db.get_volume, ctx, volume_id)
-        self.s.driver.terminate_connection(volume_id, connector)
+        await self.release(volume_id, connector)
 
 
 def detach(conn: sa.Connection, attachment_id: str) -> None:
