@@ -36,6 +36,8 @@ from cirrus.volume.states import AttachStatus as A
 from cirrus.volume.states import VolumeStatus as V
 
 Row = dict[str, Any]
+# A volume in these states may get a second attachment for its own instance.
+MOVABLE = frozenset({V.IN_USE.value, V.RESERVED.value, V.ATTACHING.value})
 # (classes below have a ``list`` method, which hides the builtin in their annotations)
 Rows = list[Row]
 
@@ -66,14 +68,21 @@ class Attachments:
                      connector: Connector | None, mode: str = "rw") -> Row:
         def insert(conn: sa.Connection) -> Row:
             volume = db.get_volume(conn, ctx, volume_id)
-            db.check_volume(volume, _reserve_action(volume))
-            if not volume["multiattach"] and db.attachments_of(conn, [volume_id])[volume_id]:
+            live = db.attachments_of(conn, [volume_id])[volume_id]
+            # Cinder's override for a move: a second attachment of a volume to
+            # the instance it is attached to (the destination host's).
+            moving = (bool(live) and instance_uuid is not None
+                      and volume["status"] in MOVABLE
+                      and all(a["instance_uuid"] == instance_uuid for a in live))
+            if not moving:
+                db.check_volume(volume, _reserve_action(volume))
+            if not volume["multiattach"] and live and not moving:
                 raise exc.InvalidVolume(reason="Volume is already attached and is not multiattach.")
             row: Row = {"id": str(uuid.uuid4()), "volume_id": volume_id,
                         "instance_uuid": instance_uuid, "attach_status": A.RESERVED.value,
                         "attach_mode": mode, "created_at": utcnow(), "deleted": False}
             conn.execute(volume_attachment.insert().values(**row))
-            if volume["status"] != V.IN_USE.value:
+            if volume["status"] != V.IN_USE.value and not moving:
                 db.save_volume(conn, volume_id, {"status": V.RESERVED,
                                                  "attach_status": A.RESERVED.value},
                                [volume["status"]], "reserve")
