@@ -139,7 +139,7 @@ async def test_an_export_that_cannot_come_back_is_reported(driver: NbdDriver) ->
         result = sync(driver, {"v1": port, "gone": port + 1})
     assert set(result.failed) == {"v1", "gone"}
     assert "gone has no data" in result.failed["gone"]
-    assert "qemu-storage-daemon" in result.failed["v1"]
+    assert "Address already in use" in result.failed["v1"]
     assert driver.running("v1") is None
 
 
@@ -172,9 +172,28 @@ def test_a_pid_file_naming_another_process_is_not_a_daemon(tmp_path: Path) -> No
                                         ("qcow2", ["driver=file", "driver=qcow2"])])
 def test_command_line(tmp_path: Path, fmt: str, nodes: list[str]) -> None:
     export = qsd.Export(tmp_path / "a,b", fmt, "198.51.100.1", 10809, "volume-v")
-    args = qsd.command(export, tmp_path / "p")
+    args = qsd.command(export, tmp_path / "p", 7)
     blockdevs = [args[i + 1] for i, a in enumerate(args) if a == "--blockdev"]
     assert [b.split(",")[0] for b in blockdevs] == nodes
     assert f"filename={tmp_path}/a,,b," in blockdevs[0]  # a comma in a path is escaped
-    assert "addr.host=198.51.100.1,addr.port=10809" in args[args.index("--nbd-server") + 1]
+    assert args[args.index("--nbd-server") + 1] == "addr.type=fd,addr.str=7"
     assert "--daemonize" in args
+
+
+def test_the_export_socket_does_not_wait_for_acks(tmp_path: Path) -> None:
+    """TCP_NODELAY on the listening socket, which accepted connections inherit."""
+    with qsd.listen(ADDR, 0) as sock:
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        with socket.create_connection(sock.getsockname()) as client:
+            accepted, _ = sock.accept()
+            with accepted:
+                assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+                assert client is not None
+
+
+def test_a_taken_port_is_a_backend_error() -> None:
+    with socket.socket() as taken:
+        taken.bind((ADDR, 0))
+        taken.listen()
+        with pytest.raises(BackendError, match="cannot listen"):
+            qsd.listen(ADDR, taken.getsockname()[1])

@@ -95,11 +95,11 @@ class NbdDriver(FileDriver):
             self._stop(volume_id)
             if not self.path(volume_id).exists():
                 raise BackendError(reason=f"volume {volume_id} has no data to export")
-            chosen = port or had or qsd.free_port(self.address)
-            qsd.start(qsd.Export(self.path(volume_id), self.fmt, self.address, chosen,
-                                 export_name(volume_id)), self._pidfile(volume_id))
-            self._portfile(volume_id).write_text(str(chosen))
-            return chosen
+            serving = qsd.start(qsd.Export(self.path(volume_id), self.fmt, self.address,
+                                           port or had or 0, export_name(volume_id)),
+                                self._pidfile(volume_id))
+            self._portfile(volume_id).write_text(str(serving))
+            return serving
 
     def remove_export(self, volume_id: str) -> None:
         """The volume's daemon stopped and its export state gone (idempotent)."""
