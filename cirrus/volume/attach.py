@@ -142,9 +142,11 @@ class Attachments:
         return info
 
     async def release(self, volume_id: str, connector: Connector | None) -> None:
-        """The backend's export of the volume undone once no attachment is left."""
+        """The backend's export of the volume undone once no attachment left
+        is exported (a resize's new attachment is not until the new host
+        updates it)."""
         left = await self.s.db.read(db.attachments_of, [volume_id])
-        if not left[volume_id]:
+        if not any(a["connection_info"] for a in left[volume_id]):
             await asyncio.to_thread(self.s.driver.terminate_connection, volume_id, connector)
 
     async def complete(self, ctx: RequestContext, attachment_id: str) -> None:
