@@ -197,3 +197,20 @@ def test_a_taken_port_is_a_backend_error() -> None:
         taken.listen()
         with pytest.raises(BackendError, match="cannot listen"):
             qsd.listen(ADDR, taken.getsockname()[1])
+
+
+@pytest.mark.parametrize("overrides, root", [
+    ({}, "state/volumes"),
+    ({"volumes_path": "shared/vols"}, "shared/vols"),
+])
+def test_load_driver_nbd(tmp_path: Path, overrides: dict, root: str) -> None:
+    from cirrus.config import Settings
+    from cirrus.volume.backends import load_driver
+
+    values = {k: str(tmp_path / v) for k, v in overrides.items()}
+    settings = Settings(state_dir=tmp_path / "state", volume_backend="nbd",
+                        volume_nbd_address="198.51.100.1", **values)
+    d = load_driver(settings)
+    assert isinstance(d, NbdDriver)
+    assert d.root == tmp_path / root and d.address == "198.51.100.1"
+    assert d.capabilities.storage_protocol == "nbd" and not d.capabilities.online_extend
