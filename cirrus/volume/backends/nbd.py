@@ -106,7 +106,6 @@ class NbdDriver(FileDriver):
         with self._locked(volume_id):
             self._stop(volume_id)
             self._portfile(volume_id).unlink(missing_ok=True)
-        (self.exports_dir / f"{volume_id}.lock").unlink(missing_ok=True)
 
     def _stop(self, volume_id: str) -> None:
         qsd.stop(self._pidfile(volume_id), export_name(volume_id))
@@ -136,3 +135,6 @@ class NbdDriver(FileDriver):
     async def delete_volume(self, volume_id: str) -> None:
         self.remove_export(volume_id)
         await super().delete_volume(volume_id)
+        # The lock file goes with the volume only: unlinked while another
+        # process waits on it, two could hold "the" lock at once.
+        (self.exports_dir / f"{volume_id}.lock").unlink(missing_ok=True)
