@@ -75,7 +75,8 @@ def _stop_daemons(volumes: Path) -> None:
 
 
 def _daemons(volume_id: str) -> list[str]:
-    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    # -ww: piped, ps would cut each line at 80 columns, before the export name
+    out = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
     return [line for line in out.splitlines()
             if line.startswith("qemu-storage-daemon") and f"volume-{volume_id}" in line]
 
