@@ -139,6 +139,9 @@ class Attachments:
         info = await asyncio.to_thread(self.s.driver.initialize_connection, volume["id"],
                                        connector, mode)
         info["data"].setdefault("access_mode", mode)
+        # As Cinder's drivers give it: the host names the disk after it (the
+        # guest's serial, /dev/disk/by-id).
+        info["data"].setdefault("volume_id", volume["id"])
         return info
 
     async def release(self, volume_id: str, connector: Connector | None) -> None:

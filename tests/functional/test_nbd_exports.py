@@ -72,6 +72,7 @@ async def test_an_attachment_is_an_nbd_export_until_deleted(
     assert info["driver_volume_type"] == "nbd"
     assert info["data"]["name"] == export_name(volume_id)
     assert info["data"]["host"] == "127.0.0.1" and info["data"]["access_mode"] == "rw"
+    assert info["data"]["volume_id"] == volume_id  # the guest's disk serial
     assert "wrote 4096/4096" in qemu_io(url(info), "write -P 0x42 0 4k")
     base = await volume_url(demo)
     assert (await demo.delete(f"{base}/attachments/{att['id']}", headers=V344)).status_code == 200
