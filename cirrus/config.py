@@ -201,8 +201,16 @@ class Settings:
     quota_security_group_rules: int = 100
 
     # block storage (Cinder's options; docs/volumes.md)
-    volume_backend: str = "file"     # "file": raw/qcow2 files in <state_dir>/volumes
-    volume_format: str = "raw"       # file backend: "raw" or "qcow2"
+    volume_backend: str = "file"     # "file": raw/qcow2 files; "nbd": those files exported
+    volume_format: str = "raw"       # file and nbd backends: "raw" or "qcow2"
+    # The volumes' files; empty: <state_dir>/volumes. Every process that
+    # attaches volumes (API, computes) must see the same directory.
+    volumes_path: str = ""
+    # nbd backend: the volume host's address its exports listen on and
+    # compute hosts connect to.
+    volume_nbd_address: str = "127.0.0.1"
+    # Seconds between the volume service's checks of its NBD exports.
+    volume_export_check_interval: float = 5.0
     quota_volumes: int = 10
     quota_snapshots: int = 10
     quota_gigabytes: int = 1000

@@ -16,7 +16,7 @@ LOG=/tmp/cirrus-libvirt-install.log
 
 need=()
 for pair in libvirtd:libvirt-daemon-system libvirtd:libvirt-daemon-driver-qemu \
-            virsh:libvirt-clients qemu-system-x86_64:qemu-system-x86 qemu-img:qemu-utils \
+            virsh:libvirt-clients qemu-system-x86_64:qemu-system-x86 qemu-img:qemu-utils qemu-storage-daemon:qemu-system-common \
             genisoimage:genisoimage pkg-config:pkg-config dnsmasq:dnsmasq-base nft:nftables \
             dhcp_release:dnsmasq-utils \
             mke2fs:e2fsprogs file:file ping:iputils-ping cpio:cpio; do

@@ -123,7 +123,10 @@ class FakeVolumes:
         self._call("attachment_create", volume_id)
         volume = await self.get(ctx, volume_id)
         busy = volume["status"] != "available"
-        if busy and not (volume["multiattach"] and volume["status"] == "in-use"):
+        mine = [a for a in self.attachments.values() if a["volume_id"] == volume_id]
+        moving = bool(mine) and volume["status"] in ("in-use", "reserved", "attaching") and all(
+            a["instance"] == instance_uuid for a in mine)  # Cinder's override for a move
+        if busy and not moving and not (volume["multiattach"] and volume["status"] == "in-use"):
             raise InvalidVolume(reason=f"volume {volume_id} status must be available "
                                        f"(is {volume['status']})")
         attachment = Attachment(id=str(uuidlib.uuid4()), volume_id=volume_id,
@@ -174,8 +177,11 @@ class FakeVolumes:
             return
         volume["attachments"] = [a for a in volume["attachments"]
                                  if a["attachment_id"] != attachment_id]
-        if not any(a["volume_id"] == volume["id"] for a in self.attachments.values()):
+        left = [a for a in self.attachments.values() if a["volume_id"] == volume["id"]]
+        if not left:
             volume["status"] = "available"
+        elif not any(a["status"] == "attached" for a in left):
+            volume["status"] = "reserved"
 
     async def create_snapshot(self, ctx: RequestContext, volume_id: str, name: str,
                               description: str) -> Snapshot:

@@ -21,10 +21,11 @@ from cirrus.compute import instance_actions
 from cirrus.compute import migrations as mig
 from cirrus.compute.action import ActionRunner, ActionSpec
 from cirrus.compute.migrations import Migration, Status
+from cirrus.compute.move_volumes import MoveVolumes, OldAttachment
 from cirrus.compute.resize import failing_migration
 from cirrus.compute.rpcapi import ComputeAPI
 from cirrus.compute.states import TaskState
-from cirrus.compute.store import Instance, InstanceStore
+from cirrus.compute.store import Instance, InstanceStore, block_device_info
 from cirrus.context import RequestContext
 from cirrus.network.api import API as NetworkAPI
 from cirrus.virt import exception as vexc
@@ -32,6 +33,9 @@ from cirrus.virt.driver import ComputeDriver
 
 LOG = logging.getLogger(__name__)
 LIVE = ActionSpec("compute_live_migration", "live_migration")
+# The source's attachments, as pre_live_migration returns them beside the
+# driver's migrate data (Nova's ``migrate_data.old_vol_attachment_ids``).
+OLD_ATTACHMENTS = "old_vol_attachments"
 POST_DEST = ActionSpec("compute_post_live_migration_at_destination", "live_migration.post.dest")
 
 
@@ -48,6 +52,7 @@ class LiveMigrations:
     driver: ComputeDriver
     network: NetworkAPI
     compute: ComputeAPI
+    volumes: MoveVolumes
 
     # -- source ------------------------------------------------------------------------
     async def live_migration(self, ctx: RequestContext, uuid: str, migration_uuid: str,
@@ -74,11 +79,18 @@ class LiveMigrations:
         migrate_data = await self.compute.pre_live_migration(
             ctx, dest, instance_uuid=uuid, migration_uuid=migration_uuid,
             block_migration=block_migration)
-        await self._status(migration_uuid, Status.RUNNING, Status.PREPARING)
-        power_state = int((await self.driver.get_info(instance)).state)
-        await self.driver.live_migration(ctx, instance, dest, block_migration, migrate_data)
-        # The guest runs on the destination now: the instance is its.
+        old: list[OldAttachment] = migrate_data.pop(OLD_ATTACHMENTS, [])
+        try:
+            await self._status(migration_uuid, Status.RUNNING, Status.PREPARING)
+            power_state = int((await self.driver.get_info(instance)).state)
+            await self.driver.live_migration(ctx, instance, dest, block_migration, migrate_data)
+        except BaseException:
+            await self.volumes.restore_attachments(ctx, uuid, old)
+            raise
+        # The guest runs on the destination now: the instance is its, and so
+        # are the volumes' attachments.
         await self.store.run(_moved, uuid, migration_uuid, dest, migration["dest_node"])
+        await self.volumes.switch_attachments(ctx, uuid, old)
         await self.compute.post_live_migration_at_destination(
             ctx, dest, instance_uuid=uuid, migration_uuid=migration_uuid,
             power_state=power_state)
@@ -126,13 +138,19 @@ class LiveMigrations:
         network_info = await self.store.cached_network_info(uuid)
         event_id = await self.store.event_start(ctx, uuid, "compute_pre_live_migration")
         try:
-            data = await self.driver.pre_live_migration(ctx, instance, network_info,
-                                                        bool(block_migration))
+            bdms, old = await self.volumes.attach_to_destination(ctx, instance)
+            try:
+                data = await self.driver.pre_live_migration(ctx, instance, network_info,
+                                                            bool(block_migration),
+                                                            block_device_info(bdms))
+            except BaseException:
+                await self.volumes.restore_attachments(ctx, uuid, old)
+                raise
         except Exception as error:
             await self.store.run(_close_event, event_id, error)
             raise
         await self.store.run(_close_event, event_id, None)
-        return data
+        return {**data, OLD_ATTACHMENTS: old}
 
     async def post_live_migration_at_destination(self, ctx: RequestContext, uuid: str,
                                                  migration_uuid: str, power_state: int) -> None:
@@ -140,8 +158,9 @@ class LiveMigrations:
         async def body(instance: Instance) -> None:
             network_info = await self.network.migrate_instance_finish(ctx, instance,
                                                                       self.store.host)
-            await self.driver.post_live_migration_at_destination(ctx, instance, network_info,
-                                                                 power_state)
+            await self.driver.post_live_migration_at_destination(
+                ctx, instance, network_info, power_state,
+                await self.store.block_device_info(uuid))
             info = await self.driver.get_info(instance)
             await self.store.run(_completed, uuid, migration_uuid, int(info.state))
         await self.runner.run(ctx, uuid, POST_DEST, body)

@@ -25,6 +25,7 @@ from cirrus.compute.events import InstanceEvents
 from cirrus.compute.interfaces import Interfaces
 from cirrus.compute.virtapi import VirtAPI
 from cirrus.compute.volume_attach import VolumeAttachments
+from cirrus.compute.move_volumes import MoveVolumes
 from cirrus.compute.volume_service import make_volume_api
 from cirrus.compute.pause import Pause
 from cirrus.compute.admin_password import Password
@@ -154,9 +155,11 @@ class ComputeManager:
 
         # Moves: each end of a resize, live migration or evacuation.
         to_hosts = ComputeAPI(transport)
-        self.resizes = ResizeActions(runner, self.store, driver, self.network_api, to_hosts)
+        move_volumes = MoveVolumes(self.store, driver, self.volume_api)
+        self.resizes = ResizeActions(runner, self.store, driver, self.network_api, to_hosts,
+                                     move_volumes)
         self.live_migrations = LiveMigrations(runner, self.store, driver, self.network_api,
-                                              to_hosts)
+                                              to_hosts, move_volumes)
         self.volume_attachments = VolumeAttachments(runner, self.store, driver,
                                                     self.volume_api)
         self.evacuation = Evacuation(runner, self.store, driver, self.network_api,

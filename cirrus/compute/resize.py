@@ -21,9 +21,10 @@ from cirrus.compute import instance_actions
 from cirrus.compute import migrations as mig
 from cirrus.compute.action import ActionRunner, ActionSpec, Body
 from cirrus.compute.migrations import Migration, Status
+from cirrus.compute.move_volumes import MoveVolumes
 from cirrus.compute.rpcapi import ComputeAPI
 from cirrus.compute.states import PowerState, TaskState, VmState
-from cirrus.compute.store import Instance, InstanceStore
+from cirrus.compute.store import Instance, InstanceStore, block_device_info
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
 from cirrus.network.api import API as NetworkAPI
@@ -67,6 +68,7 @@ class ResizeActions:
     driver: ComputeDriver
     network: NetworkAPI
     compute: ComputeAPI  # to cast the next step to the other host
+    volumes: MoveVolumes  # the attached volumes, re-exported to the guest's next host
 
     async def _run(self, ctx: RequestContext, uuid: str, migration_uuid: str,
                    spec: ActionSpec, body: Body) -> None:
@@ -98,6 +100,7 @@ class ResizeActions:
             network_info = await self.network.get_instance_nw_info(ctx, instance)
             await self.driver.migrate_disk_and_power_off(
                 ctx, instance, migration["dest_host"] or "", network_info)
+            await self.volumes.terminate_volume_connections(ctx, uuid)
             await self.store.run(_step, uuid, migration_uuid,
                                  {"host": migration["dest_compute"],
                                   "node": migration["dest_node"],
@@ -122,9 +125,11 @@ class ResizeActions:
             network_info = await self.network.migrate_instance_finish(ctx, instance,
                                                                       self.store.host)
             power_on = _old_vm_state(instance) != VmState.STOPPED.value
+            bdms = await self.volumes.update_volume_attachments(ctx, instance)
             await self.driver.finish_migration(ctx, instance, {"source":
                                                                migration["source_compute"]},
-                                               network_info, power_on)
+                                               network_info, power_on, block_device_info(bdms))
+            await self.volumes.complete_volume_attachments(ctx, bdms)
             info = await self.driver.get_info(instance)
             await self.store.run(_step, uuid, migration_uuid,
                                  {"vm_state": VmState.RESIZED, "power_state": int(info.state)},
@@ -173,6 +178,7 @@ class ResizeActions:
             migration = await self.store.read(mig.get, migration_uuid)
             network_info = await self.store.cached_network_info(uuid)
             await self.driver.destroy(ctx, instance, network_info, destroy_disks=True)
+            await self.volumes.terminate_volume_connections(ctx, uuid)
             await self.store.run(_claims_back, uuid, migration_uuid)
             assert migration["source_compute"] is not None
             await self.compute.finish_revert_resize(ctx, migration["source_compute"],
@@ -193,7 +199,10 @@ class ResizeActions:
             network_info = await self.network.migrate_instance_finish(ctx, instance,
                                                                       self.store.host)
             stopped = _old_vm_state(instance) == VmState.STOPPED.value
-            await self.driver.finish_revert_migration(ctx, instance, network_info, not stopped)
+            bdms = await self.volumes.update_volume_attachments(ctx, instance)
+            await self.driver.finish_revert_migration(ctx, instance, network_info, not stopped,
+                                                      block_device_info(bdms))
+            await self.volumes.complete_volume_attachments(ctx, bdms)
             info = await self.driver.get_info(instance)
             await self.store.run(_step, uuid, migration_uuid,
                                  {"vm_state": VmState.STOPPED if stopped else VmState.ACTIVE,

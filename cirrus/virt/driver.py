@@ -271,9 +271,11 @@ class ComputeDriver(abc.ABC):
 
     async def finish_migration(self, context: Any, instance: dict[str, Any],
                                disk_info: dict[str, Any], network_info: Any,
-                               power_on: bool) -> None:
+                               power_on: bool,
+                               block_device_info: Mapping[str, Any] | None = None) -> None:
         """On the destination: the guest made from the migrated disks, with the
-        instance's (new) flavor, running if ``power_on``."""
+        instance's (new) flavor, running if ``power_on``, with the volumes of
+        ``block_device_info`` (their connection info for this host)."""
         self._unsupported("resize")
 
     async def confirm_migration(self, context: Any, instance: dict[str, Any],
@@ -282,14 +284,19 @@ class ComputeDriver(abc.ABC):
         self._unsupported("resize")
 
     async def finish_revert_migration(self, context: Any, instance: dict[str, Any],
-                                      network_info: Any, power_on: bool) -> None:
+                                      network_info: Any, power_on: bool,
+                                      block_device_info: Mapping[str, Any] | None = None) -> None:
         """On the source: the kept guest back, with its old flavor, running if
-        ``power_on``."""
+        ``power_on``, with the volumes of ``block_device_info`` (re-exported to
+        this host)."""
         self._unsupported("resize")
 
     async def pre_live_migration(self, context: Any, instance: dict[str, Any],
-                                 network_info: Any, block_migration: bool) -> dict[str, Any]:
-        """On the destination, before the source starts: disks and VIFs ready
+                                 network_info: Any, block_migration: bool,
+                                 block_device_info: Mapping[str, Any] | None = None
+                                 ) -> dict[str, Any]:
+        """On the destination, before the source starts: disks, volumes (their
+        connection info for this host in ``block_device_info``) and VIFs ready
         for the incoming guest. Returns data for :meth:`live_migration`."""
         self._unsupported("live migration")
 
@@ -309,8 +316,11 @@ class ComputeDriver(abc.ABC):
         self._unsupported("live migration force complete")
 
     async def post_live_migration_at_destination(self, context: Any, instance: dict[str, Any],
-                                                 network_info: Any, power_state: int) -> None:
-        """On the destination after the move: the guest is this host's now."""
+                                                 network_info: Any, power_state: int,
+                                                 block_device_info: Mapping[str, Any] | None
+                                                 = None) -> None:
+        """On the destination after the move: the guest is this host's now
+        (with the volumes of ``block_device_info``)."""
         self._unsupported("live migration")
 
     async def rollback_live_migration_at_destination(self, context: Any,

@@ -315,10 +315,12 @@ class FakeDriver(ComputeDriver):
 
     async def finish_migration(self, context: Any, instance: dict[str, Any],
                                disk_info: dict[str, Any], network_info: Any,
-                               power_on: bool) -> None:
+                               power_on: bool,
+                               block_device_info: Mapping[str, Any] | None = None) -> None:
         await self._check_fault("finish_migration", instance)
         guest = FakeInstance(instance["uuid"], instance.get("display_name", ""),
                              PowerState.RUNNING if power_on else PowerState.SHUTDOWN)
+        guest.volumes = _volumes_at_spawn(block_device_info)
         guest.console.append(f"migrated from {disk_info.get('source')}: "
                              f"{instance['vcpus']} vcpus, {instance['memory_mb']} MiB")
         self.instances[instance["uuid"]] = guest
@@ -330,19 +332,24 @@ class FakeDriver(ComputeDriver):
         self.resize_sources.pop(instance["uuid"], None)
 
     async def finish_revert_migration(self, context: Any, instance: dict[str, Any],
-                                      network_info: Any, power_on: bool) -> None:
+                                      network_info: Any, power_on: bool,
+                                      block_device_info: Mapping[str, Any] | None = None) -> None:
         await self._check_fault("finish_revert_migration", instance)
         guest = self.resize_sources.pop(instance["uuid"], None)
         if guest is None:
             raise vexc.InstanceNotFound(instance_id=instance["uuid"])
         guest.state = PowerState.RUNNING if power_on else PowerState.SHUTDOWN
+        guest.volumes = _volumes_at_spawn(block_device_info)
         self.instances[instance["uuid"]] = guest
 
     async def pre_live_migration(self, context: Any, instance: dict[str, Any],
-                                 network_info: Any, block_migration: bool) -> dict[str, Any]:
+                                 network_info: Any, block_migration: bool,
+                                 block_device_info: Mapping[str, Any] | None = None
+                                 ) -> dict[str, Any]:
         await self._check_fault("pre_live_migration", instance)
         self.incoming.add(instance["uuid"])
-        return {"dest": self.host, "block_migration": block_migration}
+        return {"dest": self.host, "block_migration": block_migration,
+                "volumes": _volumes_at_spawn(block_device_info)}
 
     async def live_migration(self, context: Any, instance: dict[str, Any], dest: str,
                              block_migration: bool, migrate_data: dict[str, Any]) -> None:
@@ -377,11 +384,14 @@ class FakeDriver(ComputeDriver):
                 rule.release.set()
 
     async def post_live_migration_at_destination(self, context: Any, instance: dict[str, Any],
-                                                 network_info: Any, power_state: int) -> None:
+                                                 network_info: Any, power_state: int,
+                                                 block_device_info: Mapping[str, Any] | None
+                                                 = None) -> None:
         await self._check_fault("post_live_migration_at_destination", instance)
         self.incoming.discard(instance["uuid"])
         guest = FakeInstance(instance["uuid"], instance.get("display_name", ""),
                              PowerState(power_state))
+        guest.volumes = _volumes_at_spawn(block_device_info)
         guest.console.append(f"live-migrated to {self.host}")
         self.instances[instance["uuid"]] = guest
         self._plug(instance, network_info)

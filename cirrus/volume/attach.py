@@ -18,6 +18,7 @@ nothing.
 """
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -35,6 +36,8 @@ from cirrus.volume.states import AttachStatus as A
 from cirrus.volume.states import VolumeStatus as V
 
 Row = dict[str, Any]
+# A volume in these states may get a second attachment for its own instance.
+MOVABLE = frozenset({V.IN_USE.value, V.RESERVED.value, V.ATTACHING.value})
 # (classes below have a ``list`` method, which hides the builtin in their annotations)
 Rows = list[Row]
 
@@ -65,14 +68,21 @@ class Attachments:
                      connector: Connector | None, mode: str = "rw") -> Row:
         def insert(conn: sa.Connection) -> Row:
             volume = db.get_volume(conn, ctx, volume_id)
-            db.check_volume(volume, _reserve_action(volume))
-            if not volume["multiattach"] and db.attachments_of(conn, [volume_id])[volume_id]:
+            live = db.attachments_of(conn, [volume_id])[volume_id]
+            # Cinder's override for a move: a second attachment of a volume to
+            # the instance it is attached to (the destination host's).
+            moving = (bool(live) and instance_uuid is not None
+                      and volume["status"] in MOVABLE
+                      and all(a["instance_uuid"] == instance_uuid for a in live))
+            if not moving:
+                db.check_volume(volume, _reserve_action(volume))
+            if not volume["multiattach"] and live and not moving:
                 raise exc.InvalidVolume(reason="Volume is already attached and is not multiattach.")
             row: Row = {"id": str(uuid.uuid4()), "volume_id": volume_id,
                         "instance_uuid": instance_uuid, "attach_status": A.RESERVED.value,
                         "attach_mode": mode, "created_at": utcnow(), "deleted": False}
             conn.execute(volume_attachment.insert().values(**row))
-            if volume["status"] != V.IN_USE.value:
+            if volume["status"] != V.IN_USE.value and not moving:
                 db.save_volume(conn, volume_id, {"status": V.RESERVED,
                                                  "attach_status": A.RESERVED.value},
                                [volume["status"]], "reserve")
@@ -104,10 +114,15 @@ class Attachments:
     async def update(self, ctx: RequestContext, attachment_id: str, connector: Connector,
                      mountpoint: str | None = None) -> Row:
         """Export the volume to ``connector``'s host: the attachment's connection info."""
-        def change(conn: sa.Connection) -> Row:
+        att = await self.get(ctx, attachment_id)
+        volume = await self.s.db.read(db.get_volume, ctx, att["volume_id"])
+        # The export is made before the transaction (a backend may start a
+        # daemon): one the save below refuses is the export supervisor's orphan.
+        info = await self.connection_info(volume, connector, att["attach_mode"])
+
+        def change(conn: sa.Connection) -> None:
             att = db.get_attachment(conn, ctx, attachment_id)
             volume = db.get_volume(conn, ctx, att["volume_id"])
-            info = self.connection_info(volume, connector, att["attach_mode"])
             conn.execute(volume_attachment.update().where(volume_attachment.c.id == att["id"])
                          .values(connector=dict(connector), connection_info=dict(info),
                                  attached_host=connector.get("host"), mountpoint=mountpoint,
@@ -116,14 +131,26 @@ class Attachments:
                 db.save_volume(conn, volume["id"], {"status": V.ATTACHING,
                                                     "attach_status": A.ATTACHING.value},
                                [V.RESERVED, V.ATTACHING], "update an attachment")
-            return att
         await self.s.db.run(change)
         return await self.get(ctx, attachment_id)
 
-    def connection_info(self, volume: Row, connector: Connector, mode: str) -> ConnectionInfo:
-        info = self.s.driver.initialize_connection(volume["id"], connector, mode)
+    async def connection_info(self, volume: Row, connector: Connector,
+                              mode: str) -> ConnectionInfo:
+        info = await asyncio.to_thread(self.s.driver.initialize_connection, volume["id"],
+                                       connector, mode)
         info["data"].setdefault("access_mode", mode)
+        # As Cinder's drivers give it: the host names the disk after it (the
+        # guest's serial, /dev/disk/by-id).
+        info["data"].setdefault("volume_id", volume["id"])
         return info
+
+    async def release(self, volume_id: str, connector: Connector | None) -> None:
+        """The backend's export of the volume undone once no attachment left
+        is exported (a resize's new attachment is not until the new host
+        updates it)."""
+        left = await self.s.db.read(db.attachments_of, [volume_id])
+        if not any(a["connection_info"] for a in left[volume_id]):
+            await asyncio.to_thread(self.s.driver.terminate_connection, volume_id, connector)
 
     async def complete(self, ctx: RequestContext, attachment_id: str) -> None:
         def change(conn: sa.Connection) -> None:
@@ -139,11 +166,13 @@ class Attachments:
         await self.s.db.run(change)
 
     async def delete(self, ctx: RequestContext, attachment_id: str) -> None:
-        def remove(conn: sa.Connection) -> None:
+        def remove(conn: sa.Connection) -> Row:
             att = db.get_attachment(conn, ctx, attachment_id)
             detach(conn, att["id"])
             settle(conn, att["volume_id"])
-        await self.s.db.run(remove)
+            return att
+        att = await self.s.db.run(remove)
+        await self.release(att["volume_id"], att.get("connector"))
 
     # -- the legacy actions ----------------------------------------------------
     async def reserve(self, ctx: RequestContext, volume_id: str) -> None:
@@ -200,6 +229,7 @@ class Attachments:
                 detach(conn, att["id"])
             settle(conn, volume_id)
         await self.s.db.run(change)
+        await self.release(volume_id, None)
 
     async def initialize_connection(self, ctx: RequestContext, volume_id: str,
                                     connector: Connector) -> ConnectionInfo:
@@ -209,12 +239,12 @@ class Attachments:
             raise exc.InvalidVolume(reason=f"Volume status must be available, attaching or "
                                            f"in-use, but current status is: {volume['status']}.")
         mode = "ro" if (volume["admin_metadata"] or {}).get("readonly") == "True" else "rw"
-        return self.connection_info(volume, connector, mode)
+        return await self.connection_info(volume, connector, mode)
 
     async def terminate_connection(self, ctx: RequestContext, volume_id: str,
                                    connector: Connector) -> None:
         await self.s.db.read(db.get_volume, ctx, volume_id)
-        self.s.driver.terminate_connection(volume_id, connector)
+        await self.release(volume_id, connector)
 
 
 def detach(conn: sa.Connection, attachment_id: str) -> None:

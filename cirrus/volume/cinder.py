@@ -51,6 +51,7 @@ class ConnectionData(TypedDict, total=False):
     port: int         # nbd
     name: str         # nbd export
     access_mode: str  # rw | ro
+    volume_id: str    # the volume's id (the guest's disk serial)
 
 
 class ConnectionInfo(TypedDict):

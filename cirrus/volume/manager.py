@@ -13,6 +13,8 @@ from cirrus.service import PeriodicTask, Service
 from cirrus.volume.attach import Attachments
 from cirrus.volume.backends import backend_host, load_driver
 from cirrus.volume.encryption import TypeEncryption
+from cirrus.volume.backends.nbd import NbdDriver
+from cirrus.volume.exports import ExportSupervisor
 from cirrus.volume.group_types import GroupTypes
 from cirrus.volume.periodic import VolumePeriodics
 from cirrus.volume.qos import QoSSpecs
@@ -52,8 +54,18 @@ class _Endpoint:
     """The volume service takes no RPC calls: the API does the work."""
 
 
+def _periodic_tasks(settings: Settings, db: Database) -> list[PeriodicTask]:
+    tasks = [PeriodicTask("volume_sweep", settings.volume_sweep_interval,
+                          VolumePeriodics(db, settings.volume_stuck_timeout).sweep)]
+    driver = load_driver(settings)
+    if isinstance(driver, NbdDriver):
+        # First at start: a restarted service brings back what the database wants.
+        tasks.append(PeriodicTask("nbd_exports", settings.volume_export_check_interval,
+                                  ExportSupervisor(db, driver).check, initial_delay=0))
+    return tasks
+
+
 def make_services(settings: Settings, db: Database, transport: Any) -> list[Service]:
-    periodics = VolumePeriodics(db, settings.volume_stuck_timeout)
     # cinder-scheduler: the API places volumes on the one backend itself, but
     # clients (os-hosts, os-services) expect Cinder's pair of services.
     scheduler = Service(binary="cinder-scheduler", topic="cinder-scheduler",
@@ -64,5 +76,4 @@ def make_services(settings: Settings, db: Database, transport: Any) -> list[Serv
                     transport=transport, endpoint=_Endpoint(),
                     report_interval=settings.report_interval,
                     availability_zone=settings.default_availability_zone,
-                    periodic_tasks=[PeriodicTask("volume_sweep", settings.volume_sweep_interval,
-                                                 periodics.sweep)])]
+                    periodic_tasks=_periodic_tasks(settings, db))]

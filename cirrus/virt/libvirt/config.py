@@ -173,3 +173,20 @@ def serial_port_of(xml: str) -> int | None:
     source = ET.fromstring(xml).find("./devices/serial[@type='tcp']/source")
     service = None if source is None else source.get("service")
     return int(service) if service and service.isdigit() else None
+
+
+def with_disks(xml: str, disks: list[DiskSpec]) -> str:
+    """A domain's XML with each disk at one of ``disks``' targets replaced by
+    that disk (a live migration's volumes as the destination reaches them;
+    Nova's ``_update_volume_xml``)."""
+    ET.register_namespace("cirrus", CIRRUS_NS)
+    dom = ET.fromstring(xml)
+    by_target = {d.target: d for d in disks}
+    devices = dom.find("./devices")
+    for i, old in enumerate(list(devices) if devices is not None else []):
+        target = old.find("target")
+        if old.tag == "disk" and target is not None and target.get("dev") in by_target:
+            assert devices is not None
+            devices.remove(old)
+            devices.insert(i, disk_element(by_target[target.get("dev", "")]))
+    return ET.tostring(dom, encoding="unicode")

@@ -36,7 +36,7 @@ from cirrus.virt.libvirt.configdrive import make_config_drive
 from cirrus.virt.libvirt.guest_state import GuestStateOps
 from cirrus.virt.libvirt.host import Host
 from cirrus.virt.libvirt.virt_type import detect_virt_type
-from cirrus.virt.libvirt.volume import LibvirtVolumeOps, volume_disks
+from cirrus.virt.libvirt.volume import LibvirtVolumeOps, layout_with_volumes, volume_disks
 
 LOG = logging.getLogger(__name__)
 MAX_CONSOLE_BYTES = 100 * 1024
@@ -366,11 +366,7 @@ class LibvirtDriver(GuestStateOps, LibvirtVolumeOps,  # guest_state.py: pause, r
         layout_file = self._instance_dir(instance) / LAYOUT
         if not layout_file.exists():
             raise vexc.InstanceRebootFailure(reason=f"the disks of {instance['uuid']} are gone")
-        layout = json.loads(layout_file.read_text())
-        if block_device_info is not None:
-            local = [d for d in layout["disks"] if not d.get("serial")]
-            volumes = [dataclasses.asdict(v) for v in volume_disks(block_device_info)]
-            layout["disks"] = sorted(local + volumes, key=lambda d: d["target"])
+        layout = layout_with_volumes(json.loads(layout_file.read_text()), block_device_info)
         xml = self._get_guest_xml(instance, layout, network_info)
         await self._create_domain_and_network(instance, xml, network_info,
                                               vifs_already_plugged=True)
@@ -490,21 +486,27 @@ class LibvirtDriver(GuestStateOps, LibvirtVolumeOps,  # guest_state.py: pause, r
 
     async def finish_migration(self, context: Any, instance: dict[str, Any],
                                disk_info: dict[str, Any], network_info: Any,
-                               power_on: bool) -> None:
-        await migration.finish_migration(self, instance, network_info, power_on)
+                               power_on: bool,
+                               block_device_info: Mapping[str, Any] | None = None) -> None:
+        await migration.finish_migration(self, instance, network_info, power_on,
+                                         block_device_info)
 
     async def confirm_migration(self, context: Any, instance: dict[str, Any],
                                 network_info: Any) -> None:
         await migration.confirm_migration(self, instance, network_info)
 
     async def finish_revert_migration(self, context: Any, instance: dict[str, Any],
-                                      network_info: Any, power_on: bool) -> None:
-        await migration.finish_revert_migration(self, instance, network_info, power_on)
+                                      network_info: Any, power_on: bool,
+                                      block_device_info: Mapping[str, Any] | None = None) -> None:
+        await migration.finish_revert_migration(self, instance, network_info, power_on,
+                                                block_device_info)
 
     async def pre_live_migration(self, context: Any, instance: dict[str, Any],
-                                 network_info: Any, block_migration: bool) -> dict[str, Any]:
+                                 network_info: Any, block_migration: bool,
+                                 block_device_info: Mapping[str, Any] | None = None
+                                 ) -> dict[str, Any]:
         return dict(await migration.pre_live_migration(self, instance, network_info,
-                                                       block_migration))
+                                                       block_migration, block_device_info))
 
     async def live_migration(self, context: Any, instance: dict[str, Any], dest: str,
                              block_migration: bool, migrate_data: dict[str, Any]) -> None:
@@ -518,7 +520,9 @@ class LibvirtDriver(GuestStateOps, LibvirtVolumeOps,  # guest_state.py: pause, r
         await migration.job_op(self, instance, "suspend")
 
     async def post_live_migration_at_destination(self, context: Any, instance: dict[str, Any],
-                                                 network_info: Any, power_state: int) -> None:
+                                                 network_info: Any, power_state: int,
+                                                 block_device_info: Mapping[str, Any] | None
+                                                 = None) -> None:
         await migration.post_live_migration_at_destination(self, instance)
 
     async def rollback_live_migration_at_destination(self, context: Any,

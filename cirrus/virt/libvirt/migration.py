@@ -12,15 +12,17 @@ disks shared unless a block migration copies them.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, Mapping, TypedDict
 
 from cirrus.compute.states import PowerState
 from cirrus.virt import exception as vexc
 from cirrus.virt.libvirt import imagebackend
-from cirrus.virt.libvirt.config import serial_port_of, with_serial_port
+from cirrus.virt.libvirt.config import DiskSpec, serial_port_of, with_disks, with_serial_port
+from cirrus.virt.libvirt.volume import layout_with_volumes, volume_disks
 from cirrus.virt.libvirt.serial import free_port_in_host
 
 if TYPE_CHECKING:
@@ -42,6 +44,9 @@ class LiveMigrateData(TypedDict, total=False):
     # A port free in the destination's namespace for each serial console
     # (the source's may be taken there).
     serial_listen_ports: list[int]
+    # The volumes as the destination reaches them (DiskSpec fields), which
+    # the domain's XML takes on there.
+    volume_disks: list[dict[str, Any]]
 
 
 def migration_uri(settings: Any, dest: str) -> str:
@@ -87,8 +92,14 @@ def migration_params(libvirt: Any, migrate_data: LiveMigrateData, tunnelled: boo
         host = f"[{addr}]" if ":" in addr else addr
         params[libvirt.VIR_MIGRATE_PARAM_URI] = f"tcp://{host}"
     ports = migrate_data.get("serial_listen_ports")
-    if xml is not None and ports and serial_port_of(xml) is not None:
-        params[libvirt.VIR_MIGRATE_PARAM_DEST_XML] = with_serial_port(xml, ports[0])
+    dest_xml = xml
+    if dest_xml is not None and ports and serial_port_of(dest_xml) is not None:
+        dest_xml = with_serial_port(dest_xml, ports[0])
+    volumes = migrate_data.get("volume_disks")
+    if dest_xml is not None and volumes:
+        dest_xml = with_disks(dest_xml, [DiskSpec(**d) for d in volumes])
+    if dest_xml is not None and dest_xml != xml:
+        params[libvirt.VIR_MIGRATE_PARAM_DEST_XML] = dest_xml
     return params
 
 
@@ -115,11 +126,13 @@ async def migrate_disk_and_power_off(driver: "LibvirtDriver", instance: dict[str
 
 
 async def finish_migration(driver: "LibvirtDriver", instance: dict[str, Any],
-                           network_info: Any, power_on: bool) -> None:
+                           network_info: Any, power_on: bool,
+                           block_device_info: Mapping[str, Any] | None = None) -> None:
     """The guest defined here with the instance's (new) flavor, the root disk
-    grown to it."""
+    grown to it, the volumes as this host reaches them."""
     inst_dir = driver._instance_dir(instance)
-    layout = json.loads((inst_dir / "layout.json").read_text())
+    layout = layout_with_volumes(json.loads((inst_dir / "layout.json").read_text()),
+                                 block_device_info)
     root_gb = int(instance.get("root_gb") or 0)
     if root_gb:
         await imagebackend.qemu_img("resize", str(inst_dir / "disk"), f"{root_gb}G")
@@ -146,7 +159,8 @@ async def confirm_migration(driver: "LibvirtDriver", instance: dict[str, Any],
 
 
 async def finish_revert_migration(driver: "LibvirtDriver", instance: dict[str, Any],
-                                  network_info: Any, power_on: bool) -> None:
+                                  network_info: Any, power_on: bool,
+                                  block_device_info: Mapping[str, Any] | None = None) -> None:
     """The kept directory back in place, the guest with its old flavor."""
     inst_dir, kept = driver._instance_dir(instance), _resize_dir(driver, instance)
     if not kept.exists():
@@ -156,7 +170,8 @@ async def finish_revert_migration(driver: "LibvirtDriver", instance: dict[str, A
         shutil.rmtree(inst_dir, ignore_errors=True)
         kept.rename(inst_dir)
     await asyncio.to_thread(restore)
-    layout = json.loads((inst_dir / "layout.json").read_text())
+    layout = layout_with_volumes(json.loads((inst_dir / "layout.json").read_text()),
+                                 block_device_info)
     await _define_and_start(driver, instance, layout, network_info, power_on)
 
 
@@ -176,7 +191,9 @@ async def _undefine(driver: "LibvirtDriver", instance: dict[str, Any]) -> None:
 
 # -- live migration ----------------------------------------------------------------------------
 async def pre_live_migration(driver: "LibvirtDriver", instance: dict[str, Any],
-                             network_info: Any, block_migration: bool) -> LiveMigrateData:
+                             network_info: Any, block_migration: bool,
+                             block_device_info: Mapping[str, Any] | None = None
+                             ) -> LiveMigrateData:
     """The destination's bridges exist; its view of the disks and its
     inbound address reported."""
     await driver.plug_vifs(instance, network_info)
@@ -188,6 +205,9 @@ async def pre_live_migration(driver: "LibvirtDriver", instance: dict[str, Any],
                            target_connect_addr=driver.settings.live_migration_inbound_addr or None)
     if driver.settings.serial_console_enabled:
         data["serial_listen_ports"] = [await free_port_in_host(driver.settings)]
+    volumes = volume_disks(block_device_info)
+    if volumes:
+        data["volume_disks"] = [dataclasses.asdict(v) for v in volumes]
     return data
 
 

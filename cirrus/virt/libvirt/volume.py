@@ -10,6 +10,7 @@ swapped for another volume in a running guest by a block copy and a pivot.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 import xml.etree.ElementTree as ET
 from typing import Any, Mapping
@@ -55,6 +56,17 @@ def volume_disks(block_device_info: Mapping[str, Any] | None) -> list[DiskSpec]:
             info = {**info, "serial": bdm.get("volume_id")}
             out.append(volume_disk(info, bdm["device_name"], bdm.get("disk_bus")))
     return out
+
+
+def layout_with_volumes(layout: dict[str, Any],
+                        block_device_info: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A guest's disk layout with the volumes of ``block_device_info`` in
+    place of the ones it had (None: the layout as it is)."""
+    if block_device_info is None:
+        return layout
+    local = [d for d in layout["disks"] if not d.get("serial")]
+    volumes = [dataclasses.asdict(v) for v in volume_disks(block_device_info)]
+    return {**layout, "disks": sorted(local + volumes, key=lambda d: d["target"])}
 
 
 def has_target(domain_xml: str, target: str) -> bool:

@@ -1,18 +1,29 @@
 """Block storage backends, by the name ``Settings.volume_backend`` gives."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable
 
 from cirrus.config import Settings
 from cirrus.volume.backends.base import VolumeDriver
 from cirrus.volume.backends.file import FileDriver
+from cirrus.volume.backends.nbd import NbdDriver
+
+
+def volumes_path(settings: Settings) -> Path:
+    """Where the volumes' files live (shared by every process that exports them)."""
+    return Path(settings.volumes_path) if settings.volumes_path else settings.state_dir / "volumes"
 
 
 def _file(settings: Settings) -> VolumeDriver:
-    return FileDriver(settings.state_dir / "volumes", settings.volume_format)
+    return FileDriver(volumes_path(settings), settings.volume_format)
 
 
-DRIVERS: dict[str, Callable[[Settings], VolumeDriver]] = {"file": _file}
+def _nbd(settings: Settings) -> VolumeDriver:
+    return NbdDriver(volumes_path(settings), settings.volume_format, settings.volume_nbd_address)
+
+
+DRIVERS: dict[str, Callable[[Settings], VolumeDriver]] = {"file": _file, "nbd": _nbd}
 
 
 def load_driver(settings: Settings) -> VolumeDriver:

@@ -47,6 +47,11 @@ class FileDriver(VolumeDriver):
     def path(self, name: str) -> Path:
         return self.root / name
 
+    def source(self, name: str) -> tuple[str, str]:
+        """Where a copy reads volume or snapshot ``name`` from, and its
+        format (given to qemu-img, never probed from guest-written data)."""
+        return self.fmt, str(self.path(name))
+
     def _tmp(self, name: str) -> Path:
         self.root.mkdir(parents=True, exist_ok=True)
         return self.root / f".{name}.part"
@@ -60,8 +65,11 @@ class FileDriver(VolumeDriver):
         finally:
             tmp.unlink(missing_ok=True)
 
-    async def _copy(self, name: str, source: Path, size_gb: int) -> None:
-        await self._into_place(name, "convert", "-O", self.fmt, str(source))
+    async def _copy(self, name: str, source: tuple[str, str] | Path, size_gb: int) -> None:
+        """A copy of ``source`` (a ``(format, location)`` from :meth:`source`,
+        or an image file whose format qemu-img finds) grown to ``size_gb``."""
+        args = ("-f", *source) if isinstance(source, tuple) else (str(source),)
+        await self._into_place(name, "convert", "-O", self.fmt, *args)
         await self.extend_volume(name, size_gb)
 
     async def create_volume(self, volume_id: str, size_gb: int) -> None:
@@ -78,15 +86,15 @@ class FileDriver(VolumeDriver):
         await self._copy(volume_id, Path(image_path), size_gb)
 
     async def create_cloned_volume(self, volume_id: str, source_id: str, size_gb: int) -> None:
-        await self._copy(volume_id, self.path(source_id), size_gb)
+        await self._copy(volume_id, self.source(source_id), size_gb)
 
     async def create_snapshot(self, snapshot_id: str, volume_id: str) -> None:
         await self._into_place(snapshot_id, "convert", "-O", self.fmt,
-                               str(self.path(volume_id)))
+                               "-f", *self.source(volume_id))
 
     async def create_volume_from_snapshot(self, volume_id: str, snapshot_id: str,
                                           size_gb: int) -> None:
-        await self._copy(volume_id, self.path(snapshot_id), size_gb)
+        await self._copy(volume_id, self.source(snapshot_id), size_gb)
 
     async def extend_volume(self, volume_id: str, size_gb: int) -> None:
         info = await qemu_img("info", "--output=json", str(self.path(volume_id)))
@@ -95,7 +103,7 @@ class FileDriver(VolumeDriver):
                            f"{size_gb}G")
 
     async def copy_volume_to_file(self, volume_id: str, dest: str, fmt: str) -> None:
-        await qemu_img("convert", "-O", fmt, str(self.path(volume_id)), dest)
+        await qemu_img("convert", "-O", fmt, "-f", *self.source(volume_id), dest)
 
     async def delete_volume(self, volume_id: str) -> None:
         self.path(volume_id).unlink(missing_ok=True)
