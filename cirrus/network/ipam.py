@@ -9,8 +9,9 @@ import random
 from typing import Any, Iterator
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 
-from cirrus.db.prepared import Prepared, statement_savepoint
+from cirrus.db.prepared import Prepared
 from cirrus.network import exception as exc
 from cirrus.network.models import ip_allocations, ports, subnets
 from cirrus.network.validators import shown
@@ -28,9 +29,16 @@ AUTO_ADDRESS_MODES = ("slaac", "dhcpv6-stateless")
 # Built once: every port creation runs these. The subnet's count of
 # allocations is kept by triggers on ip_allocations (migration 0006).
 _TAKEN = Prepared(sa.select(subnets.c.allocated).where(subnets.c.id == sa.bindparam("w_subnet")))
-_INSERT = Prepared(ip_allocations.insert().values(
-    network_id=sa.bindparam("v_network"), ip_address=sa.bindparam("v_address"),
-    subnet_id=sa.bindparam("v_subnet"), port_id=sa.bindparam("v_port")))
+_ROW: dict[str, Any] = {
+    "network_id": sa.bindparam("v_network"), "ip_address": sa.bindparam("v_address"),
+    "subnet_id": sa.bindparam("v_subnet"), "port_id": sa.bindparam("v_port")}
+_INSERT = Prepared(ip_allocations.insert().values(**_ROW))
+# PostgreSQL: a taken address is skipped, not an error, so no savepoint
+# around each try (SAVEPOINT, INSERT, RELEASE or ROLLBACK TO: three round
+# trips, where racing computes try several addresses a boot). RETURNING says
+# whether the row went in.
+_INSERT_IF_FREE = Prepared(postgresql.insert(ip_allocations).values(**_ROW)
+                           .on_conflict_do_nothing().returning(ip_allocations.c.ip_address))
 _MAC_USED = Prepared(sa.select(ports.c.id).where(
     ports.c.network_id == sa.bindparam("w_network"), ports.c.mac_address == sa.bindparam("w_mac")))
 
@@ -102,10 +110,12 @@ def nth_in_pools(pools: list[dict[str, str]], n: int) -> str | None:
 
 def _insert(conn: sa.Connection, subnet: dict[str, Any], port_id: str, address: str) -> bool:
     """Record ``address`` for ``port_id``; False if it is taken."""
-    try:
-        with statement_savepoint(conn):
-            _INSERT.execute(conn, v_network=subnet["network_id"], v_address=address,
-                            v_subnet=subnet["id"], v_port=port_id)
+    values = {"v_network": subnet["network_id"], "v_address": address,
+              "v_subnet": subnet["id"], "v_port": port_id}
+    if conn.dialect.name == "postgresql":
+        return bool(_INSERT_IF_FREE.execute(conn, **values).fetchall())
+    try:  # SQLite backs out the failed statement alone, the transaction goes on
+        _INSERT.execute(conn, **values)
         return True
     except sa.exc.IntegrityError:
         return False
