@@ -94,17 +94,19 @@ def claim(conn: sa.Connection, node_id: int, consumer_uuid: str, vcpus: int, mem
     claim already.
     """
     now = utcnow()
-    if _CLAIM.execute(conn, node=node_id, want_vcpus=vcpus, want_ram=memory_mb, want_disk=disk_gb,
-                      now=now).rowcount != 1:
-        return False
+    # The consumer's row first, the node's usage last: from its UPDATE to
+    # COMMIT the node's row is locked, and every claim and release on the
+    # node waits for it (docs/performance.md, "Distributed (issue 22)").
     # fetchall: the statement runs to its end (SQLite steps RETURNING lazily).
     if not _INSERT_NEW[conn.dialect.name].execute(
             conn, consumer=consumer_uuid, node=node_id, want_vcpus=vcpus, want_ram=memory_mb,
             want_disk=disk_gb, now=now).fetchall():
-        # Give back what the UPDATE took; same transaction, so no one saw it.
-        _UNCLAIM.execute(conn, node=node_id, want_vcpus=vcpus, want_ram=memory_mb,
-                         want_disk=disk_gb, now=now)
         raise AlreadyClaimed(consumer_uuid)
+    if _CLAIM.execute(conn, node=node_id, want_vcpus=vcpus, want_ram=memory_mb, want_disk=disk_gb,
+                      now=now).rowcount != 1:
+        # Take back the row just made; same transaction, so no one saw it.
+        _DELETE.execute(conn, consumer=consumer_uuid).fetchall()
+        return False
     return True
 
 

@@ -319,8 +319,7 @@ class API(VolumeActions, StateActions, ImageActions, AdminActions, DeleteActions
         """How many of ``max_count`` the project's quota allows now (403 if not
         ``min_count``): a first look, so that a request far over it costs one
         read, not a million records. The create's transaction checks again."""
-        quota = quotas.InstanceQuota(conn, self.settings, require_project(ctx), flavor,
-                                     lock=False)
+        quota = quotas.InstanceQuota(conn, self.settings, require_project(ctx), flavor)
         return quota.allowed(req.min_count, req.max_count)
 
     def _image(self, conn: sa.Connection, ctx: RequestContext, image_id: str) -> dict[str, Any]:
@@ -391,14 +390,12 @@ class API(VolumeActions, StateActions, ImageActions, AdminActions, DeleteActions
         for row in rows:
             row["id"] = _INSERT_INSTANCE.execute(conn, **_params(row, INSTANCE_COLUMNS)
                                                  ).fetchone()[0]
-        quota.recheck(conn, len(rows))
         uuids = [r["uuid"] for r in rows]
         tags.instance_tags_create(conn, uuids, req.tags)
         if group is not None:
             self._add_group_members(conn, group, uuids)
-        # One round trip on PostgreSQL, not three per server: this transaction
-        # holds the project's quota lock, which every create of the project
-        # waits for (docs/performance.md, "Distributed (issue 22)").
+        # One round trip on PostgreSQL, not three per server
+        # (docs/performance.md, "Distributed (issue 22)").
         with pipelined(conn):
             for uuid in uuids:
                 _INSERT_INFO_CACHE.execute(conn, v_instance_uuid=uuid, v_network_info=[],
@@ -411,6 +408,8 @@ class API(VolumeActions, StateActions, ImageActions, AdminActions, DeleteActions
                                                         BDM_COLUMNS))
             for uuid in uuids:
                 instance_actions.action_start(conn, ctx, uuid, "create")
+        # Last: on PostgreSQL it locks the project's usage row until COMMIT.
+        quota.recheck(conn, len(rows))
         return rows
 
     def _add_group_members(self, conn: sa.Connection, group: dict[str, Any],

@@ -70,12 +70,14 @@ def _complete_deletion(conn: sa.Connection, ctx: RequestContext, uuid: str,
                        event_id: int | None) -> None:
     """The host's resources given back (as Nova's ``_complete_deletion`` updates the
     resource tracker) and the instance deleted, in one transaction: no moment
-    where one is done and the other not."""
-    claims.release(conn, uuid)
+    where one is done and the other not. The release last: it locks the
+    host's usage row, which every claim and release on the host waits for,
+    until COMMIT."""
     conn.execute(instance_group_members.delete().where(
         instance_group_members.c.instance_uuid == uuid))
     inst.soft_delete(conn, uuid)
     finish_action(conn, ctx, uuid, event_id)
+    claims.release(conn, uuid)
 
 
 def _record_failure(conn: sa.Connection, ctx: RequestContext, uuid: str, error: Exception,

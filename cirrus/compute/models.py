@@ -238,8 +238,8 @@ allocations = sa.Table(
 )
 
 # A project's live (not deleted) instances, cores and RAM: what its quota
-# counts. Kept by triggers on ``instances`` (migration 0006) in the statement
-# that changes the rows, so nothing leaks; a project without a row uses none.
+# counts. Kept by triggers on ``instances`` (migration 0006; on PostgreSQL
+# fired at COMMIT, 0032), so nothing leaks; a project without a row uses none.
 project_usages = sa.Table(
     "project_usages", metadata,
     sa.Column("project_id", sa.String(64), primary_key=True),

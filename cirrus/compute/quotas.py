@@ -2,21 +2,28 @@
 
 Counting (instead of reserving) means nothing to leak: an instance that is
 deleted stops counting. The database keeps the count: triggers on
-``instances`` change the project's ``project_usages`` row in the statement
-that changes an instance (migration 0006), so reading the usage is one row
-however many servers the project has, and a create that rolls back takes its
-count with it. The check runs inside the transaction that creates the
-records, with the project locked (SQLite: the one writer; PostgreSQL: an
-advisory lock), and again after the insert, so concurrent creates cannot both
-pass. Where the lock serialises the project, the check after the insert adds
-what was inserted to the first read instead of reading again (the counter
-already holds the new rows then).
+``instances`` change the project's ``project_usages`` row (migration 0006),
+so reading the usage is one row however many servers the project has, and a
+create that rolls back takes its count with it. The check runs inside the
+transaction that creates the records, before the insert and again after it,
+so concurrent creates cannot both pass:
+
+- SQLite has one writer: nothing changes between the first read and the
+  commit, so the check after the insert adds what was inserted to that read.
+- PostgreSQL fires the counter's triggers at COMMIT (migration 0032), so no
+  create holds the row across its round trips. The check after the insert
+  locks the row as the create's last statement (:meth:`InstanceQuota.recheck`)
+  and adds what was inserted to what it holds then: every other create or
+  delete of the project commits either before that read (and is in it) or
+  after this transaction (and waits for the row).
 """
 from __future__ import annotations
 
 from typing import Any
 
 import sqlalchemy as sa
+
+from sqlalchemy.dialects import postgresql
 
 from cirrus.compute.exception import TooManyInstances
 from cirrus.compute.models import (instance_groups, key_pairs, project_usages, quota_classes,
@@ -92,31 +99,34 @@ def instance_usage(conn: sa.Connection, project_id: str) -> dict[str, int]:
     return {"instances": int(row[0]), "cores": int(row[1]), "ram": int(row[2])}
 
 
-def lock_project(conn: sa.Connection, project_id: str) -> None:
-    """Serialise quota checks of one project (SQLite already has one writer)."""
-    if conn.dialect.name == "postgresql":
-        conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtext(:p))"), {"p": project_id})
+# PostgreSQL: the project's usage row locked (made if it has none) and read:
+# the latest committed usage, without this transaction's own instances (its
+# triggers fire at COMMIT). The no-op SET is what makes the upsert lock the row.
+_LOCK_USAGE = Prepared(postgresql.insert(project_usages).values(
+    project_id=sa.bindparam("v_project")).on_conflict_do_update(
+    index_elements=[project_usages.c.project_id],
+    set_={"instances": project_usages.c.instances}).returning(
+    *(project_usages.c[r] for r in INSTANCE_RESOURCES)))
 
 
-# Where no other transaction can add instances to a locked project between a
-# count and the commit: SQLite (one writer; its transactions are serialisable)
-# and PostgreSQL under lock_project's advisory lock.
-_SERIALISED = ("sqlite", "postgresql")
+def locked_usage(conn: sa.Connection, project_id: str) -> dict[str, int]:
+    """PostgreSQL: the project's committed usage, its row locked until this
+    transaction ends. Take it last, just before COMMIT: every create and
+    delete of the project waits for it."""
+    row = _LOCK_USAGE.execute(conn, v_project=project_id).fetchone()
+    return {r: int(v) for r, v in zip(INSTANCE_RESOURCES, row)}
 
 
 class InstanceQuota:
     """One create's quota check, in the transaction that inserts the records.
 
-    Locks the project and counts its usage once; :meth:`allowed` says how many
+    Reads the project's usage and limits once; :meth:`allowed` says how many
     instances fit, :meth:`recheck` (after the insert) whether they still do."""
 
     def __init__(self, conn: sa.Connection, settings: Any, project_id: str,
-                 flavor: dict[str, Any], *, lock: bool = True) -> None:
-        if lock:  # without: a first look before the create's transaction
-            lock_project(conn, project_id)
+                 flavor: dict[str, Any]) -> None:
         self.settings = settings
         self.project_id = project_id
-        self.serialised = conn.dialect.name in _SERIALISED
         row = _INSTANCE_QUOTA.execute(conn, w_project=project_id).fetchone()
         self.used = {"instances": int(row[0]), "cores": int(row[1]), "ram": int(row[2])}
         self.limits = {res: int(getattr(settings, f"quota_{res}")) if own is None else own
@@ -141,14 +151,16 @@ class InstanceQuota:
 
     def recheck(self, conn: sa.Connection, added: int) -> None:
         """After inserting ``added`` instances: still within limits? Raises
-        TooManyInstances if not. Where the project is serialised the usage after
-        the insert is the usage before plus what was added, so it is not read
-        again; elsewhere it is read anew (and holds the added rows already)."""
-        if not self.serialised:
-            recheck(conn, self.settings, self.project_id)
-            return
-        _check_within(self.limits, {r: self.used[r] + self.per[r] * added
-                                    for r in INSTANCE_RESOURCES})
+        TooManyInstances if not. The usage then is the usage before (SQLite:
+        the first read, nothing can have changed it; PostgreSQL: read again
+        with the row locked, see :func:`locked_usage`) plus what was added.
+        On PostgreSQL call it as the transaction's last statement."""
+        before = locked_usage(conn, self.project_id) if conn.dialect.name == "postgresql" \
+            else self.used
+        for res in INSTANCE_RESOURCES:
+            lim, want = self.limits[res], self.per[res] * added
+            if 0 <= lim < before[res] + want:  # as allowed() says it, for the same request
+                raise TooManyInstances(overs=res, req=want, used=before[res], allowed=lim)
 
 
 def allowed_instances(conn: sa.Connection, settings: Any, project_id: str, flavor: dict[str, Any],
@@ -163,8 +175,10 @@ def _check_within(lim: dict[str, int], used: dict[str, int]) -> None:
             raise TooManyInstances(overs=res, req=used[res], used=used[res], allowed=lim[res])
 
 
-def recheck(conn: sa.Connection, settings: Any, project_id: str) -> None:
-    """After inserting: still within limits? Raises TooManyInstances if not."""
+def recount(conn: sa.Connection, settings: Any, project_id: str) -> None:
+    """The slow path :meth:`InstanceQuota.recheck` stands for: limits and usage
+    read again (the usage holds this transaction's instances on SQLite, not on
+    PostgreSQL, whose counter changes at COMMIT). TooManyInstances if over."""
     _check_within(limits(conn, settings, project_id), instance_usage(conn, project_id))
 
 

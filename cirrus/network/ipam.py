@@ -4,28 +4,41 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+import itertools
 import random
 from typing import Any, Iterator
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 
-from cirrus.db.prepared import Prepared, statement_savepoint
+from cirrus.db.prepared import Prepared
 from cirrus.network import exception as exc
 from cirrus.network.models import ip_allocations, ports, subnets
 from cirrus.network.validators import shown
 
 MAC_ATTEMPTS = 16
 # Tries of the counter's guess before the walk over the subnet's addresses.
-GUESSES = 3
+GUESSES = 4
+# Addresses above the count (and free ones in the walk) that racing
+# allocations spread over once they have lost twice (PostgreSQL, computes
+# allocating side by side: docs/performance.md, "Distributed (issue 22)").
+SPREAD_WINDOW = 16
 # IPv6 modes in which a port's address is built from its MAC (EUI-64), by the
 # guest (SLAAC) and identically by the IPAM, which records it.
 AUTO_ADDRESS_MODES = ("slaac", "dhcpv6-stateless")
 # Built once: every port creation runs these. The subnet's count of
 # allocations is kept by triggers on ip_allocations (migration 0006).
 _TAKEN = Prepared(sa.select(subnets.c.allocated).where(subnets.c.id == sa.bindparam("w_subnet")))
-_INSERT = Prepared(ip_allocations.insert().values(
-    network_id=sa.bindparam("v_network"), ip_address=sa.bindparam("v_address"),
-    subnet_id=sa.bindparam("v_subnet"), port_id=sa.bindparam("v_port")))
+_ROW: dict[str, Any] = {
+    "network_id": sa.bindparam("v_network"), "ip_address": sa.bindparam("v_address"),
+    "subnet_id": sa.bindparam("v_subnet"), "port_id": sa.bindparam("v_port")}
+_INSERT = Prepared(ip_allocations.insert().values(**_ROW))
+# PostgreSQL: a taken address is skipped, not an error, so no savepoint
+# around each try (SAVEPOINT, INSERT, RELEASE or ROLLBACK TO: three round
+# trips, where racing computes try several addresses a boot). RETURNING says
+# whether the row went in.
+_INSERT_IF_FREE = Prepared(postgresql.insert(ip_allocations).values(**_ROW)
+                           .on_conflict_do_nothing().returning(ip_allocations.c.ip_address))
 _MAC_USED = Prepared(sa.select(ports.c.id).where(
     ports.c.network_id == sa.bindparam("w_network"), ports.c.mac_address == sa.bindparam("w_mac")))
 
@@ -56,6 +69,10 @@ def default_pools(cidr: str, gateway: str | None) -> list[dict[str, str]]:
     else:
         pools.append({"start": str(first), "end": str(last)})
     return pools
+
+
+# Only spreads racers; seeded by no one else (see _MAC_RANDOM).
+_SPREAD = random.Random()
 
 
 def _pool_addresses(pools: list[dict[str, str]]) -> Iterator[str]:
@@ -93,10 +110,12 @@ def nth_in_pools(pools: list[dict[str, str]], n: int) -> str | None:
 
 def _insert(conn: sa.Connection, subnet: dict[str, Any], port_id: str, address: str) -> bool:
     """Record ``address`` for ``port_id``; False if it is taken."""
-    try:
-        with statement_savepoint(conn):
-            _INSERT.execute(conn, v_network=subnet["network_id"], v_address=address,
-                            v_subnet=subnet["id"], v_port=port_id)
+    values = {"v_network": subnet["network_id"], "v_address": address,
+              "v_subnet": subnet["id"], "v_port": port_id}
+    if conn.dialect.name == "postgresql":
+        return bool(_INSERT_IF_FREE.execute(conn, **values).fetchall())
+    try:  # SQLite backs out the failed statement alone, the transaction goes on
+        _INSERT.execute(conn, **values)
         return True
     except sa.exc.IntegrityError:
         return False
@@ -168,8 +187,14 @@ def _allocate_next(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
     count = taken.get(subnet["id"]) if taken is not None else None
     if count is None:
         count = _TAKEN.execute(conn, w_subnet=subnet["id"]).fetchone()[0]
-    for _ in range(GUESSES):
-        guess = nth_in_pools(pools, count)
+    contended = False
+    for attempt in range(GUESSES):
+        # From the third guess on, a racing herd is spread over a window
+        # above the count: every racer lost the count-th address to one
+        # winner, then the next one to another; trying the same one again
+        # would let one more of them through per round.
+        spread = _SPREAD.randrange(SPREAD_WINDOW) if attempt >= 2 else 0
+        guess = nth_in_pools(pools, count + spread)
         if guess is None:
             break
         if _insert(conn, subnet, port_id, guess):
@@ -179,13 +204,25 @@ def _allocate_next(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
         # read. Its insert is in the counter now: count again, not the walk
         # that reads every address of the subnet.
         fresh = _TAKEN.execute(conn, w_subnet=subnet["id"]).fetchone()[0]
-        if fresh <= count:
+        if fresh <= count and not contended:
             break  # a hole: the counter cannot say where the free ones are
-        count = fresh
+        contended = True
+        count = max(count, fresh)
+    return _walk(conn, subnet, port_id, pools, contended)
+
+
+def _walk(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
+          pools: list[dict[str, str]], contended: bool) -> str:
+    """The first free address of the pools, read from the subnet's
+    allocations; where allocations race (``contended``), one of the first few
+    free ones at random, so that the racers do not all try the same."""
     used = set(conn.execute(sa.select(ip_allocations.c.ip_address).where(
         ip_allocations.c.subnet_id == subnet["id"])).scalars())
-    for candidate in _pool_addresses(pools):
-        if candidate not in used and _insert(conn, subnet, port_id, candidate):
+    free = (candidate for candidate in _pool_addresses(pools) if candidate not in used)
+    first = [candidate for _, candidate in zip(range(SPREAD_WINDOW if contended else 0), free)]
+    _SPREAD.shuffle(first)
+    for candidate in itertools.chain(first, free):
+        if _insert(conn, subnet, port_id, candidate):
             return candidate  # a taken one was a concurrent allocation: next
     raise exc.IpAddressGenerationFailure(net_id=subnet["network_id"])
 

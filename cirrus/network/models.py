@@ -59,7 +59,7 @@ subnets = sa.Table(
     sa.Column("description", sa.String(255), nullable=False, default=""),
     *timestamps(),
     # The addresses allocated on the subnet (the IPAM's first guess), kept by
-    # triggers on ``ip_allocations`` (migration 0006).
+    # triggers on ``ip_allocations`` (migration 0006; PostgreSQL: at COMMIT, 0032).
     sa.Column("allocated", sa.Integer, nullable=False, server_default="0"),
 )
 
@@ -93,7 +93,7 @@ ports = sa.Table(
 )
 
 # A project's ports, for its port quota: kept by triggers on ``ports``
-# (migration 0008) in the statement that changes them; no row is none.
+# (migration 0008; on PostgreSQL fired at COMMIT, 0032); no row is none.
 port_usages = sa.Table(
     "port_usages", metadata,
     sa.Column("project_id", sa.String(64), primary_key=True),

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 
 from cirrus.config import Settings
 from cirrus.db.prepared import Prepared, statement_savepoint
@@ -43,12 +44,21 @@ _OVERRIDE = sa.select(network_quotas.c.limit).where(
 
 # Built once: every server create reads the project's port limit and use, in
 # one statement (its own limit, NULL for none; its port counter, 0 for none).
+_OWN_PORT_LIMIT = sa.select(network_quotas.c.limit).where(
+    network_quotas.c.project_id == sa.bindparam("w_project"),
+    network_quotas.c.resource == "port").scalar_subquery()
 _PORT_LIMIT_AND_USE = Prepared(sa.select(
-    sa.select(network_quotas.c.limit).where(
-        network_quotas.c.project_id == sa.bindparam("w_project"),
-        network_quotas.c.resource == "port").scalar_subquery(),
+    _OWN_PORT_LIMIT,
     sa.select(sa.func.coalesce(sa.func.max(port_usages.c.ports), 0)).where(
         port_usages.c.project_id == sa.bindparam("w_project")).scalar_subquery()))
+# PostgreSQL: the same, with the project's port counter row locked (made if it
+# has none) by a no-op upsert; its count is the committed ports, without this
+# transaction's (the counter changes at COMMIT, migration 0032).
+_LOCKED_PORTS = postgresql.insert(port_usages).values(
+    project_id=sa.bindparam("w_project")).on_conflict_do_update(
+    index_elements=[port_usages.c.project_id], set_={"ports": port_usages.c.ports}).returning(
+    port_usages.c.ports).cte("locked_ports")
+_PORT_LIMIT_AND_LOCKED_USE = Prepared(sa.select(_OWN_PORT_LIMIT, _LOCKED_PORTS.c.ports))
 
 
 def defaults(settings: Settings) -> dict[str, int]:
@@ -76,7 +86,20 @@ def limit_of(conn: sa.Connection, settings: Settings, project_id: str, resource:
 def port_limit_and_use(conn: sa.Connection, settings: Settings,
                        project_id: str) -> tuple[int, int]:
     """The project's port limit and how many ports it has, in one read."""
-    limit, in_use = _PORT_LIMIT_AND_USE.execute(conn, w_project=project_id).fetchone()
+    return _limit_and_use(settings, _PORT_LIMIT_AND_USE.execute(conn, w_project=project_id))
+
+
+def port_limit_and_locked_use(conn: sa.Connection, settings: Settings,
+                              project_id: str) -> tuple[int, int]:
+    """PostgreSQL: :func:`port_limit_and_use`, the project's port counter row
+    locked until this transaction ends, so no other port of the project can
+    be committed before it. Take it as the transaction's last statement."""
+    return _limit_and_use(settings, _PORT_LIMIT_AND_LOCKED_USE.execute(conn,
+                                                                       w_project=project_id))
+
+
+def _limit_and_use(settings: Settings, result: Any) -> tuple[int, int]:
+    limit, in_use = result.fetchone()
     return (int(limit) if limit is not None else int(settings.quota_ports)), int(in_use)
 
 

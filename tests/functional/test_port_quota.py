@@ -4,6 +4,8 @@ an allocation that would pass it fails the build without a port left behind.
 """
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 import pytest
 import sqlalchemy as sa
@@ -43,6 +45,24 @@ async def test_creates_stop_at_the_port_quota(cloud: Cloud, demo: httpx.AsyncCli
     assert resp.json() == {"forbidden": {"code": 403,
                                          "message": "Maximum number of ports exceeded"}}
     assert len(await _servers(demo)) == 3
+    assert await db_count(cloud, ports, ports.c.device_owner.like("compute:%")) == 3
+
+
+@pytest.mark.parametrize("settings_overrides", [LIMIT])
+async def test_concurrent_creates_at_the_port_quota_leave_none_over(
+        cloud: Cloud, demo: httpx.AsyncClient) -> None:
+    """Eight creates at once, one port each, against a port quota of 3: the
+    create-time check may let more through than fit (the ports are made by
+    the builds), but the allocations' recheck lets exactly three have ports;
+    the others are refused at create time or fail their build."""
+    image = await upload_image(demo)
+    resps = await asyncio.gather(*[demo.post(SERVERS, json=server_body(image, name=f"p{i}"))
+                                   for i in range(8)])
+    assert {r.status_code for r in resps} <= {202, 403}, [r.text for r in resps]
+    accepted = [r.json()["server"]["id"] for r in resps if r.status_code == 202]
+    statuses = [(await wait_for_status(demo, uuid, {"ACTIVE", "ERROR"}))["status"]
+                for uuid in accepted]
+    assert statuses.count("ACTIVE") == 3, statuses
     assert await db_count(cloud, ports, ports.c.device_owner.like("compute:%")) == 3
 
 

@@ -92,7 +92,16 @@ def kept_ports(conn: sa.Connection) -> dict[str, int]:
     return {p: n for p, n in rows if n}
 
 
+def fire_deferred(conn: sa.Connection) -> None:
+    """PostgreSQL changes the counters at COMMIT (migration 0032): fire what
+    this transaction queued so far, so the counters can be read inside it."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(sa.text("SET CONSTRAINTS ALL IMMEDIATE"))
+        conn.execute(sa.text("SET CONSTRAINTS ALL DEFERRED"))
+
+
 def assert_counters_right(conn: sa.Connection) -> None:
+    fire_deferred(conn)
     assert kept_usage(conn) == counted_usage(conn)
     assert kept_allocations(conn) == counted_allocations(conn)
     assert kept_ports(conn) == counted_ports(conn)
@@ -107,6 +116,7 @@ async def test_usage_follows_every_change_of_the_instances(cloud: Cloud) -> None
         a, b, c = (_add(conn, "u-p1", vcpus=v, memory_mb=256 * v) for v in (1, 2, 4))
         gone = _add(conn, "u-p1", vcpus=8, deleted=True)
         other = _add(conn, "u-p2", vcpus=2)
+        fire_deferred(conn)
         assert kept_usage(conn)["u-p1"] == (3, 7, 1792)
         steps = [
             lambda: inst.soft_delete(conn, b),
@@ -226,6 +236,7 @@ async def test_a_migration_counts_what_the_database_holds(tmp_path: Path,
                 assert sorted(kept_allocations(conn).values()) == [0, 3]
                 assert_counters_right(conn)
                 _add(conn, "m-p1", vcpus=2)
+                fire_deferred(conn)
                 assert kept_usage(conn)["m-p1"] == (3, 5, 1536)
             _downgrade(url)
             with engine.begin() as conn:

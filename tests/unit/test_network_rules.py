@@ -123,6 +123,23 @@ def test_a_guess_lost_to_another_writer_counts_again_instead_of_walking(
     assert ipam.allocate_ip(conn, subnet, _port(conn, subnet)["id"]) == "10.9.0.3"
 
 
+def test_a_racing_walk_spreads_over_the_first_free_addresses(conn: sa.Connection) -> None:
+    """Allocations that kept losing (``contended``) take one of the first free
+    addresses at random, never a taken one; alone, the walk takes the first."""
+    subnet = _subnet(conn)  # pool 10.9.0.2-10.9.0.6
+    for address in ("10.9.0.2", "10.9.0.4"):
+        ipam.allocate_ip(conn, subnet, _port(conn, subnet)["id"], address=address)
+    pools = subnet["allocation_pools"]
+    got = set()
+    for _ in range(40):
+        with conn.begin_nested() as savepoint:
+            got.add(ipam._walk(conn, subnet, _port(conn, subnet)["id"], pools, contended=True))
+            savepoint.rollback()
+    assert got == {"10.9.0.3", "10.9.0.5", "10.9.0.6"}
+    assert ipam._walk(conn, subnet, _port(conn, subnet)["id"], pools, contended=False) == \
+        "10.9.0.3"
+
+
 def test_generated_macs_keep_the_prefix() -> None:
     macs = {ipam.generate_mac("fa:16:3e:00:00:00") for _ in range(200)}
     assert len(macs) > 190

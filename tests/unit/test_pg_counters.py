@@ -1,0 +1,148 @@
+"""The usage counters on PostgreSQL (migration 0032): changed at COMMIT, so no
+transaction holds a project's counter row across its round trips, and the
+quota checks that lock the row last still let no concurrent create past the
+limit."""
+from __future__ import annotations
+
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
+from typing import Iterator
+
+import pytest
+import sqlalchemy as sa
+
+from cirrus.compute import exception as exc
+from cirrus.compute import quotas
+from cirrus.compute.models import project_usages
+from cirrus.db import migrate
+from cirrus.db.engine import make_engine
+from cirrus.network import quotas as port_quotas
+from tests.databases import PG_URL, PostgresDatabases
+from tests.unit.test_compute_rules import insert_instance
+
+SETTINGS = SimpleNamespace(quota_instances=5, quota_cores=-1, quota_ram=-1, quota_key_pairs=-1,
+                           quota_server_groups=-1, quota_server_group_members=-1,
+                           quota_ports=4)
+FLAVOR = {"vcpus": 1, "memory_mb": 512}
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[sa.Engine]:
+    reason = PostgresDatabases.unreachable()
+    if reason:
+        pytest.skip(reason)
+    name = f"cirrus_pgcounters_{uuid.uuid4().hex[:8]}"
+    admin = sa.create_engine(PG_URL, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
+    with admin.connect() as conn:
+        conn.execute(sa.text(f"CREATE DATABASE {name}"))
+    url = PG_URL.rsplit("/", 1)[0] + "/" + name
+    try:
+        migrate.upgrade(url)
+        engine = make_engine(url)
+        yield engine
+        engine.dispose()
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        admin.dispose()
+
+
+def _counted(engine: sa.Engine, project: str) -> int:
+    with engine.connect() as conn:
+        return int(conn.execute(sa.select(project_usages.c.instances).where(
+            project_usages.c.project_id == project)).scalar() or 0)
+
+
+def test_the_counter_changes_at_commit_and_holds_no_row_before(engine: sa.Engine) -> None:
+    """An uncommitted create leaves the counter row alone: a second create of
+    the project inserts without waiting (a lock wait would hit lock_timeout),
+    and each counts at its COMMIT."""
+    with engine.connect() as first:
+        first.begin()
+        insert_instance(first, "held-1", project="held")
+        insert_instance(first, "held-1b", project="held")
+        assert _counted(engine, "held") == 0  # not before COMMIT
+        with engine.connect() as second, second.begin():
+            second.execute(sa.text("SET LOCAL lock_timeout = '2s'"))
+            insert_instance(second, "held-2", project="held")
+        assert _counted(engine, "held") == 1
+        first.commit()
+    assert _counted(engine, "held") == 3
+    with engine.begin() as conn:  # and a delete uncounts at its COMMIT as well
+        conn.execute(sa.text("DELETE FROM instances WHERE uuid = 'held-1'"))
+        assert _counted(engine, "held") == 3
+    assert _counted(engine, "held") == 2
+
+
+def test_the_quota_recheck_locks_the_counter_row_until_commit(engine: sa.Engine) -> None:
+    """recheck() is the create's last statement: from it to COMMIT no other
+    create of the project can take the row."""
+    with engine.connect() as first:
+        first.begin()
+        quota = quotas.InstanceQuota(first, SETTINGS, "locked", FLAVOR)
+        insert_instance(first, "locked-1", project="locked")
+        quota.recheck(first, 1)
+        with engine.connect() as second, second.begin():
+            second.execute(sa.text("SET LOCAL lock_timeout = '200ms'"))
+            with pytest.raises(sa.exc.OperationalError, match="lock timeout"):
+                quotas.locked_usage(second, "locked")
+        first.commit()
+    assert _counted(engine, "locked") == 1
+
+
+def _create_one(engine: sa.Engine, project: str, i: int, inserted: threading.Barrier) -> bool:
+    """One create as the API runs it: read, insert, recheck last, COMMIT.
+    Every create reads and inserts before any rechecks (the barrier), the
+    worst case for a check made without a lock."""
+    with engine.connect() as conn:
+        conn.begin()
+        quota = quotas.InstanceQuota(conn, SETTINGS, project, FLAVOR)
+        fit = quota.allowed(1, 1)
+        insert_instance(conn, f"{project}-{i}", project=project)
+        inserted.wait(timeout=60)
+        try:
+            quota.recheck(conn, fit)
+        except exc.TooManyInstances:
+            conn.rollback()
+            return False
+        conn.commit()
+        return True
+
+
+def test_concurrent_creates_at_the_limit_none_over(engine: sa.Engine) -> None:
+    """20 creates of one project at once, each having seen room for itself,
+    against an instances quota of 5: exactly 5 commit, and the counter agrees
+    with the rows."""
+    creates = 20
+    inserted = threading.Barrier(creates)
+    many = make_engine(str(engine.url.render_as_string(hide_password=False)))
+    try:
+        with ThreadPoolExecutor(creates) as pool:
+            done = list(pool.map(lambda i: _create_one(many, "race", i, inserted),
+                                 range(creates)))
+    finally:
+        many.dispose()
+    assert done.count(True) == SETTINGS.quota_instances
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text("SELECT count(*) FROM instances WHERE project_id = 'race' "
+                                    "AND NOT deleted")).scalar_one()
+    assert rows == _counted(engine, "race") == SETTINGS.quota_instances
+
+
+def test_the_port_check_reads_the_limit_with_the_row_locked(engine: sa.Engine) -> None:
+    """port_limit_and_locked_use: the configured limit, the committed ports (a
+    project without a row: 0, its row made), and the row held until COMMIT."""
+    with engine.connect() as first:
+        first.begin()
+        assert port_quotas.port_limit_and_locked_use(first, SETTINGS, "ports") == (4, 0)
+        with engine.connect() as second, second.begin():
+            second.execute(sa.text("SET LOCAL lock_timeout = '200ms'"))
+            with pytest.raises(sa.exc.OperationalError, match="lock timeout"):
+                port_quotas.port_limit_and_locked_use(second, SETTINGS, "ports")
+        first.commit()
+    with engine.begin() as conn:
+        conn.execute(sa.text("INSERT INTO network_quotas (project_id, resource, \"limit\") "
+                             "VALUES ('ports', 'port', 7)"))
+        assert port_quotas.port_limit_and_locked_use(conn, SETTINGS, "ports") == (7, 0)
