@@ -29,7 +29,7 @@ from cirrus.db.triggers import Trigger, defer
 
 
 revision = '0032'
-down_revision = '0025'
+down_revision = '0030'
 branch_labels = None
 depends_on = None
 
