@@ -138,8 +138,10 @@ def test_a_volume_backed_guest_boots_from_its_volume() -> None:
 def test_the_config_drive_takes_a_device_no_volume_has() -> None:
     driver = _driver(None)
     volumes = [DiskSpec("/v1", "vdb"), DiskSpec("/v2", "vdc")]
-    assert driver._get_disk_info({"config_drive": True}, volumes)["disk.config"] == "vdd"
-    assert driver._get_disk_info({"config_drive": True})["disk.config"] == "vdb"
+    assert driver._get_disk_info({"config_drive": True}, volumes)["disk.config"] == "vdz"
+    assert driver._get_disk_info({"config_drive": True})["disk.config"] == "vdz"
+    every = [DiskSpec(f"/v{c}", f"vd{c}") for c in "bcdefghijklmnopqrstuvwxyz" if c != "q"]
+    assert driver._get_disk_info({"config_drive": True}, every)["disk.config"] == "vdq"
 
 
 @pytest.mark.parametrize("active, flags", [(True, 3), (False, 2)], ids=["running", "shut-off"])

@@ -122,11 +122,17 @@ class LibvirtDriver(GuestStateOps, LibvirtVolumeOps,  # guest_state.py: pause, r
     def _get_disk_info(self, instance: dict[str, Any],
                        volumes: Sequence[DiskSpec] = ()) -> dict[str, str]:
         """Which guest device each disk gets (blockinfo.get_disk_info); the
-        config drive takes the first device no volume has."""
+        config drive takes the last device no volume has.
+
+        The API names an attached volume by the first device its mappings
+        leave free (``next_device_name``) and knows nothing of the config
+        drive: from the top of the alphabet the two never meet in the domain's
+        targets. (The guest names virtio disks in bus order whatever the
+        target: a device name is a hint, as in Nova.)"""
         info = {"disk": "vda"}
         if instance.get("config_drive") or self.settings.force_config_drive:
             taken = {"vda", *(v.target for v in volumes)}
-            info["disk.config"] = next(f"vd{c}" for c in "bcdefghijklmnopqrstuvwxyz"
+            info["disk.config"] = next(f"vd{c}" for c in reversed("bcdefghijklmnopqrstuvwxyz")
                                        if f"vd{c}" not in taken)
         return info
 
