@@ -298,19 +298,14 @@ class API:
         if info is None:
             info = self._build_network_info_model(conn, instance["uuid"], instance["project_id"],
                                                   preserve, nets, subnets)
-        if mine and conn.dialect.name == "postgresql":
-            self._recheck_ports(conn, instance["project_id"], len(mine))
+        # Checked at create time already; this is the race with other creates
+        # (Neutron refuses the port, Nova raises this), as the last statement:
+        # on PostgreSQL it holds the project's port counter to COMMIT.
+        if mine and quotas.ports_over_limit(conn, self.settings, instance["project_id"],
+                                            len(mine)):
+            raise exc.PortLimitExceeded()
         created.extend(mine)  # only once the transaction can commit
         return bound, info
-
-    def _recheck_ports(self, conn: sa.Connection, project_id: str, added: int) -> None:
-        """PostgreSQL, as the allocation's last statement: the ``added`` ports
-        still fit the project's quota, counted with its port counter row locked
-        to COMMIT (every other allocation of the project commits before this
-        read, and is in it, or after this transaction). PortLimitExceeded if not."""
-        limit, used = quotas.port_limit_and_locked_use(conn, self.settings, project_id)
-        if limit >= 0 and used + added > limit:
-            raise exc.PortLimitExceeded()
 
     def _binding(self, instance: dict[str, Any], host: str | None) -> dict[str, Any]:
         """The port values that attach a port to ``instance`` on ``host``; ACTIVE
@@ -357,12 +352,6 @@ class API:
         with ``binding`` already: seed 001's update of the new ports would
         follow in this same transaction, so the insert carries it. ``fixed``
         gets each new port's fixed IPs."""
-        # Checked at create time already; this is the race with other creates
-        # (Neutron refuses the port, Nova raises this). PostgreSQL checks at
-        # the end instead (_recheck_ports).
-        if conn.dialect.name != "postgresql" and not self._ports_fit(
-                conn, instance["project_id"], sum(1 for port_id in ordered if not port_id), 1):
-            raise exc.PortLimitExceeded()
         result: list[dict[str, Any]] = []
         taken: dict[str, int] = {}  # addresses allocated per subnet, read with the subnets
         for req, port_id in zip(requests, ordered):

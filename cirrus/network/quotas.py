@@ -98,6 +98,22 @@ def port_limit_and_locked_use(conn: sa.Connection, settings: Settings,
                                                                        w_project=project_id))
 
 
+def ports_over_limit(conn: sa.Connection, settings: Settings, project_id: str,
+                     added: int) -> bool:
+    """Whether the project's ports, with the ``added`` this transaction
+    created, are over its limit. The allocation's last statement, on either
+    database: PostgreSQL's counter changes at COMMIT (migration 0032), so the
+    committed ports are read with the counter row locked and ``added`` put on
+    top; SQLite's counter holds this transaction's ports already, and its one
+    write lock orders the allocations anyway."""
+    if conn.dialect.name == "postgresql":
+        limit, used = port_limit_and_locked_use(conn, settings, project_id)
+        used += added
+    else:
+        limit, used = port_limit_and_use(conn, settings, project_id)
+    return 0 <= limit < used
+
+
 def _limit_and_use(settings: Settings, result: Any) -> tuple[int, int]:
     limit, in_use = result.fetchone()
     return (int(limit) if limit is not None else int(settings.quota_ports)), int(in_use)
