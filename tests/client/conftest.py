@@ -40,6 +40,17 @@ class RunningCloud:
             return json.loads(done.stdout)
         return done
 
+    def image_and_network(self, tmp_path: Path, image: str, network: str, subnet: str,
+                          cidr: str) -> None:
+        """A tiny raw image and a network with one subnet, made with the CLI:
+        what a server create needs."""
+        data = tmp_path / f"{image}.img"
+        data.write_bytes(b"\0" * 4096)
+        self.openstack("image", "create", "--disk-format", "raw", "--container-format", "bare",
+                       "--file", str(data), image)
+        self.openstack("network", "create", network)
+        self.openstack("subnet", "create", "--network", network, "--subnet-range", cidr, subnet)
+
 
 def start_cloud(state_dir: Path, port: int, *extra: str) -> subprocess.Popen[str]:
     log = open(state_dir.parent / f"cirrus-{port}.out", "a")

@@ -63,13 +63,7 @@ def test_network_objects(running: RunningCloud) -> None:
 
 
 def test_server_lifecycle(running: RunningCloud, tmp_path: Path) -> None:
-    data = tmp_path / "disk.img"
-    data.write_bytes(b"\0" * 4096)
-    running.openstack("image", "create", "--disk-format", "raw", "--container-format", "bare",
-                      "--file", str(data), "lifecycle-img")
-    running.openstack("network", "create", "life-net")
-    running.openstack("subnet", "create", "--network", "life-net", "--subnet-range",
-                      "10.8.0.0/24", "life-sub")
+    running.image_and_network(tmp_path, "lifecycle-img", "life-net", "life-sub", "10.8.0.0/24")
     running.openstack("keypair", "create", "--private-key", str(tmp_path / "life.pem"), "life-key")
     user_data = tmp_path / "ud.txt"
     user_data.write_text("#!/bin/sh\necho hi\n")

@@ -11,13 +11,8 @@ from tests.client.conftest import RunningCloud
 
 def test_event_show_lists_the_boot_steps_with_their_timing(running: RunningCloud,
                                                            tmp_path: Path) -> None:
-    data = tmp_path / "disk.img"
-    data.write_bytes(b"\0" * 4096)
-    running.openstack("image", "create", "--disk-format", "raw", "--container-format", "bare",
-                      "--file", str(data), "timeline-img")
-    running.openstack("network", "create", "timeline-net")
-    running.openstack("subnet", "create", "--network", "timeline-net", "--subnet-range",
-                      "10.9.0.0/24", "timeline-sub")
+    running.image_and_network(tmp_path, "timeline-img", "timeline-net", "timeline-sub",
+                              "10.9.0.0/24")
     running.openstack("server", "create", "--image", "timeline-img", "--flavor", "m1.tiny",
                       "--network", "timeline-net", "--wait", "timeline-vm")
     events = running.openstack("server", "event", "list", "timeline-vm", "-f", "json")
