@@ -162,15 +162,13 @@ class Builder:
                          "task_state": None if error else TaskState.BLOCK_DEVICE_MAPPING},
             expected_task_state=[TaskState.SCHEDULING], expected_vm_state=[VmState.BUILDING],
             expected_host=host)
-        ids = instance_actions.event_start_in_action(
+        event_id = instance_actions.event_start(
             conn, ctx, uuid, BUILD_EVENT, host=host,
             start=boot_timeline.as_datetime(timeline.start))
-        event_id, action_id = ids if ids is not None else (None, None)
         if error is not None:
-            return Started(instance, error=error, event_id=event_id, action_id=action_id,
-                           timeline=timeline)
+            return Started(instance, error=error, event_id=event_id, timeline=timeline)
         return Started(instance, claim=claim, bdms=inst.bdms(conn, uuid), event_id=event_id,
-                       action_id=action_id, timeline=timeline)
+                       timeline=timeline)
 
     def _validate_instance_group_policy(self, conn: sa.Connection, uuid: str) -> None:
         """The late check: another build may have raced us onto/away from this host."""

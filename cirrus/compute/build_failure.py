@@ -23,7 +23,6 @@ from cirrus.claims import Allocation, ClaimsClient
 from cirrus.compute import exception as exc
 from cirrus.compute import instance as inst
 from cirrus.compute import instance_actions
-from cirrus.compute.instance_actions import FinishedEvent
 from cirrus.compute.boot_volumes import BootVolumes
 from cirrus.compute.build_request import BuildRequest, RequestedNetwork
 from cirrus.compute.outcomes import BUILD_OUTCOMES, Outcome, Rule, rule_of
@@ -50,7 +49,6 @@ class Started:
     bdms: list[dict[str, Any]] = field(default_factory=list)
     error: Exception | None = None  # a failed claim or group check: reschedule
     event_id: int | None = None  # the build event it opened (None: no action to log under)
-    action_id: int | None = None  # the action of that event, where the steps' events go
     timeline: BootTimeline = field(default_factory=BootTimeline)  # the steps, timed
 
 
@@ -189,28 +187,26 @@ class BuildFailures:
 @dataclass(frozen=True)
 class BuildClosing:
     """What closing a build writes, prepared before its unit (outside the
-    write lock): the build event's details and the steps' events."""
+    write lock): the build event's details and its steps' text."""
 
     started: Started
     details: str
-    events: list[FinishedEvent]
+    steps: str | None
 
     @classmethod
     def of(cls, started: Started) -> "BuildClosing":
         timeline = started.timeline
-        return cls(started, timeline.build_details(time.time()), timeline.events())
+        return cls(started, timeline.build_details(time.time()), timeline.steps_json())
 
 
 def close_build_event(conn: sa.Connection, closing: BuildClosing, host: str,
                       error: BaseException | None = None) -> None:
-    """The build event closed (unless closed already) with its timing, and the
-    steps' events written beside it. Only the unit that closes the event
-    writes them: a build's failure path that reaches here twice (a reschedule
-    that ends in ERROR) writes its steps once."""
-    started = closing.started
-    if instance_actions.event_finish(conn, started.event_id, exc=error, if_open=True,
-                                     details=closing.details):
-        instance_actions.record_events(conn, started.action_id, host, closing.events)
+    """The build event closed (unless closed already) with its timing and its
+    steps. Only the unit that closes the event writes them: a build's failure
+    path that reaches here twice (a reschedule that ends in ERROR) keeps the
+    steps of the first."""
+    instance_actions.event_finish(conn, closing.started.event_id, exc=error, if_open=True,
+                                  details=closing.details, steps=closing.steps)
 
 
 def _record_error(conn: sa.Connection, ctx: RequestContext, uuid: str, error: BaseException,

@@ -48,37 +48,11 @@ def _event_insert(binds: Binds) -> sa.Insert:
         act.c.instance_uuid == sa.bindparam("w_uuid"), act.c.request_id == sa.bindparam("w_request")
     ).order_by(act.c.id.desc()).limit(1)
     return ev.insert().from_select(["action_id", *(c for c, _ in binds)], action).returning(
-        ev.c.id, ev.c.action_id)
-
-
-class FinishedEvent(NamedTuple):
-    """An event recorded finished (a boot timeline's step), as
-    :func:`record_events` writes it."""
-
-    event: str
-    start_time: dt.datetime
-    finish_time: dt.datetime
-    result: str
-    traceback: str | None
-    details: str | None
-
-
-def _events_insert(count: int) -> sa.Insert:
-    """``count`` finished events under one action, on one host, in one
-    multi-row statement; each created (and last updated) when it finished."""
-    def row(i: int) -> dict[str, Any]:
-        values: dict[str, Any] = {column: sa.bindparam(f"v{i}_{column}", type_=ev.c[column].type)
-                                  for column in FinishedEvent._fields}
-        return {**values, "action_id": sa.bindparam("w_action"), "host": sa.bindparam("w_host"),
-                "created_at": values["finish_time"], "updated_at": values["finish_time"]}
-    return ev.insert().values([row(i) for i in range(count)])
+        ev.c.id)
 
 
 # Every pipeline step records an event: statements built once (cirrus/db/prepared.py).
 _EVENT_INSERTS = PreparedCache(_event_insert)
-_EVENTS_INSERTS = PreparedCache(_events_insert)
-# Each count's parameter names, row by row, in FinishedEvent's order.
-_EVENT_PARAMS: dict[int, list[tuple[str, ...]]] = {}
 _EVENT_FINISHES = PreparedCache(lambda key: ev.update().where(
     ev.c.id == sa.bindparam("w_id"), *([ev.c.finish_time.is_(None)] if key[1] else []))
     .values({column: sa.bindparam(name) for column, name in key[0]}))
@@ -104,13 +78,12 @@ def action_start(conn: sa.Connection, ctx: RequestContext, instance_uuid: str,
 
 
 def _insert_event(conn: sa.Connection, ctx: RequestContext, instance_uuid: str,
-                  values: dict[str, Any]) -> tuple[int, int] | None:
-    """The new event's id and its action's; None (nothing inserted) if the
-    request has no action."""
+                  values: dict[str, Any]) -> int | None:
+    """The new event's id; None (nothing inserted) if the request has no action."""
     binds, params = _binds(values)
     row = _EVENT_INSERTS[binds].execute(conn, w_uuid=instance_uuid, w_request=ctx.request_id,
                                         **params).fetchone()
-    return (row[0], row[1]) if row is not None else None
+    return int(row[0]) if row is not None else None
 
 
 def format_traceback(exc: BaseException) -> str:
@@ -131,47 +104,27 @@ def _outcome(exc: BaseException | None, details: Any) -> dict[str, Any]:
 
 
 def event_start(conn: sa.Connection, ctx: RequestContext, instance_uuid: str, event: str,
-                host: str | None = None) -> int | None:
-    """Open ``event`` under the action of this request; its id, or None."""
-    ids = event_start_in_action(conn, ctx, instance_uuid, event, host)
-    return ids[0] if ids is not None else None
-
-
-def event_start_in_action(conn: sa.Connection, ctx: RequestContext, instance_uuid: str,
-                          event: str, host: str | None = None,
-                          start: dt.datetime | None = None) -> tuple[int, int] | None:
-    """:func:`event_start` (at ``start``, default now); the event's id and
-    its action's, for :func:`record_events` to add more under."""
+                host: str | None = None, start: dt.datetime | None = None) -> int | None:
+    """Open ``event`` (at ``start``, default now) under the action of this
+    request; its id, or None."""
     now = start or utcnow()
     return _insert_event(conn, ctx, instance_uuid, {"event": event, "start_time": now,
                                                     "host": host, "created_at": now})
 
 
-def record_events(conn: sa.Connection, action_id: int | None, host: str,
-                  events: list[FinishedEvent]) -> None:
-    """Finished events under ``action_id``, in one statement."""
-    if action_id is None or not events:
-        return
-    count = len(events)
-    names = _EVENT_PARAMS.get(count)
-    if names is None:
-        names = _EVENT_PARAMS[count] = [tuple(f"v{i}_{c}" for c in FinishedEvent._fields)
-                                        for i in range(count)]
-    params: dict[str, Any] = {"w_action": action_id, "w_host": host}
-    for row_names, event in zip(names, events):
-        params.update(zip(row_names, event))
-    _EVENTS_INSERTS[count].execute(conn, **params)
-
-
 def event_finish(conn: sa.Connection, event_id: int | None, *, exc: BaseException | None = None,
-                 details: Any = None, if_open: bool = False) -> bool:
+                 details: Any = None, if_open: bool = False, steps: str | None = None) -> bool:
     """Close an event: Success, or Error with the exception's traceback.
     Whether it was closed now.
 
-    ``if_open``: only if nobody closed it yet (a finished event keeps its outcome)."""
+    ``if_open``: only if nobody closed it yet (a finished event keeps its outcome).
+    ``steps``: a build's boot timeline (``timeline.BootTimeline.steps_json``)."""
     if event_id is None:
         return False
-    binds, params = _binds(_outcome(exc, details))
+    values = _outcome(exc, details)
+    if steps is not None:
+        values["steps"] = steps
+    binds, params = _binds(values)
     return _EVENT_FINISHES[binds, if_open].execute(conn, w_id=event_id, **params).rowcount == 1
 
 

@@ -141,6 +141,9 @@ instance_actions_events = sa.Table(
     sa.Column("traceback", sa.Text, nullable=True),
     sa.Column("host", sa.String(255), nullable=True),
     sa.Column("details", sa.Text, nullable=True),
+    # A build event's boot timeline: its steps, listed by the API as events
+    # of their own (cirrus/compute/timeline.py).
+    sa.Column("steps", sa.Text, nullable=True),
     *timestamps(),
 )
 

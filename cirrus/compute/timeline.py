@@ -1,10 +1,13 @@
 """The boot timeline: each seed step of a build, timed in memory.
 
 A build records its steps here while it runs (claim, network allocation,
-block devices, spawn, the vif-plugged wait) and writes them as finished
-instance-action events in the transaction that ends it (ACTIVE, ERROR or a
-reschedule): one multi-row insert instead of a round trip per step
-(docs/performance.md). Each event's ``details`` is a JSON object with
+block devices, spawn, the vif-plugged wait). The transaction that ends the
+build (ACTIVE, ERROR or a reschedule) stores them on the build event's row,
+as one JSON text in its ``steps`` column (:meth:`BootTimeline.steps_json`),
+and the API lists each as an event of its own after the build event
+(:func:`step_events`): a boot's last unit, which runs under SQLite's one
+writer, binds one more text instead of inserting five rows
+(docs/performance.md). Each step event's ``details`` is a JSON object with
 ``start_ms``/``finish_ms`` (milliseconds since the Unix epoch) and
 ``duration_ms``, so ``openstack server event show`` (2.84) tells where a boot
 spent its time. Every finished step is also reported to ``cirrus.observe``.
@@ -17,10 +20,10 @@ import datetime as dt
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, ContextManager, Iterator, Mapping, TypedDict
+from typing import Any, ContextManager, Iterator, Mapping, NamedTuple, TypedDict
 
 from cirrus import observe
-from cirrus.compute.instance_actions import ERROR, SUCCESS, FinishedEvent, format_traceback
+from cirrus.compute.instance_actions import ERROR, SUCCESS, format_traceback
 from cirrus.db.base import utcnow
 from cirrus.observe import BootStep
 
@@ -65,9 +68,8 @@ def timing_json(start: float, finish: float) -> str:
             f'"duration_ms": {(finish - start) * 1000.0:.3f}}}')
 
 
-@dataclass(frozen=True)
-class Step:
-    """One finished step of a build."""
+class Step(NamedTuple):
+    """One finished step of a build (a tuple: five are made a boot)."""
 
     step: BootStep
     start: float  # time.time() seconds
@@ -114,12 +116,48 @@ class BootTimeline:
         """The build event's details: its own timing."""
         return timing_json(self.start, finish)
 
-    def events(self) -> list[FinishedEvent]:
-        """The finished steps as events for ``instance_actions.record_events``."""
-        return [FinishedEvent(STEP_EVENTS[s.step], as_datetime(s.start), as_datetime(s.finish),
-                              SUCCESS if s.error is None else ERROR,
-                              None if s.error is None else format_traceback(s.error),
-                              timing_json(s.start, s.finish)) for s in self.steps]
+    def steps_json(self) -> str | None:
+        """The finished steps as the build event's ``steps`` column holds
+        them: ``[[event, start, finish, traceback or null], …]``, times in
+        ``time.time()`` seconds; None when there is none. Formatted directly
+        (no ``json.dumps`` of the successful steps): every boot writes one."""
+        if not self.steps:
+            return None
+        return "[" + ",".join(
+            f'["{STEP_EVENTS[s.step]}",{s.start!r},{s.finish!r},'
+            f'{"null" if s.error is None else json.dumps(format_traceback(s.error))}]'
+            for s in self.steps) + "]"
+
+
+class StepEvent(TypedDict):
+    """A step stored on its build event, as the API lists events."""
+
+    event: str
+    start_time: dt.datetime
+    finish_time: dt.datetime
+    result: str
+    traceback: str | None
+    host: str | None
+    details: str
+
+
+def step_events(steps: str | None, host: str | None) -> list[StepEvent]:
+    """The steps a build event's ``steps`` column holds (see
+    :meth:`BootTimeline.steps_json`) as events of their own, on the build
+    event's ``host``; text that does not read as steps gives none (a reader
+    of an action never fails on what a build left)."""
+    if not steps:
+        return []
+    try:
+        rows = json.loads(steps)
+        return [{"event": str(event), "start_time": as_datetime(float(start)),
+                 "finish_time": as_datetime(float(finish)),
+                 "result": SUCCESS if traceback is None else ERROR,
+                 "traceback": None if traceback is None else str(traceback), "host": host,
+                 "details": timing_json(float(start), float(finish))}
+                for event, start, finish, traceback in rows]
+    except (TypeError, ValueError, OverflowError):
+        return []
 
 
 class ScheduleTiming:

@@ -36,15 +36,43 @@ def test_a_step_is_recorded_with_its_outcome() -> None:
     with pytest.raises(ValueError):
         with t.step(BootStep.SPAWN):
             raise ValueError("no guest")
-    claim, spawn = t.events()
-    assert (claim.event, claim.result, claim.traceback) == (timeline.CLAIM_EVENT, SUCCESS, None)
-    assert (spawn.event, spawn.result) == (timeline.SPAWN_EVENT, ERROR)
-    assert spawn.traceback is not None and "ValueError: no guest" in spawn.traceback
+    claim, spawn = timeline.step_events(t.steps_json(), "h1")
+    assert (claim["event"], claim["result"], claim["traceback"]) == (
+        timeline.CLAIM_EVENT, SUCCESS, None)
+    assert (spawn["event"], spawn["result"]) == (timeline.SPAWN_EVENT, ERROR)
+    assert spawn["traceback"] is not None and "ValueError: no guest" in spawn["traceback"]
     for event in (claim, spawn):
-        details = json.loads(event.details or "")
-        assert event.start_time <= event.finish_time
+        details = json.loads(event["details"])
+        assert event["host"] == "h1"
+        assert event["start_time"] <= event["finish_time"]
         assert details["start_ms"] <= details["finish_ms"]
         assert t.start * 1000 <= details["start_ms"] + 0.001
+
+
+def test_the_stored_steps_give_back_each_steps_times() -> None:
+    t = timeline.BootTimeline()
+    t.steps.append(timeline.Step(BootStep.NETWORK, 1764130000.123456, 1764130000.125))
+    t.steps.append(timeline.Step(BootStep.SPAWN, 1764130000.125, 1764130012.5,
+                                 RuntimeError('quote " and \\ backslash\nnewline')))
+    network, spawn = timeline.step_events(t.steps_json(), None)
+    assert network["start_time"] == timeline.as_datetime(1764130000.123456)
+    assert network["finish_time"] == timeline.as_datetime(1764130000.125)
+    assert json.loads(network["details"]) == pytest.approx(
+        {"start_ms": 1764130000123.456, "finish_ms": 1764130000125.0, "duration_ms": 1.544})
+    assert spawn["traceback"] is not None
+    assert 'quote " and \\ backslash\nnewline' in spawn["traceback"]
+
+
+def test_no_steps_are_stored_as_nothing() -> None:
+    assert timeline.BootTimeline().steps_json() is None
+
+
+@pytest.mark.parametrize("stored", [
+    None, "", "not json", "{}", "[1]", '[["a", "x", 1, null]]', '[["a", 1, 2]]',
+    '[["a", 1e400, 2, null]]', "[[null, 1, 2, null, 5]]",
+])
+def test_steps_that_do_not_read_as_steps_list_nothing(stored: str | None) -> None:
+    assert timeline.step_events(stored, "h") == []
 
 
 def test_the_schedule_keeps_the_decision_beside_its_timing() -> None:

@@ -1,7 +1,7 @@
 """``/servers/{id}/os-instance-actions``: every action on a server and its events."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import sqlalchemy as sa
 from starlette.requests import Request
@@ -11,6 +11,7 @@ from starlette.routing import Route
 from cirrus.api.compute.microversion import api_version
 from cirrus.api.wsgi import context, query_int, reply
 from cirrus.compute.models import instance_actions, instance_actions_events
+from cirrus.compute.timeline import step_events
 from cirrus.db.base import isotime
 from cirrus.db.engine import fetch_all, fetch_one
 from cirrus.exception import NotFound
@@ -38,7 +39,7 @@ def _action_view(row: dict[str, Any], version: tuple[int, int]) -> dict[str, Any
     return out
 
 
-def _event_view(row: dict[str, Any], version: tuple[int, int], is_admin: bool,
+def _event_view(row: Mapping[str, Any], version: tuple[int, int], is_admin: bool,
                 project_id: str) -> dict[str, Any]:
     from cirrus.api.compute.views import host_id
 
@@ -94,7 +95,9 @@ async def show(request: Request) -> Response:
     if action is None:
         raise InstanceActionNotFound(request_id=request_id, instance_uuid=instance["uuid"])
     body = _action_view(action, version)
-    body["events"] = [_event_view(e, version, ctx.is_admin, instance["project_id"]) for e in events]
+    # A build event's steps (its boot timeline) follow it as events of their own.
+    rows = [row for e in events for row in (e, *step_events(e["steps"], e["host"]))]
+    body["events"] = [_event_view(e, version, ctx.is_admin, instance["project_id"]) for e in rows]
     return reply({"instanceAction": body})
 
 
