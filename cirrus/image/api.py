@@ -55,6 +55,15 @@ def _may_modify(ctx: RequestContext, owner: str | None) -> bool:
     return owner is not None and policy.check(ctx, "image:modify", {"project_id": owner})
 
 
+def _sized(image: dict[str, Any], query: ListQuery) -> bool:
+    """Whether ``image`` is within the listing's size bounds (unsized images are not)."""
+    if query.size_min is None and query.size_max is None:
+        return True
+    size = image["size"]
+    return size is not None and (query.size_min is None or size >= query.size_min) and (
+        query.size_max is None or size <= query.size_max)
+
+
 def _sees_member(ctx: RequestContext, image: dict[str, Any], member_id: str) -> bool:
     """Glance shows an image's members to its owner (and admins); a member
     project sees only its own membership."""
@@ -130,7 +139,8 @@ class ImageAPI:
                 image_members.c.member_id == ctx.project_id))
             membership = {r["image_id"]: r["status"] for r in member_rows}
             return [r for r in rows if self._listed(ctx, r, membership, query)]
-        rows = await self.db.read(select)
+        rows = [r for r in await self.db.read(select) if query.hidden == (
+            (r["properties"] or {}).get("os_hidden") is True) and _sized(r, query)]
         if query.tags:
             wanted = set(query.tags)
             rows = [r for r in rows if wanted <= {t for t in r["tags"] or [] if isinstance(t, str)}]
@@ -251,7 +261,8 @@ class ImageAPI:
         if row["status"] == ImageStatus.DEACTIVATED and not ctx.is_admin:
             raise exc.ImageForbidden(reason="The requested image has been deactivated. "
                                             "Image data download is forbidden.")
-        if row["status"] != ImageStatus.ACTIVE or not self.store.path(image_id).exists():
+        if row["status"] not in (ImageStatus.ACTIVE, ImageStatus.DEACTIVATED) \
+                or not self.store.path(image_id).exists():
             return row, None
         return row, self.store.read(image_id)
 

@@ -76,7 +76,7 @@ def nested_items(body: dict[str, Any]) -> list[tuple[Kind, str, dict[str, Any]]]
     """The items a namespace create body carries (properties are a map)."""
     out = []
     for key, kind in NESTED.items():
-        value: Any = body.get(key) or ()
+        value: Any = body.get(key) or ({} if kind == Kind.PROPERTY else [])
         entries = [{"name": k, **v} for k, v in value.items()] if kind == Kind.PROPERTY \
             else list(value)
         for entry in entries:
