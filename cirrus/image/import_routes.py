@@ -40,7 +40,7 @@ async def stage(request: Request) -> Response:
 async def image_import(request: Request) -> Response:
     body = await json_body(request)
     await _importer(request).start(context(request), request.path_params["image_id"], body)
-    return reply({}, status=202)
+    return Response(status_code=202)  # Glance's 202 has no body
 
 
 async def image_tasks(request: Request) -> Response:

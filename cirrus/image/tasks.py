@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid as uuidlib
-from typing import Any, NoReturn, TypedDict
+from typing import Any, NoReturn
 
 import sqlalchemy as sa
 
@@ -25,24 +25,6 @@ from cirrus.image.states import TaskStatus
 
 TASK_TYPES = ("import", "api_image_import", "location_import")
 TIME_TO_LIVE = dt.timedelta(hours=48)  # Glance's task_time_to_live
-
-
-class TaskRow(TypedDict):
-    """An ``image_tasks`` row."""
-
-    id: str
-    type: str
-    status: str
-    owner: str | None
-    image_id: str | None
-    request_id: str | None
-    user_id: str | None
-    input: dict[str, Any]
-    result: dict[str, Any] | None
-    message: str
-    expires_at: dt.datetime | None
-    created_at: dt.datetime
-    updated_at: dt.datetime | None
 
 
 def new_task(ctx: RequestContext, task_type: str, image_id: str | None,

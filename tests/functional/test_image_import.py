@@ -85,7 +85,7 @@ async def test_glance_direct_import(demo: httpx.AsyncClient) -> None:
                            headers=OCTETS)).status_code == 204
     assert await _status(demo, image) == "uploading"
     resp = await demo.post(f"{IMAGES}/{image}/import", json=GLANCE_DIRECT)
-    assert resp.status_code == 202, resp.text
+    assert resp.status_code == 202 and resp.content == b"", resp.text
     shown = (await demo.get(f"{IMAGES}/{image}")).json()
     assert shown["status"] == "active" and shown["size"] == len(data)
     assert shown["os_hash_value"] == hashlib.sha512(data).hexdigest()

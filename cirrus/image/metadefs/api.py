@@ -233,8 +233,6 @@ class MetadefAPI:
     async def replace_item(self, ctx: RequestContext, namespace: str, kind: Kind, name: str,
                            new_name: str, rest: dict[str, Any]) -> Row:
         """An item's new body (and name: 409 if another item has it)."""
-        await self.item(ctx, namespace, kind, name)
-
         def replace(conn: sa.Connection) -> Row:
             self.lookup(conn, ctx, namespace)
             old = fetch_one(conn, sa.select(metadef_items).where(*_key(namespace, kind, name)))
