@@ -95,10 +95,11 @@ def _sizes(params: QueryParams) -> dict[str, int | None]:
         except ValueError:
             raise exc.InvalidImage(reason=f"Invalid value for the '{key}' parameter: "
                                           "expected an integer.") from None
+        low, high = bounds["size_min"], bounds["size_max"]
         if key != "size_max":
-            bounds["size_min"] = max(value, bounds["size_min"] or value)
+            bounds["size_min"] = value if low is None else max(value, low)
         if key != "size_min":
-            bounds["size_max"] = min(value, bounds["size_max"] or value)
+            bounds["size_max"] = value if high is None else min(value, high)
     return bounds
 
 
