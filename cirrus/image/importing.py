@@ -121,12 +121,14 @@ class ImageImport:
         values = {"status": ImageStatus.ACTIVE.value, "size": size, "virtual_size": size,
                   "checksum": md5, "os_hash_algo": "sha512", "os_hash_value": sha512}
 
-        def succeed(conn: sa.Connection) -> None:
+        def succeed(conn: sa.Connection) -> bool:
             if save_status(conn, image_id, ImageStatus.IMPORTING, values):
                 tasks.finish(conn, task_id, TaskStatus.SUCCESS, result={"image_id": image_id})
-            else:  # deleted during the import
-                tasks.finish(conn, task_id, TaskStatus.FAILURE, "The image was deleted.")
-        await self.db.run(succeed)
+                return True
+            tasks.finish(conn, task_id, TaskStatus.FAILURE, "The image was deleted.")
+            return False
+        if not await self.db.run(succeed):  # deleted during the import: no data left behind
+            self.images.store.delete(image_id)
 
     @staticmethod
     def _fail(conn: sa.Connection, image_id: str, task_id: str, message: str) -> None:
