@@ -29,7 +29,7 @@ async def test_namespace_lifecycle(admin: httpx.AsyncClient) -> None:
                                visibility="public", protected=True,
                                resource_type_associations=[{"name": "OS::Glance::Image",
                                                             "prefix": "hw_"}])
-    assert created["self"] == f"/v2/metadefs/namespaces/life"
+    assert created["self"] == "/v2/metadefs/namespaces/life"
     assert created["resource_type_associations"][0]["prefix"] == "hw_"
     shown = (await admin.get(f"{NS}/life")).json()
     assert shown["visibility"] == "public" and shown["protected"] is True
