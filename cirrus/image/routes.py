@@ -1,4 +1,6 @@
-"""Image service v2 HTTP API (Glance subset)."""
+"""Image service v2 HTTP API (Glance): images, members, tags, actions, schemas;
+staging, import, tasks and ``/v2/info`` in :mod:`cirrus.image.import_routes`,
+metadata definitions in :mod:`cirrus.image.metadefs.routes`."""
 from __future__ import annotations
 
 from typing import Any
@@ -11,10 +13,9 @@ from starlette.routing import Route
 from cirrus.api.errors import error_response
 from cirrus.api.wsgi import context, json_body, no_content, reply
 from cirrus.image import exception as exc
-from cirrus.image import patch, query
-from cirrus.image import actions, import_routes
-from cirrus.image.metadefs.schemas import SCHEMAS as METADEF_SCHEMAS
+from cirrus.image import actions, import_routes, patch, query
 from cirrus.image.metadefs.routes import ROUTES as METADEF_ROUTES
+from cirrus.image.metadefs.schemas import SCHEMAS as METADEF_SCHEMAS
 from cirrus.image.views import (IMAGE_SCHEMA, MEMBER_SCHEMA, TASK_LISTED, TASK_SCHEMA,
                                 collection_schema, image_view, member_view)
 
