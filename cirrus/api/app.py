@@ -108,9 +108,9 @@ def build_app(state: dict[str, Any]) -> Starlette:
                   "/volume": [Middleware(VolumeApiMiddleware)]}
     for prefix, table, locate in _route_tables():
         middleware = per_family.get(prefix)
-        # Nova's and Cinder's routes match a path exactly: ``DELETE /images/``
+        # Nova's, Cinder's and Glance's routes match a path exactly: ``DELETE /images/``
         # is a 404 there, not a redirect to the collection (which would answer 405).
-        exact = prefix in ("/compute", "/volume")
+        exact = prefix in ("/compute", "/volume", "/image")
         router = Router(guard_routes(prefix, table, locate), redirect_slashes=not exact)
         routes.append(Mount(prefix, app=router, middleware=middleware))
     # Public static files with no data in them (cirrus/dashboard): the pages

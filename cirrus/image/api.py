@@ -31,6 +31,7 @@ from cirrus.image import exception as exc
 from cirrus.image import patch, schema
 from cirrus.image.models import image_members, images
 from cirrus.image.query import ListQuery
+from cirrus.image.states import ImageStatus
 from cirrus.image.store import ImageStore
 
 
@@ -52,6 +53,15 @@ def _may_modify(ctx: RequestContext, owner: str | None) -> bool:
     if ctx.is_admin:
         return True
     return owner is not None and policy.check(ctx, "image:modify", {"project_id": owner})
+
+
+def _sized(image: dict[str, Any], query: ListQuery) -> bool:
+    """Whether ``image`` is within the listing's size bounds (unsized images are not)."""
+    if query.size_min is None and query.size_max is None:
+        return True
+    size = image["size"]
+    return size is not None and (query.size_min is None or size >= query.size_min) and (
+        query.size_max is None or size <= query.size_max)
 
 
 def _sees_member(ctx: RequestContext, image: dict[str, Any], member_id: str) -> bool:
@@ -80,6 +90,8 @@ class ImageAPI:
         self.settings = settings
         self.db = db
         self.store = ImageStore(settings.state_dir / "images")
+        # Data staged for an import (``PUT …/stage``) until it is imported.
+        self.staging = ImageStore(settings.state_dir / "image-staging")
 
     def image_path(self, image_id: str) -> Path:
         """Where the data of ``image_id`` lives (for drivers on this host)."""
@@ -103,8 +115,10 @@ class ImageAPI:
         policy.enforce(ctx, "image:get")
         return await self.db.read(self.lookup, ctx, image_id)
 
-    async def _writable(self, ctx: RequestContext, image_id: str) -> dict[str, Any]:
-        """The record, if the caller may change it: 404 unseen, 403 seen only."""
+    async def writable(self, ctx: RequestContext, image_id: str) -> dict[str, Any]:
+        """The record, if the caller may change it (a member of its owner's
+        project, or an admin): ImageNotFound (404) unseen, ImageForbidden (403)
+        seen only."""
         row = await self.get(ctx, image_id)
         if not _may_modify(ctx, row["owner"]):
             raise exc.ImageForbidden(reason="You are not permitted to modify this image.")
@@ -125,7 +139,8 @@ class ImageAPI:
                 image_members.c.member_id == ctx.project_id))
             membership = {r["image_id"]: r["status"] for r in member_rows}
             return [r for r in rows if self._listed(ctx, r, membership, query)]
-        rows = await self.db.read(select)
+        rows = [r for r in await self.db.read(select) if query.hidden == (
+            (r["properties"] or {}).get("os_hidden") is True) and _sized(r, query)]
         if query.tags:
             wanted = set(query.tags)
             rows = [r for r in rows if wanted <= {t for t in r["tags"] or [] if isinstance(t, str)}]
@@ -185,7 +200,7 @@ class ImageAPI:
     async def update(self, ctx: RequestContext, image_id: str,
                      changes: Sequence[patch.Change]) -> dict[str, Any]:
         """Apply a PATCH's changes in order (see :func:`cirrus.image.patch.apply`)."""
-        row = await self._writable(ctx, image_id)
+        row = await self.writable(ctx, image_id)
         draft = patch.apply(row, changes)
         if "owner" in draft.touched and not ctx.is_admin:
             raise exc.ImageForbidden(reason="Owner can't be updated by non admin.")
@@ -197,15 +212,16 @@ class ImageAPI:
         return await self.get(ctx, image_id)
 
     async def delete(self, ctx: RequestContext, image_id: str) -> None:
-        row = await self._writable(ctx, image_id)
+        row = await self.writable(ctx, image_id)
         if row["protected"]:
             raise exc.ImageForbidden(reason=f"Image {image_id} is protected and cannot be deleted.")
         await self.db.run(lambda conn: conn.execute(images.update().where(
             images.c.id == image_id).values(deleted=True, status="deleted", updated_at=utcnow())))
         self.store.delete(image_id)
+        self.staging.delete(image_id)
 
     async def upload(self, ctx: RequestContext, image_id: str, chunks: AsyncIterator[bytes]) -> None:
-        row = await self._writable(ctx, image_id)
+        row = await self.writable(ctx, image_id)
         if row["status"] != "queued":
             raise exc.ImageConflict(reason=f"Image status transition from {row['status']} to "
                                            f"saving is not allowed")
@@ -231,7 +247,7 @@ class ImageAPI:
         """A compute host's snapshot upload: the queued image gets the formats
         the driver wrote (a snapshot's record is created without them, as
         Nova's is), then its data (see :meth:`upload`)."""
-        await self._writable(ctx, image_id)
+        await self.writable(ctx, image_id)
         await self.db.run(lambda conn: conn.execute(images.update().where(
             images.c.id == image_id, images.c.status == "queued").values(
             disk_format=disk_format, container_format=container_format, updated_at=utcnow())))
@@ -242,7 +258,11 @@ class ImageAPI:
         members (not readers) download."""
         row = await self.get(ctx, image_id)
         policy.enforce(ctx, "image:download")
-        if row["status"] != "active" or not self.store.path(image_id).exists():
+        if row["status"] == ImageStatus.DEACTIVATED and not ctx.is_admin:
+            raise exc.ImageForbidden(reason="The requested image has been deactivated. "
+                                            "Image data download is forbidden.")
+        if row["status"] not in (ImageStatus.ACTIVE, ImageStatus.DEACTIVATED) \
+                or not self.store.path(image_id).exists():
             return row, None
         return row, self.store.read(image_id)
 
@@ -251,7 +271,7 @@ class ImageAPI:
         """Add (at most TAG_QUOTA, 413) or remove (404 if absent) one tag."""
         if add:
             schema.tag(tag)
-        row = await self._writable(ctx, image_id)
+        row = await self.writable(ctx, image_id)
         tags = list(row["tags"] or [])
         if add and tag not in tags:
             tags.append(tag)

@@ -44,3 +44,17 @@ class UnsupportedMediaType(CirrusException):
     code = 415
     msg_fmt = "%(reason)s"
 
+
+
+class TaskNotFound(NotFound):
+    msg_fmt = "Task with the given id %(task_id)s was not found"
+
+
+class MultiStoreNotSupported(NotFound):
+    """``GET /v2/info/stores`` of a single-store cloud (Glance: 404)."""
+
+    msg_fmt = "Multi backend is not supported at this site."
+
+
+class MetadefNotFound(NotFound):
+    msg_fmt = "%(what)s %(name)s not found"

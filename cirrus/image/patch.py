@@ -135,13 +135,18 @@ def _apply_core(draft: Draft, change: Change) -> None:
 
 def _apply_property(draft: Draft, change: Change) -> None:
     key = change.key
+    # os_hidden is one of Glance's base attributes, kept with the properties:
+    # always there (false unless set), never removed.
+    base = key in schema.BOOLEAN_PROPERTIES
+    if change.op == "remove" and base:
+        raise exc.ImageForbidden(reason=f"Property {key} may not be removed.")
     if change.op == "remove":
         if key not in draft.properties:
             raise exc.ImageConflict(reason=f"Property {schema.shown(key)} does not exist.")
         del draft.properties[key]
         return
     value = schema.property_value(key, change.value)
-    if change.op == "replace" and key not in draft.properties:
+    if change.op == "replace" and key not in draft.properties and not base:
         raise exc.ImageConflict(reason=f"Property {key} does not exist.")
     if change.op == "add" and change.strict_add and key in draft.properties:
         raise exc.ImageConflict(reason=f"Property {key} already present.")

@@ -44,6 +44,10 @@ class ListQuery:
     limit: int = DEFAULT_LIMIT
     marker: str | None = None
     sort: list[tuple[str, str]] = field(default_factory=lambda: [("created_at", "desc")])
+    # Glance lists hidden images (``os_hidden``) only when asked for, and then only them.
+    hidden: bool = False
+    size_min: int | None = None
+    size_max: int | None = None
 
 
 def parse(params: QueryParams) -> ListQuery:
@@ -61,13 +65,42 @@ def parse(params: QueryParams) -> ListQuery:
                      properties=properties,
                      member_status=member_status, limit=_limit(params.get("limit")),
                      marker=None if marker is None else _value("marker", marker),
-                     sort=_sort(params))
+                     sort=_sort(params), hidden=_boolean("os_hidden", params.get("os_hidden")),
+                     **_sizes(params))
 
 
 def _value(key: str, value: str) -> str:
     if not schema.storable(value):
         raise exc.InvalidImage(reason=f"Invalid value for the '{key}' parameter.")
     return value
+
+
+def _boolean(key: str, raw: str | None) -> bool:
+    if raw is None:
+        return False
+    if raw.lower() not in ("true", "false"):
+        raise exc.InvalidImage(reason=f"Invalid value for the '{key}' parameter: expected "
+                                      "true or false.")
+    return raw.lower() == "true"
+
+
+def _sizes(params: QueryParams) -> dict[str, int | None]:
+    """``size`` (exact), ``size_min`` and ``size_max`` (inclusive) as bounds."""
+    bounds: dict[str, int | None] = {"size_min": None, "size_max": None}
+    for key in ("size", "size_min", "size_max"):
+        if key not in params:
+            continue
+        try:
+            value = int(params[key])
+        except ValueError:
+            raise exc.InvalidImage(reason=f"Invalid value for the '{key}' parameter: "
+                                          "expected an integer.") from None
+        low, high = bounds["size_min"], bounds["size_max"]
+        if key != "size_max":
+            bounds["size_min"] = value if low is None else max(value, low)
+        if key != "size_min":
+            bounds["size_max"] = value if high is None else min(value, high)
+    return bounds
 
 
 def _limit(raw: str | None) -> int:

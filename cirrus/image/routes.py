@@ -1,4 +1,6 @@
-"""Image service v2 HTTP API (Glance subset)."""
+"""Image service v2 HTTP API (Glance): images, members, tags, actions, schemas;
+staging, import, tasks and ``/v2/info`` in :mod:`cirrus.image.import_routes`,
+metadata definitions in :mod:`cirrus.image.metadefs.routes`."""
 from __future__ import annotations
 
 from typing import Any
@@ -11,8 +13,11 @@ from starlette.routing import Route
 from cirrus.api.errors import error_response
 from cirrus.api.wsgi import context, json_body, no_content, reply
 from cirrus.image import exception as exc
-from cirrus.image import patch, query
-from cirrus.image.views import IMAGE_SCHEMA, image_view, member_view
+from cirrus.image import actions, import_routes, patch, query
+from cirrus.image.metadefs.routes import ROUTES as METADEF_ROUTES
+from cirrus.image.metadefs.schemas import SCHEMAS as METADEF_SCHEMAS
+from cirrus.image.views import (IMAGE_SCHEMA, MEMBER_SCHEMA, TASK_LISTED, TASK_SCHEMA,
+                                collection_schema, image_view, member_view)
 
 VERSIONS = ("2.16", "2.15", "2.14", "2.13", "2.12", "2.11", "2.10", "2.9", "2.8", "2.7", "2.6",
             "2.5", "2.4", "2.3", "2.2", "2.1", "2.0")
@@ -54,14 +59,6 @@ async def show(request: Request) -> Response:
     return reply(image_view(await _images(request).get(context(request), request.path_params["image_id"])))
 
 
-async def tasks(request: Request) -> Response:
-    """``GET /v2/images/{id}/tasks`` (Glance 2.12): the image's import tasks.
-    Images come only through upload here, never by a task, so the list is
-    empty; an image the caller may not see is 404 as for its record."""
-    await _images(request).get(context(request), request.path_params["image_id"])
-    return reply({"tasks": []})
-
-
 async def update(request: Request) -> Response:
     try:
         draft = patch.draft_of(request.headers.get("content-type"))
@@ -79,11 +76,7 @@ async def delete(request: Request) -> Response:
 
 
 async def upload(request: Request) -> Response:
-    # Glance takes image data only as application/octet-stream (415 otherwise).
-    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if media != "application/octet-stream":
-        raise exc.UnsupportedMediaType(reason=f"Content type {media[:80] or None} not supported: "
-                                              "expected application/octet-stream")
+    import_routes.octet_stream(request)
     await _images(request).upload(context(request), request.path_params["image_id"],
                                   request.stream())
     return no_content()
@@ -97,6 +90,16 @@ async def download(request: Request) -> Response:
     if row["checksum"]:
         headers["Content-MD5"] = row["checksum"]
     return StreamingResponse(chunks, media_type="application/octet-stream", headers=headers)
+
+
+async def deactivate(request: Request) -> Response:
+    await actions.deactivate(_images(request), context(request), request.path_params["image_id"])
+    return no_content()
+
+
+async def reactivate(request: Request) -> Response:
+    await actions.reactivate(_images(request), context(request), request.path_params["image_id"])
+    return no_content()
 
 
 async def tag(request: Request) -> Response:
@@ -141,30 +144,27 @@ async def remove_member(request: Request) -> Response:
     return no_content()
 
 
-async def schema_image(request: Request) -> Response:
-    return reply(IMAGE_SCHEMA)
+def _schema(document: dict[str, Any]) -> Any:
+    async def show(request: Request) -> Response:
+        return reply(document)
+    return show
 
 
-async def schema_images(request: Request) -> Response:
-    return reply({"name": "images", "properties": {"images": {"type": "array", "items": IMAGE_SCHEMA},
-                                                   "schema": {"type": "string"},
-                                                   "first": {"type": "string"},
-                                                   "next": {"type": "string"}},
-                  "links": [{"rel": "first", "href": "{first}"}, {"rel": "next", "href": "{next}"},
-                            {"rel": "describedby", "href": "{schema}"}]})
+SCHEMAS = {"image": IMAGE_SCHEMA, "images": collection_schema("images", IMAGE_SCHEMA),
+           "member": MEMBER_SCHEMA, "members": collection_schema("members", MEMBER_SCHEMA),
+           "task": TASK_SCHEMA, "tasks": collection_schema("tasks", TASK_LISTED),
+           **METADEF_SCHEMAS}
 
 
 ROUTES = [
     Route("/", versions, methods=["GET"]),
     Route("/versions", versions, methods=["GET"]),
-    Route("/v2/schemas/image", schema_image, methods=["GET"]),
-    Route("/v2/schemas/images", schema_images, methods=["GET"]),
+    *[Route(f"/v2/schemas/{name}", _schema(doc), methods=["GET"]) for name, doc in SCHEMAS.items()],
     Route("/v2/images", create, methods=["POST"]),
     Route("/v2/images", index, methods=["GET"]),
     Route("/v2/images/{image_id}", show, methods=["GET"]),
     Route("/v2/images/{image_id}", update, methods=["PATCH"]),
     Route("/v2/images/{image_id}", delete, methods=["DELETE"]),
-    Route("/v2/images/{image_id}/tasks", tasks, methods=["GET"]),
     Route("/v2/images/{image_id}/file", upload, methods=["PUT"]),
     Route("/v2/images/{image_id}/file", download, methods=["GET"]),
     Route("/v2/images/{image_id}/tags/{tag}", tag, methods=["PUT", "DELETE"]),
@@ -173,4 +173,8 @@ ROUTES = [
     Route("/v2/images/{image_id}/members/{member}", show_member, methods=["GET"]),
     Route("/v2/images/{image_id}/members/{member}", update_member, methods=["PUT"]),
     Route("/v2/images/{image_id}/members/{member}", remove_member, methods=["DELETE"]),
+    Route("/v2/images/{image_id}/actions/deactivate", deactivate, methods=["POST"]),
+    Route("/v2/images/{image_id}/actions/reactivate", reactivate, methods=["POST"]),
+    *import_routes.ROUTES,
+    *METADEF_ROUTES,
 ]

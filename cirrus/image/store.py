@@ -60,5 +60,26 @@ class ImageStore:
         finally:
             fh.close()
 
+    def size(self, image_id: str) -> int:
+        """The bytes kept for ``image_id`` (0 for none)."""
+        try:
+            return self.path(image_id).stat().st_size
+        except FileNotFoundError:
+            return 0
+
     def delete(self, image_id: str) -> None:
         self.path(image_id).unlink(missing_ok=True)
+
+
+def adopt(source: Path, store: ImageStore, image_id: str) -> tuple[int, str, str]:
+    """Move a staged file into ``store`` as ``image_id``'s data, hashing it on
+    the way (blocking: run it in a thread); (size, md5, sha512)."""
+    md5, sha512, size = hashlib.md5(usedforsecurity=False), hashlib.sha512(), 0
+    with open(source, "rb") as fh:
+        while chunk := fh.read(CHUNK):
+            size += len(chunk)
+            md5.update(chunk)
+            sha512.update(chunk)
+    store.root.mkdir(parents=True, exist_ok=True)
+    os.replace(source, store.path(image_id))
+    return size, md5.hexdigest(), sha512.hexdigest()

@@ -101,3 +101,46 @@ IMAGE_SCHEMA = {
     "links": [{"rel": "self", "href": "{self}"}, {"rel": "enclosure", "href": "{file}"},
               {"rel": "describedby", "href": "{schema}"}],
 }
+
+
+def collection_schema(name: str, item: dict[str, Any]) -> dict[str, Any]:
+    """Glance's schema of a list of ``item`` (``/v2/schemas/images`` and the like)."""
+    return {"name": name,
+            "properties": {name: {"type": "array", "items": item},
+                           "schema": {"type": "string"}, "first": {"type": "string"},
+                           "next": {"type": "string"}},
+            "links": [{"rel": "first", "href": "{first}"}, {"rel": "next", "href": "{next}"},
+                      {"rel": "describedby", "href": "{schema}"}]}
+
+
+_UUID_PATTERN = IMAGE_SCHEMA["properties"]["id"]["pattern"]  # type: ignore[index]
+_TIME = {"type": "string", "readOnly": True}
+
+MEMBER_SCHEMA: dict[str, Any] = {
+    "name": "member",
+    "properties": {
+        "member_id": {"type": "string", "description": "The project the image is shared with"},
+        "image_id": {"type": "string", "pattern": _UUID_PATTERN},
+        "created_at": _TIME, "updated_at": _TIME,
+        "status": {"type": "string", "enum": ["pending", "accepted", "rejected"]},
+        "schema": {"type": "string", "readOnly": True},
+    },
+}
+
+TASK_SCHEMA: dict[str, Any] = {
+    "name": "task",
+    "properties": {
+        "id": {"type": "string", "pattern": _UUID_PATTERN},
+        "type": {"type": "string", "enum": ["import", "api_image_import", "location_import"]},
+        "status": {"type": "string", "enum": ["pending", "processing", "success", "failure"]},
+        "input": {"type": ["null", "object"]}, "result": {"type": ["null", "object"]},
+        "owner": {"type": "string"}, "message": {"type": "string"},
+        "image_id": {"type": "string"}, "request_id": {"type": "string"},
+        "user_id": {"type": "string"}, "expires_at": {"type": ["null", "string"]},
+        "created_at": {"type": "string"}, "updated_at": {"type": "string"},
+        "self": {"type": "string", "readOnly": True}, "schema": {"type": "string", "readOnly": True},
+    },
+}
+# A task listing leaves these out of each task (Glance's partial task schema).
+TASK_LISTED = {**TASK_SCHEMA, "properties": {k: v for k, v in TASK_SCHEMA["properties"].items()
+                                             if k not in ("input", "result", "message")}}

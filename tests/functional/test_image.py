@@ -117,3 +117,42 @@ async def test_an_images_tasks_are_listed_empty_for_whoever_may_see_it(
     resp = await demo.get(f"/image/v2/images/{image}/tasks")
     assert resp.status_code == 200 and resp.json() == {"tasks": []}
     assert (await demo.get(f"/image/v2/images/{uuid.uuid4()}/tasks")).status_code == 404
+
+
+async def test_hidden_images_are_listed_only_when_asked_for(demo: httpx.AsyncClient) -> None:
+    hidden = (await demo.post(IMAGES, json={"name": "h", "os_hidden": True})).json()
+    shown = (await demo.post(IMAGES, json={"name": "s"})).json()
+    assert hidden["os_hidden"] is True and shown["os_hidden"] is False
+    names = lambda resp: {i["name"] for i in resp.json()["images"]}  # noqa: E731
+    assert names(await demo.get(IMAGES)) == {"s"}
+    assert names(await demo.get(IMAGES, params={"os_hidden": "true"})) == {"h"}
+    assert names(await demo.get(IMAGES, params={"os_hidden": "False"})) == {"s"}
+    assert (await demo.get(IMAGES, params={"os_hidden": "maybe"})).status_code == 400
+    # os_hidden is a base attribute: replaced though never set, never removed.
+    url = f"{IMAGES}/{shown['id']}"
+    hide = [{"op": "replace", "path": "/os_hidden", "value": True}]
+    assert (await demo.patch(url, json=hide, headers=PATCH)).json()["os_hidden"] is True
+    assert names(await demo.get(IMAGES)) == set()
+    remove = [{"op": "remove", "path": "/os_hidden"}]
+    assert (await demo.patch(url, json=remove, headers=PATCH)).status_code == 403
+    wrong = [{"op": "replace", "path": "/os_hidden", "value": "yes"}]
+    assert (await demo.patch(url, json=wrong, headers=PATCH)).status_code == 400
+
+
+@pytest.mark.parametrize("params, sizes", [
+    ({"size_min": "15"}, [20, 30]), ({"size_max": "20"}, [10, 20]), ({"size": "20"}, [20]),
+    ({"size_min": "11", "size_max": "29"}, [20]), ({"size_min": "31"}, []),
+    ({"size": "20", "size_min": "25"}, []),
+])
+async def test_listing_by_size(demo: httpx.AsyncClient, params: dict[str, str],
+                               sizes: list[int]) -> None:
+    for size in (10, 20, 30):
+        await upload_image(demo, name=f"z{size}", data=b"z" * size)
+    await demo.post(IMAGES, json={"name": "unsized"})  # no data: no size to compare
+    listed = (await demo.get(IMAGES, params=params)).json()["images"]
+    assert sorted(i["size"] for i in listed) == sizes
+
+
+@pytest.mark.parametrize("params", [{"size_min": "x"}, {"size_max": "1.5"}, {"size": ""}])
+async def test_bad_size_filters_are_400(demo: httpx.AsyncClient, params: dict[str, str]) -> None:
+    assert (await demo.get(IMAGES, params=params)).status_code == 400

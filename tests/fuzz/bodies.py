@@ -374,6 +374,55 @@ IMAGE: dict[tuple[str, str], tuple[Example, ...]] = {
     ("PUT", "/image/v2/images/{image_id}/members/{member}"): (
         Example({"status": "accepted"}, persona="other"),),
     ("DELETE", "/image/v2/images/{image_id}/members/{member}"): (NO_BODY,),
+    ("POST", "/image/v2/images/{image_id}/actions/deactivate"): (Example(content_type=None),),
+    ("POST", "/image/v2/images/{image_id}/actions/reactivate"): (Example(content_type=None),),
+    ("PUT", "/image/v2/images/{image_id}/stage"): (Example(b"fuzz-staged" * 64,
+                                                           content_type=OCTETS),),
+    ("POST", "/image/v2/images/{image_id}/import"): (
+        Example({"method": {"name": "glance-direct"}, "all_stores": True}),),
+    ("POST", "/image/v2/tasks"): (
+        Example({"type": "import", "input": {"import_from": "http://example.com/fz.qcow2",
+                                             "import_from_format": "qcow2",
+                                             "image_properties": {"disk_format": "qcow2"}}},
+                persona="admin"),),
+}
+
+_NS = "/image/v2/metadefs/namespaces/{namespace}"
+_PROPERTY = {"title": "Fuzz", "type": "string", "enum": ["a", "b"], "default": "a",
+             "description": "d", "readonly": False}
+METADEFS: dict[tuple[str, str], tuple[Example, ...]] = {
+    ("POST", "/image/v2/metadefs/namespaces"): (Example({
+        "namespace": Unique("fz-ns-new-{n}"), "display_name": "Fuzz", "description": "d",
+        "visibility": "public", "protected": False,
+        "resource_type_associations": [{"name": "OS::Nova::Flavor", "prefix": "fz:"}],
+        "properties": {"fz-p": _PROPERTY}, "objects": [{"name": "fz-o", "required": ["fz-p"],
+                                                        "properties": {"fz-p": _PROPERTY}}],
+        "tags": [{"name": "fz-t"}]}, persona="admin"),),
+    ("PUT", _NS): (Example({"namespace": "fz-seed-ns", "visibility": "public",
+                            "description": "changed"}, persona="admin"),),
+    ("DELETE", _NS): (ADMIN_NO_BODY,),
+    ("POST", f"{_NS}/objects"): (Example({"name": Unique("fz-object-new-{n}"), "description": "d",
+                                          "properties": {"fz-p": _PROPERTY}}, persona="admin"),),
+    ("PUT", f"{_NS}/objects/{{name}}"): (Example({"name": "seed-object", "description": "d2"},
+                                                 persona="admin"),),
+    ("DELETE", f"{_NS}/objects"): (ADMIN_NO_BODY,),
+    ("DELETE", f"{_NS}/objects/{{name}}"): (ADMIN_NO_BODY,),
+    ("POST", f"{_NS}/properties"): (Example({"name": Unique("fz-prop-new-{n}"), **_PROPERTY},
+                                            persona="admin"),),
+    ("PUT", f"{_NS}/properties/{{name}}"): (Example({"name": "seed-prop", **_PROPERTY},
+                                                    persona="admin"),),
+    ("DELETE", f"{_NS}/properties"): (ADMIN_NO_BODY,),
+    ("DELETE", f"{_NS}/properties/{{name}}"): (ADMIN_NO_BODY,),
+    ("POST", f"{_NS}/tags"): (Example({"tags": [{"name": Unique("fz-tag-new-{n}")}]},
+                                      headers={"X-Openstack-Append": "True"}, persona="admin"),),
+    ("POST", f"{_NS}/tags/{{name}}"): (Example(params={"name": "fz-tag-made"}, content_type=None,
+                                               persona="admin"),),
+    ("PUT", f"{_NS}/tags/{{name}}"): (Example({"name": "seed-tag"}, persona="admin"),),
+    ("DELETE", f"{_NS}/tags"): (ADMIN_NO_BODY,),
+    ("DELETE", f"{_NS}/tags/{{name}}"): (ADMIN_NO_BODY,),
+    ("POST", f"{_NS}/resource_types"): (Example({"name": Unique("fz-rt-{n}"), "prefix": "fz_",
+                                                 "properties_target": "image"}, persona="admin"),),
+    ("DELETE", f"{_NS}/resource_types/{{name}}"): (ADMIN_NO_BODY,),
 }
 
 IDENTITY: dict[tuple[str, str], tuple[Example, ...]] = {
@@ -519,5 +568,6 @@ VOLUME: dict[tuple[str, str], tuple[Example, ...]] = {
         Example({"quota_class_set": {"volumes": 10000, "snapshots": 10000}}, persona="admin"),),
 }
 
-BODIES: dict[tuple[str, str], tuple[Example, ...]] = {**COMPUTE, **NETWORK, **IMAGE, **IDENTITY,
+BODIES: dict[tuple[str, str], tuple[Example, ...]] = {**COMPUTE, **NETWORK, **IMAGE, **METADEFS,
+                                                       **IDENTITY,
                                                        **VOLUME}

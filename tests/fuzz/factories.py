@@ -276,6 +276,45 @@ async def _volume_encryption(w: World) -> str:
     return "fz-encryption"  # any id: Cinder finds a type's encryption specs by the type
 
 
+async def _queued_image(w: World) -> str:
+    return await w.make_image(f"fz-queued-{w.next_serial()}", upload=False)
+
+
+async def _staged_image(w: World) -> str:
+    image = await _queued_image(w)
+    assert w.client is not None
+    resp = await w.client.put(f"/image/v2/images/{image}/stage", content=b"s" * 512, headers={
+        "X-Auth-Token": w.tokens["member"], "Content-Type": "application/octet-stream"})
+    if resp.status_code != 204:
+        raise SetupError(f"image stage: {resp.status_code} {resp.text[:500]}")
+    return image
+
+
+METADEFS = "/image/v2/metadefs/namespaces"
+
+
+async def _metadef_namespace(w: World) -> str:
+    name = f"fz-ns-{w.next_serial()}"
+    await w.call("admin", "POST", METADEFS, {"namespace": name, "visibility": "public"})
+    return name
+
+
+def _metadef_item(collection: str, body: Callable[[str], dict[str, object]]) -> Factory:
+    """A new item of the seed namespace, named by the factory."""
+    async def make(w: World) -> str:
+        name = f"fz-{collection}-{w.next_serial()}"
+        await w.call("admin", "POST", f"{METADEFS}/{w.seeds['metadef_namespace']}/{collection}",
+                     body(name))
+        return name
+    return make
+
+
+async def _metadef_tag(w: World) -> str:
+    name = f"fz-tags-{w.next_serial()}"
+    await w.call("admin", "POST", f"{METADEFS}/{w.seeds['metadef_namespace']}/tags/{name}")
+    return name
+
+
 FACTORIES: dict[str, Factory] = {
     "volume_encryption": _volume_encryption, "plain_volume_type": _volume_type,
     "volume": _volume, "volume_snapshot": _volume_snapshot, "volume_type": _volume_type,
@@ -293,6 +332,13 @@ FACTORIES: dict[str, Factory] = {
     "available_volume": _available_volume,
     "router": _router, "floatingip": _floatingip,
     "free_subnet": _free_subnet, "attached_subnet": _attached_subnet,
+    "queued_image": _queued_image, "staged_image": _staged_image,
+    "metadef_namespace": _metadef_namespace,
+    "metadef_tag": _metadef_tag,
+    "metadef_object": _metadef_item("objects", lambda n: {"name": n}),
+    "metadef_property": _metadef_item("properties", lambda n: {
+        "name": n, "title": n, "type": "string"}),
+    "metadef_association": _metadef_item("resource_types", lambda n: {"name": n}),
     **{f"{kind}_tag": _network_tag(kind, collection) for kind, collection in {
         "network": "networks", "subnet": "subnets", "port": "ports",
         "security_group": "security-groups"}.items()},
@@ -300,4 +346,4 @@ FACTORIES: dict[str, Factory] = {
 # Kinds that are always made fresh: a free port is used up by the request.
 # plain_volume_type: a retype's target, never the seed type the encryption examples encrypt.
 FRESH_ONLY = {"free_port", "fresh_token", "fresh_volume", "available_volume", "free_subnet",
-              "attached_subnet", "plain_volume_type"}
+              "attached_subnet", "plain_volume_type", "queued_image", "staged_image"}

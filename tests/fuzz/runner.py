@@ -33,7 +33,8 @@ def listings(world: World, services: set[str] | None = None) -> list[tuple[str, 
             "/compute/v2.1/os-keypairs", "/compute/v2.1/os-server-groups",
             "/network/v2.0/networks", "/network/v2.0/subnets", "/network/v2.0/ports",
             "/network/v2.0/security-groups", "/network/v2.0/security-group-rules",
-            "/image/v2/images", "/identity/v3/auth/projects", f"/compute/v2.1/servers/{server}"]
+            "/image/v2/images", "/image/v2/metadefs/namespaces", "/identity/v3/auth/projects",
+            f"/compute/v2.1/servers/{server}"]
     admin_only = ["/compute/v2.1/servers/detail?all_tenants=1", "/compute/v2.1/os-services",
                   "/compute/v2.1/os-hypervisors/detail", "/identity/v3/projects", "/identity/v3/roles",
                   "/identity/v3/users", "/compute/v2.1/os-server-groups?all_projects=1",

@@ -47,6 +47,7 @@ COLLECTION_KINDS = {
     "attachments": "volume_attachment", "messages": "volume_message",
     "os-volume-transfer": "volume_transfer", "volume-transfers": "volume_transfer",
     "qos-specs": "volume_qos", "group_types": "volume_group_type",
+    "namespaces": "metadef_namespace",
 }
 # … or by its own name, which wins.
 NAMED_KINDS = {"target": "assignment_target", "tid": "project", "uid": "user",
@@ -64,7 +65,15 @@ NESTED_KINDS = {("servers", "tags"): "server_tag", ("servers", "ips"): "network_
                 ("snapshots", "metadata"): "volume_meta_key",
                 ("types", "extra_specs"): "volume_type_spec",
                 ("group_types", "group_specs"): "volume_type_spec",
-                ("security-groups", "tags"): "security_group_tag"}
+                ("security-groups", "tags"): "security_group_tag",
+                ("namespaces", "tags"): "metadef_tag", ("namespaces", "objects"): "metadef_object",
+                ("namespaces", "properties"): "metadef_property",
+                ("namespaces", "resource_types"): "metadef_association"}
+# … or, where a route needs its resource in one state, by the route itself.
+ROUTE_KINDS = {("/image/v2/images/{image_id}/actions/deactivate", "image_id"): "active_image",
+               ("/image/v2/images/{image_id}/actions/reactivate", "image_id"): "active_image",
+               ("/image/v2/images/{image_id}/stage", "image_id"): "queued_image",
+               ("/image/v2/images/{image_id}/import", "image_id"): "staged_image"}
 
 # Network resources with tags: kind → collection.
 NETWORK_TAGGED = {"network": "networks", "subnet": "subnets", "port": "ports",
@@ -72,7 +81,8 @@ NETWORK_TAGGED = {"network": "networks", "subnet": "subnets", "port": "ports",
 
 # Who creates a fresh resource of a kind.
 ADMIN_KINDS = {"flavor", "extra_spec", "project", "user", "role", "granted_role", "aggregate",
-               "volume_type", "volume_qos", "volume_group_type"}
+               "volume_type", "volume_qos", "volume_group_type", "metadef_namespace",
+               "metadef_tag", "metadef_object", "metadef_property", "metadef_association"}
 
 # The cloud's settings for the fuzz: the suite's defaults, room for servers.
 # compute3 is there to be deleted (DELETE /os-services/{id}).
@@ -90,6 +100,8 @@ REDOS_NAME = "a" * 26 + "!"
 
 def param_kind(target: Target, param: str) -> str | None:
     """The kind of resource ``param`` of ``target`` names, or None if unknown."""
+    if (target.path, param) in ROUTE_KINDS:
+        return ROUTE_KINDS[(target.path, param)]
     segments = target.path.split("/")
     index = segments.index("{" + param + "}")
     if segments[1] == "volume" and param == "project_id":
@@ -276,6 +288,8 @@ class World:
         s["meta_key"] = "role"
         s["network_label"] = "fz-seed-net"
         s["image_meta_key"] = "os_distro"  # make_image sets it
+        s["active_image"] = await self.make_image("fz-active", upload=True)
+        await self._seed_metadefs()
         hypervisors = await self.call("admin", "GET", "/compute/v2.1/os-hypervisors")
         s["hypervisor"] = str(hypervisors["hypervisors"][0]["id"])
         services = await self.call("admin", "GET", "/compute/v2.1/os-services",
@@ -289,6 +303,17 @@ class World:
         s["quota_class"] = "fz-class"
         s["extension"] = "os-consoles"
         await self._seed_volumes()
+
+    async def _seed_metadefs(self) -> None:
+        s = self.seeds
+        s.update(metadef_namespace="fz-seed-ns", metadef_tag="seed-tag",
+                 metadef_object="seed-object", metadef_property="seed-prop",
+                 metadef_association="OS::Glance::Image")
+        await self.call("admin", "POST", "/image/v2/metadefs/namespaces", {
+            "namespace": "fz-seed-ns", "visibility": "public", "tags": [{"name": "seed-tag"}],
+            "objects": [{"name": "seed-object"}],
+            "properties": {"seed-prop": {"title": "Seed", "type": "string"}},
+            "resource_type_associations": [{"name": "OS::Glance::Image"}]})
 
     async def _seed_volumes(self) -> None:
         s, base = self.seeds, f"/volume/v3/{self.seeds['demo_project']}"
@@ -379,4 +404,4 @@ KINDS = sorted(set(FACTORIES) | set(COLLECTION_KINDS.values()) | set(NAMED_KINDS
                   "compute_host", "migration", "quota_class", "extension",
                   "external_network",
                   "volume_quota_project", "volume_meta_key", "volume_type_spec",
-                  "volume_message", "volume_service_action"})
+                  "volume_message", "volume_service_action", "active_image"})

@@ -117,6 +117,12 @@ async def _a_resources(t: Tenants) -> dict[str, str]:
     roles = (await a.get("/identity/v3/roles")).json()["roles"]
     ids["reader_role"] = next(r["id"] for r in roles if r["name"] == "reader")
     ids.update(await _a_volumes(t, ids["server"]))
+    # A public metadefs namespace (only admins make them), with an item of each kind.
+    ns = await a.post("/image/v2/metadefs/namespaces", json={
+        "namespace": "a-ns", "visibility": "public", "tags": [{"name": "a-key"}],
+        "objects": [{"name": "a-key"}], "properties": {"a-key": {"title": "k", "type": "string"}},
+        "resource_type_associations": [{"name": "a-key"}]})
+    assert ns.status_code == 201, ns.text
     return ids
 
 
@@ -184,13 +190,15 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
         collection = path.split("/")[2] if prefix in ("/network", "/identity") else ""
         shared = {"flavor_id", "service_id", "hypervisor_id", "pattern", "target", "rid",
                   "aggregate_id", "host_name", "before_timestamp", "class_name", "alias",
-                  "path", "version", "host", "action"}
+                  "path", "version", "host", "action", "namespace", "task_id"}
         if name == "id" and collection in ("roles", "domains"):
             shared.add("id")
         if path.startswith("/v2.1/flavors/"):
             shared.add("key")  # a public flavor's extra spec
         if path.endswith("/defaults"):
             shared.add("project_id")  # the cloud's defaults, whoever asks
+        if path.startswith("/v2/metadefs/"):
+            shared.add("name")  # an item of the public namespace a-ns
         private = private or name not in shared
         if name == "id":
             return {"projects": t.project["demo"], "users": t.user["demo"],
@@ -215,7 +223,8 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
                 "host": "cirrus@file", "action": "enable", "transfer_id": ids.get("transfer", ""),
                 "qos_id": ids.get("qos", ""), "group_type_id": ids.get("group_type", ""),
                 "alias": "quotas" if prefix == "/network" else "os-consoles",
-                "path": "openstack/latest/meta_data.json", "version": "latest"}[name]
+                "path": "openstack/latest/meta_data.json", "version": "latest",
+                "namespace": "a-ns", "task_id": "00000000-0000-4000-8000-00000000fa5c"}[name]
     return re.sub(r"\{([^}]+)\}", value, path), private
 
 
@@ -286,6 +295,7 @@ def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str,
         ("POST", "/v2/images"): {"name": "i2", "disk_format": "raw", "container_format": "bare"},
         ("POST", "/v2/images/{image_id}/members"): {"member": "0" * 32},
         ("PUT", "/v2/images/{image_id}/members/{member}"): {"status": "accepted"},
+        **_image_bodies(),
         ("POST", "/v3/projects"): {"project": {"name": "p2", "domain_id": "default"}},
         ("PATCH", "/v3/projects/{id}"): {"project": {"description": "d"}},
         ("POST", "/v3/users"): {"user": {"name": "u2", "password": "u2"}},
@@ -307,7 +317,8 @@ def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str,
     if (method, path) == ("PATCH", "/v2/images/{image_id}"):
         return {"json": [{"op": "replace", "path": "/name", "value": "x"}],
                 "headers": {"Content-Type": "application/openstack-images-v2.1-json-patch"}}
-    if (method, path) == ("PUT", "/v2/images/{image_id}/file"):
+    if (method, path) in (("PUT", "/v2/images/{image_id}/file"),
+                          ("PUT", "/v2/images/{image_id}/stage")):
         return {"content": b"y" * 16, "headers": {"Content-Type": "application/octet-stream"}}
     if (method, path) == ("POST", "/openstack/{version}/password"):  # the guest's, raw
         return {"content": b"encrypted"}
@@ -318,6 +329,26 @@ def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str,
         return {"json": json_bodies[(method, path)]}
     assert method in ("GET", "DELETE", "PUT"), f"no body for {method} {prefix}{path}"
     return {}
+
+
+def _image_bodies() -> dict[tuple[str, str], Any]:
+    """Image actions, import, tasks and metadefs (the namespace ``a-ns``)."""
+    i, ns = "/v2/images/{image_id}", "/v2/metadefs/namespaces/{namespace}"
+    prop = {"name": "a-key", "title": "k", "type": "string"}
+    return {
+        ("POST", f"{i}/actions/deactivate"): {}, ("POST", f"{i}/actions/reactivate"): {},
+        ("POST", f"{i}/import"): {"method": {"name": "glance-direct"}},
+        ("POST", "/v2/tasks"): {"type": "import", "input": {"import_from": "http://x/y"}},
+        ("POST", "/v2/metadefs/namespaces"): {"namespace": "a-ns2"},
+        ("PUT", ns): {"namespace": "a-ns", "visibility": "public"},
+        ("POST", f"{ns}/tags"): {"tags": [{"name": "a-key"}]},
+        ("POST", f"{ns}/tags/{{name}}"): {}, ("PUT", f"{ns}/tags/{{name}}"): {"name": "a-key"},
+        ("POST", f"{ns}/objects"): {"name": "o2"},
+        ("PUT", f"{ns}/objects/{{name}}"): {"name": "a-key"},
+        ("POST", f"{ns}/properties"): {**prop, "name": "p2"},
+        ("PUT", f"{ns}/properties/{{name}}"): prop,
+        ("POST", f"{ns}/resource_types"): {"name": "OS::Nova::Flavor"},
+    }
 
 
 def _volume_bodies(ids: dict[str, str]) -> dict[tuple[str, str], Any]:
