@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cirrus.identity import revocation, store
+from cirrus.identity import app_credentials, revocation, store
 from cirrus.identity.exception import Unauthorized
-from cirrus.identity.schema import AuthRequest, Ref, auth_request
+from cirrus.identity.schema import AppCredRef, AuthRequest, Ref, auth_request
 from cirrus.identity.tokens import TokenData
 
 if TYPE_CHECKING:
@@ -97,7 +97,13 @@ async def resolve_auth(service: "IdentityService", auth: Any) -> TokenData:
     wrong credentials.
     """
     req = auth_request(auth)
+    if req.system:
+        raise Unauthorized("System-scoped tokens are not offered by this cloud.")
+    if req.app_cred is not None:
+        return await _from_app_cred(service, req)
     old = await service.validate(req.token) if req.token is not None else None
+    if old is not None and old.app_cred_id:
+        raise Unauthorized("A token from an application credential cannot be rescoped.")
     password_hash = None
     if req.user is not None and req.password is not None:
         user = await service.db.read(_find_user, req.user)
@@ -129,3 +135,39 @@ async def _issue(service: "IdentityService", req: AuthRequest, user_id: str,
         roles=grant.roles, generation=grant.generation,
         expires_at=old.expires_at if old else None,
         parent_audit_id=old.audit_chain_id if old else None)
+
+
+def _app_cred_grant(conn: Any, ref: AppCredRef, scoped: bool) -> tuple[dict[str, Any], Grant]:
+    """The credential (by id, or by its user and name) and what its token may
+    carry, read with the generation; 401 when it names none, has expired or
+    its user lost every role it holds."""
+    generation = revocation.read_generation(conn)
+    if ref.id is not None:
+        row = app_credentials.get(conn, None, ref.id) if store.exists_app_cred(conn, ref.id) \
+            else None
+    else:
+        assert ref.user is not None and ref.name is not None
+        row = app_credentials.find(conn, _find_user(conn, ref.user)["id"], ref.name)
+    if row is None or scoped:
+        raise Unauthorized(_DENIED)
+    user = store.get_user(conn, id=row["user_id"])
+    project = store.get_project(conn, id=row["project_id"])
+    roles = app_credentials.usable(conn, row)
+    if user is None or not user["enabled"] or project is None or not project["enabled"] \
+            or not roles:
+        raise Unauthorized(_DENIED)
+    return row, Grant(generation, row["project_id"], None, roles)
+
+
+async def _from_app_cred(service: "IdentityService", req: AuthRequest) -> TokenData:
+    """A token from an application credential: on its project, with its roles,
+    in the audit chain its id names (deleting it revokes the chain). It
+    takes no other scope than its own (401)."""
+    assert req.app_cred is not None
+    row, grant = await service.db.read(_app_cred_grant, req.app_cred,
+                                       req.project is not None or req.domain is not None)
+    await service.check_secret(row["secret_hash"], req.app_cred.secret)
+    return service.new_token_data(
+        row["user_id"], list(req.methods), project_id=grant.project_id, domain_id=None,
+        roles=grant.roles, generation=grant.generation, parent_audit_id=row["id"],
+        app_cred_id=row["id"])

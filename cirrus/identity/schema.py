@@ -23,8 +23,9 @@ ID_MAX = 64
 PASSWORD_MAX = 4096  # Keystone's [identity] max_password_length
 TOKEN_MAX = 16384
 DESCRIPTION_MAX = 65535
+TAGS_MAX = 80
 METHOD_MAX = 64
-METHODS = ("password", "token")
+METHODS = ("password", "token", "application_credential")
 _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")
 
 
@@ -88,6 +89,32 @@ class AuthRequest:
     token: str | None = None
     project: Ref | None = None
     domain: Ref | None = None
+    app_cred: "AppCredRef | None" = None
+    system: bool = False
+
+
+@dataclass(frozen=True)
+class AppCredRef:
+    """An application credential by id, or by name and its user; its secret."""
+
+    secret: str
+    id: str | None = None
+    name: str | None = None
+    user: Ref | None = None
+
+
+def _app_cred(identity: dict[str, Any]) -> AppCredRef:
+    where = "identity/application_credential"
+    ref = obj(identity, "application_credential", "identity")
+    if "secret" not in ref:
+        raise ValidationError(field=f"{where}/secret", reason="is required")
+    secret = text(ref["secret"], f"{where}/secret", PASSWORD_MAX, nul=True)
+    if "id" in ref:
+        return AppCredRef(secret, id=text(ref["id"], f"{where}/id", ID_MAX))
+    if "name" not in ref or "user" not in ref:
+        raise ValidationError(field=where, reason="id, or name and user, must be present")
+    user = _ref(obj(ref, "user", where), f"{where}/user", NAME_MAX, name_needs_domain=True)
+    return AppCredRef(secret, name=text(ref["name"], f"{where}/name", NAME_MAX), user=user)
 
 
 def auth_request(auth: Any) -> AuthRequest:
@@ -110,8 +137,16 @@ def auth_request(auth: Any) -> AuthRequest:
         if "id" not in token_ref:
             raise ValidationError(field="identity/token/id", reason="is required")
         token = text(token_ref["id"], "identity/token/id", TOKEN_MAX)
-    project, domain = _scope(auth.get("scope", None), "scope" in auth)
-    return AuthRequest(methods, user, password, token, project, domain)
+    app_cred = _app_cred(identity) if "application_credential" in methods else None
+    if app_cred is not None and len(methods) > 1:
+        raise Unauthorized("An application credential authenticates alone.")
+    scope = auth.get("scope", None)
+    if isinstance(scope, dict) and "system" in scope:
+        if scope["system"] != {"all": True} or len(scope) != 1:
+            raise ValidationError(field="scope/system", reason="must be {\"all\": true}")
+        return AuthRequest(methods, user, password, token, app_cred=app_cred, system=True)
+    project, domain = _scope(scope, "scope" in auth)
+    return AuthRequest(methods, user, password, token, project, domain, app_cred)
 
 
 def _methods(value: Any) -> tuple[str, ...]:
@@ -193,36 +228,91 @@ _DESCRIPTION = _text(DESCRIPTION_MAX, nullable=True)
 
 # Per kind: field → its check. Keystone keeps attributes it does not know;
 # cirrus ignores them.
+def _tags(value: Any, where: str) -> list[str]:
+    """Keystone's project tags: at most 80, each 1–255 characters, no ``/`` or ``,``."""
+    if not isinstance(value, list) or len(value) > TAGS_MAX:
+        raise ValidationError(field=where, reason=f"must be a list of at most {TAGS_MAX} tags")
+    return list(dict.fromkeys(tag(v, where) for v in value))
+
+
+def tag(value: Any, where: str) -> str:
+    value = text(value, where, NAME_MAX, blank=False)
+    if "/" in value or "," in value:
+        raise ValidationError(field=where, reason="must not contain '/' or ','")
+    return value
+
+
+# Per kind: field → its check. Keystone keeps attributes it does not know;
+# cirrus ignores them.
 FIELDS: dict[str, dict[str, Check]] = {
     "project": {"name": _text(PROJECT_NAME_MAX, blank=False), "description": _DESCRIPTION,
-                "enabled": boolean, "domain_id": _domain_id},
+                "enabled": boolean, "domain_id": _domain_id, "parent_id": _domain_id,
+                "tags": _tags},
     "user": {"name": _NAME, "password": _password, "enabled": boolean,
              "domain_id": _domain_id, "default_project_id": _text(ID_MAX, nullable=True),
              "email": _text(NAME_MAX, nullable=True), "description": _DESCRIPTION},
     "role": {"name": _NAME, "description": _DESCRIPTION, "domain_id": _domain_id},
+    "domain": {"name": _text(PROJECT_NAME_MAX, blank=False), "description": _DESCRIPTION,
+               "enabled": boolean},
+    "group": {"name": _NAME, "description": _DESCRIPTION, "domain_id": _domain_id},
 }
-# Checked, but not columns of the kind's table.
-NOT_STORED = {"user": frozenset({"description"}), "role": frozenset({"description"})}
+# Checked, but not columns of the kind's table (a project's tags have their own).
+NOT_STORED = {"user": frozenset({"description"}), "project": frozenset({"tags"})}
 
 
 def admin_body(body: Any, kind: str, creating: bool) -> dict[str, Any]:
     """The stored values of a ``{kind: {...}}`` create or update body; 400 for
     a wrong type, an overlong or invalid string, a missing name on create."""
-    data = body.get(kind) if isinstance(body, dict) else None
+    out = resource_body(body, kind, FIELDS[kind], ("name",) if creating else ())
+    return {k: v for k, v in out.items() if k not in NOT_STORED.get(kind, ())
+            and not (k == "domain_id" and v is None)}
+
+
+def resource_body(body: Any, key: str, fields: dict[str, Check],
+                  required: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The checked ``fields`` of a ``{key: {...}}`` body (others ignored, as
+    Keystone keeps what it does not know); 400 naming the field."""
+    data = body.get(key) if isinstance(body, dict) else None
     if not isinstance(data, dict):
-        raise ValidationError(field=kind, reason=f"'{kind}' is a required object")
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        check = FIELDS[kind].get(key)
-        if check is None:
-            continue
-        value = check(value, f"{kind}/{key}")
-        if key in NOT_STORED.get(kind, ()) or (key == "domain_id" and value is None):
-            continue
-        out[key] = value
-    if kind == "role" and out.pop("domain_id", None) is not None:
-        raise ValidationError(field="role/domain_id",
-                              reason="domain-specific roles are not supported")
-    if creating and "name" not in out:
-        raise ValidationError(field=f"{kind}/name", reason="'name' is required")
+        raise ValidationError(field=key, reason=f"'{key}' is a required object")
+    out = {k: fields[k](v, f"{key}/{k}") for k, v in data.items() if k in fields}
+    for name in required:
+        if name not in out:
+            raise ValidationError(field=f"{key}/{name}", reason=f"'{name}' is required")
     return out
+
+
+def one_of(*choices: str) -> Check:
+    def check(value: Any, where: str) -> str:
+        if value not in choices:
+            raise ValidationError(field=where, reason=f"must be one of {', '.join(choices)}")
+        return value
+    return check
+
+
+def _blob(value: Any, where: str) -> str:
+    return text(value, where, DESCRIPTION_MAX, blank=False)
+
+
+def _url(value: Any, where: str) -> str:
+    value = text(value, where, DESCRIPTION_MAX, blank=False)
+    if not value.startswith(("http://", "https://")):
+        raise ValidationError(field=where, reason="must be an http(s) URL")
+    return value
+
+
+_ID = _text(ID_MAX, blank=False)
+_NULLABLE_ID = _text(ID_MAX, nullable=True)
+_REGION_ID = _text(NAME_MAX, blank=False)
+CATALOG_FIELDS: dict[str, dict[str, Check]] = {
+    "region": {"id": _REGION_ID, "description": _DESCRIPTION,
+               "parent_region_id": _text(NAME_MAX, nullable=True)},
+    "service": {"type": _NAME, "name": _text(NAME_MAX, nullable=True),
+                "description": _DESCRIPTION, "enabled": boolean},
+    "endpoint": {"service_id": _ID, "interface": one_of("public", "internal", "admin"),
+                 "url": _url, "region_id": _text(NAME_MAX, nullable=True),
+                 "region": _text(NAME_MAX, nullable=True), "enabled": boolean},
+    "credential": {"user_id": _ID, "project_id": _NULLABLE_ID, "type": _NAME,
+                   "blob": _blob},
+    "policy": {"type": _NAME, "blob": _blob},
+}

@@ -33,6 +33,9 @@ class TokenData:
     generation: int = 0
     # The audit id of the token it was rescoped from (the chain's first).
     parent_audit_id: str | None = None
+    # The application credential it was made from (its audit chain is named
+    # after it: deleting the credential revokes the chain).
+    app_cred_id: str | None = None
 
     @property
     def audit_chain_id(self) -> str:
@@ -45,6 +48,8 @@ class TokenData:
                    "d": self.domain_id, "r": self.roles, "g": self.generation}
         if self.parent_audit_id:
             payload["pa"] = self.parent_audit_id
+        if self.app_cred_id:
+            payload["ac"] = self.app_cred_id
         return payload
 
     @classmethod
@@ -52,7 +57,7 @@ class TokenData:
         return cls(user_id=d["u"], expires_at=d["e"], issued_at=d["i"], audit_id=d["a"],
                    methods=d["m"], project_id=d.get("p"), domain_id=d.get("d"),
                    roles=list(d.get("r") or []), generation=d.get("g") or 0,
-                   parent_audit_id=d.get("pa"))
+                   parent_audit_id=d.get("pa"), app_cred_id=d.get("ac"))
 
 
 def new_key() -> str:

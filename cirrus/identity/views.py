@@ -1,0 +1,45 @@
+"""Keystone v3 bodies of the identity resources, from their rows."""
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+
+from cirrus.identity.http import base
+
+COLLECTION = {"project": "projects", "user": "users", "role": "roles", "domain": "domains",
+              "group": "groups"}
+
+
+def link(request: Request, collection: str, ident: str) -> dict[str, str]:
+    return {"self": f"{base(request)}/{collection}/{ident}"}
+
+
+def view(request: Request, kind: str, row: dict[str, Any]) -> dict[str, Any]:
+    """A domain, project, user, group or role as Keystone shows it."""
+    out = {"id": row["id"], "name": row["name"],
+           "links": link(request, COLLECTION[kind], row["id"])}
+    if kind in ("project", "user", "domain"):
+        out["enabled"] = row["enabled"]
+    if kind in ("project", "user", "group", "role"):
+        out["domain_id"] = row["domain_id"]
+    if kind in ("project", "domain"):
+        out["description"] = row.get("description") or ""
+    if kind in ("group", "role"):
+        out["description"] = row.get("description")
+    if kind == "project":
+        out.update({"is_domain": False, "parent_id": row["parent_id"] or row["domain_id"],
+                    "tags": row.get("tags", []), "options": {}})
+    if kind == "domain":
+        out.update({"tags": [], "options": {}})
+    if kind == "user":
+        out.update({"default_project_id": row["default_project_id"], "email": row["email"],
+                    "password_expires_at": None, "options": {}})
+    if kind == "role":
+        out.update({"options": {}})
+    return out
+
+
+def role_ref(request: Request, row: dict[str, Any]) -> dict[str, Any]:
+    """A role as an inference rule names it."""
+    return {"id": row["id"], "name": row["name"], "links": link(request, "roles", row["id"])}
