@@ -8,6 +8,7 @@ a user, renaming or deleting a role. ``lifetime`` is the longest a token lives
 """
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -37,6 +38,16 @@ def get(conn: sa.Connection, kind: str, ident: str) -> dict[str, Any]:
     if row is None:
         raise missing(**{key: ident})
     return row
+
+
+def acting_kind(conn: sa.Connection, kind: str, ident: str) -> str:
+    """``domain`` for a project id that names a domain (Keystone's domains are
+    projects acting as domains: ``is_domain``), else ``kind``."""
+    if kind == "project" and fetch_one(conn, sa.select(m.projects.c.id).where(
+            m.projects.c.id == ident)) is None and fetch_one(conn, sa.select(m.domains.c.id).where(
+            m.domains.c.id == ident)) is not None:
+        return "domain"
+    return kind
 
 
 def list_rows(conn: sa.Connection, kind: str, filters: dict[str, Any]) -> list[dict[str, Any]]:
@@ -74,6 +85,7 @@ def create(conn: sa.Connection, kind: str, values: dict[str, Any]) -> dict[str, 
     elif values.get("domain_id"):
         get(conn, "domain", values["domain_id"])
     ident = uuid.uuid4().hex
+    values = _with_extra({}, values)
     try:
         with conn.begin_nested():
             conn.execute(table.insert().values(id=ident, created_at=utcnow(), **values))
@@ -82,12 +94,21 @@ def create(conn: sa.Connection, kind: str, values: dict[str, Any]) -> dict[str, 
     return get(conn, kind, ident)
 
 
+def _with_extra(row: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with a user's ``extra`` attributes merged over the row's, as JSON."""
+    if "extra" not in values:
+        return values
+    merged = {**json.loads(row.get("extra") or "{}"), **values["extra"]}
+    return {**values, "extra": json.dumps(merged, ensure_ascii=True)}
+
+
 def update(conn: sa.Connection, kind: str, ident: str, values: dict[str, Any], *,
            lifetime: float) -> dict[str, Any]:
     """``ident`` updated; a password comes hashed (:func:`with_password_hashed`).
     A project's or user's domain stays (400, as Keystone)."""
     table = TABLES[kind][0]
     row = get(conn, kind, ident)
+    values = _with_extra(row, values)
     if values.get("domain_id", row.get("domain_id")) != row.get("domain_id"):
         raise ValidationError(field=f"{kind}/domain_id", reason="cannot be changed")
     if values:
@@ -154,10 +175,22 @@ def _empty_domain(conn: sa.Connection, row: dict[str, Any], lifetime: float) -> 
             delete(conn, kind, child.id, lifetime=lifetime)
 
 
+def _scopes(conn: sa.Connection, user_id: str, column: str) -> set[str]:
+    """The ids in ``column`` (project_id or domain_id) of the assignments the
+    user holds, their own or their groups'."""
+    ra, ga, ugm = m.role_assignments, m.group_role_assignments, m.user_group_membership
+    own = sa.select(ra.c[column]).where(ra.c.user_id == user_id, ra.c[column].is_not(None))
+    via = sa.select(ga.c[column]).join(ugm, ugm.c.group_id == ga.c.group_id).where(
+        ugm.c.user_id == user_id, ga.c[column].is_not(None))
+    if column == "domain_id":
+        own = own.where(ra.c.project_id.is_(None))
+        via = via.where(ga.c.project_id.is_(None))
+    return {r[0] for r in conn.execute(sa.union(own, via))}
+
+
 def projects_of(conn: sa.Connection, user_id: str) -> list[dict[str, Any]]:
-    ra = m.role_assignments
-    ids = {r.project_id for r in conn.execute(sa.select(ra.c.project_id).where(
-        ra.c.user_id == user_id, ra.c.project_id.is_not(None)))}
+    """The projects the user holds a role on (their own or a group's)."""
+    ids = _scopes(conn, user_id, "project_id")
     if not ids:
         return []
     return fetch_all(conn, sa.select(m.projects).where(m.projects.c.id.in_(ids))
@@ -166,9 +199,7 @@ def projects_of(conn: sa.Connection, user_id: str) -> list[dict[str, Any]]:
 
 def domains_of(conn: sa.Connection, user_id: str) -> list[dict[str, Any]]:
     """The domains the user holds a role on (not through a project)."""
-    ra = m.role_assignments
-    ids = {r.domain_id for r in conn.execute(sa.select(ra.c.domain_id).where(
-        ra.c.user_id == user_id, ra.c.domain_id.is_not(None)))}
+    ids = _scopes(conn, user_id, "domain_id")
     if not ids:
         return []
     return fetch_all(conn, sa.select(m.domains).where(m.domains.c.id.in_(ids))

@@ -26,8 +26,8 @@ from cirrus.identity import (admin, assignment_routes, catalog_routes, credentia
                              self_routes, tag_routes)
 from cirrus.identity.exception import (DomainNotFound, GroupNotFound, ProjectNotFound,
                                        RoleNotFound, UserNotFound)
-from cirrus.identity.http import (listing, path_id, query, query_list, require_admin,
-                                  lifetime, rounds)
+from cirrus.identity.http import (flag, lifetime, listing, path_id, query, query_list,
+                                  require_admin, rounds)
 from cirrus.identity.views import COLLECTION, view
 
 _MISSING = {"project": (ProjectNotFound, "project_id"), "user": (UserNotFound, "user_id"),
@@ -49,15 +49,19 @@ def _filters(request: Request, kind: str) -> dict[str, Any]:
 
 def _with_tags(conn: sa.Connection, kind: str, rows: list[dict[str, Any]]
                ) -> list[dict[str, Any]]:
-    if kind != "project":
+    if kind != "project" or rows and "parent_id" not in rows[0]:  # not projects, or domains
         return rows
     tags = project_tags.of(conn, [r["id"] for r in rows])
     return [{**r, "tags": tags[r["id"]]} for r in rows]
 
 
-def _list(kind: str, filters: dict[str, Any], tag_filters: list[list[str]]
+def _list(kind: str, filters: dict[str, Any], tag_filters: list[list[str]], domains: bool
           ) -> Callable[[sa.Connection], list[dict[str, Any]]]:
+    """The rows of a listing; ``domains``: the projects that are domains."""
     def load(conn: sa.Connection) -> list[dict[str, Any]]:
+        if domains:
+            return admin.list_rows(conn, "domain", {k: v for k, v in filters.items()
+                                                    if k in ("name", "enabled")})
         rows = admin.list_rows(conn, kind, filters)
         if kind == "project":
             allowed = project_tags.matching(conn, *tag_filters)
@@ -68,8 +72,16 @@ def _list(kind: str, filters: dict[str, Any], tag_filters: list[list[str]]
 
 def _save(kind: str, row_id: str | None, values: dict[str, Any], tags: list[str] | None,
           life: float) -> Callable[[sa.Connection], dict[str, Any]]:
-    """Create (``row_id`` None) or update the row, and a project's tags."""
+    """Create (``row_id`` None) or update the row, and a project's tags. A
+    project that is a domain (``is_domain``) is saved as the domain."""
     def save(conn: sa.Connection) -> dict[str, Any]:
+        acting = "domain" if values.get("is_domain") else kind if row_id is None \
+            else admin.acting_kind(conn, kind, row_id)
+        if acting != kind:
+            stored = {k: v for k, v in values.items() if k in ("name", "description", "enabled")}
+            return admin.create(conn, acting, stored) if row_id is None else \
+                admin.update(conn, acting, row_id, stored, lifetime=life)
+        values.pop("is_domain", None)
         row = admin.create(conn, kind, values) if row_id is None else \
             admin.update(conn, kind, row_id, values, lifetime=life)
         if tags is not None:
@@ -82,6 +94,8 @@ async def _values(request: Request, kind: str, creating: bool
                   ) -> tuple[dict[str, Any], list[str] | None]:
     body = await json_body(request)
     values = schema.admin_body(body, kind, creating)
+    if kind == "project" and body[kind].get("is_domain"):
+        values["is_domain"] = True
     tags = None
     if kind == "project" and "tags" in body[kind]:
         tags = schema.FIELDS["project"]["tags"](body[kind]["tags"], "project/tags")
@@ -95,7 +109,9 @@ def collection(kind: str) -> tuple[Any, Any]:
         require_admin(request)
         tag_filters = [query_list(request, k) for k in ("tags", "tags-any", "not-tags",
                                                          "not-tags-any")]
-        rows = await request.app.state.db.read(_list(kind, _filters(request, kind), tag_filters))
+        domains = kind == "project" and flag(request, "is_domain")
+        rows = await request.app.state.db.read(_list(kind, _filters(request, kind), tag_filters,
+                                                     domains))
         return reply(listing(request, COLLECTION[kind], [view(request, kind, r) for r in rows]))
 
     async def create(request: Request) -> Response:
@@ -124,7 +140,9 @@ def member(kind: str) -> tuple[Any, Any, Any]:
         ctx = context(request)
 
         def load(conn: sa.Connection) -> dict[str, Any]:
-            row = _with_tags(conn, kind, [admin.get(conn, kind, ident(request))])[0]
+            row_id = ident(request)
+            row = _with_tags(conn, kind, [admin.get(conn, admin.acting_kind(conn, kind, row_id),
+                                                    row_id)])[0]
             if kind == "domain" and ctx.project_id and not ctx.is_admin:
                 own = admin.get(conn, "project", ctx.project_id)
                 if own["domain_id"] == row["id"]:
@@ -146,8 +164,12 @@ def member(kind: str) -> tuple[Any, Any, Any]:
 
     async def delete(request: Request) -> Response:
         require_admin(request)
-        await request.app.state.db.run(admin.delete, kind, ident(request),
-                                       lifetime=lifetime(request))
+        row_id = ident(request)
+
+        def delete(conn: sa.Connection) -> None:
+            admin.delete(conn, admin.acting_kind(conn, kind, row_id), row_id,
+                         lifetime=lifetime(request))
+        await request.app.state.db.run(delete)
         return no_content()
     return show, update, delete
 

@@ -30,6 +30,7 @@ class Grant:
     project_id: str | None
     domain_id: str | None
     roles: list[str]
+    system: bool = False
 
 
 def _domain(conn: Any, ref: Ref | None) -> dict[str, Any]:
@@ -64,7 +65,7 @@ def _project(conn: Any, ref: Ref) -> dict[str, Any]:
 
 
 def _grant(conn: Any, user_id: str, password_hash: str | None,
-           project: Ref | None, domain: Ref | None) -> Grant:
+           project: Ref | None, domain: Ref | None, system: bool = False) -> Grant:
     """The generation, then the user (still enabled, still with the password
     hash that was verified) and the scope's roles, in one read transaction.
     On a database whose statements each read the latest commit, reading the
@@ -86,6 +87,11 @@ def _grant(conn: Any, user_id: str, password_hash: str | None,
         if not roles:
             raise Unauthorized(f"User {user_id} has no access to domain {domain_id}")
         return Grant(generation, None, domain_id, [r["name"] for r in roles])
+    if system:
+        roles = store.role_names_for(conn, user_id, system="all")
+        if not roles:
+            raise Unauthorized(f"User {user_id} has no access to the system")
+        return Grant(generation, None, None, [r["name"] for r in roles], system=True)
     return Grant(generation, None, None, [])
 
 
@@ -97,20 +103,19 @@ async def resolve_auth(service: "IdentityService", auth: Any) -> TokenData:
     wrong credentials.
     """
     req = auth_request(auth)
-    if req.system:
-        raise Unauthorized("System-scoped tokens are not offered by this cloud.")
     if req.app_cred is not None:
         return await _from_app_cred(service, req)
     old = await service.validate(req.token) if req.token is not None else None
     if old is not None and old.app_cred_id:
         raise Unauthorized("A token from an application credential cannot be rescoped.")
-    password_hash = None
+    password_hash, default_project = None, None
     if req.user is not None and req.password is not None:
         user = await service.db.read(_find_user, req.user)
         await service.check_password(user, req.password)
         if old is not None and old.user_id != user["id"]:
             raise Unauthorized(_DENIED)
         user_id, password_hash = user["id"], user["password_hash"]
+        default_project = user["default_project_id"] if old is None else None
     else:
         assert old is not None
         user_id = old.user_id
@@ -118,8 +123,14 @@ async def resolve_auth(service: "IdentityService", auth: Any) -> TokenData:
     if old is not None and project is None and req.domain is None and "scope" not in auth \
             and old.project_id:
         project = Ref(id=old.project_id)  # a token's own scope, as Keystone keeps it
-    data = await _issue(service, AuthRequest(req.methods, project=project, domain=req.domain),
-                        user_id, password_hash, old)
+    # A rescoped token keeps how its user first proved who they are (Keystone's).
+    methods = tuple(dict.fromkeys([*(old.methods if old else []), *req.methods]))
+    if default_project and "scope" not in auth:
+        data = await _default_scoped(service, methods, user_id, password_hash, default_project)
+    else:
+        data = await _issue(service, AuthRequest(methods, project=project, domain=req.domain,
+                                                 system=req.system),
+                            user_id, password_hash, old)
     if req.token is not None:
         # Revoked while this one was made? Its own event would not reach the
         # new token, whose read saw it: checked again now that the read is done.
@@ -127,12 +138,24 @@ async def resolve_auth(service: "IdentityService", auth: Any) -> TokenData:
     return data
 
 
+async def _default_scoped(service: "IdentityService", methods: tuple[str, ...], user_id: str,
+                          password_hash: str | None, project_id: str) -> TokenData:
+    """No scope asked: the user's default project's, as Keystone does, or
+    unscoped when they hold no role there (or it is gone or disabled)."""
+    try:
+        return await _issue(service, AuthRequest(methods, project=Ref(id=project_id)),
+                            user_id, password_hash, None)
+    except Unauthorized:
+        return await _issue(service, AuthRequest(methods), user_id, password_hash, None)
+
+
 async def _issue(service: "IdentityService", req: AuthRequest, user_id: str,
                  password_hash: str | None, old: TokenData | None) -> TokenData:
-    grant = await service.db.read(_grant, user_id, password_hash, req.project, req.domain)
+    grant = await service.db.read(_grant, user_id, password_hash, req.project, req.domain,
+                                  req.system)
     return service.new_token_data(
         user_id, list(req.methods), project_id=grant.project_id, domain_id=grant.domain_id,
-        roles=grant.roles, generation=grant.generation,
+        roles=grant.roles, generation=grant.generation, system=grant.system,
         expires_at=old.expires_at if old else None,
         parent_audit_id=old.audit_chain_id if old else None)
 
@@ -165,7 +188,8 @@ async def _from_app_cred(service: "IdentityService", req: AuthRequest) -> TokenD
     takes no other scope than its own (401)."""
     assert req.app_cred is not None
     row, grant = await service.db.read(_app_cred_grant, req.app_cred,
-                                       req.project is not None or req.domain is not None)
+                                       req.project is not None or req.domain is not None
+                                       or req.system)
     await service.check_secret(row["secret_hash"], req.app_cred.secret)
     return service.new_token_data(
         row["user_id"], list(req.methods), project_id=grant.project_id, domain_id=None,

@@ -102,9 +102,8 @@ def update(conn: sa.Connection, ident: str, values: dict[str, Any], cipher: Mult
            ) -> dict[str, Any]:
     merged = {**_row(conn, ident, cipher), **values}
     _checked(conn, merged)
-    if merged["type"] == "ec2" and _ec2_id(merged["blob"]) != ident:
-        raise ValidationError(field="credential/blob",
-                              reason="an ec2 credential's access key cannot change")
+    if merged["type"] == "ec2":
+        _ec2_id(merged["blob"])  # still an ec2 blob; its id stays the first key's
     conn.execute(C.update().where(C.c.id == ident).values(
         user_id=merged["user_id"], project_id=merged.get("project_id"), type=merged["type"],
         encrypted_blob=cipher.encrypt(merged["blob"].encode()).decode(), updated_at=utcnow()))

@@ -82,14 +82,14 @@ class IdentityService:
                        domain_id: str | None, roles: list[str], generation: int,
                        expires_at: float | None = None,
                        parent_audit_id: str | None = None,
-                       app_cred_id: str | None = None) -> TokenData:
+                       app_cred_id: str | None = None, system: bool = False) -> TokenData:
         now = time.time()
         return TokenData(user_id=user_id, issued_at=now,
                          expires_at=expires_at or now + self.settings.token_expiration,
                          audit_id=new_audit_id(), methods=methods,
                          project_id=project_id, domain_id=domain_id, roles=roles,
                          generation=generation, parent_audit_id=parent_audit_id,
-                         app_cred_id=app_cred_id)
+                         app_cred_id=app_cred_id, system=system)
 
     def _open(self, token: str) -> TokenData:
         """The token's data; :class:`Unauthorized` if forged, malformed or expired."""
@@ -194,12 +194,16 @@ class IdentityService:
             dom = store.get_domain(conn, id=data.domain_id) or {}
             body["domain"] = {"id": data.domain_id, "name": dom.get("name")}
             roles = store.role_names_for(conn, data.user_id, domain_id=data.domain_id)
+        elif data.system:
+            body["system"] = {"all": True}
+            roles = store.role_names_for(conn, data.user_id, system="all")
         else:
             roles = []
-        if data.project_id or data.domain_id:
+        if data.project_id or data.domain_id or data.system:
             body["roles"] = [{"id": r["id"], "name": r["name"]} for r in roles]
             body["catalog"] = self.catalog(data.project_id) + catalog.entries(conn)
-            body["is_domain"] = False
+            if not data.system:
+                body["is_domain"] = False
         if data.app_cred_id:
             body["application_credential"] = self._app_cred_ref(conn, data)
             body["roles"] = [r for r in body["roles"] if r["name"] in data.roles]

@@ -36,6 +36,8 @@ users = sa.Table(
     sa.Column("enabled", sa.Boolean, nullable=False, default=True),
     sa.Column("default_project_id", sa.String(64), nullable=True),
     sa.Column("email", sa.String(255), nullable=True),
+    # Attributes Keystone keeps without knowing them (description, …): JSON.
+    sa.Column("extra", sa.Text, nullable=True),
     *timestamps(),
     sa.UniqueConstraint("domain_id", "name"),
 )

@@ -247,25 +247,54 @@ def tag(value: Any, where: str) -> str:
 FIELDS: dict[str, dict[str, Check]] = {
     "project": {"name": _text(PROJECT_NAME_MAX, blank=False), "description": _DESCRIPTION,
                 "enabled": boolean, "domain_id": _domain_id, "parent_id": _domain_id,
-                "tags": _tags},
+                "tags": _tags, "is_domain": boolean},
     "user": {"name": _NAME, "password": _password, "enabled": boolean,
              "domain_id": _domain_id, "default_project_id": _text(ID_MAX, nullable=True),
-             "email": _text(NAME_MAX, nullable=True), "description": _DESCRIPTION},
+             "email": _text(NAME_MAX, nullable=True)},
     "role": {"name": _NAME, "description": _DESCRIPTION, "domain_id": _domain_id},
     "domain": {"name": _text(PROJECT_NAME_MAX, blank=False), "description": _DESCRIPTION,
                "enabled": boolean},
     "group": {"name": _NAME, "description": _DESCRIPTION, "domain_id": _domain_id},
 }
-# Checked, but not columns of the kind's table (a project's tags have their own).
-NOT_STORED = {"user": frozenset({"description"}), "project": frozenset({"tags"})}
+# Checked, but not columns of the kind's table (a project's tags have their own
+# table; a project that is a domain is a row of domains).
+NOT_STORED = {"project": frozenset({"tags", "is_domain"})}
 
 
 def admin_body(body: Any, kind: str, creating: bool) -> dict[str, Any]:
     """The stored values of a ``{kind: {...}}`` create or update body; 400 for
-    a wrong type, an overlong or invalid string, a missing name on create."""
+    a wrong type, an overlong or invalid string, a missing name on create. A
+    user's attributes cirrus does not know are kept under ``extra``."""
     out = resource_body(body, kind, FIELDS[kind], ("name",) if creating else ())
-    return {k: v for k, v in out.items() if k not in NOT_STORED.get(kind, ())
-            and not (k == "domain_id" and v is None)}
+    out = {k: v for k, v in out.items() if k not in NOT_STORED.get(kind, ())
+           and not (k == "domain_id" and v is None)}
+    if kind == "user":
+        extra = user_extra(body[kind])
+        if extra:
+            out["extra"] = extra
+    return out
+
+
+EXTRA_MAX = 16
+
+
+def user_extra(data: dict[str, Any]) -> dict[str, Any]:
+    """The attributes of a user body that are not cirrus's: scalars (a string
+    as any text field), at most 16 of them, as Keystone keeps them in ``extra``."""
+    extra = {k: v for k, v in data.items() if k not in FIELDS["user"] and k not in USER_READONLY}
+    if len(extra) > EXTRA_MAX:
+        raise ValidationError(field="user", reason=f"at most {EXTRA_MAX} other attributes")
+    for key, value in extra.items():
+        text(key, "user", NAME_MAX, blank=False)
+        if isinstance(value, str):
+            text(value, f"user/{key}", DESCRIPTION_MAX)
+        elif value is not None and not isinstance(value, (bool, int, float)):
+            raise ValidationError(field=f"user/{key}", reason="must be a string, number or boolean")
+    return extra
+
+
+# What a user body may echo back but never sets.
+USER_READONLY = frozenset({"id", "links", "password_expires_at", "options", "extra"})
 
 
 def resource_body(body: Any, key: str, fields: dict[str, Check],

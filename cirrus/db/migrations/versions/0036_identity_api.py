@@ -4,7 +4,8 @@ credentials, application credentials, project tags and policies
 Keystone's v3 resources that cirrus lacked: groups and their members, with
 role assignments of their own (``group_role_assignments``); a role on the
 system (``role_assignments.system``); domain-specific roles and role
-inference rules; a project's parent and tags; regions; catalog services and
+inference rules; a project's parent and tags; a user's extra attributes (Keystone keeps
+those it does not know, as ``description``, as JSON); regions; catalog services and
 endpoints an operator adds beside the built-in ones; credentials (their blob
 encrypted); application credentials (their secret hashed) with their roles;
 and policy blobs.
@@ -141,6 +142,7 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('application_credential_id', 'role_id', name=op.f('pk_application_credential_roles'))
     )
     op.add_column('projects', sa.Column('parent_id', sa.String(length=64), nullable=True))
+    op.add_column('users', sa.Column('extra', sa.Text(), nullable=True))
     op.add_column('role_assignments', sa.Column('system', sa.String(length=16), nullable=True))
     op.add_column('roles', sa.Column('domain_id', sa.String(length=64), nullable=True))
     op.add_column('roles', sa.Column('description', sa.Text(), nullable=True))
@@ -150,6 +152,7 @@ def downgrade() -> None:
     op.drop_column('roles', 'description')
     op.drop_column('roles', 'domain_id')
     op.drop_column('role_assignments', 'system')
+    op.drop_column('users', 'extra')
     op.drop_column('projects', 'parent_id')
     op.drop_table('application_credential_roles')
     op.drop_table('user_group_membership')
