@@ -193,7 +193,8 @@ def effective(conn: sa.Connection, f: Filters) -> list[Assignment]:
 
 def _implied(role_id: str, rules: dict[str, list[str]]) -> list[tuple[str, str | None]]:
     """``role_id`` and each role it implies, with the role it was implied by."""
-    out, seen, todo = [(role_id, None)], {role_id}, [role_id]
+    out: list[tuple[str, str | None]] = [(role_id, None)]
+    seen, todo = {role_id}, [role_id]
     while todo:
         prior = todo.pop()
         for implied in rules.get(prior, []):
@@ -201,7 +202,7 @@ def _implied(role_id: str, rules: dict[str, list[str]]) -> list[tuple[str, str |
                 seen.add(implied)
                 out.append((implied, prior))
                 todo.append(implied)
-    return out  # type: ignore[return-value]
+    return out
 
 
 def inference_rules(conn: sa.Connection) -> dict[str, list[str]]:

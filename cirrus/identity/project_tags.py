@@ -69,7 +69,7 @@ def matching(conn: sa.Connection, all_of: list[str], any_of: list[str],
     """Ids of the projects the tag filters let through; None: no filter."""
     if not (all_of or any_of or not_all or not_any):
         return None
-    tags = {r.id: set() for r in conn.execute(sa.select(m.projects.c.id))}
+    tags: dict[str, set[str]] = {r.id: set() for r in conn.execute(sa.select(m.projects.c.id))}
     for r in conn.execute(sa.select(T)):
         tags[r.project_id].add(r.name)
     return {p for p, have in tags.items()

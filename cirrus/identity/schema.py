@@ -250,7 +250,7 @@ FIELDS: dict[str, dict[str, Check]] = {
                 "tags": _tags, "is_domain": boolean},
     "user": {"name": _NAME, "password": _password, "enabled": boolean,
              "domain_id": _domain_id, "default_project_id": _text(ID_MAX, nullable=True),
-             "email": _text(NAME_MAX, nullable=True)},
+             "email": _text(NAME_MAX, nullable=True), "description": _DESCRIPTION},
     "role": {"name": _NAME, "description": _DESCRIPTION, "domain_id": _domain_id},
     "domain": {"name": _text(PROJECT_NAME_MAX, blank=False), "description": _DESCRIPTION,
                "enabled": boolean},
@@ -258,7 +258,7 @@ FIELDS: dict[str, dict[str, Check]] = {
 }
 # Checked, but not columns of the kind's table (a project's tags have their own
 # table; a project that is a domain is a row of domains).
-NOT_STORED = {"project": frozenset({"tags", "is_domain"})}
+NOT_STORED = {"project": frozenset({"tags", "is_domain"}), "user": frozenset({"description"})}
 
 
 def admin_body(body: Any, kind: str, creating: bool) -> dict[str, Any]:
@@ -270,6 +270,8 @@ def admin_body(body: Any, kind: str, creating: bool) -> dict[str, Any]:
            and not (k == "domain_id" and v is None)}
     if kind == "user":
         extra = user_extra(body[kind])
+        if "description" in body[kind]:  # checked above; Keystone keeps it as an extra
+            extra["description"] = body[kind]["description"]
         if extra:
             out["extra"] = extra
     return out
@@ -279,8 +281,9 @@ EXTRA_MAX = 16
 
 
 def user_extra(data: dict[str, Any]) -> dict[str, Any]:
-    """The attributes of a user body that are not cirrus's: scalars (a string
-    as any text field), at most 16 of them, as Keystone keeps them in ``extra``."""
+    """The attributes of a user body that are not cirrus's: strings (checked as
+    any text field), 64-bit integers, booleans or null, at most 16 of them, as
+    Keystone keeps them in ``extra``."""
     extra = {k: v for k, v in data.items() if k not in FIELDS["user"] and k not in USER_READONLY}
     if len(extra) > EXTRA_MAX:
         raise ValidationError(field="user", reason=f"at most {EXTRA_MAX} other attributes")
@@ -288,8 +291,11 @@ def user_extra(data: dict[str, Any]) -> dict[str, Any]:
         text(key, "user", NAME_MAX, blank=False)
         if isinstance(value, str):
             text(value, f"user/{key}", DESCRIPTION_MAX)
-        elif value is not None and not isinstance(value, (bool, int, float)):
-            raise ValidationError(field=f"user/{key}", reason="must be a string, number or boolean")
+        elif isinstance(value, int) and not isinstance(value, bool) and \
+                not -2 ** 63 <= value < 2 ** 63:
+            raise ValidationError(field=f"user/{key}", reason="is out of range")
+        elif value is not None and not isinstance(value, (bool, int)):
+            raise ValidationError(field=f"user/{key}", reason="must be a string, integer or boolean")
     return extra
 
 
