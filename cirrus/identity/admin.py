@@ -118,7 +118,10 @@ def update(conn: sa.Connection, kind: str, ident: str, values: dict[str, Any], *
                     updated_at=utcnow(), **values))
         except sa.exc.IntegrityError:
             raise DuplicateEntry(kind=kind) from None
-    revocation.record(conn, _update_events(kind, row, values), lifetime)
+    events = _update_events(kind, row, values)
+    if events and kind == "domain":
+        events += _in_domain(conn, ident)
+    revocation.record(conn, events, lifetime)
     return get(conn, kind, ident)
 
 
@@ -157,9 +160,22 @@ def delete(conn: sa.Connection, kind: str, ident: str, *, lifetime: float) -> No
         conn.execute(column.table.delete().where(column == ident))
     if kind == "project":
         conn.execute(table.update().where(table.c.parent_id == ident).values(parent_id=None))
+    # A group's members lose the roles it gave them: their tokens go.
+    events = [RevokeEvent(user_id=u.user_id) for u in conn.execute(
+        sa.select(m.user_group_membership.c.user_id).where(
+            m.user_group_membership.c.group_id == ident))] if kind == "group" else []
     conn.execute(table.delete().where(table.c.id == ident))
     if kind in _DELETE_EVENT:
-        revocation.record(conn, [_DELETE_EVENT[kind](row)], lifetime)
+        events.append(_DELETE_EVENT[kind](row))
+    revocation.record(conn, events, lifetime)
+
+
+def _in_domain(conn: sa.Connection, domain_id: str) -> list[RevokeEvent]:
+    """Events for every token of a domain's projects and users (it was disabled)."""
+    projects = conn.execute(sa.select(m.projects.c.id).where(m.projects.c.domain_id == domain_id))
+    users = conn.execute(sa.select(m.users.c.id).where(m.users.c.domain_id == domain_id))
+    return [*(RevokeEvent(project_id=p.id) for p in projects),
+            *(RevokeEvent(user_id=u.id) for u in users)]
 
 
 def _empty_domain(conn: sa.Connection, row: dict[str, Any], lifetime: float) -> None:

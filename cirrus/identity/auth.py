@@ -59,9 +59,16 @@ def _project(conn: Any, ref: Ref) -> dict[str, Any]:
     else:
         project = store.get_project(conn, name=ref.name,
                                     domain_id=_domain(conn, ref.domain)["id"])
-    if project is None or not project["enabled"]:
+    if project is None or not project["enabled"] or not _domain_enabled(conn, project):
         raise Unauthorized("Could not find project: %s." % (ref.id or ref.name))
     return project
+
+
+def _domain_enabled(conn: Any, row: dict[str, Any]) -> bool:
+    """Whether the domain of a user or project is enabled: a disabled domain's
+    users and projects authenticate and scope nothing (Keystone's)."""
+    dom = store.get_domain(conn, id=row["domain_id"])
+    return dom is not None and bool(dom["enabled"])
 
 
 def _grant(conn: Any, user_id: str, password_hash: str | None,
@@ -72,7 +79,7 @@ def _grant(conn: Any, user_id: str, password_hash: str | None,
     generation first errs the safe way: a token may be refused that need not."""
     generation = revocation.read_generation(conn)
     user = store.get_user(conn, id=user_id)
-    if user is None or not user["enabled"] or (
+    if user is None or not user["enabled"] or not _domain_enabled(conn, user) or (
             password_hash is not None and user["password_hash"] != password_hash):
         raise Unauthorized(_DENIED)
     if project is not None:
@@ -177,7 +184,7 @@ def _app_cred_grant(conn: Any, ref: AppCredRef, scoped: bool) -> tuple[dict[str,
     project = store.get_project(conn, id=row["project_id"])
     roles = app_credentials.usable(conn, row)
     if user is None or not user["enabled"] or project is None or not project["enabled"] \
-            or not roles:
+            or not roles or not _domain_enabled(conn, user) or not _domain_enabled(conn, project):
         raise Unauthorized(_DENIED)
     return row, Grant(generation, row["project_id"], None, roles)
 

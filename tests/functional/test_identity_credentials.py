@@ -9,11 +9,17 @@ from typing import Any
 import httpx
 import sqlalchemy as sa
 
+from cirrus.db.engine import Database
 from cirrus.identity import models as m
 from tests.conftest import Api
 from tests.functional.test_identity_groups import create, login
 
 V3 = "/identity/v3"
+
+
+def _db(api: Api) -> Database:
+    assert api.cloud.db is not None
+    return api.cloud.db
 
 
 def app_cred_auth(**ref: Any) -> dict[str, Any]:
@@ -70,7 +76,7 @@ async def test_a_blob_is_encrypted_at_rest(api: Api, admin: httpx.AsyncClient) -
         "user_id": user["id"], "project_id": project_id, "type": "ec2", "blob": blob}})
     assert made.status_code == 201, made.text
     cred = made.json()["credential"]
-    stored = await api.cloud.db.read(lambda conn: conn.execute(
+    stored = await _db(api).read(lambda conn: conn.execute(
         sa.select(m.credentials.c.encrypted_blob)).scalar_one())
     assert "very-secret" not in stored and "AKIA" not in stored
     # An ec2 credential is found by its access key's hash, as Keystone names it.
@@ -159,7 +165,7 @@ async def test_an_expired_application_credential_is_refused(api: Api,
             "name": "new", "expires_at": soon}})
         assert made.status_code == 201
     cred = made.json()["application_credential"]
-    await api.cloud.db.run(lambda conn: conn.execute(
+    await _db(api).run(lambda conn: conn.execute(
         m.application_credentials.update().values(expires_at=dt.datetime(2000, 1, 1))))
     async with api.client() as anon:
         resp = await anon.post(f"{V3}/auth/tokens", json=app_cred_auth(
@@ -183,7 +189,7 @@ async def test_a_user_changes_their_own_password(api: Api, admin: httpx.AsyncCli
     scope = {"project": {"id": project["id"]}}
     assert (await login(api, "pat", "pat-pw", scope)).status_code == 401
     assert (await login(api, "pat", "pat-new", scope)).status_code == 201
-    stored = await api.cloud.db.read(lambda conn: conn.execute(sa.select(
+    stored = await _db(api).read(lambda conn: conn.execute(sa.select(
         m.users.c.password_hash).where(m.users.c.id == user["id"])).scalar_one())
     assert stored.startswith("scrypt$") and "pat-new" not in stored
 

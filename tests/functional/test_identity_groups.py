@@ -4,7 +4,10 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import pytest
 
+from cirrus.identity import admin as identity_admin
+from cirrus.identity.exception import ForbiddenAction
 from tests.conftest import Api
 
 V3 = "/identity/v3"
@@ -45,10 +48,15 @@ async def test_a_domain_is_made_changed_and_deleted_only_once_disabled(
     assert (await admin.delete(f"{V3}/domains/{dom['id']}")).status_code == 404
 
 
-async def test_the_default_domain_cannot_be_deleted(admin: httpx.AsyncClient) -> None:
-    await admin.patch(f"{V3}/domains/default", json={"domain": {"enabled": False}})
-    assert (await admin.delete(f"{V3}/domains/default")).status_code == 403
-    await admin.patch(f"{V3}/domains/default", json={"domain": {"enabled": True}})
+async def test_the_default_domain_cannot_be_deleted(api: Api, admin: httpx.AsyncClient) -> None:
+    assert (await admin.delete(f"{V3}/domains/default")).status_code == 403  # enabled
+    # Disabled, even: through the service (an admin of the default domain that
+    # disabled it would have no token left to ask with).
+    db = api.cloud.db
+    assert db is not None
+    await db.run(identity_admin.update, "domain", "default", {"enabled": False}, lifetime=60)
+    with pytest.raises(ForbiddenAction):
+        await db.run(identity_admin.delete, "domain", "default", lifetime=60)
 
 
 async def test_a_member_reads_their_own_domain_only(api: Api, admin: httpx.AsyncClient,
@@ -199,3 +207,43 @@ async def test_project_parents_and_tags(admin: httpx.AsyncClient, demo: httpx.As
     assert (await admin.get(base)).json()["tags"] == []
     assert (await demo.get(base)).status_code == 403  # another project's
     assert (await demo.put(f"{base}/z")).status_code == 403
+
+
+async def test_a_disabled_domain_ends_its_users_tokens(api: Api, admin: httpx.AsyncClient) -> None:
+    dom = await create(admin, "domain", name="closing")
+    user = await create(admin, "user", name="cleo", password="cleo-pw", domain_id=dom["id"])
+    project = await create(admin, "project", name="cp", domain_id=dom["id"])
+    roles = {r["name"]: r["id"] for r in (await admin.get(f"{V3}/roles")).json()["roles"]}
+    await admin.put(f"{V3}/projects/{project['id']}/users/{user['id']}/roles/{roles['member']}")
+
+    async def cleo_login() -> httpx.Response:
+        async with api.client() as c:
+            return await c.post(f"{V3}/auth/tokens", json={"auth": {
+                "identity": {"methods": ["password"], "password": {"user": {
+                    "id": user["id"], "password": "cleo-pw"}}},
+                "scope": {"project": {"id": project["id"]}}}})
+    token = await cleo_login()
+    assert token.status_code == 201, token.text
+    await admin.patch(f"{V3}/domains/{dom['id']}", json={"domain": {"enabled": False}})
+    async with api.client(token.headers["X-Subject-Token"]) as cleo:
+        assert (await cleo.get(f"{V3}/auth/projects")).status_code == 401
+    assert (await cleo_login()).status_code == 401
+    await admin.patch(f"{V3}/domains/{dom['id']}", json={"domain": {"enabled": True}})
+    assert (await cleo_login()).status_code == 201
+
+
+async def test_deleting_a_group_ends_the_roles_it_gave(api: Api, admin: httpx.AsyncClient) -> None:
+    group = await create(admin, "group", name="temp")
+    await create(admin, "user", name="gus", password="gus-pw")
+    gus = (await admin.get(f"{V3}/users", params={"name": "gus"})).json()["users"][0]
+    project = await create(admin, "project", name="gp")
+    roles = {r["name"]: r["id"] for r in (await admin.get(f"{V3}/roles")).json()["roles"]}
+    await admin.put(f"{V3}/groups/{group['id']}/users/{gus['id']}")
+    await admin.put(f"{V3}/projects/{project['id']}/groups/{group['id']}/roles/{roles['member']}")
+    token = await login(api, "gus", "gus-pw", {"project": {"id": project["id"]}})
+    assert token.status_code == 201
+    assert (await admin.delete(f"{V3}/groups/{group['id']}")).status_code == 204
+    async with api.client(token.headers["X-Subject-Token"]) as client:
+        assert (await client.get(f"{V3}/auth/projects")).status_code == 401
+    assert (await login(api, "gus", "gus-pw", {"project": {"id": project["id"]}})).status_code \
+        == 401
