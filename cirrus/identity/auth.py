@@ -1,6 +1,6 @@
 """Keystone's ``auth`` request body into verified token data.
 
-The body is checked first (:func:`cirrus.identity.schema.auth_request`: 400 for
+The body is checked first (:func:`cirrus.identity.auth_schema.auth_request`: 400 for
 its shape); then the credentials (401 when wrong); then, in one read, the user,
 the scope's roles and the revocation generation together, which the token
 carries: a revocation is newer than the token exactly when the token's read did
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from cirrus.identity import app_credentials, revocation, store
 from cirrus.identity.exception import Unauthorized
-from cirrus.identity.schema import AppCredRef, AuthRequest, Ref, auth_request
+from cirrus.identity.auth_schema import AppCredRef, AuthRequest, Ref, auth_request
 from cirrus.identity.tokens import TokenData
 
 if TYPE_CHECKING:

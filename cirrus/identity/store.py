@@ -6,7 +6,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from cirrus.db.base import utcnow
-from cirrus.db.engine import fetch_all, fetch_one
+from cirrus.db.engine import fetch_one
 from cirrus.identity import assignments
 from cirrus.identity import models as m
 

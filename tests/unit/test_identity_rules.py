@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from cirrus.exception import ValidationError
-from cirrus.identity import assignments, credentials, schema
+from cirrus.identity import assignments, auth_schema, credentials, schema
 from cirrus.identity.exception import Unauthorized
 from cirrus.identity.tokens import TokenData, new_key
 
@@ -92,10 +92,10 @@ APP = {"methods": ["application_credential"]}
 def test_application_credential_auth_bodies(identity: dict[str, Any], error: Any) -> None:
     auth = {"identity": identity}
     if error is None:
-        assert schema.auth_request(auth).app_cred is not None
+        assert auth_schema.auth_request(auth).app_cred is not None
     else:
         with pytest.raises(error):
-            schema.auth_request(auth)
+            auth_schema.auth_request(auth)
 
 
 @pytest.mark.parametrize("scope, system", [
@@ -104,7 +104,7 @@ def test_application_credential_auth_bodies(identity: dict[str, Any], error: Any
 ])
 def test_system_scope(scope: Any, system: bool) -> None:
     auth = {"identity": {"methods": ["token"], "token": {"id": "t"}}, "scope": scope}
-    assert schema.auth_request(auth).system is system
+    assert auth_schema.auth_request(auth).system is system
 
 
 @pytest.mark.parametrize("scope", [{"system": {"all": False}}, {"system": "all"},
@@ -112,7 +112,7 @@ def test_system_scope(scope: Any, system: bool) -> None:
 def test_bad_system_scope_is_400(scope: Any) -> None:
     auth = {"identity": {"methods": ["token"], "token": {"id": "t"}}, "scope": scope}
     with pytest.raises(ValidationError):
-        schema.auth_request(auth)
+        auth_schema.auth_request(auth)
 
 
 def test_a_tokens_scope_and_credential_survive_its_payload() -> None:
