@@ -47,8 +47,9 @@ class Tenants:
         """A new token for ``user``, scoped to ``project`` (by name) or unscoped."""
         auth: dict[str, Any] = {"identity": {"methods": ["password"], "password": {"user": {
             "name": user, "domain": {"id": "default"}, "password": password}}}}
-        if project:
-            auth["scope"] = {"project": {"name": project, "domain": {"id": "default"}}}
+        # Explicitly unscoped: without a scope Keystone scopes to the default project.
+        auth["scope"] = {"project": {"name": project, "domain": {"id": "default"}}} \
+            if project else "unscoped"
         async with self.api.client() as c:
             resp = await c.post("/identity/v3/auth/tokens", json={"auth": auth})
         assert resp.status_code == 201, resp.text

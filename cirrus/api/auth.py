@@ -38,6 +38,9 @@ PUBLIC_PATHS = frozenset({
 _SERVER_PATH = re.compile(r"^/compute/v2(?:\.1)?/servers/([0-9a-f-]{36})(?:/|$)")
 
 
+_PASSWORD_PATH = re.compile(r"/identity/v3/users/[^/]+/password")
+
+
 def _server_of(path: str) -> str | None:
     match = _SERVER_PATH.match(path)
     return match.group(1) if match else None
@@ -54,7 +57,11 @@ def _header(scope: Scope, name: bytes) -> str | None:
 def is_public(method: str, path: str) -> bool:
     if path in PUBLIC_PATHS or is_dashboard(path):  # the dashboard's files hold no data
         return True
-    return path == "/identity/v3/auth/tokens" and method == "POST"
+    if method != "POST":
+        return False
+    # Logging in; changing one's password, which takes the original (Keystone's:
+    # a user whose token or password expired can still change it).
+    return path == "/identity/v3/auth/tokens" or _PASSWORD_PATH.fullmatch(path) is not None
 
 
 class AuthMiddleware:

@@ -1,4 +1,4 @@
-"""Identity administration: domains, projects, users, roles, assignments.
+"""Identity administration: domains, projects, users, groups, roles.
 
 A change that withdraws access records its revocation events in its own
 transaction (:mod:`cirrus.identity.revocation`): disabling, deleting or
@@ -8,6 +8,7 @@ a user, renaming or deleting a role. ``lifetime`` is the longest a token lives
 """
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -18,15 +19,17 @@ from cirrus.db.engine import fetch_all, fetch_one
 from cirrus.exception import ValidationError
 from cirrus.identity import models as m
 from cirrus.identity import revocation
-from cirrus.identity.exception import (DomainNotFound, DuplicateEntry, ProjectNotFound,
-                                       RoleNotFound, UserNotFound)
+from cirrus.identity.exception import (DomainNotFound, DuplicateEntry, ForbiddenAction,
+                                       GroupNotFound, ProjectNotFound, RoleNotFound,
+                                       UserNotFound)
 from cirrus.identity.revocation import RevokeEvent
 from cirrus.identity.passwords import hash_password
 
 TABLES = {"project": (m.projects, ProjectNotFound, "project_id"),
           "user": (m.users, UserNotFound, "user_id"),
           "role": (m.roles, RoleNotFound, "role_id"),
-          "domain": (m.domains, DomainNotFound, "domain_id")}
+          "domain": (m.domains, DomainNotFound, "domain_id"),
+          "group": (m.groups, GroupNotFound, "group_id")}
 
 
 def get(conn: sa.Connection, kind: str, ident: str) -> dict[str, Any]:
@@ -35,6 +38,16 @@ def get(conn: sa.Connection, kind: str, ident: str) -> dict[str, Any]:
     if row is None:
         raise missing(**{key: ident})
     return row
+
+
+def acting_kind(conn: sa.Connection, kind: str, ident: str) -> str:
+    """``domain`` for a project id that names a domain (Keystone's domains are
+    projects acting as domains: ``is_domain``), else ``kind``."""
+    if kind == "project" and fetch_one(conn, sa.select(m.projects.c.id).where(
+            m.projects.c.id == ident)) is None and fetch_one(conn, sa.select(m.domains.c.id).where(
+            m.domains.c.id == ident)) is not None:
+        return "domain"
+    return kind
 
 
 def list_rows(conn: sa.Connection, kind: str, filters: dict[str, Any]) -> list[dict[str, Any]]:
@@ -59,12 +72,20 @@ def with_password_hashed(values: dict[str, Any], creating: bool, rounds: int) ->
 
 
 def create(conn: sa.Connection, kind: str, values: dict[str, Any]) -> dict[str, Any]:
-    """A new ``kind`` row; a password comes hashed (:func:`with_password_hashed`)."""
+    """A new ``kind`` row; a password comes hashed (:func:`with_password_hashed`).
+    A project under a parent takes the parent's domain (400 for another)."""
     table = TABLES[kind][0]
     values = dict(values)
-    if kind != "role":
+    if kind == "project" and values.get("parent_id"):
+        parent = get(conn, "project", values["parent_id"])
+        if values.setdefault("domain_id", parent["domain_id"]) != parent["domain_id"]:
+            raise ValidationError(field="project/parent_id", reason="is in another domain")
+    if kind in ("project", "user", "group"):
         get(conn, "domain", values.setdefault("domain_id", "default"))
+    elif values.get("domain_id"):
+        get(conn, "domain", values["domain_id"])
     ident = uuid.uuid4().hex
+    values = _with_extra({}, values)
     try:
         with conn.begin_nested():
             conn.execute(table.insert().values(id=ident, created_at=utcnow(), **values))
@@ -73,12 +94,21 @@ def create(conn: sa.Connection, kind: str, values: dict[str, Any]) -> dict[str, 
     return get(conn, kind, ident)
 
 
+def _with_extra(row: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with a user's ``extra`` attributes merged over the row's, as JSON."""
+    if "extra" not in values:
+        return values
+    merged = {**json.loads(row.get("extra") or "{}"), **values["extra"]}
+    return {**values, "extra": json.dumps(merged, ensure_ascii=True)}
+
+
 def update(conn: sa.Connection, kind: str, ident: str, values: dict[str, Any], *,
            lifetime: float) -> dict[str, Any]:
     """``ident`` updated; a password comes hashed (:func:`with_password_hashed`).
     A project's or user's domain stays (400, as Keystone)."""
     table = TABLES[kind][0]
     row = get(conn, kind, ident)
+    values = _with_extra(row, values)
     if values.get("domain_id", row.get("domain_id")) != row.get("domain_id"):
         raise ValidationError(field=f"{kind}/domain_id", reason="cannot be changed")
     if values:
@@ -88,7 +118,10 @@ def update(conn: sa.Connection, kind: str, ident: str, values: dict[str, Any], *
                     updated_at=utcnow(), **values))
         except sa.exc.IntegrityError:
             raise DuplicateEntry(kind=kind) from None
-    revocation.record(conn, _update_events(kind, row, values), lifetime)
+    events = _update_events(kind, row, values)
+    if events and kind == "domain":
+        events += _in_domain(conn, ident)
+    revocation.record(conn, events, lifetime)
     return get(conn, kind, ident)
 
 
@@ -101,73 +134,79 @@ def _update_events(kind: str, row: dict[str, Any], values: dict[str, Any]) -> li
         return [RevokeEvent(project_id=row["id"])]
     if kind == "role" and values.get("name", row["name"]) != row["name"]:
         return [RevokeEvent(role=row["name"])]
+    if kind == "domain" and values.get("enabled") is False:
+        return [RevokeEvent(domain_id=row["id"])]
     return []
 
 
 _DELETE_EVENT = {"user": lambda row: RevokeEvent(user_id=row["id"]),
                  "project": lambda row: RevokeEvent(project_id=row["id"]),
-                 "role": lambda row: RevokeEvent(role=row["name"])}
+                 "role": lambda row: RevokeEvent(role=row["name"]),
+                 "domain": lambda row: RevokeEvent(domain_id=row["id"])}
 
 
 def delete(conn: sa.Connection, kind: str, ident: str, *, lifetime: float) -> None:
-    """Delete ``ident`` and its role assignments; its tokens go with it."""
+    """Delete ``ident`` and its role assignments; its tokens go with it. A
+    domain must be disabled first (403), and takes what is in it along."""
     table = TABLES[kind][0]
     row = get(conn, kind, ident)
-    ra = m.role_assignments
-    column = {"project": ra.c.project_id, "user": ra.c.user_id, "role": ra.c.role_id}.get(kind)
-    if column is not None:
-        conn.execute(ra.delete().where(column == ident))
+    if kind == "domain":
+        _empty_domain(conn, row, lifetime)
+    ra, ga = m.role_assignments, m.group_role_assignments
+    columns = {"project": (ra.c.project_id, ga.c.project_id), "user": (ra.c.user_id,),
+               "role": (ra.c.role_id, ga.c.role_id), "group": (ga.c.group_id,),
+               "domain": (ra.c.domain_id, ga.c.domain_id)}[kind]
+    for column in columns:
+        conn.execute(column.table.delete().where(column == ident))
+    if kind == "project":
+        conn.execute(table.update().where(table.c.parent_id == ident).values(parent_id=None))
+    # A group's members lose the roles it gave them: their tokens go.
+    events = [RevokeEvent(user_id=u.user_id) for u in conn.execute(
+        sa.select(m.user_group_membership.c.user_id).where(
+            m.user_group_membership.c.group_id == ident))] if kind == "group" else []
     conn.execute(table.delete().where(table.c.id == ident))
     if kind in _DELETE_EVENT:
-        revocation.record(conn, [_DELETE_EVENT[kind](row)], lifetime)
+        events.append(_DELETE_EVENT[kind](row))
+    revocation.record(conn, events, lifetime)
 
 
-def assignments(conn: sa.Connection, user_id: str | None = None, project_id: str | None = None,
-                role_id: str | None = None, domain_id: str | None = None) -> list[dict[str, Any]]:
-    ra = m.role_assignments
-    q = sa.select(ra)
-    for column, value in ((ra.c.user_id, user_id), (ra.c.project_id, project_id),
-                          (ra.c.role_id, role_id), (ra.c.domain_id, domain_id)):
-        if value is not None:
-            q = q.where(column == value)
-    return fetch_all(conn, q.order_by(ra.c.id))
+def _in_domain(conn: sa.Connection, domain_id: str) -> list[RevokeEvent]:
+    """Events for every token of a domain's projects and users (it was disabled)."""
+    projects = conn.execute(sa.select(m.projects.c.id).where(m.projects.c.domain_id == domain_id))
+    users = conn.execute(sa.select(m.users.c.id).where(m.users.c.domain_id == domain_id))
+    return [*(RevokeEvent(project_id=p.id) for p in projects),
+            *(RevokeEvent(user_id=u.id) for u in users)]
 
 
-def grant(conn: sa.Connection, user_id: str, role_id: str, *, project_id: str | None = None,
-          domain_id: str | None = None) -> None:
-    get(conn, "user", user_id)
-    get(conn, "role", role_id)
-    if project_id:
-        get(conn, "project", project_id)
-    if domain_id:
-        get(conn, "domain", domain_id)
-    if not assignments(conn, user_id, project_id, role_id, domain_id if not project_id else None):
-        conn.execute(m.role_assignments.insert().values(
-            user_id=user_id, role_id=role_id, project_id=project_id,
-            domain_id=None if project_id else domain_id))
+def _empty_domain(conn: sa.Connection, row: dict[str, Any], lifetime: float) -> None:
+    """Delete a disabled domain's projects, users, groups and roles."""
+    if row["enabled"]:
+        raise ForbiddenAction(reason="cannot delete a domain that is enabled, "
+                                     "please disable it first.")
+    if row["id"] == "default":
+        raise ForbiddenAction(reason="the default domain cannot be deleted.")
+    for kind in ("project", "user", "group", "role"):
+        table = TABLES[kind][0]
+        for child in conn.execute(sa.select(table.c.id).where(table.c.domain_id == row["id"])):
+            delete(conn, kind, child.id, lifetime=lifetime)
 
 
-def revoke(conn: sa.Connection, user_id: str, role_id: str, *, project_id: str | None = None,
-           domain_id: str | None = None, lifetime: float) -> bool:
-    """Remove the user's role on the project or domain, and the tokens that
-    carry it there; False if the user did not have it."""
-    ra = m.role_assignments
-    q = ra.delete().where(ra.c.user_id == user_id, ra.c.role_id == role_id)
-    q = q.where(ra.c.project_id == project_id) if project_id else q.where(
-        ra.c.domain_id == domain_id, ra.c.project_id.is_(None))
-    if conn.execute(q).rowcount == 0:
-        return False
-    role = get(conn, "role", role_id)["name"]
-    event = RevokeEvent(user_id=user_id, project_id=project_id, role=role) if project_id else \
-        RevokeEvent(user_id=user_id, domain_id=domain_id, role=role)
-    revocation.record(conn, [event], lifetime)
-    return True
+def _scopes(conn: sa.Connection, user_id: str, column: str) -> set[str]:
+    """The ids in ``column`` (project_id or domain_id) of the assignments the
+    user holds, their own or their groups'."""
+    ra, ga, ugm = m.role_assignments, m.group_role_assignments, m.user_group_membership
+    own = sa.select(ra.c[column]).where(ra.c.user_id == user_id, ra.c[column].is_not(None))
+    via = sa.select(ga.c[column]).join(ugm, ugm.c.group_id == ga.c.group_id).where(
+        ugm.c.user_id == user_id, ga.c[column].is_not(None))
+    if column == "domain_id":
+        own = own.where(ra.c.project_id.is_(None))
+        via = via.where(ga.c.project_id.is_(None))
+    return {r[0] for r in conn.execute(sa.union(own, via))}
 
 
 def projects_of(conn: sa.Connection, user_id: str) -> list[dict[str, Any]]:
-    ra = m.role_assignments
-    ids = {r.project_id for r in conn.execute(sa.select(ra.c.project_id).where(
-        ra.c.user_id == user_id, ra.c.project_id.is_not(None)))}
+    """The projects the user holds a role on (their own or a group's)."""
+    ids = _scopes(conn, user_id, "project_id")
     if not ids:
         return []
     return fetch_all(conn, sa.select(m.projects).where(m.projects.c.id.in_(ids))
@@ -176,9 +215,7 @@ def projects_of(conn: sa.Connection, user_id: str) -> list[dict[str, Any]]:
 
 def domains_of(conn: sa.Connection, user_id: str) -> list[dict[str, Any]]:
     """The domains the user holds a role on (not through a project)."""
-    ra = m.role_assignments
-    ids = {r.domain_id for r in conn.execute(sa.select(ra.c.domain_id).where(
-        ra.c.user_id == user_id, ra.c.domain_id.is_not(None)))}
+    ids = _scopes(conn, user_id, "domain_id")
     if not ids:
         return []
     return fetch_all(conn, sa.select(m.domains).where(m.domains.c.id.in_(ids))

@@ -1,265 +1,191 @@
-"""Keystone v3 administration routes.
+"""Keystone v3 administration routes: domains, projects, users, groups, roles.
 
 Admins only, but for what Keystone lets any user do for themselves: read their
-own user and their token's project, list their own projects
+own user, their token's project and its domain, list their own projects
 (``/v3/auth/projects``, ``/v3/users/{self}/projects``) and the domains they
 hold a role on (``/v3/auth/domains``). Bodies are checked by
 :func:`cirrus.identity.schema.admin_body`; ids in paths and filters that could
 name nothing (overlong, NUL, lone surrogates) are 404 and 400 without a query.
+The other resources have their own modules, composed in :data:`ROUTES`.
 """
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Callable
 
+import sqlalchemy as sa
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from cirrus import policy
 from cirrus.api.wsgi import context, json_body, no_content, reply
-from cirrus.exception import ValidationError
-from cirrus.identity import admin, schema
-from cirrus.identity.exception import (DomainNotFound, ProjectNotFound, RoleNotFound,
-                                       UserNotFound)
-
-COLLECTION = {"project": "projects", "user": "users", "role": "roles", "domain": "domains"}
-
-
-def _base(request: Request) -> str:
-    return request.app.state.settings.public_url.rstrip("/") + "/identity/v3"
-
-
-def view(request: Request, kind: str, row: dict[str, Any]) -> dict[str, Any]:
-    out = {"id": row["id"], "name": row["name"],
-           "links": {"self": f"{_base(request)}/{COLLECTION[kind]}/{row['id']}"}}
-    if kind in ("project", "user", "domain"):
-        out["enabled"] = row["enabled"]
-    if kind in ("project", "user"):
-        out["domain_id"] = row["domain_id"]
-    if kind in ("project", "domain"):
-        out["description"] = row.get("description") or ""
-    if kind == "project":
-        out.update({"is_domain": False, "parent_id": row["domain_id"], "tags": [], "options": {}})
-    if kind == "user":
-        out.update({"default_project_id": row["default_project_id"], "email": row["email"],
-                    "password_expires_at": None, "options": {}})
-    if kind == "role":
-        out.update({"domain_id": None, "description": None, "options": {}})
-    return out
-
-
-def _lifetime(request: Request) -> float:
-    return float(request.app.state.settings.token_expiration)
-
-
-def _rounds(request: Request) -> int:
-    return int(request.app.state.settings.password_hash_rounds)
-
-
-def _path_id(request: Request, key: str, missing: type[Exception], field: str) -> str:
-    """A path parameter naming a row; one that cannot is not found, unread."""
-    value = request.path_params[key]
-    if not schema.is_plain(value):
-        raise missing(**{field: "(invalid)"})
-    return value
-
+from cirrus.context import RequestContext
+from cirrus.identity import (admin, assignment_routes, catalog_routes, credential_routes,
+                             group_routes, policy_routes, project_tags, schema,
+                             self_routes, tag_routes)
+from cirrus.identity.exception import (DomainNotFound, GroupNotFound, ProjectNotFound,
+                                       RoleNotFound, UserNotFound)
+from cirrus.identity.http import (flag, lifetime, listing, path_id, query, query_list,
+                                  require_admin, rounds)
+from cirrus.identity.views import COLLECTION, view
 
 _MISSING = {"project": (ProjectNotFound, "project_id"), "user": (UserNotFound, "user_id"),
-            "role": (RoleNotFound, "role_id"), "domain": (DomainNotFound, "domain_id")}
+            "role": (RoleNotFound, "role_id"), "domain": (DomainNotFound, "domain_id"),
+            "group": (GroupNotFound, "group_id")}
 
 
-def _query(request: Request, key: str, max_length: int = schema.ID_MAX) -> str | None:
-    """A filter from the query string; 400 for one no row could match."""
-    value = request.query_params.get(key)
-    if value is not None and not schema.is_plain(value, max_length):
-        raise ValidationError(field=key, reason="is not a valid filter value")
-    return value
+def _filters(request: Request, kind: str) -> dict[str, Any]:
+    filters: dict[str, Any] = {"name": query(request, "name", schema.NAME_MAX),
+                               "domain_id": query(request, "domain_id"),
+                               "enabled": query(request, "enabled"),
+                               "parent_id": query(request, "parent_id")}
+    if filters["enabled"] is not None:
+        filters["enabled"] = filters["enabled"].lower() in ("true", "1")
+    if kind == "role" and filters["domain_id"] is None:
+        filters["domain_id"] = sa.null()  # global roles, unless a domain's are asked for
+    return filters
 
 
-def _admin(request: Request) -> Any:
-    ctx = context(request)
-    policy.enforce(ctx, "identity:admin")
-    return ctx
+def _with_tags(conn: sa.Connection, kind: str, rows: list[dict[str, Any]]
+               ) -> list[dict[str, Any]]:
+    if kind != "project" or rows and "parent_id" not in rows[0]:  # not projects, or domains
+        return rows
+    tags = project_tags.of(conn, [r["id"] for r in rows])
+    return [{**r, "tags": tags[r["id"]]} for r in rows]
+
+
+def _list(kind: str, filters: dict[str, Any], tag_filters: list[list[str]], domains: bool
+          ) -> Callable[[sa.Connection], list[dict[str, Any]]]:
+    """The rows of a listing; ``domains``: the projects that are domains."""
+    def load(conn: sa.Connection) -> list[dict[str, Any]]:
+        if domains:
+            return admin.list_rows(conn, "domain", {k: v for k, v in filters.items()
+                                                    if k in ("name", "enabled")})
+        rows = admin.list_rows(conn, kind, filters)
+        if kind == "project":
+            allowed = project_tags.matching(conn, *tag_filters)
+            rows = [r for r in rows if allowed is None or r["id"] in allowed]
+        return _with_tags(conn, kind, rows)
+    return load
+
+
+def _save(kind: str, row_id: str | None, values: dict[str, Any], tags: list[str] | None,
+          life: float) -> Callable[[sa.Connection], dict[str, Any]]:
+    """Create (``row_id`` None) or update the row, and a project's tags. A
+    project that is a domain (``is_domain``) is saved as the domain."""
+    def save(conn: sa.Connection) -> dict[str, Any]:
+        acting = "domain" if values.get("is_domain") else kind if row_id is None \
+            else admin.acting_kind(conn, kind, row_id)
+        if acting != kind:
+            stored = {k: v for k, v in values.items() if k in ("name", "description", "enabled")}
+            return admin.create(conn, acting, stored) if row_id is None else \
+                admin.update(conn, acting, row_id, stored, lifetime=life)
+        values.pop("is_domain", None)
+        row = admin.create(conn, kind, values) if row_id is None else \
+            admin.update(conn, kind, row_id, values, lifetime=life)
+        if tags is not None:
+            project_tags.replace(conn, row["id"], tags)
+        return _with_tags(conn, kind, [row])[0]
+    return save
+
+
+async def _values(request: Request, kind: str, creating: bool
+                  ) -> tuple[dict[str, Any], list[str] | None]:
+    body = await json_body(request)
+    values = schema.admin_body(body, kind, creating)
+    if kind == "project" and body[kind].get("is_domain"):
+        values["is_domain"] = True
+    tags = None
+    if kind == "project" and "tags" in body[kind]:
+        tags = schema.FIELDS["project"]["tags"](body[kind]["tags"], "project/tags")
+    values = await asyncio.to_thread(admin.with_password_hashed, values, creating,
+                                     rounds(request))
+    return values, tags
 
 
 def collection(kind: str) -> tuple[Any, Any]:
     async def index(request: Request) -> Response:
-        _admin(request)
-        filters: dict[str, Any] = {"name": _query(request, "name", schema.NAME_MAX),
-                                   "domain_id": _query(request, "domain_id"),
-                                   "enabled": _query(request, "enabled")}
-        if filters["enabled"] is not None:
-            filters["enabled"] = filters["enabled"].lower() in ("true", "1")
-        rows = await request.app.state.db.read(admin.list_rows, kind, filters)
-        return reply({COLLECTION[kind]: [view(request, kind, r) for r in rows],
-                      "links": {"self": str(request.url), "next": None, "previous": None}})
+        require_admin(request)
+        tag_filters = [query_list(request, k) for k in ("tags", "tags-any", "not-tags",
+                                                         "not-tags-any")]
+        domains = kind == "project" and flag(request, "is_domain")
+        rows = await request.app.state.db.read(_list(kind, _filters(request, kind), tag_filters,
+                                                     domains))
+        return reply(listing(request, COLLECTION[kind], [view(request, kind, r) for r in rows]))
 
     async def create(request: Request) -> Response:
-        _admin(request)
-        values = schema.admin_body(await json_body(request), kind, True)
-        values = await asyncio.to_thread(admin.with_password_hashed, values, True,
-                                         _rounds(request))
-        row = await request.app.state.db.run(admin.create, kind, values)
+        require_admin(request)
+        values, tags = await _values(request, kind, True)
+        row = await request.app.state.db.run(_save(kind, None, values, tags, lifetime(request)))
         return reply({kind: view(request, kind, row)}, status=201)
     return index, create
 
 
+def _may_read(ctx: RequestContext, kind: str, row: dict[str, Any]) -> bool:
+    """Keystone's self-service reads: one's own user, one's token's project,
+    the domain one's token is scoped to (or whose project it is scoped to)."""
+    if kind == "user":
+        return row["id"] == ctx.user_id
+    if kind == "project":
+        return row["id"] == ctx.project_id
+    return kind == "domain" and row["id"] == ctx.domain_id
+
+
 def member(kind: str) -> tuple[Any, Any, Any]:
     def ident(request: Request) -> str:
-        return _path_id(request, "id", *_MISSING[kind])
+        return path_id(request, "id", *_MISSING[kind])
 
     async def show(request: Request) -> Response:
         ctx = context(request)
-        row_id = ident(request)
-        if not (kind == "user" and row_id == ctx.user_id) and not \
-                (kind == "project" and row_id == ctx.project_id):
+
+        def load(conn: sa.Connection) -> dict[str, Any]:
+            row_id = ident(request)
+            row = _with_tags(conn, kind, [admin.get(conn, admin.acting_kind(conn, kind, row_id),
+                                                    row_id)])[0]
+            if kind == "domain" and ctx.project_id and not ctx.is_admin:
+                own = admin.get(conn, "project", ctx.project_id)
+                if own["domain_id"] == row["id"]:
+                    return row
+            if not _may_read(ctx, kind, row):
+                policy.enforce(ctx, "identity:admin")
+            return row
+        if not ctx.is_admin and kind in ("role", "group"):
             policy.enforce(ctx, "identity:admin")
-        row = await request.app.state.db.read(admin.get, kind, row_id)
-        return reply({kind: view(request, kind, row)})
+        return reply({kind: view(request, kind, await request.app.state.db.read(load))})
 
     async def update(request: Request) -> Response:
-        _admin(request)
+        require_admin(request)
         row_id = ident(request)
-        values = schema.admin_body(await json_body(request), kind, False)
-        values = await asyncio.to_thread(admin.with_password_hashed, values, False,
-                                         _rounds(request))
-        row = await request.app.state.db.run(admin.update, kind, row_id, values,
-                                             lifetime=_lifetime(request))
+        values, tags = await _values(request, kind, False)
+        row = await request.app.state.db.run(_save(kind, row_id, values, tags,
+                                                   lifetime(request)))
         return reply({kind: view(request, kind, row)})
 
     async def delete(request: Request) -> Response:
-        _admin(request)
-        await request.app.state.db.run(admin.delete, kind, ident(request),
-                                       lifetime=_lifetime(request))
+        require_admin(request)
+        row_id = ident(request)
+
+        def delete(conn: sa.Connection) -> None:
+            admin.delete(conn, admin.acting_kind(conn, kind, row_id), row_id,
+                         lifetime=lifetime(request))
+        await request.app.state.db.run(delete)
         return no_content()
     return show, update, delete
 
 
 async def user_projects(request: Request) -> Response:
     ctx = context(request)
-    user_id = _path_id(request, "id", UserNotFound, "user_id")
+    user_id = path_id(request, "id", UserNotFound, "user_id")
     if user_id != ctx.user_id:
         policy.enforce(ctx, "identity:admin")
     rows = await request.app.state.db.read(admin.projects_of, user_id)
-    return reply({"projects": [view(request, "project", r) for r in rows],
-                  "links": {"self": str(request.url), "next": None, "previous": None}})
-
-
-async def auth_projects(request: Request) -> Response:
-    ctx = context(request)
-    rows = await request.app.state.db.read(admin.projects_of, ctx.user_id)
-    return reply({"projects": [view(request, "project", r) for r in rows],
-                  "links": {"self": str(request.url), "next": None, "previous": None}})
-
-
-async def auth_domains(request: Request) -> Response:
-    """The domains the caller holds a role on (Keystone's: not every domain)."""
-    ctx = context(request)
-    rows = await request.app.state.db.read(admin.domains_of, ctx.user_id)
-    return reply({"domains": [view(request, "domain", r) for r in rows],
-                  "links": {"self": str(request.url), "next": None, "previous": None}})
-
-
-def _grant_params(request: Request) -> tuple[str, str, dict[str, str]]:
-    """(user id, role id, scope) of a grant path: ``/v3/projects/…`` or
-    ``/v3/domains/…``; anything else names no grant."""
-    target = request.path_params["target"]
-    if target not in ("projects", "domains"):
-        raise RoleNotFound(role_id="(invalid)")
-    user_id = _path_id(request, "uid", UserNotFound, "user_id")
-    role_id = _path_id(request, "rid", RoleNotFound, "role_id") \
-        if "rid" in request.path_params else ""
-    if target == "projects":
-        scope = {"project_id": _path_id(request, "tid", ProjectNotFound, "project_id")}
-    else:
-        scope = {"domain_id": _path_id(request, "tid", DomainNotFound, "domain_id")}
-    return user_id, role_id, scope
-
-
-async def grant(request: Request) -> Response:
-    _admin(request)
-    user_id, role_id, scope = _grant_params(request)
-    await request.app.state.db.run(admin.grant, user_id, role_id, **scope)
-    return no_content()
-
-
-async def check_grant(request: Request) -> Response:
-    _admin(request)
-    user_id, role_id, scope = _grant_params(request)
-    found = await request.app.state.db.read(admin.assignments, user_id,
-                                            scope.get("project_id"), role_id,
-                                            scope.get("domain_id"))
-    if not found:
-        raise RoleNotFound(role_id=role_id)
-    return no_content()
-
-
-async def revoke_grant(request: Request) -> Response:
-    _admin(request)
-    user_id, role_id, scope = _grant_params(request)
-    if not await request.app.state.db.run(admin.revoke, user_id, role_id, **scope,
-                                          lifetime=_lifetime(request)):
-        raise RoleNotFound(role_id=role_id)
-    return no_content()
-
-
-async def list_grants(request: Request) -> Response:
-    _admin(request)
-    user_id, _, scope = _grant_params(request)
-
-    def load(conn: Any) -> list[dict[str, Any]]:
-        rows = admin.assignments(conn, user_id, scope.get("project_id"), None,
-                                 scope.get("domain_id"))
-        return [admin.get(conn, "role", r["role_id"]) for r in rows]
-    roles = await request.app.state.db.read(load)
-    return reply({"roles": [view(request, "role", r) for r in roles],
-                  "links": {"self": str(request.url), "next": None, "previous": None}})
-
-
-async def role_assignments(request: Request) -> Response:
-    """Admins only, as Keystone's ``identity:list_role_assignments``."""
-    _admin(request)
-    user, project, role, domain = (_query(request, k) for k in (
-        "user.id", "scope.project.id", "role.id", "scope.domain.id"))
-    names = "include_names" in request.query_params
-
-    def load(conn: Any) -> list[dict[str, Any]]:
-        out = []
-        for r in admin.assignments(conn, user, project, role, domain):
-            role_ref = {"id": r["role_id"]}
-            usr = {"id": r["user_id"]}
-            scope = {"project": {"id": r["project_id"]}} if r["project_id"] else \
-                {"domain": {"id": r["domain_id"]}}
-            if names:
-                role_ref["name"] = admin.get(conn, "role", r["role_id"])["name"]
-                usr["name"] = admin.get(conn, "user", r["user_id"])["name"]
-                if r["project_id"]:
-                    scope["project"]["name"] = admin.get(conn, "project", r["project_id"])["name"]
-            out.append({"role": role_ref, "user": usr, "scope": scope,
-                        "links": {"assignment": f"{_base(request)}/role_assignments"}})
-        return out
-    return reply({"role_assignments": await request.app.state.db.read(load),
-                  "links": {"self": str(request.url), "next": None, "previous": None}})
-
-
-async def services(request: Request) -> Response:
-    _admin(request)  # Keystone's identity:list_services (the catalog is every token's)
-    catalog = request.app.state.identity.catalog()
-    return reply({"services": [{"id": s["id"], "type": s["type"], "name": s["name"],
-                                "enabled": True, "description": s["name"]} for s in catalog]})
-
-
-async def endpoints(request: Request) -> Response:
-    _admin(request)  # Keystone's identity:list_endpoints
-    catalog = request.app.state.identity.catalog()
-    return reply({"endpoints": [{**e, "service_id": s["id"], "enabled": True}
-                                for s in catalog for e in s["endpoints"]]})
+    return reply(listing(request, "projects", [view(request, "project", r) for r in rows]))
 
 
 def _routes() -> list[Route]:
     routes: list[Route] = []
-    for kind in ("project", "user", "role"):
+    for kind in ("project", "user", "role", "domain", "group"):
         index, create = collection(kind)
         show, update, delete = member(kind)
         base = f"/v3/{COLLECTION[kind]}"
@@ -267,24 +193,10 @@ def _routes() -> list[Route]:
                    Route(base + "/{id}", show, methods=["GET"]),
                    Route(base + "/{id}", update, methods=["PATCH"]),
                    Route(base + "/{id}", delete, methods=["DELETE"])]
-    d_index, _ = collection("domain")
-    d_show, _, _ = member("domain")
-    grant_path = "/v3/{target:str}/{tid}/users/{uid}/roles"
-    routes += [
-        Route("/v3/domains", d_index, methods=["GET"]),
-        Route("/v3/domains/{id}", d_show, methods=["GET"]),
-        Route("/v3/users/{id}/projects", user_projects, methods=["GET"]),
-        Route("/v3/auth/projects", auth_projects, methods=["GET"]),
-        Route("/v3/auth/domains", auth_domains, methods=["GET"]),
-        Route(grant_path, list_grants, methods=["GET"]),
-        Route(grant_path + "/{rid}", grant, methods=["PUT"]),
-        Route(grant_path + "/{rid}", check_grant, methods=["HEAD", "GET"]),
-        Route(grant_path + "/{rid}", revoke_grant, methods=["DELETE"]),
-        Route("/v3/role_assignments", role_assignments, methods=["GET"]),
-        Route("/v3/services", services, methods=["GET"]),
-        Route("/v3/endpoints", endpoints, methods=["GET"]),
-    ]
-    return routes
+    routes.append(Route("/v3/users/{id}/projects", user_projects, methods=["GET"]))
+    return [*routes, *self_routes.ROUTES, *group_routes.ROUTES, *assignment_routes.ROUTES,
+            *catalog_routes.ROUTES, *credential_routes.ROUTES, *policy_routes.ROUTES,
+            *tag_routes.ROUTES]
 
 
 ROUTES = _routes()

@@ -1,7 +1,7 @@
 """Identity errors."""
 from __future__ import annotations
 
-from cirrus.exception import Conflict, NotAuthenticated, NotFound
+from cirrus.exception import CirrusException, Conflict, NotAuthenticated, NotFound
 
 
 class Unauthorized(NotAuthenticated):
@@ -28,5 +28,48 @@ class DomainNotFound(NotFound):
     msg_fmt = "Could not find domain: %(domain_id)s."
 
 
+class GroupNotFound(NotFound):
+    msg_fmt = "Could not find group: %(group_id)s."
+
+
+class RegionNotFound(NotFound):
+    msg_fmt = "Could not find region: %(region_id)s."
+
+
+class ServiceNotFound(NotFound):
+    msg_fmt = "Could not find service: %(service_id)s."
+
+
+class EndpointNotFound(NotFound):
+    msg_fmt = "Could not find endpoint: %(endpoint_id)s."
+
+
+class CredentialNotFound(NotFound):
+    msg_fmt = "Could not find credential: %(credential_id)s."
+
+
+class ApplicationCredentialNotFound(NotFound):
+    msg_fmt = "Could not find Application Credential: %(application_credential_id)s."
+
+
+class PolicyNotFound(NotFound):
+    msg_fmt = "Could not find policy: %(policy_id)s."
+
+
+class ImpliedRoleNotFound(NotFound):
+    msg_fmt = "%(prior_role_id)s does not imply %(implied_role_id)s."
+
+
+class ProjectTagNotFound(NotFound):
+    msg_fmt = "Could not find project tag: %(tag)s."
+
+
 class DuplicateEntry(Conflict):
     msg_fmt = "Conflict occurred attempting to store %(kind)s - Duplicate entry."
+
+
+class ForbiddenAction(CirrusException):
+    """What no role may do (Keystone's ``ForbiddenAction``, 403)."""
+
+    code = 403
+    msg_fmt = "You are not authorized to perform the requested action: %(reason)s."

@@ -12,12 +12,14 @@ import datetime as dt
 import time
 from typing import Any
 
+from cryptography.fernet import MultiFernet
+
 from cirrus.config import Settings
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
 from cirrus.db.engine import Database
 from cirrus.exception import CirrusException
-from cirrus.identity import revocation, store
+from cirrus.identity import app_credentials, catalog, credentials, revocation, store
 from cirrus.identity.exception import TokenNotFound, Unauthorized
 from cirrus.identity.generation import GenerationReader
 from cirrus.identity.passwords import verify_password
@@ -43,6 +45,7 @@ class IdentityService:
         self.settings = settings
         self.db = db
         self.provider: TokenProvider | None = None
+        self.blob_cipher: MultiFernet | None = None  # credentials' blobs
         self.revocations = RevocationList()
         self._generation = GenerationReader(db)
         self._loading: asyncio.Future[None] | None = None
@@ -51,6 +54,7 @@ class IdentityService:
     async def start(self) -> None:
         keys = await self.db.run(store.load_token_keys, True, new_key())
         self.provider = TokenProvider(keys)
+        self.blob_cipher = credentials.blob_cipher(keys)
 
     # -- tokens ---------------------------------------------------------------
     async def authenticate(self, auth: Any) -> tuple[str, dict[str, Any]]:
@@ -63,21 +67,29 @@ class IdentityService:
         return token, await self.token_body(data)
 
     async def check_password(self, user: dict[str, Any], password: str) -> None:
+        await self.check_secret(user.get("password_hash"), password)
+        if not user.get("enabled", True):
+            raise Unauthorized("The request you have made requires authentication.")
+
+    async def check_secret(self, stored_hash: str | None, secret: str) -> None:
+        """401 unless ``secret`` matches the hash (scrypt, off the event loop)."""
         ok = await asyncio.get_running_loop().run_in_executor(
-            None, verify_password, password, user.get("password_hash"))
-        if not ok or not user.get("enabled", True):
+            None, verify_password, secret, stored_hash)
+        if not ok:
             raise Unauthorized("The request you have made requires authentication.")
 
     def new_token_data(self, user_id: str, methods: list[str], *, project_id: str | None,
                        domain_id: str | None, roles: list[str], generation: int,
                        expires_at: float | None = None,
-                       parent_audit_id: str | None = None) -> TokenData:
+                       parent_audit_id: str | None = None,
+                       app_cred_id: str | None = None, system: bool = False) -> TokenData:
         now = time.time()
         return TokenData(user_id=user_id, issued_at=now,
                          expires_at=expires_at or now + self.settings.token_expiration,
                          audit_id=new_audit_id(), methods=methods,
                          project_id=project_id, domain_id=domain_id, roles=roles,
-                         generation=generation, parent_audit_id=parent_audit_id)
+                         generation=generation, parent_audit_id=parent_audit_id,
+                         app_cred_id=app_cred_id, system=system)
 
     def _open(self, token: str) -> TokenData:
         """The token's data; :class:`Unauthorized` if forged, malformed or expired."""
@@ -182,13 +194,26 @@ class IdentityService:
             dom = store.get_domain(conn, id=data.domain_id) or {}
             body["domain"] = {"id": data.domain_id, "name": dom.get("name")}
             roles = store.role_names_for(conn, data.user_id, domain_id=data.domain_id)
+        elif data.system:
+            body["system"] = {"all": True}
+            roles = store.role_names_for(conn, data.user_id, system="all")
         else:
             roles = []
-        if data.project_id or data.domain_id:
+        if data.project_id or data.domain_id or data.system:
             body["roles"] = [{"id": r["id"], "name": r["name"]} for r in roles]
-            body["catalog"] = self.catalog(data.project_id)
-            body["is_domain"] = False
+            body["catalog"] = self.catalog(data.project_id) + catalog.entries(conn)
+            if not data.system:
+                body["is_domain"] = False
+        if data.app_cred_id:
+            body["application_credential"] = self._app_cred_ref(conn, data)
+            body["roles"] = [r for r in body["roles"] if r["name"] in data.roles]
         return {"token": body}
+
+    @staticmethod
+    def _app_cred_ref(conn: Any, data: TokenData) -> dict[str, Any]:
+        assert data.app_cred_id is not None
+        row = app_credentials.get(conn, None, data.app_cred_id)
+        return {"id": row["id"], "name": row["name"], "restricted": not row["unrestricted"]}
 
     def catalog(self, project_id: str | None = None) -> list[dict[str, Any]]:
         """The service catalog: identity, compute, network, image and block

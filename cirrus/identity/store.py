@@ -6,7 +6,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from cirrus.db.base import utcnow
-from cirrus.db.engine import fetch_all, fetch_one
+from cirrus.db.engine import fetch_one
+from cirrus.identity import assignments
 from cirrus.identity import models as m
 
 
@@ -32,14 +33,18 @@ def get_project(conn: sa.Connection, *, id: str | None = None, name: str | None 
 
 
 def role_names_for(conn: sa.Connection, user_id: str, *, project_id: str | None = None,
-                   domain_id: str | None = None) -> list[dict[str, Any]]:
-    """Roles (id, name) the user holds on the project or domain."""
-    ra = m.role_assignments
-    q = sa.select(m.roles.c.id, m.roles.c.name).join(ra, ra.c.role_id == m.roles.c.id).where(
-        ra.c.user_id == user_id)
-    q = q.where(ra.c.project_id == project_id) if project_id else q.where(
-        ra.c.domain_id == domain_id, ra.c.project_id.is_(None))
-    return fetch_all(conn, q.order_by(m.roles.c.name))
+                   domain_id: str | None = None, system: str | None = None
+                   ) -> list[dict[str, Any]]:
+    """Roles (id, name) the user holds on the project, domain or system: their
+    own, their groups', and the roles those imply."""
+    return assignments.effective_roles(conn, user_id, assignments.Target(
+        project_id=project_id, domain_id=None if project_id else domain_id,
+        system=None if project_id or domain_id else system))
+
+
+def exists_app_cred(conn: sa.Connection, ident: str) -> bool:
+    ac = m.application_credentials
+    return conn.execute(sa.select(ac.c.id).where(ac.c.id == ident)).first() is not None
 
 
 def load_token_keys(conn: sa.Connection, create: bool, new_key: str) -> list[str]:

@@ -33,6 +33,11 @@ class TokenData:
     generation: int = 0
     # The audit id of the token it was rescoped from (the chain's first).
     parent_audit_id: str | None = None
+    # The application credential it was made from (its audit chain is named
+    # after it: deleting the credential revokes the chain).
+    app_cred_id: str | None = None
+    # Scoped to the system (Keystone's ``{"system": {"all": true}}``).
+    system: bool = False
 
     @property
     def audit_chain_id(self) -> str:
@@ -45,6 +50,10 @@ class TokenData:
                    "d": self.domain_id, "r": self.roles, "g": self.generation}
         if self.parent_audit_id:
             payload["pa"] = self.parent_audit_id
+        if self.app_cred_id:
+            payload["ac"] = self.app_cred_id
+        if self.system:
+            payload["s"] = True
         return payload
 
     @classmethod
@@ -52,7 +61,8 @@ class TokenData:
         return cls(user_id=d["u"], expires_at=d["e"], issued_at=d["i"], audit_id=d["a"],
                    methods=d["m"], project_id=d.get("p"), domain_id=d.get("d"),
                    roles=list(d.get("r") or []), generation=d.get("g") or 0,
-                   parent_audit_id=d.get("pa"))
+                   parent_audit_id=d.get("pa"), app_cred_id=d.get("ac"),
+                   system=bool(d.get("s")))
 
 
 def new_key() -> str:

@@ -450,6 +450,68 @@ IDENTITY: dict[tuple[str, str], tuple[Example, ...]] = {
     ("DELETE", "/identity/v3/roles/{id}"): (ADMIN_NO_BODY,),
     ("PUT", "/identity/v3/{target}/{tid}/users/{uid}/roles/{rid}"): (ADMIN_NO_BODY,),
     ("DELETE", "/identity/v3/{target}/{tid}/users/{uid}/roles/{rid}"): (ADMIN_NO_BODY,),
+    **{(method, f"/identity/v3/{where}/{who}/roles/{{rid}}"): (ADMIN_NO_BODY,)
+       for method in ("PUT", "DELETE")
+       for where, who in (("{target}/{tid}", "groups/{gid}"), ("system", "users/{uid}"),
+                          ("system", "groups/{gid}"))},
+    ("POST", "/identity/v3/domains"): (
+        Example({"domain": {"name": Unique("fz-domain-{n}"), "description": "d",
+                            "enabled": True}}, persona="admin"),),
+    ("PATCH", "/identity/v3/domains/{id}"): (
+        Example({"domain": {"description": "changed"}}, persona="admin"),),
+    ("DELETE", "/identity/v3/domains/{id}"): (ADMIN_NO_BODY,),
+    ("POST", "/identity/v3/groups"): (
+        Example({"group": {"name": Unique("fz-group-{n}"), "description": "d",
+                           "domain_id": "default"}}, persona="admin"),),
+    ("PATCH", "/identity/v3/groups/{id}"): (
+        Example({"group": {"description": "changed"}}, persona="admin"),),
+    ("DELETE", "/identity/v3/groups/{id}"): (ADMIN_NO_BODY,),
+    ("PUT", "/identity/v3/groups/{id}/users/{uid}"): (ADMIN_NO_BODY,),
+    ("DELETE", "/identity/v3/groups/{id}/users/{uid}"): (ADMIN_NO_BODY,),
+    ("POST", "/identity/v3/regions"): (
+        Example({"region": {"description": "d", "parent_region_id": Ref("region")}},
+                persona="admin"),),
+    ("PUT", "/identity/v3/regions/{id}"): (
+        Example({"region": {"description": "d"}}, persona="admin"),),
+    ("PATCH", "/identity/v3/regions/{id}"): (
+        Example({"region": {"description": "changed"}}, persona="admin"),),
+    ("DELETE", "/identity/v3/regions/{id}"): (ADMIN_NO_BODY,),
+    ("POST", "/identity/v3/services"): (
+        Example({"service": {"type": "fz-type", "name": "fz", "description": "d",
+                             "enabled": True}}, persona="admin"),),
+    ("PATCH", "/identity/v3/services/{id}"): (
+        Example({"service": {"description": "changed"}}, persona="admin"),),
+    ("DELETE", "/identity/v3/services/{id}"): (ADMIN_NO_BODY,),
+    ("POST", "/identity/v3/endpoints"): (
+        Example({"endpoint": {"service_id": Ref("catalog_service"), "interface": "public",
+                              "url": "http://fz.example", "region_id": Ref("region"),
+                              "enabled": True}}, persona="admin"),),
+    ("PATCH", "/identity/v3/endpoints/{id}"): (
+        Example({"endpoint": {"url": "http://fz2.example"}}, persona="admin"),),
+    ("DELETE", "/identity/v3/endpoints/{id}"): (ADMIN_NO_BODY,),
+    ("POST", "/identity/v3/policies"): (
+        Example({"policy": {"type": "application/json", "blob": "{}"}}, persona="admin"),),
+    ("PATCH", "/identity/v3/policies/{id}"): (
+        Example({"policy": {"blob": "{\"a\": 1}"}}, persona="admin"),),
+    ("DELETE", "/identity/v3/policies/{id}"): (ADMIN_NO_BODY,),
+    ("POST", "/identity/v3/credentials"): (
+        Example({"credential": {"user_id": Ref("demo_user"), "type": "totp", "blob": "fz"}}),),
+    ("PATCH", "/identity/v3/credentials/{id}"): (Example({"credential": {"blob": "fz2"}}),),
+    ("DELETE", "/identity/v3/credentials/{id}"): (NO_BODY,),
+    ("POST", "/identity/v3/users/{id}/application_credentials"): (
+        Example({"application_credential": {"name": Unique("fz-app-{n}"), "description": "d",
+                                            "roles": [{"name": "member"}]}}),),
+    ("DELETE", "/identity/v3/users/{id}/application_credentials/{cid}"): (NO_BODY,),
+    ("POST", "/identity/v3/users/{id}/password"): (
+        Example({"user": {"original_password": "fz", "password": "fz-new"}}),),
+    ("PUT", "/identity/v3/projects/{id}/tags"): (
+        Example({"tags": ["fz-a", "fz-b"]}, persona="admin"),),
+    ("DELETE", "/identity/v3/projects/{id}/tags"): (ADMIN_NO_BODY,),
+    ("PUT", "/identity/v3/projects/{id}/tags/{tag}"): (
+        Example(params={"tag": "fz-tag"}, content_type=None, persona="admin"),),
+    ("DELETE", "/identity/v3/projects/{id}/tags/{tag}"): (ADMIN_NO_BODY,),
+    ("PUT", "/identity/v3/roles/{prior}/implies/{implied}"): (ADMIN_NO_BODY,),
+    ("DELETE", "/identity/v3/roles/{prior}/implies/{implied}"): (ADMIN_NO_BODY,),
 }
 
 def vol(version: str) -> dict[str, str]:

@@ -229,6 +229,93 @@ async def _token(w: World) -> str:
     return resp.headers["X-Subject-Token"]
 
 
+async def _admin_made(w: World, collection: str, key: str, body: dict[str, object]) -> str:
+    return (await w.call("admin", "POST", f"/identity/v3/{collection}", {key: body}))[key]["id"]
+
+
+async def _domain(w: World) -> str:
+    """A disabled domain: one that may be deleted."""
+    body = {"name": f"fz-domain-{w.next_serial()}", "enabled": False}
+    return await _admin_made(w, "domains", "domain", body)
+
+
+async def _group(w: World) -> str:
+    return await _admin_made(w, "groups", "group", {"name": f"fz-group-{w.next_serial()}"})
+
+
+async def _group_member(w: World) -> str:
+    user = await _user(w)
+    await w.call("admin", "PUT", f"/identity/v3/groups/{w.seeds['group']}/users/{user}")
+    return user
+
+
+async def _region(w: World) -> str:
+    return await _admin_made(w, "regions", "region", {"id": f"fz-region-{w.next_serial()}"})
+
+
+async def _new_region_id(w: World) -> str:
+    return f"fz-new-region-{w.next_serial()}"
+
+
+async def _catalog_service(w: World) -> str:
+    return await _admin_made(w, "services", "service", {"type": "fz-type", "name": "fz"})
+
+
+async def _catalog_endpoint(w: World) -> str:
+    return await _admin_made(w, "endpoints", "endpoint", {
+        "service_id": w.seeds["catalog_service"], "interface": "public",
+        "url": "http://fz.example"})
+
+
+async def _policy_blob(w: World) -> str:
+    return await _admin_made(w, "policies", "policy", {"type": "application/json", "blob": "{}"})
+
+
+async def _credential(w: World) -> str:
+    body = {"credential": {"user_id": w.seeds["demo_user"], "type": "totp", "blob": "fz"}}
+    return (await w.call("member", "POST", "/identity/v3/credentials", body))["credential"]["id"]
+
+
+async def _app_credential(w: World) -> str:
+    body = {"application_credential": {"name": f"fz-app-{w.next_serial()}"}}
+    path = f"/identity/v3/users/{w.seeds['demo_user']}/application_credentials"
+    return (await w.call("member", "POST", path, body))["application_credential"]["id"]
+
+
+async def _password_user(w: World) -> str:
+    return await _user(w)  # its password is "fz"
+
+
+async def _implied_role(w: World) -> str:
+    """A role the seed role implies."""
+    role = await _role(w)
+    await w.call("admin", "PUT", f"/identity/v3/roles/{w.seeds['role']}/implies/{role}")
+    return role
+
+
+async def _project_tag(w: World) -> str:
+    tag = f"fz-tag-{w.next_serial()}"
+    await w.call("admin", "PUT", f"/identity/v3/projects/{w.seeds['project']}/tags/{tag}")
+    return tag
+
+
+def _granted(path: Callable[[World], str]) -> Factory:
+    """A new role granted at ``path(w)`` (…/roles)."""
+    async def make(w: World) -> str:
+        role = await _role(w)
+        await w.call("admin", "PUT", f"{path(w)}/{role}")
+        return role
+    return make
+
+
+GRANTS = {
+    "group_granted_role": lambda w: f"/identity/v3/projects/{w.seeds['project']}/groups/"
+                                    f"{w.seeds['group']}/roles",
+    "system_granted_role": lambda w: f"/identity/v3/system/users/{w.seeds['user']}/roles",
+    "system_group_granted_role": lambda w: f"/identity/v3/system/groups/{w.seeds['group']}/roles",
+}
+
+
 def _volume_base(w: World) -> str:
     return f"/volume/v3/{w.seeds['demo_project']}"
 
@@ -339,6 +426,12 @@ FACTORIES: dict[str, Factory] = {
     "metadef_property": _metadef_item("properties", lambda n: {
         "name": n, "title": n, "type": "string"}),
     "metadef_association": _metadef_item("resource_types", lambda n: {"name": n}),
+    "domain": _domain, "group": _group, "group_member": _group_member, "region": _region,
+    "new_region_id": _new_region_id, "catalog_service": _catalog_service,
+    "catalog_endpoint": _catalog_endpoint, "policy_blob": _policy_blob,
+    "credential": _credential, "app_credential": _app_credential,
+    "password_user": _password_user, "implied_role": _implied_role, "project_tag": _project_tag,
+    **{kind: _granted(path) for kind, path in GRANTS.items()},
     **{f"{kind}_tag": _network_tag(kind, collection) for kind, collection in {
         "network": "networks", "subnet": "subnets", "port": "ports",
         "security_group": "security-groups"}.items()},
@@ -346,4 +439,5 @@ FACTORIES: dict[str, Factory] = {
 # Kinds that are always made fresh: a free port is used up by the request.
 # plain_volume_type: a retype's target, never the seed type the encryption examples encrypt.
 FRESH_ONLY = {"free_port", "fresh_token", "fresh_volume", "available_volume", "free_subnet",
-              "attached_subnet", "plain_volume_type", "queued_image", "staged_image"}
+              "attached_subnet", "plain_volume_type", "queued_image", "staged_image",
+              "new_region_id", "password_user"}

@@ -38,7 +38,11 @@ def listings(world: World, services: set[str] | None = None) -> list[tuple[str, 
     admin_only = ["/compute/v2.1/servers/detail?all_tenants=1", "/compute/v2.1/os-services",
                   "/compute/v2.1/os-hypervisors/detail", "/identity/v3/projects", "/identity/v3/roles",
                   "/identity/v3/users", "/compute/v2.1/os-server-groups?all_projects=1",
-                  "/compute/v2.1/os-aggregates", "/compute/v2.1/os-availability-zone/detail"]
+                  "/compute/v2.1/os-aggregates", "/compute/v2.1/os-availability-zone/detail",
+                  "/identity/v3/domains", "/identity/v3/groups", "/identity/v3/regions",
+                  "/identity/v3/services", "/identity/v3/endpoints", "/identity/v3/policies",
+                  "/identity/v3/credentials", "/identity/v3/role_assignments?include_names=1",
+                  "/identity/v3/role_inferences"]
     every = ([("member", p) for p in both] + [("admin", p) for p in both]
              + [("admin", p) for p in admin_only])
     always = {"/compute/v2.1/servers/detail", "/compute/v2.1/servers/detail?all_tenants=1",

@@ -48,6 +48,9 @@ COLLECTION_KINDS = {
     "os-volume-transfer": "volume_transfer", "volume-transfers": "volume_transfer",
     "qos-specs": "volume_qos", "group_types": "volume_group_type",
     "namespaces": "metadef_namespace",
+    "groups": "group", "regions": "region", "services": "catalog_service",
+    "endpoints": "catalog_endpoint", "policies": "policy_blob", "credentials": "credential",
+    "implies": "implied_role",
 }
 # … or by its own name, which wins.
 NAMED_KINDS = {"target": "assignment_target", "tid": "project", "uid": "user",
@@ -68,12 +71,17 @@ NESTED_KINDS = {("servers", "tags"): "server_tag", ("servers", "ips"): "network_
                 ("security-groups", "tags"): "security_group_tag",
                 ("namespaces", "tags"): "metadef_tag", ("namespaces", "objects"): "metadef_object",
                 ("namespaces", "properties"): "metadef_property",
-                ("namespaces", "resource_types"): "metadef_association"}
+                ("namespaces", "resource_types"): "metadef_association",
+                ("projects", "tags"): "project_tag", ("groups", "users"): "group_member",
+                ("users", "application_credentials"): "app_credential"}
 # … or, where a route needs its resource in one state, by the route itself.
 ROUTE_KINDS = {("/image/v2/images/{image_id}/actions/deactivate", "image_id"): "active_image",
                ("/image/v2/images/{image_id}/actions/reactivate", "image_id"): "active_image",
                ("/image/v2/images/{image_id}/stage", "image_id"): "queued_image",
                ("/image/v2/images/{image_id}/import", "image_id"): "staged_image"}
+# … or by the segment after it: a user's own things are the demo user's (the
+# member persona's); a password is changed on a user made for it.
+OWNER_KINDS = {"application_credentials": "demo_user", "password": "password_user"}
 
 # Network resources with tags: kind → collection.
 NETWORK_TAGGED = {"network": "networks", "subnet": "subnets", "port": "ports",
@@ -106,6 +114,13 @@ def param_kind(target: Target, param: str) -> str | None:
     index = segments.index("{" + param + "}")
     if segments[1] == "volume" and param == "project_id":
         return "demo_project"  # Cinder's URLs name the caller's project
+    if index + 1 < len(segments) and segments[index + 1] in OWNER_KINDS:
+        return OWNER_KINDS[segments[index + 1]]
+    if target.method == "PUT" and segments[index - 1] == "regions":
+        return "new_region_id"  # PUT makes the region of that id
+    if param == "rid":  # a role granted to whom, where
+        system = "system_" if "system" in segments else ""
+        return f"{system}{'group_' if segments[index - 3] == 'groups' else ''}granted_role"
     nested = NESTED_KINDS.get((segments[index - 3], segments[index - 1])) if index >= 3 else None
     if nested is not None:
         return nested
@@ -170,7 +185,7 @@ class World:
         self.seeds = {"demo_project": tenants.project["demo"],
                       "other_project": tenants.project["other"],
                       "member": tenants.project["other"], "assignment_target": "projects",
-                      "domain": "default",
+                      "demo_user": tenants.user["demo"],
                       "token": tenants.tokens["member"]}
         await self._seed()
         await self.stop()
@@ -303,6 +318,23 @@ class World:
         s["quota_class"] = "fz-class"
         s["extension"] = "os-consoles"
         await self._seed_volumes()
+        await self._seed_identity()
+
+    async def _seed_identity(self) -> None:
+        """A domain (not the default: a fuzzed PATCH may disable it), a group
+        with the seed user in it and roles on the seed project and the system,
+        catalog entries, a policy blob, an inference rule from the seed role,
+        a tag on the seed project, the demo user's credential and application
+        credential."""
+        s = self.seeds
+        for kind in ("domain", "group", "region", "catalog_service", "catalog_endpoint",
+                     "policy_blob", "credential", "app_credential", "implied_role",
+                     "project_tag", "group_member"):
+            s[kind] = await FACTORIES[kind](self)
+        await self.call("admin", "PATCH", f"/identity/v3/domains/{s['domain']}",
+                        {"domain": {"enabled": True}})
+        for kind in ("group_granted_role", "system_granted_role", "system_group_granted_role"):
+            s[kind] = await FACTORIES[kind](self)
 
     async def _seed_metadefs(self) -> None:
         s = self.seeds
@@ -404,4 +436,5 @@ KINDS = sorted(set(FACTORIES) | set(COLLECTION_KINDS.values()) | set(NAMED_KINDS
                   "compute_host", "migration", "quota_class", "extension",
                   "external_network",
                   "volume_quota_project", "volume_meta_key", "volume_type_spec",
-                  "volume_message", "volume_service_action", "active_image"})
+                  "volume_message", "volume_service_action", "active_image",
+                  "demo_user"})

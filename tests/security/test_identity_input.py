@@ -142,7 +142,7 @@ ADMIN_BAD: dict[str, list[tuple[str, Any]]] = {
     + [("default_project_id", v) for v in (["a"], HUGE, "\ud800", "x" * 65)]
     + [("description", v) for v in (["a"], HUGE)],
     "role": [("name", v) for v in BAD_VALUES + ["", "r" * 256]]
-    + [("domain_id", v) for v in ("default", ["a"], HUGE)]
+    + [("domain_id", v) for v in ("no such/domain", ["a"], HUGE)]
     + [("description", v) for v in (["a"], HUGE)],
 }
 ADMIN_CASES = [(kind, field, value) for kind, cases in ADMIN_BAD.items()
@@ -225,7 +225,7 @@ ADMIN_ONLY = [
     ("GET", "/role_assignments"), ("GET", "/services"), ("GET", "/endpoints"),
     ("GET", "/role_assignments?user.id={me}"),
     ("GET", "/users/{someone}"), ("GET", "/users/{someone}/projects"),
-    ("GET", "/projects/{other_project}"), ("GET", "/domains/default"),
+    ("GET", "/projects/{other_project}"),
     ("POST", "/projects"), ("POST", "/users"), ("POST", "/roles"),
     ("PATCH", "/users/{me}"), ("PATCH", "/projects/{my_project}"), ("DELETE", "/users/{me}"),
     ("PUT", "/projects/{my_project}/users/{me}/roles/{admin_role}"),
@@ -253,8 +253,10 @@ async def test_identity_administration_is_for_admins(tenants: Tenants, persona: 
             else None
         resp = await client.request(method, url, json=payload)
         assert resp.status_code == 403, (method, url, resp.status_code, resp.text)
-    # what users may do for themselves
+    # what users may do for themselves; a domain is read by its projects' tokens
     assert (await client.get(f"{ID}/users/{values['me']}")).status_code == 200
+    domain = await client.get(f"{ID}/domains/default")
+    assert domain.status_code == (403 if persona in ("norole", "unscoped") else 200)
     for path in ("/auth/projects", f"/users/{values['me']}/projects"):
         projects = (await client.get(f"{ID}{path}")).json()["projects"]
         assert {p["name"] for p in projects} <= {"demo", "other"}

@@ -43,6 +43,13 @@ ORDER = ("norole", "unscoped", "reader", "other", "member", "admin")
 WRITES_BELOW_MEMBER = {
     ("/identity", "POST", "/v3/auth/tokens"),    # logging in
     ("/identity", "DELETE", "/v3/auth/tokens"),  # revoking one's own token
+    ("/identity", "POST", "/v3/users/{id}/password"),  # takes the original password (Keystone)
+    # A user's own credentials and application credentials (Keystone's owner rules).
+    ("/identity", "POST", "/v3/credentials"),
+    ("/identity", "PATCH", "/v3/credentials/{id}"),
+    ("/identity", "DELETE", "/v3/credentials/{id}"),
+    ("/identity", "POST", "/v3/users/{id}/application_credentials"),
+    ("/identity", "DELETE", "/v3/users/{id}/application_credentials/{cid}"),
     ("/compute", "POST", "/v2.1/os-keypairs"),   # key pairs are the user's own (Nova)
     ("/compute", "DELETE", "/v2.1/os-keypairs/{name}"),
 }
@@ -116,6 +123,7 @@ async def _a_resources(t: Tenants) -> dict[str, str]:
     ids["hypervisor"] = str((await a.get("/compute/v2.1/os-hypervisors")).json()["hypervisors"][0]["id"])
     roles = (await a.get("/identity/v3/roles")).json()["roles"]
     ids["reader_role"] = next(r["id"] for r in roles if r["name"] == "reader")
+    ids.update(await _a_identity(t))
     ids.update(await _a_volumes(t, ids["server"]))
     # A public metadefs namespace (only admins make them), with an item of each kind.
     ns = await a.post("/image/v2/metadefs/namespaces", json={
@@ -123,6 +131,33 @@ async def _a_resources(t: Tenants) -> dict[str, str]:
         "objects": [{"name": "a-key"}], "properties": {"a-key": {"title": "k", "type": "string"}},
         "resource_type_associations": [{"name": "a-key"}]})
     assert ns.status_code == 201, ns.text
+    return ids
+
+
+async def _a_identity(t: Tenants) -> dict[str, str]:
+    """The admin's group, regions, catalog entries, policy and inference
+    roles (``id_…``); the demo user's credential and application credential
+    (``own_…``: the user's, whichever project their token names)."""
+    a, ids = t.admin, {}
+    for kind, body in (("group", {"name": "a-group"}), ("region", {"id": "a-region"}),
+                       ("service", {"type": "a-type"}), ("policy", {"type": "t", "blob": "{}"}),
+                       ("prior", {"name": "a-prior"}), ("implied", {"name": "a-implied"})):
+        noun = kind if kind in ("group", "region", "service", "policy") else "role"
+        resp = await a.post(f"/identity/v3/{noun}s" if noun != "policy" else
+                            "/identity/v3/policies", json={noun: body})
+        assert resp.status_code == 201, resp.text
+        ids[f"id_{kind}"] = resp.json()[noun]["id"]
+    ep = await a.post("/identity/v3/endpoints", json={"endpoint": {
+        "service_id": ids["id_service"], "interface": "public", "url": "http://a.example"}})
+    ids["id_endpoint"] = ep.json()["endpoint"]["id"]
+    cred = await t.member.post("/identity/v3/credentials", json={"credential": {
+        "user_id": t.user["demo"], "type": "totp", "blob": "a-secret"}})
+    assert cred.status_code == 201, cred.text
+    ids["own_credential"] = cred.json()["credential"]["id"]
+    app = await t.member.post(f"/identity/v3/users/{t.user['demo']}/application_credentials",
+                              json={"application_credential": {"name": "a-app"}})
+    assert app.status_code == 201, app.text
+    ids["own_app_cred"] = app.json()["application_credential"]["id"]
     return ids
 
 
@@ -172,7 +207,22 @@ NOT_IMPLEMENTED = {f"/v2.1/os-hosts/{{host_name}}/{action}"
 
 # Paths that name the demo user's own things (not project A's): the personas
 # holding the demo user's tokens own them.
-USER_OWNED = ("/v3/users/{id}", "/v3/users/{id}/projects", "/v2.1/os-keypairs/{name}")
+USER_OWNED = ("/v3/users/{id}", "/v3/users/{id}/projects", "/v2.1/os-keypairs/{name}",
+              "/v3/users/{id}/groups", "/v3/users/{id}/application_credentials",
+              "/v3/users/{id}/application_credentials/{cid}", "/v3/users/{id}/password",
+              "/v3/credentials/{id}")
+# Answered 401 to everyone: the request proves who it is by a password (a
+# wrong one, here) rather than a token.
+PASSWORD_CHECKED = {("POST", "/v3/users/{id}/password")}
+# A 403 to everyone, admins too: what the resource's state forbids (Keystone's
+# ForbiddenAction), not a rule: the default domain is never deleted.
+STATE_FORBIDDEN = {("DELETE", "/v3/domains/{id}")}
+# Routes whose owners are not the path's kind's: a domain is read by whoever
+# holds a token on one of its projects (all but the unscoped); an application
+# credential is made only by its user, from a token on a project (Keystone's:
+# not even an admin makes one for another user).
+ROUTE_OWNERS = {("GET", "/v3/domains/{id}"): {"admin", "member", "reader", "other"},
+                ("POST", "/v3/users/{id}/application_credentials"): {"member", "unscoped"}}
 OWNERS = {"project": {"admin", "member", "reader"}, "user": {"admin", "member", "unscoped"}}
 
 
@@ -191,8 +241,10 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
         shared = {"flavor_id", "service_id", "hypervisor_id", "pattern", "target", "rid",
                   "aggregate_id", "host_name", "before_timestamp", "class_name", "alias",
                   "path", "version", "host", "action", "namespace", "task_id"}
-        if name == "id" and collection in ("roles", "domains"):
+        if name == "id" and collection in ("roles", "groups", "regions", "services",
+                                           "endpoints", "policies"):
             shared.add("id")
+        shared.update({"gid", "prior", "implied"})
         if path.startswith("/v2.1/flavors/"):
             shared.add("key")  # a public flavor's extra spec
         if path.endswith("/defaults"):
@@ -202,7 +254,10 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
         private = private or name not in shared
         if name == "id":
             return {"projects": t.project["demo"], "users": t.user["demo"],
-                    "roles": ids["reader_role"], "domains": "default"}.get(
+                    "roles": ids["reader_role"], "domains": "default", "groups": ids["id_group"],
+                    "regions": ids["id_region"], "services": ids["id_service"],
+                    "endpoints": ids["id_endpoint"], "policies": ids["id_policy"],
+                    "credentials": ids["own_credential"]}.get(
                 collection) or ids[by_collection[collection]]
         return {"server_id": ids["server"], "flavor_id": ids["flavor"], "key": "k",
                 "name": "a-key", "group_id": ids["group"], "service_id": ids["service"],
@@ -224,7 +279,9 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
                 "qos_id": ids.get("qos", ""), "group_type_id": ids.get("group_type", ""),
                 "alias": "quotas" if prefix == "/network" else "os-consoles",
                 "path": "openstack/latest/meta_data.json", "version": "latest",
-                "namespace": "a-ns", "task_id": "00000000-0000-4000-8000-00000000fa5c"}[name]
+                "namespace": "a-ns", "task_id": "00000000-0000-4000-8000-00000000fa5c",
+                "gid": ids["id_group"], "cid": ids["own_app_cred"], "prior": ids["id_prior"],
+                "implied": ids["id_implied"]}[name]
     return re.sub(r"\{([^}]+)\}", value, path), private
 
 
@@ -303,6 +360,7 @@ def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str,
         ("POST", "/v3/roles"): {"role": {"name": "r2"}},
         **_volume_bodies(ids),
         ("PATCH", "/v3/roles/{id}"): {"role": {"name": "reader"}},
+        **_identity_bodies(ids),
     }
     if prefix == "/compute" and path.startswith("/v2.1/servers/{server_id}/tags"):
         tagged = {"headers": {"OpenStack-API-Version": "compute 2.26"}}  # tags are 2.26's
@@ -348,6 +406,35 @@ def _image_bodies() -> dict[tuple[str, str], Any]:
         ("POST", f"{ns}/properties"): {**prop, "name": "p2"},
         ("PUT", f"{ns}/properties/{{name}}"): prop,
         ("POST", f"{ns}/resource_types"): {"name": "OS::Nova::Flavor"},
+    }
+
+
+def _identity_bodies(ids: dict[str, str]) -> dict[tuple[str, str], Any]:
+    """Well-formed identity bodies; a credential's names no user (a 400 for
+    everyone: whose it is is the owner rules' business, tested in
+    tests/functional/test_identity_credentials.py)."""
+    return {
+        ("POST", "/v3/domains"): {"domain": {"name": "d2"}},
+        ("PATCH", "/v3/domains/{id}"): {"domain": {"description": "d"}},
+        ("POST", "/v3/groups"): {"group": {"name": "g2"}},
+        ("PATCH", "/v3/groups/{id}"): {"group": {"description": "d"}},
+        ("POST", "/v3/regions"): {"region": {"description": "r2"}},
+        ("PUT", "/v3/regions/{id}"): {"region": {"description": "r3"}},
+        ("PATCH", "/v3/regions/{id}"): {"region": {"description": "d"}},
+        ("POST", "/v3/services"): {"service": {"type": "t2"}},
+        ("PATCH", "/v3/services/{id}"): {"service": {"description": "d"}},
+        ("POST", "/v3/endpoints"): {"endpoint": {"service_id": ids["id_service"],
+                                                 "interface": "admin", "url": "http://e2"}},
+        ("PATCH", "/v3/endpoints/{id}"): {"endpoint": {"enabled": False}},
+        ("POST", "/v3/policies"): {"policy": {"type": "t2", "blob": "{}"}},
+        ("PATCH", "/v3/policies/{id}"): {"policy": {"blob": "{}"}},
+        ("PUT", "/v3/projects/{id}/tags"): {"tags": ["t"]},
+        ("POST", "/v3/credentials"): {"credential": {"type": "totp", "blob": "b"}},
+        ("PATCH", "/v3/credentials/{id}"): {"credential": {"blob": "b2"}},
+        ("POST", "/v3/users/{id}/application_credentials"): {"application_credential": {
+            "name": "a-app2"}},
+        ("POST", "/v3/users/{id}/password"): {"user": {"original_password": "wrong",
+                                                        "password": "new"}},
     }
 
 
@@ -426,7 +513,8 @@ async def test_every_route_answers_each_persona_by_its_rule(cloud: Any, tenants:
     ids = await _a_resources(t)
     private_ids = [v for k, v in ids.items() if k not in ("flavor", "service", "hypervisor",
                                                           "reader_role", "aggregate", "external",
-                                                          "volume_type", "qos", "group_type")]
+                                                          "volume_type", "qos", "group_type")
+                   and not k.startswith(("id_", "own_"))]  # the admin's, the demo user's
     routes = app_routes(cloud.app)
     assert len(routes) > 100
     failures: list[str] = []
@@ -450,6 +538,12 @@ async def test_every_route_answers_each_persona_by_its_rule(cloud: Any, tenants:
             code = resp.status_code
             if code >= 500 and not (code == 501 and path in NOT_IMPLEMENTED):
                 failures.append(f"{where}: {code} {resp.text[:200]}")
+            elif (method, path) in PASSWORD_CHECKED:
+                if code != 401:
+                    failures.append(f"{where}: a wrong password, expected 401, got {code}")
+            elif (method, path) in STATE_FORBIDDEN and persona == "admin":
+                if code != 403:
+                    failures.append(f"{where}: expected the state's 403, got {code}")
             elif persona not in REACHES[rule.level]:
                 # A server's path is located before its rule (Nova finds the
                 # server first): one the caller cannot see, or that an earlier
@@ -457,7 +551,8 @@ async def test_every_route_answers_each_persona_by_its_rule(cloud: Any, tenants:
                 located = prefix == "/compute" and path.startswith("/v2.1/servers/{server_id}/")
                 if code != 403 and not (located and code == 404):
                     failures.append(f"{where}: expected 403, got {code} {resp.text[:200]}")
-            elif names_a and persona not in OWNERS["user" if path in USER_OWNED else "project"]:
+            elif names_a and persona not in ROUTE_OWNERS.get((method, path), OWNERS[
+                    "user" if path in USER_OWNED else "project"]):
                 if code not in (403, 404):
                     failures.append(f"{where}: not theirs, expected 403/404, got {code}")
             elif code in (401, 403):

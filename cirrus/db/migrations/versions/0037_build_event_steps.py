@@ -7,14 +7,14 @@ the boot's last transaction; they are now one JSON text on the build event
 keep their step events as rows and list as before.
 
 Revision ID: 0037
-Revises: 0035
+Revises: 0036
 Create Date: 2026-11-26 08:10:00.000000
 """
 import sqlalchemy as sa
 from alembic import op
 
 revision = '0037'
-down_revision = '0035'
+down_revision = '0036'
 branch_labels = None
 depends_on = None
 
