@@ -16,6 +16,7 @@ from cirrus.network import networks as net_db
 from cirrus.network import ports as port_db
 from cirrus.network import security_groups as sg_db
 from cirrus.network.common import select_fields
+from cirrus.network.agent_routes import ROUTES as AGENT_ROUTES
 from cirrus.network.l3.routes import ROUTES as L3_ROUTES
 from cirrus.network.models import networks, ports, security_group_rules, security_groups, subnets
 from cirrus.network.port_filters import fixed_ip_filter
@@ -35,7 +36,7 @@ EXTENSIONS = ("security-group", "port-security", "auto-allocated-topology", "bin
               "ip-substring-filtering", "pagination", "sorting", "fields", "provider",
               "network_availability_zone",
               "router", "ext-gw-mode", "extraroute", "extraroute-atomic",
-              "fip-port-details")
+              "fip-port-details", "agent")
 
 
 def _svc(request: Request) -> Any:
@@ -355,5 +356,6 @@ ROUTES = [
     *QUOTA_ROUTES,
     *TAG_ROUTES,
     *L3_ROUTES,
+    *AGENT_ROUTES,
     Route("/v2.0/auto-allocated-topology/{project_id}", auto_allocated_topology, methods=["GET"]),
 ]

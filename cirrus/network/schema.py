@@ -111,6 +111,11 @@ ATTRS: dict[str, dict[str, tuple[str, v.Validator, bool]]] = {
         "tenant_id": ("project_id", _PROJECT, True), "project_id": ("project_id", _PROJECT, True),
         "remote_address_group_id": ("", v.optional(v.uuid_like), True),
     },
+    # The agents API changes only these two (Neutron's agent extension).
+    "agent": {
+        "admin_state_up": ("admin_state_up", v.boolean, False),
+        "description": ("description", _NAME, False),
+    },
 }
 
 ATTRS.update(l3_schema.ATTRS)  # routers and floating IPs

@@ -60,3 +60,9 @@ for _noun, _plural in (("network", "networks"), ("subnet", "subnets"), ("port", 
     ROUTES[("PUT", _tags + "/{tag}")] = Rule(f"update_{_noun}:tags", M)
     ROUTES[("DELETE", _tags)] = Rule(f"delete_{_noun}:tags", M)
     ROUTES[("DELETE", _tags + "/{tag}")] = Rule(f"delete_{_noun}:tags", M)
+# Agents (neutron/conf/policies/agent.py): admin only; a listing by anyone
+# else is empty, as Neutron filters out what its policy hides.
+ROUTES[("GET", "/v2.0/agents")] = Rule("get_agent", R)
+ROUTES[("GET", "/v2.0/agents/{id}")] = Rule("get_agent", A)
+ROUTES[("PUT", "/v2.0/agents/{id}")] = Rule("update_agent", A)
+ROUTES[("DELETE", "/v2.0/agents/{id}")] = Rule("delete_agent", A)
