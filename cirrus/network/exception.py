@@ -188,6 +188,10 @@ class SubnetPoolNotFound(NotFound):
     msg_fmt = "Subnet pool %(subnetpool_id)s could not be found."
 
 
+class SubnetPoolInUse(Conflict):
+    msg_fmt = "Unable to complete operation on subnet pool %(subnetpool_id)s: One or more subnets are allocated from it."
+
+
 class TagNotFound(NotFound):
     msg_fmt = "Tag %(tag)s could not be found."
 

@@ -22,10 +22,11 @@ from cirrus.network.models import networks, ports, security_group_rules, securit
 from cirrus.network.port_filters import fixed_ip_filter
 from cirrus.network.quota_routes import ROUTES as QUOTA_ROUTES
 from cirrus.network.schema import parse
+from cirrus.network.subnetpool_routes import ROUTES as SUBNETPOOL_ROUTES
 from cirrus.network.tag_routes import ROUTES as TAG_ROUTES
 from cirrus.network.validators import storable
 
-# What the API does (each is tested): no subnet pools, segments, availability
+# What the API does (each is tested): no address scopes, segments, availability
 # zone listing, QoS, DVR/HA routers or L3 flavors, so none of their aliases.
 EXTENSIONS = ("security-group", "port-security", "auto-allocated-topology", "binding",
               "quotas", "quota_details", "quota-check-limit",
@@ -36,7 +37,7 @@ EXTENSIONS = ("security-group", "port-security", "auto-allocated-topology", "bin
               "ip-substring-filtering", "pagination", "sorting", "fields", "provider",
               "network_availability_zone",
               "router", "ext-gw-mode", "extraroute", "extraroute-atomic",
-              "fip-port-details", "agent")
+              "fip-port-details", "agent", "subnet_allocation", "default-subnetpools")
 
 
 def _svc(request: Request) -> Any:
@@ -357,5 +358,6 @@ ROUTES = [
     *TAG_ROUTES,
     *L3_ROUTES,
     *AGENT_ROUTES,
+    *SUBNETPOOL_ROUTES,
     Route("/v2.0/auto-allocated-topology/{project_id}", auto_allocated_topology, methods=["GET"]),
 ]
