@@ -22,6 +22,7 @@ from cirrus.compute.admission import BuildAdmission
 from cirrus.compute.api_admin import AdminActions
 from cirrus.compute.api_delete import DeleteActions
 from cirrus.compute.api_images import ImageActions
+from cirrus.compute.api_assisted_snapshots import AssistedSnapshotActions
 from cirrus.compute.api_volumes import VolumeActions
 from cirrus.compute import instance as inst
 from cirrus.compute import (block_device, destinations, flavors, instance_actions, keypairs,
@@ -124,13 +125,15 @@ def parse_availability_zone(ctx: RequestContext, value: str | None, default: str
     return az or default, host or None, node or None
 
 
-class API(VolumeActions, StateActions, ImageActions, AdminActions, DeleteActions):
+class API(VolumeActions, AssistedSnapshotActions, StateActions, ImageActions, AdminActions,
+          DeleteActions):
     """The compute API used by the HTTP handlers (the guest-state actions in
     :class:`~cirrus.compute.state_api.StateActions`, the image ones in
     :class:`~cirrus.compute.api_images.ImageActions`, the consoles and admin
     actions in :class:`~cirrus.compute.api_admin.AdminActions`, the deletes in
     :class:`~cirrus.compute.api_delete.DeleteActions`, the volumes in
-    :class:`~cirrus.compute.api_volumes.VolumeActions`)."""
+    :class:`~cirrus.compute.api_volumes.VolumeActions`, assisted volume snapshots in
+    :class:`~cirrus.compute.api_assisted_snapshots.AssistedSnapshotActions`)."""
 
     def __init__(self, settings: Settings, db: Database, transport: Transport,
                  images: Any, network: Any, volume_api: VolumeAPI | None = None) -> None:

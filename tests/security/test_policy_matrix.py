@@ -242,6 +242,9 @@ def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str,
         ("POST", "/v2.1/servers/{server_id}/os-volume_attachments"): {"volumeAttachment": {
             "volumeId": NO_SUCH_VOLUME}},
         ("POST", "/v2.1/os-volumes"): {"volume": {"size": 1}},
+        ("POST", "/v2.1/os-assisted-volume-snapshots"): {"snapshot": {
+            "volume_id": ids["volume"], "create_info": {"snapshot_id": ids["snapshot"],
+                                                        "type": "qcow2", "new_file": "f"}}},
         ("POST", "/v2.1/os-snapshots"): {"snapshot": {"volume_id": ids["volume"], "force": True}},
         ("POST", "/v2.1/flavors"): {"flavor": {"name": "f2", "ram": 64, "vcpus": 1, "disk": 1}},
         ("PUT", "/v2.1/flavors/{flavor_id}"): {"flavor": {"description": "d"}},
