@@ -68,8 +68,8 @@ INSTANCE_COLUMNS = (
     "image_ref", "flavor", "vcpus", "memory_mb", "root_gb", "ephemeral_gb", "vm_state",
     "task_state", "power_state", "availability_zone", "key_name", "key_data", "user_data",
     "config_drive", "metadata", "system_metadata", "security_groups", "requested_networks",
-    "access_ip_v4", "access_ip_v6", "reservation_id", "launch_index", "locked", "progress",
-    "deleted", "created_at")
+    "access_ip_v4", "access_ip_v6", "auto_disk_config", "reservation_id", "launch_index",
+    "locked", "progress", "deleted", "created_at")
 BDM_COLUMNS = ("instance_uuid", "source_type", "destination_type", "image_id", "boot_index",
                "device_name", "volume_size", "delete_on_termination", "created_at",
                "uuid", "volume_id", "snapshot_id", "guest_format", "disk_bus", "device_type",
@@ -459,10 +459,12 @@ class API(VolumeActions, AssistedSnapshotActions, StateActions, ImageActions, Ad
     # -- update ------------------------------------------------------------------
     async def update_instance(self, ctx: RequestContext, uuid: str,
                               updates: dict[str, Any]) -> None:
-        """Change the server's name, description, access IPs or hostname
-        (``PUT /servers/{id}``); in any state but deleted."""
+        """Change the server's name, description, access IPs, hostname or
+        disk config (``PUT /servers/{id}``); in any state but deleted."""
         row = await self.get(ctx, uuid)
         policy.enforce(ctx, "compute:server:action", row)
+        if "auto_disk_config" in updates:
+            records.check_disk_config(row, updates["auto_disk_config"])
         if updates:
             await self.db.run(inst.save, uuid, updates)
 

@@ -410,3 +410,7 @@ class VolumeBDMIsMultiAttach(Invalid):
 
 class SnapshotInstanceNotReady(Invalid):
     msg_fmt = "Cannot '%(method)s' instance %(instance_uuid)s while it is %(why)s."
+
+
+class AutoDiskConfigDisabledByImage(Invalid):
+    msg_fmt = "Requested image %(image)s has automatic disk resize disabled."

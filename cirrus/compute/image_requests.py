@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from cirrus.compute import records
 from cirrus.compute.records import system_metadata_of_image
 
 # Image properties a snapshot never inherits (Nova's NON_INHERITABLE_IMAGE_PROPERTIES
@@ -50,6 +51,10 @@ def rebuild_values(row: dict[str, Any], image: dict[str, Any], req: RebuildReque
     system_metadata.update(system_metadata_of_image(image))
     values: dict[str, Any] = {"image_ref": image["id"], "system_metadata": system_metadata,
                               "progress": 0, **req.changes}
+    if "auto_disk_config" in req.changes:  # against the new image, as Nova's rebuild
+        records.auto_disk_config(req.changes["auto_disk_config"],
+                                 (image.get("properties") or {}).get("auto_disk_config"),
+                                 image["id"])
     if req.key_name_given:
         values.update(key_name=req.key_name, key_data=key_data)
     return values

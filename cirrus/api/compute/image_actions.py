@@ -98,6 +98,9 @@ def parse_rebuild(arg: Any, version: Version) -> RebuildRequest:
         req.key_name = None if key_name is None else text(key_name, "key_name", min_len=1)
     if "personality" in body:
         req.injected_files = ss._personality(body["personality"])
+    disk = ss._disk_config(body, "rebuild/OS-DCF:diskConfig")
+    if disk is not None:
+        changes["auto_disk_config"] = disk
     if "preserve_ephemeral" in body:
         req.preserve_ephemeral = ss._bool(body["preserve_ephemeral"], "preserve_ephemeral")
     req.trusted_image_certificates = body.get("trusted_image_certificates")

@@ -6,6 +6,7 @@ deleted it); an agent with no row is up, undescribed and never deleted.
 ``network_agents.created_at``: when the host first reported.
 ``subnetpools`` and ``subnetpool_prefixes``: Neutron's subnet allocation
 pools; ``subnets.subnetpool_id``: the pool a subnet was taken from.
+``instances.auto_disk_config``: the server's ``OS-DCF:diskConfig`` (AUTO).
 
 Revision ID: 0034
 Revises: 0032
@@ -57,9 +58,13 @@ def upgrade() -> None:
                                             name=op.f('pk_subnetpool_prefixes')))
     op.add_column('subnets', sa.Column('subnetpool_id', sa.String(length=36), nullable=True))
     op.create_index(op.f('ix_subnets_subnetpool_id'), 'subnets', ['subnetpool_id'])
+    op.add_column('instances', sa.Column('auto_disk_config', sa.Boolean(), nullable=False,
+                                         server_default=sa.false()))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table('instances') as batch:
+        batch.drop_column('auto_disk_config')
     op.drop_index(op.f('ix_subnets_subnetpool_id'), table_name='subnets')
     with op.batch_alter_table('subnets') as batch:
         batch.drop_column('subnetpool_id')
