@@ -117,8 +117,13 @@ def prefixes_of(conn: sa.Connection, pool_ids: list[str]) -> dict[str, list[str]
                 subnetpool_prefixes.c.subnetpool_id.in_(pool_ids))):
             out[row.subnetpool_id].append(row.cidr)
     for pid, cidrs in out.items():
-        cidrs.sort(key=lambda c: ipaddress.ip_network(c))  # type: ignore[arg-type, return-value]
+        cidrs.sort(key=_sort_key)
     return out
+
+
+def _sort_key(cidr: str) -> tuple[int, int, int]:
+    net = ipaddress.ip_network(cidr)
+    return net.version, int(net.network_address), net.prefixlen
 
 
 def subnetpool_view(row: dict[str, Any], prefixes: list[str]) -> dict[str, Any]:
@@ -164,8 +169,8 @@ def update_subnetpool(conn: sa.Connection, ctx: RequestContext, pool_id: str,
     row = get_subnetpool(conn, ctx, pool_id, lock=True)
     authz.enforce(ctx, "network:update", "subnetpool", row)
     _admin_fields(ctx, values, "update")
-    changes = {k: values[k] for k in ("name", "description", "is_default", "default_quota")
-               if k in values}
+    changes: dict[str, Any] = {k: values[k] for k in ("name", "description", "is_default",
+                                                      "default_quota") if k in values}
     changes.update(_bounds(row["ip_version"], values, row))
     if "prefixes" in values:
         nets = compact(values["prefixes"])
@@ -229,7 +234,7 @@ def allocate(conn: sa.Connection, pool: dict[str, Any], cidr: str | None,
     if length < pool["min_prefixlen"] or length > pool["max_prefixlen"]:
         raise _bad(f"Unable to allocate subnet with prefix length {length}, allowed prefix "
                    f"lengths are {pool['min_prefixlen']} to {pool['max_prefixlen']}.")
-    free = _free_blocks(prefixes, used)  # type: ignore[arg-type]
+    free = _free_blocks(prefixes, used)
     if wanted is not None:
         if wanted.version != pool["ip_version"] or not any(
                 wanted.subnet_of(block) for block in free):  # type: ignore[arg-type]
