@@ -342,6 +342,16 @@ class API(VolumeActions, AssistedSnapshotActions, StateActions, ImageActions, Ad
         if host and host not in {r["host"] for r in rows}:
             raise exc.ComputeHostNotFound(host=host)
 
+    def _check_unshelve_target(self, conn: sa.Connection, new_zone: str | None,
+                               host: str | None, zone: str | None) -> None:
+        """An unshelve's new zone and host exist (400), and the host is in the
+        zone the server will be in, if any (409: Nova's ``_ensure_host_in_az``)."""
+        self._check_zone_and_host(conn, new_zone, host)
+        if host and zone:
+            zones = {r["host"]: r["availability_zone"] for r in _COMPUTE_ZONES.all(conn)}
+            if (zones.get(host) or self.settings.default_availability_zone) != zone:
+                raise exc.UnshelveHostNotInAZ(host=host, availability_zone=zone)
+
     @staticmethod
     def _key_data(conn: sa.Connection, user_id: str | None, key_name: str | None) -> str | None:
         if key_name is None:

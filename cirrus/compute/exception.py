@@ -414,3 +414,7 @@ class SnapshotInstanceNotReady(Invalid):
 
 class AutoDiskConfigDisabledByImage(Invalid):
     msg_fmt = "Requested image %(image)s has automatic disk resize disabled."
+
+
+class UnshelveHostNotInAZ(Conflict):
+    msg_fmt = "Host \"%(host)s\" is not in the availability zone \"%(availability_zone)s\"."

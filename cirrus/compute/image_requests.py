@@ -26,6 +26,16 @@ SHELVED_KEYS = ("shelved_at", "shelved_image_id", "shelved_host")
 
 
 @dataclass
+class UnshelveRequest:
+    """Where an unshelve asks to go (2.77, 2.91): ``zone_given`` with
+    ``zone`` None unpins the server from its zone."""
+
+    zone_given: bool = False
+    zone: str | None = None
+    host: str | None = None  # an admin's (2.91)
+
+
+@dataclass
 class RebuildRequest:
     """A rebuild's parsed body (``POST /servers/{id}/action {"rebuild": …}``).
 
