@@ -169,6 +169,7 @@ async def test_a_busy_server_is_400(admin: httpx.AsyncClient, cloud: Cloud,
     def busy(conn: sa.Connection) -> None:
         conn.execute(instances.update().where(instances.c.uuid == server).values(
             task_state="rebooting"))
+    assert cloud.db is not None
     await cloud.db.run(busy)
     resp = await admin.post(AVS, json=create_body(volume))
     assert resp.status_code == 400 and "task_state rebooting" in resp.text

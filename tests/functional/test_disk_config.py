@@ -34,7 +34,8 @@ async def booted(client: httpx.AsyncClient, image: str, **extra: Any) -> dict[st
 ])
 async def test_create(demo: httpx.AsyncClient, asked: str | None, image_says: str | None,
                       expected: str) -> None:
-    image = await upload_image(demo, **({"auto_disk_config": image_says} if image_says else {}))
+    properties: dict[str, Any] = {"auto_disk_config": image_says} if image_says else {}
+    image = await upload_image(demo, **properties)
     server = await booted(demo, image, **({DCF: asked} if asked else {}))
     assert server[DCF] == expected  # the create answer
     assert await shown(demo, server["id"]) == expected
