@@ -63,14 +63,11 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    with op.batch_alter_table('instances') as batch:
-        batch.drop_column('auto_disk_config')
+    op.drop_column('instances', 'auto_disk_config')
     op.drop_index(op.f('ix_subnets_subnetpool_id'), table_name='subnets')
-    with op.batch_alter_table('subnets') as batch:
-        batch.drop_column('subnetpool_id')
+    op.drop_column('subnets', 'subnetpool_id')
     op.drop_table('subnetpool_prefixes')
     op.drop_index(op.f('ix_subnetpools_project_id'), table_name='subnetpools')
     op.drop_table('subnetpools')
-    with op.batch_alter_table('network_agents') as batch:
-        batch.drop_column('created_at')
+    op.drop_column('network_agents', 'created_at')
     op.drop_table('network_agent_states')
