@@ -75,6 +75,7 @@ RULES: dict[str, str] = {
     "compute:usage:list": ADMIN,
     "compute:usage:show": READER,
     "compute:volume_attachments:swap": ADMIN,  # os-volumes-attachments:swap
+    "compute:server:unshelve_to_host": ADMIN,  # os-shelve:unshelve_to_host (2.91)
     # network
     "network:get": READER,
     "network:create": MEMBER,

@@ -150,7 +150,8 @@ class FakeVolumes:
         attachment = self._attachment(attachment_id)
         volume_id = attachment["volume_id"]
         info: ConnectionInfo = {"driver_volume_type": "local", "data": {
-            "device_path": f"/fake/volumes/{volume_id}", "format": "raw", "access_mode": "rw"}}
+            "device_path": f"/fake/volumes/{volume_id}", "format": "raw", "access_mode": "rw",
+            "volume_id": volume_id}}  # as the volume service's (volume/attach.py)
         attachment.update(status="attaching", connection_info=info)
         volume = self.volumes[volume_id]
         if volume["status"] == "reserved":
@@ -214,3 +215,10 @@ class FakeVolumes:
         self._call("delete_snapshot", snapshot_id)
         if self.snapshots.pop(snapshot_id, None) is None:
             raise SnapshotNotFound(snapshot_id=snapshot_id)
+
+    async def update_snapshot_status(self, ctx: RequestContext, snapshot_id: str, status: str,
+                                     progress: str | None = None) -> None:
+        self._call("update_snapshot_status", f"{snapshot_id}:{status}:{progress or ''}")
+        if snapshot_id not in self.snapshots:
+            raise SnapshotNotFound(snapshot_id=snapshot_id)
+        self.snapshots[snapshot_id]["status"] = status

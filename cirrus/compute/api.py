@@ -22,6 +22,7 @@ from cirrus.compute.admission import BuildAdmission
 from cirrus.compute.api_admin import AdminActions
 from cirrus.compute.api_delete import DeleteActions
 from cirrus.compute.api_images import ImageActions
+from cirrus.compute.api_assisted_snapshots import AssistedSnapshotActions
 from cirrus.compute.api_volumes import VolumeActions
 from cirrus.compute import instance as inst
 from cirrus.compute import (block_device, destinations, flavors, instance_actions, keypairs,
@@ -67,8 +68,8 @@ INSTANCE_COLUMNS = (
     "image_ref", "flavor", "vcpus", "memory_mb", "root_gb", "ephemeral_gb", "vm_state",
     "task_state", "power_state", "availability_zone", "key_name", "key_data", "user_data",
     "config_drive", "metadata", "system_metadata", "security_groups", "requested_networks",
-    "access_ip_v4", "access_ip_v6", "reservation_id", "launch_index", "locked", "progress",
-    "deleted", "created_at")
+    "access_ip_v4", "access_ip_v6", "auto_disk_config", "reservation_id", "launch_index",
+    "locked", "progress", "deleted", "created_at")
 BDM_COLUMNS = ("instance_uuid", "source_type", "destination_type", "image_id", "boot_index",
                "device_name", "volume_size", "delete_on_termination", "created_at",
                "uuid", "volume_id", "snapshot_id", "guest_format", "disk_bus", "device_type",
@@ -124,13 +125,15 @@ def parse_availability_zone(ctx: RequestContext, value: str | None, default: str
     return az or default, host or None, node or None
 
 
-class API(VolumeActions, StateActions, ImageActions, AdminActions, DeleteActions):
+class API(VolumeActions, AssistedSnapshotActions, StateActions, ImageActions, AdminActions,
+          DeleteActions):
     """The compute API used by the HTTP handlers (the guest-state actions in
     :class:`~cirrus.compute.state_api.StateActions`, the image ones in
     :class:`~cirrus.compute.api_images.ImageActions`, the consoles and admin
     actions in :class:`~cirrus.compute.api_admin.AdminActions`, the deletes in
     :class:`~cirrus.compute.api_delete.DeleteActions`, the volumes in
-    :class:`~cirrus.compute.api_volumes.VolumeActions`)."""
+    :class:`~cirrus.compute.api_volumes.VolumeActions`, assisted volume snapshots in
+    :class:`~cirrus.compute.api_assisted_snapshots.AssistedSnapshotActions`)."""
 
     def __init__(self, settings: Settings, db: Database, transport: Transport,
                  images: Any, network: Any, volume_api: VolumeAPI | None = None) -> None:
@@ -339,6 +342,16 @@ class API(VolumeActions, StateActions, ImageActions, AdminActions, DeleteActions
         if host and host not in {r["host"] for r in rows}:
             raise exc.ComputeHostNotFound(host=host)
 
+    def _check_unshelve_target(self, conn: sa.Connection, new_zone: str | None,
+                               host: str | None, zone: str | None) -> None:
+        """An unshelve's new zone and host exist (400), and the host is in the
+        zone the server will be in, if any (409: Nova's ``_ensure_host_in_az``)."""
+        self._check_zone_and_host(conn, new_zone, host)
+        if host and zone:
+            zones = {r["host"]: r["availability_zone"] for r in _COMPUTE_ZONES.all(conn)}
+            if (zones.get(host) or self.settings.default_availability_zone) != zone:
+                raise exc.UnshelveHostNotInAZ(host=host, availability_zone=zone)
+
     @staticmethod
     def _key_data(conn: sa.Connection, user_id: str | None, key_name: str | None) -> str | None:
         if key_name is None:
@@ -456,10 +469,12 @@ class API(VolumeActions, StateActions, ImageActions, AdminActions, DeleteActions
     # -- update ------------------------------------------------------------------
     async def update_instance(self, ctx: RequestContext, uuid: str,
                               updates: dict[str, Any]) -> None:
-        """Change the server's name, description, access IPs or hostname
-        (``PUT /servers/{id}``); in any state but deleted."""
+        """Change the server's name, description, access IPs, hostname or
+        disk config (``PUT /servers/{id}``); in any state but deleted."""
         row = await self.get(ctx, uuid)
         policy.enforce(ctx, "compute:server:action", row)
+        if "auto_disk_config" in updates:
+            records.check_disk_config(row, updates["auto_disk_config"])
         if updates:
             await self.db.run(inst.save, uuid, updates)
 

@@ -18,7 +18,7 @@ from cirrus import policy
 from cirrus.compute import exception as exc
 from cirrus.compute import image_requests, keypairs, records
 from cirrus.compute.admission import BuildAdmission
-from cirrus.compute.image_requests import RebuildRequest
+from cirrus.compute.image_requests import RebuildRequest, UnshelveRequest
 from cirrus.compute.rpcapi import ComputeAPI
 from cirrus.compute.states import VmState
 from cirrus.compute.transitions import TRANSITIONS
@@ -47,6 +47,7 @@ class ImageActions:
     _checked_image: Callable[[Row | Exception | None, Row], Row | None]
     _check_user_data: Callable[[str | None], None]
     _check_zone_and_host: Callable[[sa.Connection, str | None, str | None], None]
+    _check_unshelve_target: Callable[[sa.Connection, str | None, str | None, str | None], None]
     _snapshot_volume_backed: Callable[[RequestContext, Row, str, dict[str, str]],
                                       Awaitable[str | None]]
     _check_rebuild_volume_backed: Callable[[Row, str], Awaitable[None]]
@@ -169,19 +170,24 @@ class ImageActions:
         row = await self._begin_action(ctx, uuid, TRANSITIONS["shelve_offload"])
         await self.compute_rpcapi.shelve_offload_instance(ctx, row["host"], uuid, clean_shutdown)
 
-    async def unshelve(self, ctx: RequestContext, uuid: str, availability_zone: str | None = None
-                       ) -> None:
+    async def unshelve(self, ctx: RequestContext, uuid: str,
+                       req: UnshelveRequest | None = None) -> None:
         """Start a shelved server again: on its host if it is still there,
-        else scheduled anew (in ``availability_zone`` if given, 2.77)."""
+        else scheduled anew — in the zone asked for (2.77; None: any, 2.91),
+        on the host an admin asked for (2.91), which must be in that zone."""
+        req = req or UnshelveRequest()
         row = await self.get(ctx, uuid)
         policy.enforce(ctx, "compute:server:action", row)
         self.admission.check_open()
         offloaded = row["vm_state"] == VmState.SHELVED_OFFLOADED.value
-        if availability_zone is not None:
-            if not offloaded:  # Nova: only an offloaded server may change its zone
-                raise exc.UnshelveInstanceInvalidState(
-                    instance_uuid=uuid, state=row["vm_state"])
-            await self.db.read(self._check_zone_and_host, availability_zone, None)
+        if (req.zone_given or req.host) and not offloaded:
+            # Nova: only an offloaded server may change its zone or host
+            raise exc.UnshelveInstanceInvalidState(instance_uuid=uuid, state=row["vm_state"])
+        if req.host:
+            policy.enforce(ctx, "compute:server:unshelve_to_host", row)
+        zone = req.zone if req.zone_given else row["availability_zone"]
+        await self.db.read(self._check_unshelve_target, zone if req.zone_given else None,
+                           req.host, zone)
         await self._begin_action(ctx, uuid, TRANSITIONS["unshelve"], row=row,
                                  on_host=not offloaded)
         image_id = (row["system_metadata"] or {}).get("shelved_image_id")
@@ -189,12 +195,14 @@ class ImageActions:
             await self.compute_rpcapi.unshelve_instance(ctx, row["host"], uuid, image_id, None)
             return
         image = await self._shelved_image(ctx, image_id)
-        zone = availability_zone or row["availability_zone"]
-        spec = records.request_spec(ctx, [row], row["flavor"], image, zone, None, None, {}, None)
+        destination = {"host": req.host, "node": None} if req.host else None
+        spec = records.request_spec(ctx, [row], row["flavor"], image, zone, None, None, {}, None,
+                                    destination)
         spec.update(project_id=row["project_id"], user_id=row["user_id"])
         await self.compute_task_api.unshelve_instance(ctx, instance_uuid=uuid, image_id=image_id,
                                                       request_spec=spec,
-                                                      availability_zone=availability_zone)
+                                                      availability_zone=zone if req.zone_given
+                                                      else None)
 
     async def _delete_shelved_image(self, ctx: RequestContext, row: Row) -> None:
         """A shelved server's snapshot goes with it (Nova's delete does this)."""

@@ -32,6 +32,13 @@ def by_volume(conn: sa.Connection, instance_uuid: str, volume_id: str) -> Bdm:
     return dict(row)
 
 
+def for_volume(conn: sa.Connection, volume_id: str) -> list[Bdm]:
+    """Every mapping of ``volume_id``, whatever the instance (one per
+    attachment of a multiattach volume)."""
+    return [dict(r) for r in conn.execute(sa.select(b).where(b.c.volume_id == volume_id)
+                                          .order_by(b.c.id)).mappings()]
+
+
 def device_names(conn: sa.Connection, instance_uuid: str) -> list[str]:
     """The device names the instance's mappings hold."""
     return [r for r in conn.execute(sa.select(b.c.device_name).where(

@@ -395,3 +395,26 @@ class InvalidBDMVolumeNotBootable(InvalidBDM):
 
 class DevicePathInUse(Conflict):
     msg_fmt = "The supplied device path (%(path)s) is in use."
+
+
+# -- assisted volume snapshots (``os-assisted-volume-snapshots``): Nova answers
+# every refusal of this API with a 400 (its api-ref; no microversion changed it).
+class VolumeNotMapped(Invalid):
+    msg_fmt = "No volume Block Device Mapping with id %(volume_id)s."
+
+
+class VolumeBDMIsMultiAttach(Invalid):
+    msg_fmt = ("Volume %(volume_id)s has multiple attachments. Please use the instance "
+               "specific query.")
+
+
+class SnapshotInstanceNotReady(Invalid):
+    msg_fmt = "Cannot '%(method)s' instance %(instance_uuid)s while it is %(why)s."
+
+
+class AutoDiskConfigDisabledByImage(Invalid):
+    msg_fmt = "Requested image %(image)s has automatic disk resize disabled."
+
+
+class UnshelveHostNotInAZ(Conflict):
+    msg_fmt = "Host \"%(host)s\" is not in the availability zone \"%(availability_zone)s\"."

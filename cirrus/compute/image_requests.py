@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from cirrus.compute import records
 from cirrus.compute.records import system_metadata_of_image
 
 # Image properties a snapshot never inherits (Nova's NON_INHERITABLE_IMAGE_PROPERTIES
@@ -22,6 +23,16 @@ INHERITABLE_CORE = ("min_ram", "min_disk", "disk_format", "container_format")
 SKIPPED = frozenset({"base_image_ref", "image_id", "image_name", "image_size",
                      "shelved_at", "shelved_image_id", "shelved_host"})
 SHELVED_KEYS = ("shelved_at", "shelved_image_id", "shelved_host")
+
+
+@dataclass
+class UnshelveRequest:
+    """Where an unshelve asks to go (2.77, 2.91): ``zone_given`` with
+    ``zone`` None unpins the server from its zone."""
+
+    zone_given: bool = False
+    zone: str | None = None
+    host: str | None = None  # an admin's (2.91)
 
 
 @dataclass
@@ -50,6 +61,10 @@ def rebuild_values(row: dict[str, Any], image: dict[str, Any], req: RebuildReque
     system_metadata.update(system_metadata_of_image(image))
     values: dict[str, Any] = {"image_ref": image["id"], "system_metadata": system_metadata,
                               "progress": 0, **req.changes}
+    if "auto_disk_config" in req.changes:  # against the new image, as Nova's rebuild
+        records.auto_disk_config(req.changes["auto_disk_config"],
+                                 (image.get("properties") or {}).get("auto_disk_config"),
+                                 image["id"])
     if req.key_name_given:
         values.update(key_name=req.key_name, key_data=key_data)
     return values

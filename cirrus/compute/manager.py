@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from cirrus.claims import ClaimsClient
 from cirrus.compute.action import ActionRunner
+from cirrus.compute.assisted_snapshots import AssistedSnapshots
 from cirrus.compute.boot_volumes import BootVolumes
 from cirrus.compute.build import Builder
 from cirrus.compute.build_failure import BuildFailures
@@ -87,7 +88,9 @@ class ComputeManager:
                          "rollback_live_migration_at_destination", "live_migration_abort",
                          "live_migration_force_complete", "evacuate_instance",
                          # volumes (volume_attach.py)
-                         "attach_volume", "detach_volume", "swap_volume"})
+                         "attach_volume", "detach_volume", "swap_volume",
+                         # assisted volume snapshots (assisted_snapshots.py)
+                         "volume_snapshot_create", "volume_snapshot_delete"})
 
     def __init__(self, settings: Settings, db: Database, transport: Transport, host: str,
                  driver: ComputeDriver, image_service: ImageClient,
@@ -162,6 +165,7 @@ class ComputeManager:
                                               to_hosts, move_volumes)
         self.volume_attachments = VolumeAttachments(runner, self.store, driver,
                                                     self.volume_api)
+        self.assisted_snapshots = AssistedSnapshots(self.store, driver, self.volume_api)
         self.evacuation = Evacuation(runner, self.store, driver, self.network_api,
                                      self.images.get)
 
@@ -227,6 +231,17 @@ class ComputeManager:
                           new_volume_id: str, new_attachment_id: str) -> None:
         await self.volume_attachments.swap_volume(ctx, instance_uuid, old_volume_id,
                                                   new_volume_id, new_attachment_id)
+
+    async def volume_snapshot_create(self, ctx: RequestContext, instance_uuid: str,
+                                     volume_id: str, create_info: dict[str, Any]) -> None:
+        await self.assisted_snapshots.volume_snapshot_create(ctx, instance_uuid, volume_id,
+                                                             create_info)
+
+    async def volume_snapshot_delete(self, ctx: RequestContext, instance_uuid: str,
+                                     volume_id: str, snapshot_id: str,
+                                     delete_info: dict[str, Any]) -> None:
+        await self.assisted_snapshots.volume_snapshot_delete(ctx, instance_uuid, volume_id,
+                                                             snapshot_id, delete_info)
 
     async def get_host_uptime(self, ctx: RequestContext) -> str:
         """This host's ``uptime`` line, from the driver."""

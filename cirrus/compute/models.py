@@ -59,6 +59,9 @@ instances = sa.Table(
     sa.Column("requested_networks", JSON, nullable=True),
     sa.Column("access_ip_v4", sa.String(64), nullable=True),
     sa.Column("access_ip_v6", sa.String(64), nullable=True),
+    # OS-DCF:diskConfig AUTO (migration 0034): the guest's root partition
+    # grows with its disk.
+    sa.Column("auto_disk_config", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Column("reservation_id", sa.String(255), nullable=False),
     sa.Column("launch_index", sa.Integer, nullable=False, default=0),
     sa.Column("locked", sa.Boolean, nullable=False, default=False),

@@ -21,7 +21,7 @@ from cirrus.compute.admission import BuildAdmission
 from cirrus.compute.flavors import get_flavor
 from cirrus.compute.hosts import compute_is_up, list_services
 from cirrus.compute.migrations import Migration, MigrationType, Status
-from cirrus.compute.records import FLAVOR_SNAPSHOT_KEYS
+from cirrus.compute.records import FLAVOR_SNAPSHOT_KEYS, check_disk_config
 from cirrus.compute.rpcapi import ComputeAPI
 from cirrus.compute.transitions import TRANSITIONS, Transition
 from cirrus.conductor.rpcapi import ComputeTaskAPI
@@ -70,11 +70,15 @@ class MoveAPI:
     admission: BuildAdmission  # closed when cirrus shuts down: no move starts then
 
     # -- resize and cold migration ---------------------------------------------------
-    async def resize(self, ctx: RequestContext, uuid: str, flavor_id: str) -> None:
-        """Resize to ``flavor_id`` (quota delta checked here, as Nova does)."""
+    async def resize(self, ctx: RequestContext, uuid: str, flavor_id: str,
+                     auto_disk_config: bool | None = None) -> None:
+        """Resize to ``flavor_id`` (quota delta checked here, as Nova does),
+        with the disk config asked for (None: the server's)."""
         row = await self._instance(ctx, uuid)
+        if auto_disk_config is not None:
+            check_disk_config(row, auto_disk_config)
         self.admission.check_open()
-        migration = await self.db.run(self._begin_resize, ctx, row, flavor_id)
+        migration = await self.db.run(self._begin_resize, ctx, row, flavor_id, auto_disk_config)
         await self.conductor.migrate_server(ctx, instance_uuid=uuid,
                                             migration_uuid=migration["uuid"], live=False)
 
@@ -91,7 +95,7 @@ class MoveAPI:
                                             host=host)
 
     def _begin_resize(self, conn: sa.Connection, ctx: RequestContext, row: dict[str, Any],
-                      flavor_id: str) -> Migration:
+                      flavor_id: str, auto_disk_config: bool | None) -> Migration:
         flavor = get_flavor(conn, flavor_id)
         if flavor is None or (flavor["disabled"] and flavor_id != row["flavor"].get("flavorid")):
             raise exc.FlavorNotFound(flavor_id=flavor_id)
@@ -103,8 +107,9 @@ class MoveAPI:
         if flavor["root_gb"] < row["root_gb"]:
             raise CannotResizeDisk(reason="Resize to a smaller disk is not supported.")
         self._check_quota_delta(conn, row, flavor)
+        extra = {} if auto_disk_config is None else {"auto_disk_config": auto_disk_config}
         return self._begin_move(conn, ctx, row, TRANSITIONS["resize"], MigrationType.RESIZE,
-                                Status.PRE_MIGRATING, flavor_snapshot(flavor))
+                                Status.PRE_MIGRATING, flavor_snapshot(flavor), extra)
 
     def _check_quota_delta(self, conn: sa.Connection, row: dict[str, Any],
                            flavor: dict[str, Any]) -> None:
@@ -119,11 +124,13 @@ class MoveAPI:
     @staticmethod
     def _begin_move(conn: sa.Connection, ctx: RequestContext, row: dict[str, Any],
                     t: Transition, kind: MigrationType, status: Status,
-                    new_flavor: dict[str, Any] | None) -> Migration:
-        """The task state, the action and the migration record, together."""
+                    new_flavor: dict[str, Any] | None,
+                    extra: dict[str, Any] | None = None) -> Migration:
+        """The task state (with ``extra`` values), the action and the
+        migration record, together."""
         from cirrus.compute.api import _begin
 
-        _begin(conn, ctx, row["uuid"], t)
+        _begin(conn, ctx, row["uuid"], t, extra)
         return mig.create(conn, instance=inst.get(conn, row["uuid"]), migration_type=kind,
                           status=status, user_id=ctx.user_id, project_id=ctx.project_id,
                           new_flavor=new_flavor)

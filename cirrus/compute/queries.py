@@ -48,7 +48,7 @@ VIEW_COLUMNS = ("id", "uuid", "project_id", "user_id", "display_name", "display_
                 "hostname", "image_ref", "flavor", "vm_state", "task_state", "power_state",
                 "host", "node", "availability_zone", "key_name", "user_data", "config_drive",
                 "metadata", "system_metadata", "security_groups", "access_ip_v4",
-                "access_ip_v6", "reservation_id", "launch_index", "locked", "locked_reason", "progress",
+                "access_ip_v6", "auto_disk_config", "reservation_id", "launch_index", "locked", "locked_reason", "progress",
                 "launched_at", "terminated_at", "created_at", "updated_at")
 # Read as the database gives them (RowReader's raw): the views need the info
 # cache's addresses and the timestamps' ISO text, and get both cheaper from

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cirrus.compute import block_device
+from cirrus.compute import exception as exc
 from cirrus.compute.block_device import BdmRequest
 from cirrus.compute.states import PowerState, TaskState, VmState
 from cirrus.context import RequestContext
@@ -55,6 +56,26 @@ class CreateRequest:
     # 2.74's host and hypervisor_hostname (admin only): Nova's requested_destination.
     requested_host: str | None = None
     requested_node: str | None = None
+    # OS-DCF:diskConfig: True for AUTO, False for MANUAL, None: the image's choice.
+    auto_disk_config: bool | None = None
+
+
+def auto_disk_config(requested: bool | None, image_setting: Any, image_ref: str) -> bool:
+    """The server's disk config (Nova's ``_check_auto_disk_config`` and
+    ``_inherit_properties_from_image``): the one asked for, else the image's
+    ``auto_disk_config`` property; AUTO on an image that says ``Disabled`` is 400."""
+    setting = str(image_setting or "")
+    if requested and setting.lower() == "disabled":
+        raise exc.AutoDiskConfigDisabledByImage(image=image_ref)
+    if requested is not None:
+        return requested
+    return setting.lower() in ("true", "1", "yes", "on", "y", "t")
+
+
+def check_disk_config(row: dict[str, Any], requested: bool) -> None:
+    """AUTO for an existing server: 400 if its image disabled it."""
+    auto_disk_config(requested, (row["system_metadata"] or {}).get("image_auto_disk_config"),
+                     row["image_ref"])
 
 
 def sanitize_hostname(name: str, default: str) -> str:
@@ -72,6 +93,9 @@ def instance_rows(ctx: RequestContext, req: CreateRequest, flavor: dict[str, Any
     hostnames depend on ``count``: ``web`` alone, ``web-1``… of several)."""
     snapshot = {k: flavor[k] for k in FLAVOR_SNAPSHOT_KEYS}
     system_metadata = _system_metadata(image)
+    auto_disk = auto_disk_config(req.auto_disk_config,
+                                 ((image or {}).get("properties") or {}).get("auto_disk_config"),
+                                 (image or {}).get("id", ""))
     rows = []
     for index in range(count):
         uuid = str(uuidlib.uuid4())
@@ -92,7 +116,7 @@ def instance_rows(ctx: RequestContext, req: CreateRequest, flavor: dict[str, Any
             "security_groups": list(req.security_groups or ["default"]),
             "requested_networks": req.requested_networks,
             "access_ip_v4": req.access_ip_v4, "access_ip_v6": req.access_ip_v6,
-            "reservation_id": reservation_id, "launch_index": index, "locked": False,
+            "auto_disk_config": auto_disk, "reservation_id": reservation_id, "launch_index": index, "locked": False,
             "progress": 0, "deleted": False, "created_at": now,
         })
     return rows

@@ -253,6 +253,18 @@ class ComputeAPI:
                             volume_id: str) -> None:
         await self._cast_to(ctx, host, "detach_volume", instance_uuid, volume_id=volume_id)
 
+    async def volume_snapshot_create(self, ctx: RequestContext, host: str, instance_uuid: str,
+                                     volume_id: str, create_info: dict[str, Any]) -> None:
+        await self._cast_to(ctx, host, "volume_snapshot_create", instance_uuid,
+                            volume_id=volume_id, create_info=create_info)
+
+    async def volume_snapshot_delete(self, ctx: RequestContext, host: str, instance_uuid: str,
+                                     volume_id: str, snapshot_id: str,
+                                     delete_info: dict[str, Any]) -> None:
+        await self._cast_to(ctx, host, "volume_snapshot_delete", instance_uuid,
+                            volume_id=volume_id, snapshot_id=snapshot_id,
+                            delete_info=delete_info)
+
     async def swap_volume(self, ctx: RequestContext, host: str, instance_uuid: str,
                           old_volume_id: str, new_volume_id: str,
                           new_attachment_id: str) -> None:

@@ -180,6 +180,18 @@ class NoNetworkAvailable(CirrusException):
     msg_fmt = "Unable to create the network. No tenant network is available for allocation."
 
 
+class AgentNotFound(NotFound):
+    msg_fmt = "Agent %(id)s could not be found."
+
+
+class SubnetPoolNotFound(NotFound):
+    msg_fmt = "Subnet pool %(subnetpool_id)s could not be found."
+
+
+class SubnetPoolInUse(Conflict):
+    msg_fmt = "Unable to complete operation on subnet pool %(subnetpool_id)s: One or more subnets are allocated from it."
+
+
 class TagNotFound(NotFound):
     msg_fmt = "Tag %(tag)s could not be found."
 

@@ -12,7 +12,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from cirrus.db.engine import fetch_all
-from cirrus.network.agents import Agent, alive_agents
+from cirrus.network.agents import DHCP, Agent, alive_agents, disabled_hosts
 from cirrus.network.backends.firewall import PortFilter, Rule
 from cirrus.network.l2pop import dhcp_host
 from cirrus.network.model import devname
@@ -89,7 +89,8 @@ def load_host_view(conn: sa.Connection, host: str, down_time: float = 60.0) -> H
     recent an agent's report must be to count it alive)."""
     rows = _bound_ports(conn, ports.c.binding_host_id == host)
     view = HostView(ports=rows, agents=alive_agents(conn, down_time))
-    candidates = sorted(h for h, agent in view.agents.items() if agent.dhcp)
+    disabled = disabled_hosts(conn, DHCP)  # taken down by an admin: serves none
+    candidates = sorted(h for h, agent in view.agents.items() if agent.dhcp and h not in disabled)
     elected = {net: dhcp_host(net, candidates) for net in _spanning_in_use(conn)}
     local = {r["network_id"] for r in rows} | _router_networks(conn, host)
     net_ids = sorted(local | {net for net, chosen in elected.items() if chosen == host})

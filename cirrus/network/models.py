@@ -38,6 +38,45 @@ network_agents = sa.Table(
     sa.Column("tunneling_ip", sa.String(64), nullable=False, default=""),
     sa.Column("dhcp", sa.Boolean, nullable=False, default=True),
     sa.Column("updated_at", sa.DateTime, nullable=False),
+    sa.Column("created_at", sa.DateTime, nullable=True),  # the first report (migration 0034)
+)
+
+# What the agents API set on an agent (``agents.py``; an agent is a host and
+# a type, its id derived from both); no row: up, undescribed, never deleted.
+network_agent_states = sa.Table(
+    "network_agent_states", metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("host", sa.String(255), nullable=False),
+    sa.Column("agent_type", sa.String(64), nullable=False),
+    sa.Column("admin_state_up", sa.Boolean, nullable=False, default=True),
+    sa.Column("description", sa.String(255), nullable=False, default=""),
+    # Deleted by an admin: hidden until the host reports again after it.
+    sa.Column("deleted_at", sa.DateTime, nullable=True),
+)
+
+# Subnet allocation pools (``subnetpools.py``, migration 0034).
+subnetpools = sa.Table(
+    "subnetpools", metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("project_id", sa.String(64), nullable=False, index=True),
+    sa.Column("name", sa.String(255), nullable=False, default=""),
+    sa.Column("description", sa.String(255), nullable=False, default=""),
+    sa.Column("ip_version", sa.Integer, nullable=False),
+    sa.Column("default_prefixlen", sa.Integer, nullable=False),
+    sa.Column("min_prefixlen", sa.Integer, nullable=False),
+    sa.Column("max_prefixlen", sa.Integer, nullable=False),
+    sa.Column("shared", sa.Boolean, nullable=False, default=False),
+    sa.Column("is_default", sa.Boolean, nullable=False, default=False),
+    sa.Column("default_quota", sa.Integer, nullable=True),
+    sa.Column("revision_number", sa.Integer, nullable=False, default=0),
+    *timestamps(),
+)
+
+subnetpool_prefixes = sa.Table(
+    "subnetpool_prefixes", metadata,
+    sa.Column("subnetpool_id", sa.String(36), sa.ForeignKey("subnetpools.id", ondelete="CASCADE"),
+              primary_key=True),
+    sa.Column("cidr", sa.String(64), primary_key=True),
 )
 
 subnets = sa.Table(
@@ -61,6 +100,8 @@ subnets = sa.Table(
     # The addresses allocated on the subnet (the IPAM's first guess), kept by
     # triggers on ``ip_allocations`` (migration 0006; PostgreSQL: at COMMIT, 0032).
     sa.Column("allocated", sa.Integer, nullable=False, server_default="0"),
+    # The pool the subnet's prefix came from (migration 0034).
+    sa.Column("subnetpool_id", sa.String(36), nullable=True, index=True),
 )
 
 ports = sa.Table(

@@ -12,7 +12,7 @@ from cirrus.db.engine import fetch_all, fetch_one
 from cirrus.db.rows import PreparedRead
 from cirrus.network import authz
 from cirrus.network import exception as exc
-from cirrus.network import ipam, subnet_rules, tags
+from cirrus.network import ipam, subnet_rules, subnetpools, tags
 from cirrus.network.common import new_id, owned, timestamps_view
 from cirrus.network.models import floatingips, ip_allocations, networks, ports, subnets
 from cirrus.network.segments import Segment, SegmentConfig, allocate, check_mtu
@@ -26,7 +26,8 @@ PROVIDER_COLUMNS = {"provider:network_type": "network_type",
                     "provider:segmentation_id": "segmentation_id"}
 SUBNET_COLUMNS = {"id": "id", "name": "name", "network_id": "network_id", "project_id": "project_id",
                   "tenant_id": "project_id", "ip_version": "ip_version", "cidr": "cidr",
-                  "enable_dhcp": "enable_dhcp", "gateway_ip": "gateway_ip"}
+                  "enable_dhcp": "enable_dhcp", "gateway_ip": "gateway_ip",
+                  "subnetpool_id": "subnetpool_id"}
 
 
 def visible_network(ctx: RequestContext, row: dict[str, Any]) -> bool:
@@ -119,7 +120,8 @@ def subnet_view(row: dict[str, Any]) -> dict[str, Any]:
             "enable_dhcp": row["enable_dhcp"], "dns_nameservers": row["dns_nameservers"],
             "host_routes": row["host_routes"], "allocation_pools": row["allocation_pools"],
             "ipv6_address_mode": row["ipv6_address_mode"], "ipv6_ra_mode": row["ipv6_ra_mode"],
-            "description": row["description"], "subnetpool_id": None, "service_types": [],
+            "description": row["description"], "subnetpool_id": row.get("subnetpool_id"),
+            "service_types": [],
             "dns_publish_fixed_ip": False, **timestamps_view(row)}
 
 
@@ -217,8 +219,17 @@ def create_subnet(conn: sa.Connection, ctx: RequestContext, values: dict[str, An
     network (``network``, when the caller read it), checked by subnet_rules."""
     if network is None:
         network = get_network(conn, ctx, values["network_id"])
-    net = _check_cidr(conn, network["id"], values["cidr"], values.get("ip_version"))
+    pool = subnetpools.pool_for_subnet(conn, ctx, values)
+    if pool is None and not values.get("cidr"):
+        raise exc.BadRequest(reason="A cidr must be specified in the absence of a subnet pool")
+    if pool is not None and values.get("ip_version", pool["ip_version"]) != pool["ip_version"]:
+        raise exc.BadRequest(reason=f"Cannot allocate IPv{values['ip_version']} subnet from "
+                                    f"IPv{pool['ip_version']} subnet pool")
+    cidr = (subnetpools.allocate(conn, pool, values.get("cidr"), values.get("prefixlen"))
+            if pool is not None else values["cidr"])
+    net = _check_cidr(conn, network["id"], cidr, values.get("ip_version"))
     row = {"id": new_id(), "network_id": network["id"],
+           "subnetpool_id": pool["id"] if pool is not None else None,
            "project_id": values.get("project_id") or ctx.project_id, "name": values.get("name", ""),
            "ip_version": net.version, "cidr": str(net),
            **subnet_rules.for_create(net, values),

@@ -16,15 +16,17 @@ from cirrus.network import networks as net_db
 from cirrus.network import ports as port_db
 from cirrus.network import security_groups as sg_db
 from cirrus.network.common import select_fields
+from cirrus.network.agent_routes import ROUTES as AGENT_ROUTES
 from cirrus.network.l3.routes import ROUTES as L3_ROUTES
 from cirrus.network.models import networks, ports, security_group_rules, security_groups, subnets
 from cirrus.network.port_filters import fixed_ip_filter
 from cirrus.network.quota_routes import ROUTES as QUOTA_ROUTES
 from cirrus.network.schema import parse
+from cirrus.network.subnetpool_routes import ROUTES as SUBNETPOOL_ROUTES
 from cirrus.network.tag_routes import ROUTES as TAG_ROUTES
 from cirrus.network.validators import storable
 
-# What the API does (each is tested): no subnet pools, segments, availability
+# What the API does (each is tested): no address scopes, segments, availability
 # zone listing, QoS, DVR/HA routers or L3 flavors, so none of their aliases.
 EXTENSIONS = ("security-group", "port-security", "auto-allocated-topology", "binding",
               "quotas", "quota_details", "quota-check-limit",
@@ -35,7 +37,7 @@ EXTENSIONS = ("security-group", "port-security", "auto-allocated-topology", "bin
               "ip-substring-filtering", "pagination", "sorting", "fields", "provider",
               "network_availability_zone",
               "router", "ext-gw-mode", "extraroute", "extraroute-atomic",
-              "fip-port-details")
+              "fip-port-details", "agent", "subnet_allocation", "default-subnetpools")
 
 
 def _svc(request: Request) -> Any:
@@ -355,5 +357,7 @@ ROUTES = [
     *QUOTA_ROUTES,
     *TAG_ROUTES,
     *L3_ROUTES,
+    *AGENT_ROUTES,
+    *SUBNETPOOL_ROUTES,
     Route("/v2.0/auto-allocated-topology/{project_id}", auto_allocated_topology, methods=["GET"]),
 ]

@@ -65,10 +65,10 @@ ATTRS: dict[str, dict[str, tuple[str, v.Validator, bool]]] = {
         "ipv6_address_mode": ("ipv6_address_mode", v.optional(v.one_of(*v.IPV6_MODES)), True),
         "ipv6_ra_mode": ("ipv6_ra_mode", v.optional(v.one_of(*v.IPV6_MODES)), True),
         "tenant_id": ("project_id", _PROJECT, True), "project_id": ("project_id", _PROJECT, True),
-        "subnetpool_id": ("", v.optional(v.uuid_like), True),
-        "prefixlen": ("", v.integer(0, 128), True),
+        "subnetpool_id": ("subnetpool_id", v.optional(v.uuid_like), True),
+        "prefixlen": ("prefixlen", v.integer(0, 128), True),
         "service_types": ("", v.list_of(_NAME), False),
-        "use_default_subnetpool": ("", v.boolean, True),
+        "use_default_subnetpool": ("use_default_subnetpool", v.boolean, True),
         "dns_publish_fixed_ip": ("", v.boolean, False),
         "tags": ("tags", tags_reason, True),
     },
@@ -111,11 +111,28 @@ ATTRS: dict[str, dict[str, tuple[str, v.Validator, bool]]] = {
         "tenant_id": ("project_id", _PROJECT, True), "project_id": ("project_id", _PROJECT, True),
         "remote_address_group_id": ("", v.optional(v.uuid_like), True),
     },
+    "subnetpool": {
+        "name": ("name", _NAME, False), "description": ("description", _NAME, False),
+        "prefixes": ("prefixes", v.list_of(v.cidr, 1000), False),
+        "default_prefixlen": ("default_prefixlen", v.integer(0, 128), False),
+        "min_prefixlen": ("min_prefixlen", v.integer(0, 128), False),
+        "max_prefixlen": ("max_prefixlen", v.integer(0, 128), False),
+        "shared": ("shared", v.boolean, True), "is_default": ("is_default", v.boolean, False),
+        "default_quota": ("default_quota", v.optional(v.integer(0, 2 ** 31 - 1)), False),
+        "tenant_id": ("project_id", _PROJECT, True), "project_id": ("project_id", _PROJECT, True),
+        "tags": ("tags", tags_reason, True),
+    },
+    # The agents API changes only these two (Neutron's agent extension).
+    "agent": {
+        "admin_state_up": ("admin_state_up", v.boolean, False),
+        "description": ("description", _NAME, False),
+    },
 }
 
 ATTRS.update(l3_schema.ATTRS)  # routers and floating IPs
 
-REQUIRED = {"subnet": ("network_id", "cidr"), "port": ("network_id",),
+# A subnet's cidr may come from a subnet pool instead (subnetpools.py).
+REQUIRED = {"subnet": ("network_id",), "subnetpool": ("name", "prefixes"), "port": ("network_id",),
             "security_group_rule": ("security_group_id", "direction"), **l3_schema.REQUIRED}
 
 

@@ -22,6 +22,9 @@ from cirrus.network import exception as exc
 from cirrus.network import networks as net_db
 from cirrus.network import ports as port_db
 from cirrus.network import security_groups as sg_db
+from cirrus.network import subnetpools
+from cirrus.network.l3 import floatingips as fip_db
+from cirrus.network.l3 import routers as router_db
 from cirrus.network import tags
 from cirrus.network.validators import storable
 
@@ -34,6 +37,9 @@ RESOURCES: dict[str, tuple[Getter, str]] = {
     "subnets": (net_db.get_subnet, "subnet"),
     "ports": (port_db.get_port, "port"),
     "security-groups": (sg_db.get_group, "security_group"),
+    "routers": (router_db.get_router, "router"),
+    "floatingips": (fip_db.get_floatingip, "floatingip"),
+    "subnetpools": (subnetpools.get_subnetpool, "subnetpool"),
 }
 
 

@@ -1,6 +1,6 @@
 """Resource tags (Neutron's ``standard-attr-tag`` and ``tag-creation``) on
-networks, subnets, ports and security groups: the rows, their rules and the
-listing filters.
+networks, subnets, ports, security groups, routers, floating IPs and subnet
+pools: the rows, their rules and the listing filters.
 
 A tag is a string of 1–255 characters; a resource has at most
 :data:`MAX_TAGS` distinct ones, kept in ``network_tags`` (one row per
@@ -24,7 +24,8 @@ MAX_TAGS = 50  # Neutron's per-resource limit
 FILTERS = ("tags", "tags-any", "not-tags", "not-tags-any")
 # The collection in a tag URL → the type recorded with each tag.
 RESOURCE_TYPES = {"networks": "network", "subnets": "subnet", "ports": "port",
-                  "security-groups": "security_group"}
+                  "security-groups": "security_group", "routers": "router",
+                  "floatingips": "floatingip", "subnetpools": "subnetpool"}
 
 _DELETE_OF = Prepared(network_tags.delete().where(
     network_tags.c.resource_id == sa.bindparam("w_id")))

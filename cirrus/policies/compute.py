@@ -128,6 +128,10 @@ ROUTES: dict[tuple[str, str], Rule] = {
     ("GET", "/v2.1/os-hypervisors/{pattern}/search"): _r("os-hypervisors:search", A),
     ("GET", "/v2.1/os-hypervisors/{pattern}/servers"): _r("os-hypervisors:servers", A),
     ("POST", "/v2.1/os-server-external-events"): _r("os-server-external-events:create", A),
+    # Block storage's service user (Nova: the service role; cirrus has none, so admin).
+    ("POST", "/v2.1/os-assisted-volume-snapshots"): _r("os-assisted-volume-snapshots:create", A),
+    ("DELETE", "/v2.1/os-assisted-volume-snapshots/{snapshot_id}"):
+        _r("os-assisted-volume-snapshots:delete", A),
     ("GET", "/v2.1/os-aggregates"): _r("os-aggregates:index", A),
     ("POST", "/v2.1/os-aggregates"): _r("os-aggregates:create", A),
     ("GET", AG): _r("os-aggregates:show", A),

@@ -35,11 +35,14 @@ for _noun, _plural in (("network", "networks"), ("subnet", "subnets"), ("port", 
     ROUTES[("DELETE", f"/v2.0/{_plural}/{{id}}")] = Rule(f"delete_{_noun}", M)
     if _noun != "security_group_rule":  # rules are immutable in Neutron
         ROUTES[("PUT", f"/v2.0/{_plural}/{{id}}")] = Rule(f"update_{_noun}", M)
-# L3 (neutron/conf/policies/router.py, floatingip.py): interfaces are
+# L3 (neutron/conf/policies/router.py, floatingip.py) and subnet pools
+# (subnetpool.py: ``shared`` and ``is_default`` are checked by the service
+# as admin-only fields): router interfaces are
 # changed by the router's project members; the admin-only gateway fields
 # (``external_fixed_ips``, ``enable_snat``) and a chosen floating address are
 # checked by the L3 service on the body.
-for _noun, _plural in (("router", "routers"), ("floatingip", "floatingips")):
+for _noun, _plural in (("router", "routers"), ("floatingip", "floatingips"),
+                       ("subnetpool", "subnetpools")):
     ROUTES[("GET", f"/v2.0/{_plural}")] = Rule(f"get_{_noun}", R)
     ROUTES[("GET", f"/v2.0/{_plural}/{{id}}")] = Rule(f"get_{_noun}", R)
     ROUTES[("POST", f"/v2.0/{_plural}")] = Rule(f"create_{_noun}", M)
@@ -51,7 +54,8 @@ for _action in ("add_router_interface", "remove_router_interface", "add_extrarou
 # Tags (standard-attr-tag, tag-creation): reading them is reading the
 # resource, changing them an update of it (Neutron's ``<verb>_<noun>:tags``).
 for _noun, _plural in (("network", "networks"), ("subnet", "subnets"), ("port", "ports"),
-                       ("security_group", "security-groups")):
+                       ("security_group", "security-groups"), ("router", "routers"),
+                       ("floatingip", "floatingips"), ("subnetpool", "subnetpools")):
     _tags = f"/v2.0/{_plural}/{{id}}/tags"
     ROUTES[("GET", _tags)] = Rule(f"get_{_noun}:tags", R)
     ROUTES[("GET", _tags + "/{tag}")] = Rule(f"get_{_noun}:tags", R)
@@ -60,3 +64,9 @@ for _noun, _plural in (("network", "networks"), ("subnet", "subnets"), ("port", 
     ROUTES[("PUT", _tags + "/{tag}")] = Rule(f"update_{_noun}:tags", M)
     ROUTES[("DELETE", _tags)] = Rule(f"delete_{_noun}:tags", M)
     ROUTES[("DELETE", _tags + "/{tag}")] = Rule(f"delete_{_noun}:tags", M)
+# Agents (neutron/conf/policies/agent.py): admin only; a listing by anyone
+# else is empty, as Neutron filters out what its policy hides.
+ROUTES[("GET", "/v2.0/agents")] = Rule("get_agent", R)
+ROUTES[("GET", "/v2.0/agents/{id}")] = Rule("get_agent", A)
+ROUTES[("PUT", "/v2.0/agents/{id}")] = Rule("update_agent", A)
+ROUTES[("DELETE", "/v2.0/agents/{id}")] = Rule("delete_agent", A)

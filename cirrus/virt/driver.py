@@ -358,3 +358,21 @@ class ComputeDriver(abc.ABC):
                           mountpoint: str) -> None:
         """Replace the volume at ``mountpoint`` by another, its data copied."""
         raise vexc.DriverNotImplemented(operation="swap_volume")
+
+    async def volume_snapshot_create(self, context: Any, instance: dict[str, Any],
+                                     volume_id: str, create_info: Mapping[str, Any]) -> None:
+        """Snapshot attached file-backed volume ``volume_id`` externally
+        (Nova's assisted snapshot): a qcow2 overlay ``create_info["new_file"]``
+        (beside the volume's active file, backed by it) becomes the file the
+        guest writes to; the old one is the snapshot. Raises
+        VolumeSnapshotFailed, the guest's disk unchanged."""
+        raise vexc.DriverNotImplemented(operation="volume_snapshot_create")
+
+    async def volume_snapshot_delete(self, context: Any, instance: dict[str, Any],
+                                     volume_id: str, snapshot_id: str,
+                                     delete_info: Mapping[str, Any]) -> None:
+        """Merge ``delete_info["file_to_merge"]`` out of the volume's chain:
+        into ``merge_target_file`` (a commit) or, when that is None, into the
+        active file (a pull of its backing data). Raises VolumeSnapshotFailed,
+        the chain unchanged."""
+        raise vexc.DriverNotImplemented(operation="volume_snapshot_delete")

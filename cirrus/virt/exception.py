@@ -89,6 +89,11 @@ class VolumeAttachFailed(CirrusException):
     msg_fmt = "Volume %(volume_id)s could not be attached. Reason: %(reason)s"
 
 
+class VolumeSnapshotFailed(CirrusException):
+    """An assisted volume snapshot could not be made or merged; the disk is unchanged."""
+    msg_fmt = "Volume %(volume_id)s snapshot failed. Reason: %(reason)s"
+
+
 class DeviceDetachFailed(CirrusException):
     """The guest did not let the device go within the wait."""
     msg_fmt = "Device detach failed for %(device)s: %(reason)s"

@@ -8,6 +8,7 @@ Tests inject failures with rules, e.g.::
 from __future__ import annotations
 
 import asyncio
+import os
 import tempfile
 import time
 from collections import defaultdict
@@ -99,6 +100,9 @@ class FakeDriver(ComputeDriver):
         # arrive by live migration, and an abort switch per running migration.
         self.resize_sources: dict[str, FakeInstance] = {}
         self.incoming: set[str] = set()
+        # Assisted volume snapshots: (instance, volume) → its file chain,
+        # base first, the file the guest writes to last.
+        self.volume_chains: dict[tuple[str, str], list[str]] = {}
         self.migrating: dict[str, asyncio.Event] = {}
         # Set by a test to make spawns download their image through the image
         # service into a real per-host cache, as the libvirt driver does;
@@ -432,6 +436,62 @@ class FakeDriver(ComputeDriver):
         guest = self._get(instance)
         guest.volumes[mountpoint] = dict(new_connection_info)
         self.instances.saved(guest)
+
+    # -- assisted volume snapshots: each volume's file chain kept as data (base
+    # first, the active file last), faults "volume_snapshot_create"/"…_delete"
+    def _volume_chain(self, instance: dict[str, Any], volume_id: str) -> list[str]:
+        """The file chain of ``volume_id`` plugged in the guest (made on first use)."""
+        for info in self._get(instance).volumes.values():
+            data = info.get("data") or {}
+            if (info.get("serial") or data.get("volume_id")) == volume_id:
+                base = os.path.basename(str(data.get("device_path") or data.get("name") or
+                                            f"volume-{volume_id}"))
+                return self.volume_chains.setdefault((instance["uuid"], volume_id), [base])
+        raise vexc.VolumeSnapshotFailed(volume_id=volume_id, reason="not attached to the guest")
+
+    async def volume_snapshot_create(self, context: Any, instance: dict[str, Any],
+                                     volume_id: str, create_info: Mapping[str, Any]) -> None:
+        await self._check_fault("volume_snapshot_create", instance)
+        chain = self._volume_chain(instance, volume_id)
+        new_file = str(create_info.get("new_file") or "")
+        if create_info.get("type") != "qcow2" or not new_file:
+            raise vexc.VolumeSnapshotFailed(volume_id=volume_id,
+                                            reason="a qcow2 new_file is required")
+        if new_file in chain:
+            raise vexc.VolumeSnapshotFailed(volume_id=volume_id, reason=f"{new_file} exists")
+        chain.append(new_file)
+
+    async def volume_snapshot_delete(self, context: Any, instance: dict[str, Any],
+                                     volume_id: str, snapshot_id: str,
+                                     delete_info: Mapping[str, Any]) -> None:
+        await self._check_fault("volume_snapshot_delete", instance)
+        chain = self._volume_chain(instance, volume_id)
+        if delete_info.get("type") != "qcow2":
+            raise vexc.VolumeSnapshotFailed(volume_id=volume_id, reason=f"unknown delete_info "
+                                            f"type {delete_info.get('type')!r}")
+        chain[:] = _merged_chain(volume_id, chain, delete_info.get("file_to_merge"),
+                                 delete_info.get("merge_target_file"))
+
+
+def _merged_chain(volume_id: str, chain: list[str], to_merge: str | None,
+                  target: str | None) -> list[str]:
+    """``chain`` after Nova's merge: with no ``target`` a pull into the active
+    file of everything above ``to_merge`` (None: the whole chain); else a
+    commit of ``to_merge`` (not the active file) into ``target`` below it."""
+    def fail(reason: str) -> vexc.VolumeSnapshotFailed:
+        return vexc.VolumeSnapshotFailed(volume_id=volume_id, reason=reason)
+    if target is None:
+        if to_merge is None:
+            return chain[-1:]
+        if to_merge not in chain[:-1]:
+            raise fail(f"{to_merge!r} is not below the active file")
+        return chain[:chain.index(to_merge) + 1] + chain[-1:]
+    if to_merge not in chain[:-1] or target not in chain:
+        raise fail(f"{to_merge!r} cannot be committed into {target!r}")
+    top, base = chain.index(to_merge), chain.index(target)
+    if base >= top:
+        raise fail(f"{target!r} is not below {to_merge!r}")
+    return chain[:base + 1] + chain[top + 1:]
 
 
 def _volumes_at_spawn(block_device_info: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:

@@ -113,6 +113,10 @@ class LocalVolumeAPI:
     async def delete_snapshot(self, ctx: RequestContext, snapshot_id: str) -> None:
         await self.bs.snapshots.delete(ctx, snapshot_id)
 
+    async def update_snapshot_status(self, ctx: RequestContext, snapshot_id: str, status: str,
+                                     progress: str | None = None) -> None:
+        await self.bs.snapshots.update_status(ctx, snapshot_id, status, progress)
+
 
 def _check(api: LocalVolumeAPI) -> VolumeAPI:
     return api  # mypy: LocalVolumeAPI satisfies the protocol

@@ -107,8 +107,11 @@ class Snapshots:
     async def update_status(self, ctx: RequestContext, snapshot_id: str, status: str,
                             progress: str | None = None) -> None:
         """``os-update_snapshot_status`` (Nova's assisted snapshots): only out of
-        ``creating``/``deleting``, to where that operation ends."""
+        ``creating``/``deleting``, to where that operation ends or to itself
+        (the host's progress report: ``creating`` 90 % once its overlay is in
+        place, as Cinder allows)."""
         ends = {S.AVAILABLE.value: [S.CREATING], S.ERROR.value: [S.CREATING],
+                S.CREATING.value: [S.CREATING], S.DELETING.value: [S.DELETING],
                 S.ERROR_DELETING.value: [S.DELETING]}
         if status not in ends:
             raise exc.InvalidSnapshot(reason=f"Snapshot status {status} is not an end of "

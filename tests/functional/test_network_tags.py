@@ -1,6 +1,6 @@
 """Resource tags over HTTP (``standard-attr-tag``, ``tag-creation``): the tag
-API on networks, subnets, ports and security groups, tags on create, the
-listing filters, and who may do what."""
+API on networks, subnets, ports, security groups, routers, subnet pools and
+floating IPs, tags on create, the listing filters, and who may do what."""
 from __future__ import annotations
 
 import asyncio
@@ -13,6 +13,8 @@ from cirrus.bootstrap import Cloud
 from cirrus.network.models import network_tags
 from tests.functional.servers import db_count
 from tests.functional.test_network import NET, make_net, make_port
+from tests.functional.test_network_l3 import make_external, make_router
+from tests.functional.test_network_subnetpools import make_pool
 
 
 async def make_resources(client: httpx.AsyncClient) -> dict[str, str]:
@@ -22,11 +24,14 @@ async def make_resources(client: httpx.AsyncClient) -> dict[str, str]:
     port = (await make_port(client, net["id"])).json()["port"]
     sg = (await client.post(f"{NET}/security-groups", json={"security_group": {
         "name": "tagged"}})).json()["security_group"]
+    router = await make_router(client)
+    pool = await make_pool(client, ["10.62.0.0/16"])
     return {"networks": net["id"], "subnets": sub["subnets"][0]["id"], "ports": port["id"],
-            "security-groups": sg["id"]}
+            "security-groups": sg["id"], "routers": router["id"], "subnetpools": pool["id"]}
 
 
-@pytest.mark.parametrize("collection", ["networks", "subnets", "ports", "security-groups"])
+@pytest.mark.parametrize("collection", ["networks", "subnets", "ports", "security-groups",
+                                        "routers", "subnetpools"])
 async def test_tag_api_on_each_resource(demo: httpx.AsyncClient, collection: str) -> None:
     rid = (await make_resources(demo))[collection]
     base = f"{NET}/{collection}/{rid}/tags"
@@ -46,7 +51,7 @@ async def test_tag_api_on_each_resource(demo: httpx.AsyncClient, collection: str
     assert (await demo.get(base)).json()["tags"] == ["a", "b", "c", "d"]
     assert (await demo.delete(f"{base}/a")).status_code == 204
     assert (await demo.delete(f"{base}/a")).status_code == 404
-    singular = collection.rstrip("s").replace("-", "_")
+    singular = collection[:-1].replace("-", "_")
     shown = (await demo.get(f"{NET}/{collection}/{rid}")).json()[singular]
     assert shown["tags"] == ["b", "c", "d"]
     assert (await demo.delete(base)).status_code == 204
@@ -151,6 +156,8 @@ async def test_deleting_a_resource_forgets_its_tags(cloud: Cloud, demo: httpx.As
     assert (await demo.delete(f"{NET}/security-groups/{ids['security-groups']}")).status_code == 204
     assert (await demo.delete(f"{NET}/ports/{ids['ports']}")).status_code == 204
     assert (await demo.delete(f"{NET}/networks/{ids['networks']}")).status_code == 204
+    assert (await demo.delete(f"{NET}/routers/{ids['routers']}")).status_code == 204
+    assert (await demo.delete(f"{NET}/subnetpools/{ids['subnetpools']}")).status_code == 204
     for collection, rid in ids.items():
         assert (await demo.get(f"{NET}/{collection}/{rid}/tags")).status_code == 404
     # The subnet and the port went with the network, their tags too.
@@ -165,3 +172,19 @@ async def test_concurrent_adds_of_one_tag(demo: httpx.AsyncClient) -> None:
                                      for _ in range(4)])
     assert sorted({a.status_code for a in answers}) == [201]
     assert (await demo.get(base)).json() == {"tags": ["other", "same"]}
+
+
+async def test_tags_on_floating_ips(admin: httpx.AsyncClient, demo: httpx.AsyncClient) -> None:
+    ext = await make_external(admin)
+    fip = (await demo.post(f"{NET}/floatingips", json={"floatingip": {
+        "floating_network_id": ext["id"]}})).json()["floatingip"]
+    base = f"{NET}/floatingips/{fip['id']}/tags"
+    assert (await demo.put(base, json={"tags": ["a", "b"]})).status_code == 200
+    assert (await demo.get(f"{NET}/floatingips/{fip['id']}")).json()["floatingip"]["tags"] == [
+        "a", "b"]
+    listed = (await demo.get(f"{NET}/floatingips", params={"tags-any": "b,z"})).json()
+    assert [f["id"] for f in listed["floatingips"]] == [fip["id"]]
+    assert (await demo.get(f"{NET}/floatingips", params={"not-tags": "a"})).json()[
+        "floatingips"] == []
+    assert (await demo.delete(f"{NET}/floatingips/{fip['id']}")).status_code == 204
+    assert (await demo.get(base)).status_code == 404

@@ -37,7 +37,7 @@ async def test_the_version_list_has_v2_0_beside_v2_1(api: Api) -> None:
                    "links": [{"rel": "self", "href": v20["links"][0]["href"]}]}
     assert v20["links"][0]["href"].endswith("/compute/v2/")
     assert (v21["id"], v21["status"], v21["min_version"]) == ("v2.1", "CURRENT", "2.1")
-    assert v21["version"] == "2.90"
+    assert v21["version"] == "2.92"
     assert set(v21) == set(v20) and [link["rel"] for link in v21["links"]] == ["self"]
 
 
@@ -57,7 +57,7 @@ async def test_the_v2_0_document(api: Api, path: str) -> None:
 async def test_the_v2_1_document_is_unchanged(api: Api) -> None:
     async with api.client() as anonymous:
         version = (await anonymous.get("/compute/v2.1/")).json()["version"]
-    assert (version["id"], version["version"], version["min_version"]) == ("v2.1", "2.90", "2.1")
+    assert (version["id"], version["version"], version["min_version"]) == ("v2.1", "2.92", "2.1")
     assert version["media-types"][0]["type"] == "application/vnd.openstack.compute+json;version=2.1"
 
 

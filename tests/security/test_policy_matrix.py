@@ -24,6 +24,7 @@ from starlette.routing import Mount, Route
 
 from cirrus import policies
 from cirrus.api.app import MissingRule, guard_routes
+from cirrus.network import agents
 from cirrus.policy import Level, Rule
 from tests.functional.servers import create_server, server_body, upload_image, wait_for_status
 from tests.security.conftest import Tenants
@@ -95,6 +96,9 @@ async def _a_resources(t: Tenants) -> dict[str, str]:
     fip = await m.post("/network/v2.0/floatingips", json={"floatingip": {
         "floating_network_id": ids["external"]}})
     ids["floatingip"] = fip.json()["floatingip"]["id"]
+    pool = await m.post("/network/v2.0/subnetpools", json={"subnetpool": {
+        "name": "a-pool", "prefixes": ["10.110.0.0/16"]}})
+    ids["subnetpool"] = pool.json()["subnetpool"]["id"]
     group = await m.post("/compute/v2.1/os-server-groups", json={"server_group": {
         "name": "a-group", "policies": ["anti-affinity"]}})
     ids["group"] = group.json()["server_group"]["id"]
@@ -231,7 +235,8 @@ def _fill(prefix: str, path: str, ids: dict[str, str], t: Tenants) -> tuple[str,
     of A's own (private) resources."""
     by_collection = {"networks": "network", "subnets": "subnet", "ports": "port",
                      "security-groups": "sg", "security-group-rules": "sg_rule",
-                     "routers": "router", "floatingips": "floatingip"}
+                     "routers": "router", "floatingips": "floatingip",
+                     "subnetpools": "subnetpool", "agents": "agent"}
     private = False
 
     def value(match: re.Match[str]) -> str:
@@ -303,6 +308,9 @@ def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str,
         ("POST", "/v2.1/servers/{server_id}/os-volume_attachments"): {"volumeAttachment": {
             "volumeId": NO_SUCH_VOLUME}},
         ("POST", "/v2.1/os-volumes"): {"volume": {"size": 1}},
+        ("POST", "/v2.1/os-assisted-volume-snapshots"): {"snapshot": {
+            "volume_id": ids["volume"], "create_info": {"snapshot_id": ids["snapshot"],
+                                                        "type": "qcow2", "new_file": "f"}}},
         ("POST", "/v2.1/os-snapshots"): {"snapshot": {"volume_id": ids["volume"], "force": True}},
         ("POST", "/v2.1/flavors"): {"flavor": {"name": "f2", "ram": 64, "vcpus": 1, "disk": 1}},
         ("PUT", "/v2.1/flavors/{flavor_id}"): {"flavor": {"description": "d"}},
@@ -349,6 +357,9 @@ def _body(prefix: str, method: str, path: str, ids: dict[str, str]) -> dict[str,
         ("PUT", "/v2.0/routers/{id}/remove_extraroutes"): {"router": {"routes": []}},
         ("POST", "/v2.0/floatingips"): {"floatingip": {"floating_network_id": ids["external"]}},
         ("PUT", "/v2.0/floatingips/{id}"): {"floatingip": {"description": "f3"}},
+        ("POST", "/v2.0/subnetpools"): {"subnetpool": {"name": "sp2", "prefixes": ["10.111.0.0/16"]}},
+        ("PUT", "/v2.0/subnetpools/{id}"): {"subnetpool": {"name": "sp3"}},
+        ("PUT", "/v2.0/agents/{id}"): {"agent": {"description": "d"}},
         ("POST", "/v2/images"): {"name": "i2", "disk_format": "raw", "container_format": "bare"},
         ("POST", "/v2/images/{image_id}/members"): {"member": "0" * 32},
         ("PUT", "/v2/images/{image_id}/members/{member}"): {"status": "accepted"},
@@ -511,6 +522,8 @@ async def _snapshot(t: Tenants, ids: dict[str, str]) -> dict[str, Any]:
 async def test_every_route_answers_each_persona_by_its_rule(cloud: Any, tenants: Tenants) -> None:
     t = tenants
     ids = await _a_resources(t)
+    await cloud.db.run(agents.report, agents.Agent("matrix-host"))  # a network host's agents
+    ids["agent"] = agents.agent_id("matrix-host", agents.L3)
     private_ids = [v for k, v in ids.items() if k not in ("flavor", "service", "hypervisor",
                                                           "reader_role", "aggregate", "external",
                                                           "volume_type", "qos", "group_type")

@@ -39,9 +39,10 @@ COMPUTE_FEATURES: dict[str, bool] = {
     "snapshot": True,          # createImage
     "change_password": True,
     "serial_console": True,
-    # Server-create options Tempest also gates: OS-DCF:diskConfig needs resize
-    # and rebuild; personality went at 2.57; adminPass is returned on create.
-    "disk_config": False,
+    # Server-create options Tempest also gates: OS-DCF:diskConfig (kept on
+    # create, update, rebuild and resize); personality went at 2.57; adminPass
+    # is returned on create.
+    "disk_config": True,
     "personality": False,
     "enable_instance_password": True,
     "config_drive": True,

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from cirrus.api.compute.image_actions import parse_rebuild, parse_unshelve, rebuild_keys
+from cirrus.compute.image_requests import UnshelveRequest
 from cirrus.compute.image_requests import (RebuildRequest, rebuild_values, snapshot_image_body,
                                            without_shelved_keys)
 from cirrus.compute.states import TaskState, VmState, status_of
@@ -82,12 +83,26 @@ def test_rebuild_parse_keeps_only_what_was_given() -> None:
     assert req.admin_password  # generated when not given
 
 
-@pytest.mark.parametrize("version,arg,zone", [
-    ((2, 76), {"availability_zone": "x"}, None), ((2, 77), None, None),
-    ((2, 77), {"availability_zone": "az1"}, "az1"),
+@pytest.mark.parametrize("version,arg,expected", [
+    ((2, 76), {"availability_zone": "x"}, UnshelveRequest()),
+    ((2, 77), None, UnshelveRequest()),
+    ((2, 77), {"availability_zone": "az1"}, UnshelveRequest(zone_given=True, zone="az1")),
+    ((2, 91), None, UnshelveRequest()),
+    ((2, 91), {"availability_zone": None}, UnshelveRequest(zone_given=True)),
+    ((2, 91), {"host": "h1"}, UnshelveRequest(host="h1")),
+    ((2, 91), {"availability_zone": "az1", "host": "h1"},
+     UnshelveRequest(zone_given=True, zone="az1", host="h1")),
 ])
-def test_unshelve_zone(version: tuple[int, int], arg: Any, zone: str | None) -> None:
-    assert parse_unshelve(arg, version) == zone
+def test_unshelve_target(version: tuple[int, int], arg: Any,
+                         expected: UnshelveRequest) -> None:
+    assert parse_unshelve(arg, version) == expected
+
+
+@pytest.mark.parametrize("arg", [{}, {"host": ""}, {"host": None}, {"zone": "a"},
+                                 {"availability_zone": 3}, "az"])
+def test_unshelve_bad_bodies_at_291(arg: Any) -> None:
+    with pytest.raises(ValidationError):
+        parse_unshelve(arg, (2, 91))
 
 
 @pytest.mark.parametrize("arg", [{}, {"availability_zone": None}, {"availability_zone": "a",

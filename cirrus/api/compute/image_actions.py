@@ -22,7 +22,7 @@ from cirrus.api.compute.parameters import bad, integer, metadata, text
 from cirrus.api.wsgi import reply
 from cirrus.compute import queries
 from cirrus.compute.exception import MetadataLimitExceeded
-from cirrus.compute.image_requests import RebuildRequest
+from cirrus.compute.image_requests import RebuildRequest, UnshelveRequest
 from cirrus.compute.models import instance_group_members
 from cirrus.context import RequestContext
 
@@ -98,6 +98,9 @@ def parse_rebuild(arg: Any, version: Version) -> RebuildRequest:
         req.key_name = None if key_name is None else text(key_name, "key_name", min_len=1)
     if "personality" in body:
         req.injected_files = ss._personality(body["personality"])
+    disk = ss._disk_config(body, "rebuild/OS-DCF:diskConfig")
+    if disk is not None:
+        changes["auto_disk_config"] = disk
     if "preserve_ephemeral" in body:
         req.preserve_ephemeral = ss._bool(body["preserve_ephemeral"], "preserve_ephemeral")
     req.trusted_image_certificates = body.get("trusted_image_certificates")
@@ -188,18 +191,29 @@ async def _shelve_offload(request: Request, ctx: RequestContext, uuid: str, _arg
     return Response(status_code=202)
 
 
-def parse_unshelve(arg: Any, version: Version) -> str | None:
-    """The availability zone an unshelve asks for (2.77+: null, or an object
-    with exactly ``availability_zone``; before: any value, ignored)."""
+def parse_unshelve(arg: Any, version: Version) -> UnshelveRequest:
+    """Where an unshelve asks to go: before 2.77 any value, ignored; 2.77 null
+    or exactly an ``availability_zone``; from 2.91 null or an object with
+    ``availability_zone`` (null: unpinned) and/or ``host`` (Nova's
+    ``unshelve_v291``)."""
     if version < (2, 77) or arg is None:
-        return None
-    body = _object(arg, "unshelve", frozenset({"availability_zone"}), ("availability_zone",))
-    return ss._name(body["availability_zone"])
+        return UnshelveRequest()
+    if version < (2, 91):
+        body = _object(arg, "unshelve", frozenset({"availability_zone"}), ("availability_zone",))
+        return UnshelveRequest(zone_given=True, zone=ss._name(body["availability_zone"]))
+    body = _object(arg, "unshelve", frozenset({"availability_zone", "host"}), ())
+    if not body:
+        raise bad("unshelve", "must be null or name an availability_zone or a host")
+    zone = body.get("availability_zone")
+    return UnshelveRequest(
+        zone_given="availability_zone" in body,
+        zone=None if zone is None else text(zone, "unshelve/availability_zone", max_len=255),
+        host=text(body["host"], "unshelve/host", min_len=1) if "host" in body else None)
 
 
 async def _unshelve(request: Request, ctx: RequestContext, uuid: str, arg: Any) -> Response:
-    zone = parse_unshelve(arg, api_version(request))
-    await request.app.state.compute_api.unshelve(ctx, uuid, zone)
+    await request.app.state.compute_api.unshelve(ctx, uuid,
+                                                 parse_unshelve(arg, api_version(request)))
     return Response(status_code=202)
 
 

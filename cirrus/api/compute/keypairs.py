@@ -17,7 +17,9 @@ from cirrus.compute.scope import require_project
 from cirrus.db.base import isotime
 from cirrus.exception import Forbidden, ValidationError
 
-NAME_RE = re.compile(r"^[a-zA-Z0-9 _.@-]{1,255}$")
+# Nova's safe characters of a key pair name; '@' and '.' from 2.92.
+NAME_RE = re.compile(r"^[a-zA-Z0-9 _-]{1,255}$")
+NAME_RE_292 = re.compile(r"^[a-zA-Z0-9 _.@-]{1,255}$")
 
 
 def view(row: dict[str, Any], version: tuple[int, int], detail: bool) -> dict[str, Any]:
@@ -48,7 +50,8 @@ async def create(request: Request) -> Response:
     if not isinstance(data, dict) or set(data) - {"name", "public_key", "type", "user_id"}:
         raise ValidationError(field="keypair", reason="'keypair' with name[, public_key, type]")
     name = data.get("name")
-    if not isinstance(name, str) or not NAME_RE.match(name) or name != name.strip():
+    pattern = NAME_RE_292 if version >= (2, 92) else NAME_RE
+    if not isinstance(name, str) or not pattern.match(name) or name != name.strip():
         raise ValidationError(field="name", reason=f"{name!r} is not a valid key pair name")
     key_type = data.get("type", "ssh") if version >= (2, 2) else "ssh"
     if key_type not in ("ssh", "x509"):

@@ -14,7 +14,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from cirrus.exception import CirrusException, NotFound
 
 MIN_VERSION = (2, 1)
-MAX_VERSION = (2, 90)
+MAX_VERSION = (2, 92)
 _RE = re.compile(r"^([1-9]\d*)\.([1-9]\d*|0)$")
 # Longer numbers are well-formed but far past MAX_VERSION: 406 without
 # converting them (int() of thousands of digits is refused, and slow).

@@ -69,7 +69,8 @@ async def _resize(api: Any, ctx: RequestContext, uuid: str, arg: Any, v: Version
         raise bad("resize/flavorRef", "must be a non-empty string or an integer")
     if "OS-DCF:diskConfig" in body and body["OS-DCF:diskConfig"] not in ("AUTO", "MANUAL"):
         raise bad("resize/OS-DCF:diskConfig", "must be AUTO or MANUAL")
-    await api.moves.resize(ctx, uuid, str(ref))
+    disk = body["OS-DCF:diskConfig"] == "AUTO" if "OS-DCF:diskConfig" in body else None
+    await api.moves.resize(ctx, uuid, str(ref), auto_disk_config=disk)
     return Response(status_code=202)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.routing import BaseRoute
 
-from cirrus.api.compute import (aggregates, availability_zones, extension_info, external_events,
+from cirrus.api.compute import (aggregates, assisted_volume_snapshots, availability_zones, extension_info, external_events,
                                 flavor_access, flavors, hosts, hypervisors, images,
                                 instance_actions, interfaces, ips, keypairs, migrations, networks,
                                 quota_classes, quota_sets, remote_consoles, security_group_proxy,
@@ -31,6 +31,7 @@ ROUTES: list[BaseRoute] = [
     *instance_actions.ROUTES,
     *interfaces.ROUTES,
     *volume_attachments.ROUTES,
+    *assisted_volume_snapshots.ROUTES,
     *external_events.ROUTES,
     *remote_consoles.ROUTES,
     *aggregates.ROUTES,

@@ -236,6 +236,7 @@ def parse_create(body: Any, version: Version) -> tuple[CreateRequest, bool]:
         access_ip_v4=_ip(server.get("accessIPv4"), "accessIPv4", 4),
         access_ip_v6=_ip(server.get("accessIPv6"), "accessIPv6", 6),
         tags=tags(server.get("tags", [])),
+        auto_disk_config=_disk_config(server),
         hostname=_pattern(server["hostname"], "hostname", HOSTNAME, 2, 63)
         if "hostname" in server else None,
         requested_host=_pattern(server["host"], "host", FQDN, 1, 255)
@@ -246,11 +247,18 @@ def parse_create(body: Any, version: Version) -> tuple[CreateRequest, bool]:
     return req, _bool(server.get("return_reservation_id", False), "return_reservation_id")
 
 
+def _disk_config(server: dict[str, Any], field: str = "OS-DCF:diskConfig") -> bool | None:
+    """``OS-DCF:diskConfig``: True for AUTO, False for MANUAL, None if not given."""
+    if "OS-DCF:diskConfig" not in server:
+        return None
+    if server["OS-DCF:diskConfig"] not in DISK_CONFIGS:
+        raise bad(field, f"must be one of {list(DISK_CONFIGS)}")
+    return bool(server["OS-DCF:diskConfig"] == "AUTO")
+
+
 def _check_unused_keys(server: dict[str, Any]) -> None:
-    """Keys checked but not kept: the disk config, legacy block devices,
-    trusted certificates (cirrus has no use for them)."""
-    if "OS-DCF:diskConfig" in server and server["OS-DCF:diskConfig"] not in DISK_CONFIGS:
-        raise bad("OS-DCF:diskConfig", f"must be one of {list(DISK_CONFIGS)}")
+    """Keys checked but not kept: legacy block devices, trusted certificates
+    (cirrus has no use for them)."""
     certs = server.get("trusted_image_certificates")
     if certs is not None:
         if not isinstance(certs, list) or not 1 <= len(certs) <= 50:
@@ -347,4 +355,7 @@ def parse_update(body: Any, version: Version) -> dict[str, Any]:
             updates[column] = _ip(_str(server[key], key, max_len=45), key, ip_version)
     if "hostname" in server:
         updates["hostname"] = _pattern(server["hostname"], "hostname", HOSTNAME, 2, 63)
+    disk = _disk_config(server)
+    if disk is not None:
+        updates["auto_disk_config"] = disk
     return updates

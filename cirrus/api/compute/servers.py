@@ -42,7 +42,7 @@ async def create(request: Request) -> Response:
     row = rows[0]
     base = _base(request)
     server = {"id": row["uuid"], "links": views.links(base, "servers", row["uuid"]),
-              "OS-DCF:diskConfig": "MANUAL",
+              "OS-DCF:diskConfig": "AUTO" if row.get("auto_disk_config") else "MANUAL",
               "security_groups": [{"name": n} for n in row["security_groups"]],
               "adminPass": req.admin_password}
     # fast_reply: the same bytes as reply (no floats in this body), encoded in C.

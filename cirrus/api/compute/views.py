@@ -182,7 +182,7 @@ class DetailView:
             "accessIPv4": row["access_ip_v4"] or "", "accessIPv6": row["access_ip_v6"] or "",
             "links": [{"rel": "self", "href": self._self + uuid},
                       {"rel": "bookmark", "href": self._bookmark + uuid}],
-            "OS-DCF:diskConfig": "MANUAL",
+            "OS-DCF:diskConfig": "AUTO" if row.get("auto_disk_config") else "MANUAL",
             "progress": row["progress"] or 0,
             "OS-EXT-AZ:availability_zone": row["availability_zone"] or "",
             "config_drive": "True" if row["config_drive"] else "",

@@ -11,7 +11,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from cirrus.api.wsgi import context, json_body, no_content, reply
-from cirrus.network import authz, listing
+from cirrus.network import authz, listing, tags
 from cirrus.network import exception as exc
 from cirrus.network.common import select_fields
 from cirrus.network.l3 import floatingips as fip_db
@@ -43,9 +43,10 @@ def _router_view(conn: sa.Connection, row: dict[str, Any]) -> dict[str, Any]:
 async def list_routers(request: Request) -> Response:
     ctx, svc = context(request), request.app.state.network
     filters = listing.filters(request)
+    tagged = tags.filter_clause(routers.c.id, filters)
 
     def load(conn: sa.Connection) -> list[dict[str, Any]]:
-        rows = svc.list_rows(conn, ctx, routers, filters, router_db.ROUTER_COLUMNS)
+        rows = svc.list_rows(conn, ctx, routers, filters, router_db.ROUTER_COLUMNS, where=tagged)
         return router_db.router_views(conn, rows)
     return listing.page(request, await request.app.state.db.read(load), "routers")
 
@@ -119,9 +120,10 @@ async def _change_routes(request: Request, adding: bool) -> Response:
 async def list_floatingips(request: Request) -> Response:
     ctx, svc = context(request), request.app.state.network
     filters = listing.filters(request)
+    tagged = tags.filter_clause(floatingips.c.id, filters)
 
     def load(conn: sa.Connection) -> list[dict[str, Any]]:
-        rows = svc.list_rows(conn, ctx, floatingips, filters, fip_db.FIP_COLUMNS)
+        rows = svc.list_rows(conn, ctx, floatingips, filters, fip_db.FIP_COLUMNS, where=tagged)
         return fip_db.floatingip_views(conn, rows)
     return listing.page(request, await request.app.state.db.read(load), "floatingips")
 

@@ -37,6 +37,7 @@ from cirrus.virt.libvirt.guest_state import GuestStateOps
 from cirrus.virt.libvirt.host import Host
 from cirrus.virt.libvirt.virt_type import detect_virt_type
 from cirrus.virt.libvirt.volume import LibvirtVolumeOps, layout_with_volumes, volume_disks
+from cirrus.virt.libvirt.volume_snapshot import LibvirtVolumeSnapshotOps
 
 LOG = logging.getLogger(__name__)
 MAX_CONSOLE_BYTES = 100 * 1024
@@ -54,7 +55,8 @@ def domain_name(instance: dict[str, Any]) -> str:
 
 
 class LibvirtDriver(GuestStateOps, LibvirtVolumeOps,  # guest_state.py: pause, rescue, …
-                    ComputeDriver):  # volume.py: attach_volume, detach_volume
+                    LibvirtVolumeSnapshotOps,  # volume.py: attach_volume, detach_volume
+                    ComputeDriver):  # volume_snapshot.py: assisted volume snapshots
     capabilities = Capabilities(supports_console_output=True, supports_vif_plugging_events=True,
                                 has_imagecache=True)
 

@@ -7,7 +7,7 @@ associations) hold ``/v2/metadefs``. The resource types Glance ships with are
 seeded, protected, as Glance's own migration does.
 
 Revision ID: 0035
-Revises: 0032
+Revises: 0034
 Create Date: 2026-11-26 08:30:00.000000
 """
 import datetime
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = '0035'
-down_revision = '0032'
+down_revision = '0034'
 branch_labels = None
 depends_on = None
 
