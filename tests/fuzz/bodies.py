@@ -26,7 +26,9 @@ class Example:
     """One valid request to a route.
 
     ``body`` is a JSON tree (None: no body; bytes: sent as is); ``params``
-    fixes path parameters to literals (``/os-services/enable``); ``persona``
+    fixes path parameters to literals (``/os-services/enable``); ``query`` is
+    the query string the route needs (a value that is a JSON tree is sent as
+    its JSON text, Refs filled in); ``persona``
     is who may make the request (world.PERSONAS): the fuzz sends it mostly as
     that persona, sometimes as another.
     """
@@ -35,6 +37,7 @@ class Example:
     headers: Mapping[str, Any] = field(default_factory=dict)
     params: Mapping[str, str] = field(default_factory=dict)
     persona: str = "member"
+    query: tuple[tuple[str, Any], ...] = ()
 
 
 def v(version: str) -> dict[str, str]:
@@ -176,6 +179,15 @@ COMPUTE: dict[tuple[str, str], tuple[Example, ...]] = {
         Example({"volume": {"size": "1", "snapshot_id": Ref("volume_snapshot")}}),
     ),
     ("DELETE", "/compute/v2.1/os-volumes/{volume_id}"): (NO_BODY,),
+    ("POST", "/compute/v2.1/os-assisted-volume-snapshots"): (
+        Example({"snapshot": {"volume_id": Ref("attached_volume"), "create_info": {
+            "snapshot_id": Unique("00000000-0000-4000-8000-{n:012d}"), "type": "qcow2",
+            "new_file": "volume.snap"}}}, persona="admin"),),
+    ("DELETE", "/compute/v2.1/os-assisted-volume-snapshots/{snapshot_id}"): (
+        Example(content_type=None, persona="admin", query=(
+            ("delete_info", {"volume_id": Ref("attached_volume"), "type": "qcow2",
+                             "file_to_merge": None, "merge_target_file": "volume"}),
+        )),),
     ("POST", "/compute/v2.1/os-snapshots"): (
         Example({"snapshot": {"volume_id": Ref("volume"), "force": True,
                               "display_name": "fz-csnap"}}),),
@@ -335,9 +347,19 @@ NETWORK: dict[tuple[str, str], tuple[Example, ...]] = {
     ("PUT", "/network/v2.0/floatingips/{id}"): (
         Example({"floatingip": {"description": "x", "port_id": None}}),),
     ("DELETE", "/network/v2.0/floatingips/{id}"): (NO_BODY,),
+    ("POST", "/network/v2.0/subnetpools"): (
+        Example({"subnetpool": {"name": Unique("fz-pool-{n}"), "prefixes": [Unique("10.{o}.0.0/16")],
+                                "default_prefixlen": 24}}),),
+    ("PUT", "/network/v2.0/subnetpools/{id}"): (
+        Example({"subnetpool": {"description": "x", "max_prefixlen": 28}}),),
+    ("DELETE", "/network/v2.0/subnetpools/{id}"): (NO_BODY,),
+    ("PUT", "/network/v2.0/agents/{id}"): (
+        Example({"agent": {"admin_state_up": True, "description": "x"}}, persona="admin"),),
+    ("DELETE", "/network/v2.0/agents/{id}"): (ADMIN_NO_BODY,),
 }
 # Tags of each taggable network resource (standard-attr-tag, tag-creation).
-for _collection in ("networks", "subnets", "ports", "security-groups"):
+for _collection in ("networks", "subnets", "ports", "security-groups", "routers", "floatingips",
+                    "subnetpools"):
     _tags = f"/network/v2.0/{_collection}/{{id}}/tags"
     NETWORK[("PUT", _tags)] = (Example({"tags": ["fz-a", "fz-b"]}),)
     NETWORK[("POST", _tags)] = (Example({"tags": ["fz-c"]}),)

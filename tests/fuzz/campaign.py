@@ -121,7 +121,7 @@ def examples_as_sent(root: Path) -> list[tuple[str, int, str]]:
                     for p in target.params)
                 case = Case(target, example.persona, params,
                             example.body, example.content_type,
-                            tuple(example.headers.items()), (), ())
+                            tuple(example.headers.items()), example.query, ())
                 sent = await fuzzer.send(case)
                 assert sent is not None, (str(target), world_errors(fuzzer))
                 out.append((str(target), sent.status, sent.response[:300]))

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+from cirrus.network import agents as network_agents
 from tests.fuzz.bodies import PUBLIC_KEY
 
 if TYPE_CHECKING:
@@ -170,6 +171,26 @@ async def _floatingip(w: World) -> str:
     body = {"floatingip": {"floating_network_id": w.seeds["external_network"]}}
     made = await w.call("member", "POST", "/network/v2.0/floatingips", body)
     return made["floatingip"]["id"]
+
+
+async def _subnetpool(w: World) -> str:
+    n = w.next_serial()
+    body = {"subnetpool": {"name": f"fz-pool-{n}", "default_prefixlen": 24,
+                           "prefixes": [f"10.{128 + n % 100}.0.0/16"]}}
+    return (await w.call("member", "POST", "/network/v2.0/subnetpools", body))["subnetpool"]["id"]
+
+
+async def _agent(w: World) -> str:
+    """A network agent: with the fake driver no host reports any, so one
+    reports here as a host's network service would."""
+    agents = (await w.call("admin", "GET", "/network/v2.0/agents"))["agents"]
+    if not agents:
+        assert w.cloud is not None and w.cloud.db is not None
+        await w.cloud.db.run(network_agents.report, network_agents.Agent(host="fz-net-host"))
+        agents = (await w.call("admin", "GET", "/network/v2.0/agents"))["agents"]
+    if not agents:
+        raise SetupError("no network agent listed after a host reported")
+    return str(agents[0]["id"])
 
 
 async def _free_subnet(w: World) -> str:
@@ -417,7 +438,7 @@ FACTORIES: dict[str, Factory] = {
     "member": _member, "free_port": _port, "fresh_token": _token, "service": _spare_service,
     "aggregate": _aggregate, "attached_volume": _attached_volume,
     "available_volume": _available_volume,
-    "router": _router, "floatingip": _floatingip,
+    "router": _router, "floatingip": _floatingip, "subnetpool": _subnetpool, "agent": _agent,
     "free_subnet": _free_subnet, "attached_subnet": _attached_subnet,
     "queued_image": _queued_image, "staged_image": _staged_image,
     "metadef_namespace": _metadef_namespace,
@@ -434,7 +455,8 @@ FACTORIES: dict[str, Factory] = {
     **{kind: _granted(path) for kind, path in GRANTS.items()},
     **{f"{kind}_tag": _network_tag(kind, collection) for kind, collection in {
         "network": "networks", "subnet": "subnets", "port": "ports",
-        "security_group": "security-groups"}.items()},
+        "security_group": "security-groups", "router": "routers", "floatingip": "floatingips",
+        "subnetpool": "subnetpools"}.items()},
 }
 # Kinds that are always made fresh: a free port is used up by the request.
 # plain_volume_type: a retype's target, never the seed type the encryption examples encrypt.

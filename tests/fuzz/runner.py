@@ -135,7 +135,8 @@ class Fuzzer:
         """The concrete request: ids and serial numbers filled in."""
         serial = self.world.next_serial()
         values: dict[str, str] = {}
-        for kind in sorted(_kinds(case.body) | _kinds([v for _, v in case.headers])):
+        for kind in sorted(_kinds(case.body) | _kinds([v for _, v in case.headers])
+                           | _kinds([v for _, v in case.query])):
             values[kind] = await self.world.value(kind)
 
         def resolve(leaf: Ref | Unique) -> str:
@@ -152,9 +153,11 @@ class Fuzzer:
                     await self.world.value(kind, fresh=value == FRESH)
             path = path.replace("{" + name + "}", quote(value, safe="", errors="surrogatepass"))
         if case.query:
+            items = [(k, v if isinstance(v, str) else encode(v, resolve).decode())
+                     for k, v in case.query]
             path += "?" + "&".join(f"{quote(k, safe='', errors='surrogatepass')}="
                                    f"{quote(v, safe='', errors='surrogatepass')}"
-                                   for k, v in case.query)
+                                   for k, v in items)
         headers: list[tuple[str, bytes]] = []
         names = {k.lower() for k, _ in case.headers}
         if "x-auth-token" not in names:

@@ -53,7 +53,7 @@ class Case:
     body: Any                       # a JSON tree, raw bytes, or None
     content_type: str | None
     headers: tuple[tuple[str, Any], ...]
-    query: tuple[tuple[str, str], ...]
+    query: tuple[tuple[str, Any], ...]  # a value: text, or a JSON tree (bodies.Example)
     mutations: tuple[str, ...]      # what was changed from the valid example
 
     def __repr__(self) -> str:
@@ -245,7 +245,7 @@ def write_case(draw: st.DrawFn, target: Target) -> Case:
     hdrs, h_notes = headers(draw, example)
     junk = [f"{name}={_show(value)}" for name, value in params if value not in (SEED, FRESH)
             and value != example.params.get(name)]
-    return Case(target, who, params, tree, ctype, hdrs, (),
+    return Case(target, who, params, tree, ctype, hdrs, example.query,
                 tuple(notes + ct_notes + h_notes + [f"path {j}" for j in junk]))
 
 

@@ -41,7 +41,8 @@ COLLECTION_KINDS = {
     "quotas": "quota_project", "auto-allocated-topology": "demo_project",
     "os-hypervisors": "hypervisor", "os-aggregates": "aggregate",
     "os-volume_attachments": "attached_volume",
-    "routers": "router", "floatingips": "floatingip",
+    "routers": "router", "floatingips": "floatingip", "subnetpools": "subnetpool",
+    "agents": "agent",
     "volumes": "volume", "snapshots": "volume_snapshot", "types": "volume_type",
     "os-volumes": "volume", "os-snapshots": "volume_snapshot",
     "attachments": "volume_attachment", "messages": "volume_message",
@@ -69,6 +70,8 @@ NESTED_KINDS = {("servers", "tags"): "server_tag", ("servers", "ips"): "network_
                 ("types", "extra_specs"): "volume_type_spec",
                 ("group_types", "group_specs"): "volume_type_spec",
                 ("security-groups", "tags"): "security_group_tag",
+                ("routers", "tags"): "router_tag", ("floatingips", "tags"): "floatingip_tag",
+                ("subnetpools", "tags"): "subnetpool_tag",
                 ("namespaces", "tags"): "metadef_tag", ("namespaces", "objects"): "metadef_object",
                 ("namespaces", "properties"): "metadef_property",
                 ("namespaces", "resource_types"): "metadef_association",
@@ -78,14 +81,17 @@ NESTED_KINDS = {("servers", "tags"): "server_tag", ("servers", "ips"): "network_
 ROUTE_KINDS = {("/image/v2/images/{image_id}/actions/deactivate", "image_id"): "active_image",
                ("/image/v2/images/{image_id}/actions/reactivate", "image_id"): "active_image",
                ("/image/v2/images/{image_id}/stage", "image_id"): "queued_image",
-               ("/image/v2/images/{image_id}/import", "image_id"): "staged_image"}
+               ("/image/v2/images/{image_id}/import", "image_id"): "staged_image",
+               ("/compute/v2.1/os-assisted-volume-snapshots/{snapshot_id}", "snapshot_id"):
+                   "volume_snapshot"}
 # … or by the segment after it: a user's own things are the demo user's (the
 # member persona's); a password is changed on a user made for it.
 OWNER_KINDS = {"application_credentials": "demo_user", "password": "password_user"}
 
 # Network resources with tags: kind → collection.
 NETWORK_TAGGED = {"network": "networks", "subnet": "subnets", "port": "ports",
-                  "security_group": "security-groups"}
+                  "security_group": "security-groups", "router": "routers",
+                  "floatingip": "floatingips", "subnetpool": "subnetpools"}
 
 # Who creates a fresh resource of a kind.
 ADMIN_KINDS = {"flavor", "extra_spec", "project", "user", "role", "granted_role", "aggregate",
@@ -285,7 +291,7 @@ class World:
         await self.call("admin", "POST", "/network/v2.0/subnets", {"subnet": {
             "network_id": s["external_network"], "cidr": "198.18.0.0/16", "ip_version": 4}})
         for kind in ("port", "security_group", "keypair", "server_group", "flavor", "aggregate",
-                     "router", "floatingip"):
+                     "router", "floatingip", "subnetpool", "agent"):
             s[kind] = await FACTORIES[kind](self)
         s["security_group_rule"] = await FACTORIES["security_group_rule"](self)
         s["extra_spec"] = "hw:cpu_policy"
