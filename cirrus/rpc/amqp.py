@@ -20,7 +20,8 @@ The hot paths skip aio-pika's per-message objects (docs/performance.md,
 "the bus"): a publish goes straight to the underlying aiormq channel with
 properties built once per kind of message; replies leave on a second channel
 without confirms (nobody waits for them but the caller, who has a deadline);
-a delivery is handled in the task aio-pika already made for it.
+a delivery is handled in the task aio-pika already made for it; frames are
+queued for aiormq's writer without waiting for its drain.
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from typing import Any, Callable
 
 import aio_pika
 import aiormq.exceptions
-from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
+from aio_pika.abc import AbstractIncomingMessage
 from pamqp.commands import Basic
 
 from cirrus.rpc.codec import decode, encode
@@ -165,7 +166,8 @@ class AMQPTransport(Transport):
                 await self._underlay(self._replies_out).basic_publish(
                     encode(reply), exchange="", routing_key=message.reply_to,
                     properties=Basic.Properties(content_type=JSON,
-                                                correlation_id=message.correlation_id))
+                                                correlation_id=message.correlation_id),
+                    wait=False)
             except LOST as exc:  # the caller saw ConnectionLost already
                 LOG.info("reply to %s not sent: %s", message.routing_key, exc)
             return
@@ -188,7 +190,11 @@ class AMQPTransport(Transport):
             if reject:
                 await message.reject(requeue=False)
             else:
-                await message.ack()
+                # Queued for the socket, not awaited through aiormq's writer
+                # task and a drain (message.ack() does both).
+                tag = message.delivery_tag
+                assert tag is not None, "consumed with acks: every delivery has its tag"
+                await message.channel.basic_ack(tag, wait=False)
         except LOST as exc:
             LOG.info("could not settle a delivery on %s (%s); the broker redelivers it",
                      message.routing_key, exc)
@@ -200,7 +206,7 @@ class AMQPTransport(Transport):
 
     # -- publishing ----------------------------------------------------------------
     @staticmethod
-    def _underlay(channel: AbstractChannel) -> Any:
+    def _underlay(channel: Any) -> Any:
         """The aiormq channel under ``channel``: ChannelInvalidStateError (in
         LOST) while it is closed or being reopened."""
         under = channel._channel  # noqa: SLF001 - get_underlay_channel without its await
@@ -220,7 +226,8 @@ class AMQPTransport(Transport):
                     if not self._connected:
                         await self._channel.ready()
                     await self._underlay(self._channel).basic_publish(
-                        body, exchange=exchange, routing_key=key, properties=props)
+                        body, exchange=exchange, routing_key=key, properties=props,
+                        wait=False)  # the confirm, not a drain, says it arrived
                 return
             except LOST as exc:
                 if self._stopping or time.monotonic() >= deadline:
