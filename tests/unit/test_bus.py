@@ -230,6 +230,28 @@ async def test_amqp_unacked_cast_is_redelivered_and_the_stale_ack_is_dropped(amq
     assert gate.seen == ["x", "x", "next"]  # nothing delivered a third time
 
 
+async def test_amqp_a_server_answers_calls_again_after_its_connection_drops(amqp: Any) -> None:
+    """Replies leave on a channel of their own (no confirms): it comes back with
+    the connection, as the consuming channel does."""
+    caller, server, topic, gate = amqp
+    client = RPCClient(caller, topic, timeout=20).prepare(server="s")
+    await _drop(server)
+    # Sent while the server may still be reconnecting: the queue keeps it.
+    assert await client.call(RequestContext(), "record", value="v") is None
+    assert gate.seen == ["v"]
+
+
+async def test_amqp_stop_cancels_the_handlers_still_running(amqp: Any) -> None:
+    """A delivery is handled in the task aio-pika made for it, which the
+    transport still owns: stop cancels it rather than leaving it running."""
+    caller, server, topic, gate = amqp
+    await RPCClient(caller, topic).prepare(server="s").cast(RequestContext(), "hold", value="x")
+    await asyncio.wait_for(gate.entered.wait(), 10)
+    assert len(server._tasks) == 1
+    await asyncio.wait_for(server.stop(), 10)
+    assert len(server._tasks) == 0 and gate.seen == ["x"]
+
+
 def test_the_wire_format_carries_what_json_carries_and_refuses_what_it_refuses() -> None:
     import datetime
     import json
