@@ -46,6 +46,7 @@ EXCHANGE = "cirrus"
 LOST = (aiormq.exceptions.AMQPError, aiormq.exceptions.ChannelInvalidStateError,
         ConnectionError, asyncio.TimeoutError)
 JSON = "application/json"
+REPLY_WAIT = 10.0  # s a reply waits for its channel to come back after a reconnect
 # The properties of a cast and of a fan-out never change: built once.
 CAST_PROPS = Basic.Properties(content_type=JSON, delivery_mode=2)
 FANOUT_PROPS = Basic.Properties(content_type=JSON, delivery_mode=1)
@@ -163,7 +164,12 @@ class AMQPTransport(Transport):
             await self._settle(message, generation)
             reply = await handler(payload)
             try:
-                await self._underlay(self._replies_out).basic_publish(
+                # After a reconnect the consuming channel may be back (and this
+                # delivery on it) before the replies' channel: wait for it.
+                async with asyncio.timeout(REPLY_WAIT):
+                    await self._replies_out.ready()
+                out = await self._underlay(self._replies_out)
+                await out.basic_publish(
                     encode(reply), exchange="", routing_key=message.reply_to,
                     properties=Basic.Properties(content_type=JSON,
                                                 correlation_id=message.correlation_id),
@@ -206,13 +212,13 @@ class AMQPTransport(Transport):
 
     # -- publishing ----------------------------------------------------------------
     @staticmethod
-    def _underlay(channel: Any) -> Any:
+    async def _underlay(channel: Any) -> Any:
         """The aiormq channel under ``channel``: ChannelInvalidStateError (in
         LOST) while it is closed or being reopened."""
-        under = channel._channel  # noqa: SLF001 - get_underlay_channel without its await
-        if under is None or under.channel.is_closed:
+        under = await channel.get_underlay_channel()
+        if under.is_closed:
             raise aiormq.exceptions.ChannelInvalidStateError("channel closed")
-        return under.channel
+        return under
 
     async def _publish(self, exchange: str, key: str, message: Message, deadline: float,
                        props: Basic.Properties) -> None:
@@ -220,12 +226,15 @@ class AMQPTransport(Transport):
         wait for the reconnect and publish again until ``deadline``."""
         body = encode(message)
         while True:
+            remaining = deadline - time.monotonic()
             try:
+                if remaining <= 0:  # not even written: a retry that ran out of time
+                    raise asyncio.TimeoutError
                 # asyncio.timeout, not wait_for: no task per await.
-                async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
-                    if not self._connected:
-                        await self._channel.ready()
-                    await self._underlay(self._channel).basic_publish(
+                async with asyncio.timeout(remaining):
+                    await self._channel.ready()  # at once unless reconnecting
+                    channel = await self._underlay(self._channel)
+                    await channel.basic_publish(
                         body, exchange=exchange, routing_key=key, properties=props,
                         wait=False)  # the confirm, not a drain, says it arrived
                 return
