@@ -51,12 +51,6 @@ class Supervisor:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    def track(self, task: asyncio.Task[Any]) -> None:
-        """Count ``task`` (started by someone else, a library's per-message
-        task) as one of this owner's: :meth:`stop` cancels it too."""
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
     async def stop(self) -> None:
         """Cancel the tasks still running and wait for each to end."""
         tasks = list(self._tasks)

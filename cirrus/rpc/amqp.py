@@ -20,8 +20,7 @@ The hot paths skip aio-pika's per-message objects (docs/performance.md,
 "the bus"): a publish goes straight to the underlying aiormq channel with
 properties built once per kind of message; replies leave on a second channel
 without confirms (nobody waits for them but the caller, who has a deadline);
-a delivery is handled in the task aio-pika already made for it; frames are
-queued for aiormq's writer without waiting for its drain.
+frames are queued for aiormq's writer without waiting for its drain.
 """
 from __future__ import annotations
 
@@ -143,13 +142,13 @@ class AMQPTransport(Transport):
         return queue
 
     async def _on_message(self, message: AbstractIncomingMessage, handler: Handler) -> None:
-        # aio-pika runs each delivery in a task of its own, so one slow
-        # handler blocks no other: handled in it, not in a third task; the
-        # supervisor knows it, to cancel it at stop.
-        task = asyncio.current_task()
-        if task is not None:
-            self._tasks.track(task)
-        await self._handle(message, handler, self._generation)
+        # Each message runs in a task of ours, so one slow handler blocks no
+        # other — and not in aio-pika's: aiormq cancels its consumer tasks
+        # (and what they await) when the channel closes, and a handler cut
+        # between two steps (a host recorded, its build not yet cast) would
+        # leave work that the redelivery sees as done.
+        self._tasks.spawn(self._handle(message, handler, self._generation),
+                          name=f"amqp:{message.routing_key}")
 
     async def _handle(self, message: AbstractIncomingMessage, handler: Handler,
                       generation: int) -> None:
