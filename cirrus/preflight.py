@@ -73,6 +73,12 @@ def listen_socket(host: str, port: int) -> socket.socket:
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # Accepted connections inherit it. asyncio sets it itself only on a
+        # socket whose proto is IPPROTO_TCP (this one's is 0), uvloop always:
+        # without it ``cirrus api`` answered each keep-alive request after the
+        # first 40 ms late (Nagle holding the body behind the headers until
+        # the client's delayed ACK).
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind((host, port))
         sock.listen(2048)
     except OSError as error:

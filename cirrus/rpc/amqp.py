@@ -15,6 +15,12 @@
   again. Handlers must tolerate a second delivery, even one that overlaps the
   first: their state changes are guarded saves;
 * ``connect_robust`` reconnects with back-off and re-declares everything.
+
+The hot paths skip aio-pika's per-message objects (docs/performance.md,
+"the bus"): a publish goes straight to the underlying aiormq channel with
+properties built once per kind of message; replies leave on a second channel
+without confirms (nobody waits for them but the caller, who has a deadline);
+frames are queued for aiormq's writer without waiting for its drain.
 """
 from __future__ import annotations
 
@@ -27,6 +33,7 @@ from typing import Any, Callable
 import aio_pika
 import aiormq.exceptions
 from aio_pika.abc import AbstractIncomingMessage
+from pamqp.commands import Basic
 
 from cirrus.rpc.codec import decode, encode
 from cirrus.rpc.transport import ConnectionLost, Handler, Message, MessagingTimeout, Transport
@@ -37,6 +44,11 @@ EXCHANGE = "cirrus"
 # What a publish or an ack raises when the connection or channel is gone.
 LOST = (aiormq.exceptions.AMQPError, aiormq.exceptions.ChannelInvalidStateError,
         ConnectionError, asyncio.TimeoutError)
+JSON = "application/json"
+REPLY_WAIT = 10.0  # s a reply waits for its channel to come back after a reconnect
+# The properties of a cast and of a fan-out never change: built once.
+CAST_PROPS = Basic.Properties(content_type=JSON, delivery_mode=2)
+FANOUT_PROPS = Basic.Properties(content_type=JSON, delivery_mode=1)
 
 
 class AMQPTransport(Transport):
@@ -45,8 +57,10 @@ class AMQPTransport(Transport):
         self.prefetch = prefetch
         self.publish_timeout = publish_timeout
         self._conn: Any = None
-        self._channel: Any = None
+        self._channel: Any = None  # publisher confirms: casts, calls, fan-outs, consuming
+        self._replies_out: Any = None  # no confirms: replies to calls
         self._exchange: Any = None
+        self._fanouts: set[str] = set()  # fan-out exchanges declared
         self._reply_queue: Any = None
         self._replies: dict[str, asyncio.Future[Any]] = {}
         self._sent: set[str] = set()  # calls published, awaiting their reply
@@ -66,6 +80,8 @@ class AMQPTransport(Transport):
         self._channel.close_callbacks.add(self._on_lost)
         self._channel.reopen_callbacks.add(self._on_reconnect)
         await self._channel.set_qos(prefetch_count=self.prefetch)
+        # Replies only; its loss is the connection's (that callback says so).
+        self._replies_out = await self._conn.channel(publisher_confirms=False)
         self._exchange = await self._channel.declare_exchange(
             EXCHANGE, aio_pika.ExchangeType.DIRECT, durable=True)
         self._reply_queue = await self._channel.declare_queue(
@@ -114,8 +130,11 @@ class AMQPTransport(Transport):
             auto_delete=True)
         await mine.bind(fanout)
         queues.append(mine)
+
+        async def on_message(message: AbstractIncomingMessage) -> None:
+            await self._on_message(message, handler)
         for queue in queues:
-            await queue.consume(lambda message, h=handler: self._on_message(message, h))
+            await queue.consume(on_message)
 
     async def _bound_queue(self, name: str, key: str) -> Any:
         queue = await self._channel.declare_queue(name, durable=True)
@@ -123,9 +142,13 @@ class AMQPTransport(Transport):
         return queue
 
     async def _on_message(self, message: AbstractIncomingMessage, handler: Handler) -> None:
-        # Each message runs in its own task so one slow handler blocks no other.
+        # Each message runs in a task of ours, so one slow handler blocks no
+        # other — and not in aio-pika's: aiormq cancels its consumer tasks
+        # (and what they await) when the channel closes, and a handler cut
+        # between two steps (a host recorded, its build not yet cast) would
+        # leave work that the redelivery sees as done.
         self._tasks.spawn(self._handle(message, handler, self._generation),
-              name=f"amqp:{message.routing_key}")
+                          name=f"amqp:{message.routing_key}")
 
     async def _handle(self, message: AbstractIncomingMessage, handler: Handler,
                       generation: int) -> None:
@@ -140,11 +163,16 @@ class AMQPTransport(Transport):
             await self._settle(message, generation)
             reply = await handler(payload)
             try:
-                await self._channel.default_exchange.publish(
-                    aio_pika.Message(encode(reply),
-                                     correlation_id=message.correlation_id,
-                                     content_type="application/json"),
-                    routing_key=message.reply_to)
+                # After a reconnect the consuming channel may be back (and this
+                # delivery on it) before the replies' channel: wait for it.
+                async with asyncio.timeout(REPLY_WAIT):
+                    await self._replies_out.ready()
+                out = await self._underlay(self._replies_out)
+                await out.basic_publish(
+                    encode(reply), exchange="", routing_key=message.reply_to,
+                    properties=Basic.Properties(content_type=JSON,
+                                                correlation_id=message.correlation_id),
+                    wait=False)
             except LOST as exc:  # the caller saw ConnectionLost already
                 LOG.info("reply to %s not sent: %s", message.routing_key, exc)
             return
@@ -167,7 +195,11 @@ class AMQPTransport(Transport):
             if reject:
                 await message.reject(requeue=False)
             else:
-                await message.ack()
+                # Queued for the socket, not awaited through aiormq's writer
+                # task and a drain (message.ack() does both).
+                tag = message.delivery_tag
+                assert tag is not None, "consumed with acks: every delivery has its tag"
+                await message.channel.basic_ack(tag, wait=False)
         except LOST as exc:
             LOG.info("could not settle a delivery on %s (%s); the broker redelivers it",
                      message.routing_key, exc)
@@ -178,24 +210,32 @@ class AMQPTransport(Transport):
             fut.set_result(decode(message.body))
 
     # -- publishing ----------------------------------------------------------------
-    async def _publish(self, exchange: Any, key: str, message: Message, deadline: float,
-                       **props: Any) -> None:
+    @staticmethod
+    async def _underlay(channel: Any) -> Any:
+        """The aiormq channel under ``channel``: ChannelInvalidStateError (in
+        LOST) while it is closed or being reopened."""
+        under = await channel.get_underlay_channel()
+        if under.is_closed:
+            raise aiormq.exceptions.ChannelInvalidStateError("channel closed")
+        return under
+
+    async def _publish(self, exchange: str, key: str, message: Message, deadline: float,
+                       props: Basic.Properties) -> None:
         """Publish and wait for the broker's confirm; across a lost connection,
         wait for the reconnect and publish again until ``deadline``."""
         body = encode(message)
         while True:
             remaining = deadline - time.monotonic()
             try:
-                if remaining <= 0:
+                if remaining <= 0:  # not even written: a retry that ran out of time
                     raise asyncio.TimeoutError
-                # asyncio.timeout, not wait_for: no task per await (two per
-                # publish were ~10 % of the publish path's CPU in a conductor).
+                # asyncio.timeout, not wait_for: no task per await.
                 async with asyncio.timeout(remaining):
-                    await self._channel.ready()
-                async with asyncio.timeout(max(0.1, deadline - time.monotonic())):
-                    await exchange.publish(
-                        aio_pika.Message(body, content_type="application/json", **props),
-                        routing_key=key)
+                    await self._channel.ready()  # at once unless reconnecting
+                    channel = await self._underlay(self._channel)
+                    await channel.basic_publish(
+                        body, exchange=exchange, routing_key=key, properties=props,
+                        wait=False)  # the confirm, not a drain, says it arrived
                 return
             except LOST as exc:
                 if self._stopping or time.monotonic() >= deadline:
@@ -206,9 +246,8 @@ class AMQPTransport(Transport):
 
     async def cast(self, topic: str, server: str | None, message: Message) -> None:
         key = f"{topic}.{server}" if server else topic
-        await self._publish(self._exchange, key, message,
-                            time.monotonic() + self.publish_timeout,
-                            delivery_mode=aio_pika.DeliveryMode.PERSISTENT)
+        await self._publish(EXCHANGE, key, message, time.monotonic() + self.publish_timeout,
+                            CAST_PROPS)
 
     async def call(self, topic: str, server: str | None, message: Message, timeout: float) -> Any:
         key = f"{topic}.{server}" if server else topic
@@ -217,8 +256,9 @@ class AMQPTransport(Transport):
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._replies[corr] = fut
         try:
-            await self._publish(self._exchange, key, message, deadline, correlation_id=corr,
-                                reply_to=self._reply_queue.name, expiration=timeout)
+            await self._publish(EXCHANGE, key, message, deadline, Basic.Properties(
+                content_type=JSON, correlation_id=corr, reply_to=self._reply_queue.name,
+                expiration=str(int(timeout * 1000))))
             # From here on a lost connection means the reply is lost too.
             self._sent.add(corr)
             async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
@@ -233,6 +273,9 @@ class AMQPTransport(Transport):
             self._sent.discard(corr)
 
     async def fanout(self, topic: str, message: Message) -> None:
-        exchange = await self._channel.declare_exchange(f"{topic}_fanout",
-                                                        aio_pika.ExchangeType.FANOUT, durable=True)
-        await self._publish(exchange, "", message, time.monotonic() + self.publish_timeout)
+        name = f"{topic}_fanout"
+        if name not in self._fanouts:  # declared once per process (robust: kept on reconnect)
+            await self._channel.declare_exchange(name, aio_pika.ExchangeType.FANOUT, durable=True)
+            self._fanouts.add(name)
+        await self._publish(name, "", message, time.monotonic() + self.publish_timeout,
+                            FANOUT_PROPS)

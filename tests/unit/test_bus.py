@@ -145,12 +145,14 @@ class Gate:
         self.seen: list[Any] = []
         self.entered = asyncio.Event()
         self.release = asyncio.Event()
+        self.held_done = False  # the first, blocking ``hold`` ran to its end
 
     async def hold(self, ctx: RequestContext, value: Any) -> None:
         self.seen.append(value)
         if len(self.seen) == 1:
             self.entered.set()
             await self.release.wait()
+            self.held_done = True
 
     async def record(self, ctx: RequestContext, value: Any) -> None:
         self.seen.append(value)
@@ -228,6 +230,42 @@ async def test_amqp_unacked_cast_is_redelivered_and_the_stale_ack_is_dropped(amq
     await _until(lambda: gate.seen[-1:] == ["next"])
     await asyncio.sleep(0.5)
     assert gate.seen == ["x", "x", "next"]  # nothing delivered a third time
+
+
+async def test_amqp_a_server_answers_calls_again_after_its_connection_drops(amqp: Any) -> None:
+    """Replies leave on a channel of their own (no confirms): it comes back with
+    the connection, as the consuming channel does."""
+    caller, server, topic, gate = amqp
+    client = RPCClient(caller, topic, timeout=20).prepare(server="s")
+    await _drop(server)
+    # Sent while the server may still be reconnecting: the queue keeps it.
+    assert await client.call(RequestContext(), "record", value="v") is None
+    assert gate.seen == ["v"]
+
+
+async def test_amqp_a_handler_outlives_its_connection(amqp: Any) -> None:
+    """A lost connection must not cut short the handler of a delivery in flight
+    (aiormq cancels its own per-delivery tasks with the channel): work between
+    two steps — a host recorded, its build not yet cast — would be left half
+    done, and the redelivery would see it as done. Only the ack is dropped."""
+    caller, server, topic, gate = amqp
+    await RPCClient(caller, topic).prepare(server="s").cast(RequestContext(), "hold", value="x")
+    await asyncio.wait_for(gate.entered.wait(), 10)
+    await _drop(server)
+    await asyncio.sleep(0.2)  # the channel's close has run by now
+    gate.release.set()
+    await _until(lambda: gate.held_done)
+
+
+async def test_amqp_stop_cancels_the_handlers_still_running(amqp: Any) -> None:
+    """Handlers run in the transport's own tasks: stop cancels them rather
+    than leaving them running."""
+    caller, server, topic, gate = amqp
+    await RPCClient(caller, topic).prepare(server="s").cast(RequestContext(), "hold", value="x")
+    await asyncio.wait_for(gate.entered.wait(), 10)
+    assert len(server._tasks) == 1
+    await asyncio.wait_for(server.stop(), 10)
+    assert len(server._tasks) == 0 and gate.seen == ["x"]
 
 
 def test_the_wire_format_carries_what_json_carries_and_refuses_what_it_refuses() -> None:

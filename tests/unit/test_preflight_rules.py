@@ -58,6 +58,20 @@ def test_a_free_port_is_listening() -> None:
         sock.close()
 
 
+def test_accepted_connections_send_without_nagle() -> None:
+    """asyncio sets TCP_NODELAY only on sockets made with IPPROTO_TCP; the
+    listener's setting is what its accepted connections get (a keep-alive
+    response's body otherwise waited 40 ms for the client's delayed ACK)."""
+    sock = listen_socket("127.0.0.1", 0)
+    try:
+        with socket.create_connection(sock.getsockname()):
+            accepted, _ = sock.accept()
+            with accepted:
+                assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+    finally:
+        sock.close()
+
+
 def test_database_errors_carry_their_first_line_and_no_password(tmp_path: Path) -> None:
     def fails() -> None:
         raise sa.exc.OperationalError("SELECT 1", {}, Exception("could not connect\nmore text"))
