@@ -28,6 +28,7 @@ from sqlalchemy.dialects import postgresql
 from cirrus.compute.exception import TooManyInstances
 from cirrus.compute.models import (instance_groups, key_pairs, project_usages, quota_classes,
                                    quota_limits)
+from cirrus.db import pending
 from cirrus.db.base import utcnow
 from cirrus.db.prepared import Prepared
 
@@ -155,12 +156,27 @@ class InstanceQuota:
         the first read, nothing can have changed it; PostgreSQL: read again
         with the row locked, see :func:`locked_usage`) plus what was added.
         On PostgreSQL call it as the transaction's last statement."""
-        before = locked_usage(conn, self.project_id) if conn.dialect.name == "postgresql" \
-            else self.used
+        before = self._usage_now(conn)
+        wants = {res: self.per[res] * added for res in INSTANCE_RESOURCES}
         for res in INSTANCE_RESOURCES:
-            lim, want = self.limits[res], self.per[res] * added
+            lim, want = self.limits[res], wants[res]
             if 0 <= lim < before[res] + want:  # as allowed() says it, for the same request
                 raise TooManyInstances(overs=res, req=want, used=before[res], allowed=lim)
+        pending.add(conn, self._pending_key, wants)
+
+    @property
+    def _pending_key(self) -> str:
+        return f"instances:{self.project_id}"
+
+    def _usage_now(self, conn: sa.Connection) -> dict[str, int]:
+        """SQLite: the first read (nothing can have changed it). PostgreSQL: the
+        committed usage read with the row locked, plus what earlier units of a
+        shared transaction added (``cirrus.db.pending``)."""
+        if conn.dialect.name != "postgresql":
+            return self.used
+        earlier = pending.added(conn, self._pending_key)
+        return {res: used + earlier.get(res, 0)
+                for res, used in locked_usage(conn, self.project_id).items()}
 
 
 def allowed_instances(conn: sa.Connection, settings: Any, project_id: str, flavor: dict[str, Any],

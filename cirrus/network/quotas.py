@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 from cirrus.config import Settings
+from cirrus.db import pending
 from cirrus.db.prepared import Prepared, statement_savepoint
 from cirrus.network import exception as exc
 from cirrus.network import ports as port_db
@@ -105,13 +106,19 @@ def ports_over_limit(conn: sa.Connection, settings: Settings, project_id: str,
     database: PostgreSQL's counter changes at COMMIT (migration 0032), so the
     committed ports are read with the counter row locked and ``added`` put on
     top; SQLite's counter holds this transaction's ports already, and its one
-    write lock orders the allocations anyway."""
-    if conn.dialect.name == "postgresql":
-        limit, used = port_limit_and_locked_use(conn, settings, project_id)
-        used += added
-    else:
+    write lock orders the allocations anyway. On PostgreSQL the ports of
+    earlier units in a shared transaction count too (``cirrus.db.pending``),
+    and these ``added`` for the units after this one, unless over."""
+    if conn.dialect.name != "postgresql":
         limit, used = port_limit_and_use(conn, settings, project_id)
-    return 0 <= limit < used
+        return 0 <= limit < used
+    key = f"ports:{project_id}"
+    limit, used = port_limit_and_locked_use(conn, settings, project_id)
+    used += added + pending.added(conn, key).get("ports", 0)
+    if 0 <= limit < used:
+        return True
+    pending.add(conn, key, {"ports": added})
+    return False
 
 
 def _limit_and_use(settings: Settings, result: Any) -> tuple[int, int]:

@@ -4,11 +4,12 @@ quota checks that lock the row last still let no concurrent create past the
 limit."""
 from __future__ import annotations
 
+import asyncio
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 import sqlalchemy as sa
@@ -16,8 +17,9 @@ import sqlalchemy as sa
 from cirrus.compute import exception as exc
 from cirrus.compute import quotas
 from cirrus.compute.models import project_usages
-from cirrus.db import migrate
+from cirrus.db import migrate, pgcommit
 from cirrus.db.engine import make_engine
+from cirrus.db.handoff import Unit
 from cirrus.network import quotas as port_quotas
 from tests.databases import PG_URL, PostgresDatabases
 from tests.unit.test_compute_rules import insert_instance
@@ -146,3 +148,41 @@ def test_the_port_check_reads_the_limit_with_the_row_locked(engine: sa.Engine) -
         conn.execute(sa.text("INSERT INTO network_quotas (project_id, resource, \"limit\") "
                              "VALUES ('ports', 'port', 7)"))
         assert port_quotas.port_limit_and_locked_use(conn, SETTINGS, "ports") == (7, 0)
+
+
+def _create_in_batch(conn: sa.Connection, project: str, name: str) -> str:
+    """One create as the API runs it, as a unit of a group commit."""
+    quota = quotas.InstanceQuota(conn, SETTINGS, project, FLAVOR)
+    fit = quota.allowed(1, 1)
+    insert_instance(conn, name, project=project)
+    quota.recheck(conn, fit)
+    return name
+
+
+def _port_unit(conn: sa.Connection, project: str, added: int) -> bool:
+    return port_quotas.ports_over_limit(conn, SETTINGS, project, added)
+
+
+async def _batch(engine: sa.Engine, fn: Any, *args: tuple[Any, ...]) -> list[tuple[bool, Any]]:
+    loop = asyncio.get_running_loop()
+    units = [Unit(fn, a, {}, loop, loop.create_future()) for a in args]
+    return pgcommit.run_batch(engine.connect, units)
+
+
+async def test_creates_in_one_group_commit_count_each_other(engine: sa.Engine) -> None:
+    """8 creates of one project batched in one transaction, at a limit of 5:
+    the counter shows none of them before COMMIT, so each recheck adds what
+    the units before it inserted: exactly 5 commit."""
+    outcomes = await _batch(engine, _create_in_batch,
+                            *(("batch", f"batch-{i}") for i in range(8)))
+    assert [ok for ok, _ in outcomes] == [True] * 5 + [False] * 3
+    assert all(isinstance(value, exc.TooManyInstances) for _, value in outcomes[5:])
+    assert _counted(engine, "batch") == SETTINGS.quota_instances
+
+
+async def test_ports_in_one_group_commit_count_each_other(engine: sa.Engine) -> None:
+    """The port recheck the same way: 2 + 1 + 1 ports fit a limit of 4, the
+    next port does not, and a smaller one after it still does not."""
+    outcomes = await _batch(engine, _port_unit, ("pb", 2), ("pb", 1), ("pb", 2), ("pb", 1),
+                            ("pb", 1))
+    assert [value for _, value in outcomes] == [False, False, True, False, True]
