@@ -20,7 +20,11 @@ from cirrus.compute.models import project_usages
 from cirrus.db import migrate, pgcommit
 from cirrus.db.engine import make_engine
 from cirrus.db.handoff import Unit
+from cirrus.context import RequestContext
+from cirrus.network import ipam
+from cirrus.network import ports as port_db
 from cirrus.network import quotas as port_quotas
+from cirrus.network.networks import create_network, create_subnet, subnets_of, subnets_to_allocate
 from tests.databases import PG_URL, PostgresDatabases
 from tests.unit.test_compute_rules import insert_instance
 
@@ -28,6 +32,7 @@ SETTINGS = SimpleNamespace(quota_instances=5, quota_cores=-1, quota_ram=-1, quot
                            quota_server_groups=-1, quota_server_group_members=-1,
                            quota_ports=4)
 FLAVOR = {"vcpus": 1, "memory_mb": 512}
+ADMIN = RequestContext(project_id="p", roles=["admin"])
 
 
 @pytest.fixture(scope="module")
@@ -186,3 +191,26 @@ async def test_ports_in_one_group_commit_count_each_other(engine: sa.Engine) -> 
     outcomes = await _batch(engine, _port_unit, ("pb", 2), ("pb", 1), ("pb", 2), ("pb", 1),
                             ("pb", 1))
     assert [value for _, value in outcomes] == [False, False, True, False, True]
+
+
+def _allocate_and_count(conn: sa.Connection, subnet: dict[str, Any]) -> tuple[int, str]:
+    """The subnet's count as this unit sees it, then one address allocated."""
+    taken = subnets_to_allocate(conn, subnet["network_id"])[1]
+    port = port_db.create_port(conn, ADMIN, {"network_id": subnet["network_id"],
+                                             "fixed_ips": []}, "fa:16:3e:00:00:01")
+    return taken[subnet["id"]], ipam.allocate_ip(conn, subnet, port["id"], taken=taken)
+
+
+async def test_addresses_in_one_group_commit_count_each_other(engine: sa.Engine) -> None:
+    """The subnet's ``allocated`` counter changes at COMMIT: each unit of a
+    batch counts the addresses the units before it took, so its first guess
+    is the next free address, not the one an earlier unit holds."""
+    with engine.begin() as conn:
+        net = create_network(conn, ADMIN, {"name": "n", "project_id": "p"})
+        create_subnet(conn, ADMIN, {"network_id": net["id"], "cidr": "10.8.0.0/28",
+                                    "ip_version": 4, "project_id": "p"})
+        subnet = subnets_of(conn, [net["id"]])[0]
+    outcomes = await _batch(engine, _allocate_and_count, *((subnet,) for _ in range(4)))
+    assert [value for _, value in outcomes] == [(n, f"10.8.0.{n + 2}") for n in range(4)]
+    with engine.connect() as conn:
+        assert subnets_to_allocate(conn, net["id"])[1] == {subnet["id"]: 4}
