@@ -115,6 +115,7 @@ def locked_usage(conn: sa.Connection, project_id: str) -> dict[str, int]:
     transaction ends. Take it last, just before COMMIT: every create and
     delete of the project waits for it."""
     row = _LOCK_USAGE.execute(conn, v_project=project_id).fetchone()
+    pending.hot_row_taken(conn)  # a group commit ends its transaction here
     return {r: int(v) for r, v in zip(INSTANCE_RESOURCES, row)}
 
 
@@ -156,27 +157,12 @@ class InstanceQuota:
         the first read, nothing can have changed it; PostgreSQL: read again
         with the row locked, see :func:`locked_usage`) plus what was added.
         On PostgreSQL call it as the transaction's last statement."""
-        before = self._usage_now(conn)
-        wants = {res: self.per[res] * added for res in INSTANCE_RESOURCES}
+        before = locked_usage(conn, self.project_id) if conn.dialect.name == "postgresql" \
+            else self.used
         for res in INSTANCE_RESOURCES:
-            lim, want = self.limits[res], wants[res]
+            lim, want = self.limits[res], self.per[res] * added
             if 0 <= lim < before[res] + want:  # as allowed() says it, for the same request
                 raise TooManyInstances(overs=res, req=want, used=before[res], allowed=lim)
-        pending.add(conn, self._pending_key, wants)
-
-    @property
-    def _pending_key(self) -> str:
-        return f"instances:{self.project_id}"
-
-    def _usage_now(self, conn: sa.Connection) -> dict[str, int]:
-        """SQLite: the first read (nothing can have changed it). PostgreSQL: the
-        committed usage read with the row locked, plus what earlier units of a
-        shared transaction added (``cirrus.db.pending``)."""
-        if conn.dialect.name != "postgresql":
-            return self.used
-        earlier = pending.added(conn, self._pending_key)
-        return {res: used + earlier.get(res, 0)
-                for res, used in locked_usage(conn, self.project_id).items()}
 
 
 def allowed_instances(conn: sa.Connection, settings: Any, project_id: str, flavor: dict[str, Any],

@@ -95,8 +95,9 @@ def port_limit_and_locked_use(conn: sa.Connection, settings: Settings,
     """PostgreSQL: :func:`port_limit_and_use`, the project's port counter row
     locked until this transaction ends, so no other port of the project can
     be committed before it. Take it as the transaction's last statement."""
-    return _limit_and_use(settings, _PORT_LIMIT_AND_LOCKED_USE.execute(conn,
-                                                                       w_project=project_id))
+    result = _PORT_LIMIT_AND_LOCKED_USE.execute(conn, w_project=project_id)
+    pending.hot_row_taken(conn)  # a group commit ends its transaction here
+    return _limit_and_use(settings, result)
 
 
 def ports_over_limit(conn: sa.Connection, settings: Settings, project_id: str,
@@ -106,19 +107,13 @@ def ports_over_limit(conn: sa.Connection, settings: Settings, project_id: str,
     database: PostgreSQL's counter changes at COMMIT (migration 0032), so the
     committed ports are read with the counter row locked and ``added`` put on
     top; SQLite's counter holds this transaction's ports already, and its one
-    write lock orders the allocations anyway. On PostgreSQL the ports of
-    earlier units in a shared transaction count too (``cirrus.db.pending``),
-    and these ``added`` for the units after this one, unless over."""
-    if conn.dialect.name != "postgresql":
+    write lock orders the allocations anyway."""
+    if conn.dialect.name == "postgresql":
+        limit, used = port_limit_and_locked_use(conn, settings, project_id)
+        used += added
+    else:
         limit, used = port_limit_and_use(conn, settings, project_id)
-        return 0 <= limit < used
-    key = f"ports:{project_id}"
-    limit, used = port_limit_and_locked_use(conn, settings, project_id)
-    used += added + pending.added(conn, key).get("ports", 0)
-    if 0 <= limit < used:
-        return True
-    pending.add(conn, key, {"ports": added})
-    return False
+    return 0 <= limit < used
 
 
 def _limit_and_use(settings: Settings, result: Any) -> tuple[int, int]:

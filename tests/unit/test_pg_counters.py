@@ -164,33 +164,37 @@ def _create_in_batch(conn: sa.Connection, project: str, name: str) -> str:
     return name
 
 
-def _port_unit(conn: sa.Connection, project: str, added: int) -> bool:
-    return port_quotas.ports_over_limit(conn, SETTINGS, project, added)
-
-
 async def _batch(engine: sa.Engine, fn: Any, *args: tuple[Any, ...]) -> list[tuple[bool, Any]]:
     loop = asyncio.get_running_loop()
     units = [Unit(fn, a, {}, loop, loop.create_future()) for a in args]
     return pgcommit.run_batch(engine.connect, units)
 
 
-async def test_creates_in_one_group_commit_count_each_other(engine: sa.Engine) -> None:
-    """8 creates of one project batched in one transaction, at a limit of 5:
-    the counter shows none of them before COMMIT, so each recheck adds what
-    the units before it inserted: exactly 5 commit."""
-    outcomes = await _batch(engine, _create_in_batch,
-                            *(("batch", f"batch-{i}") for i in range(8)))
-    assert [ok for ok, _ in outcomes] == [True] * 5 + [False] * 3
-    assert all(isinstance(value, exc.TooManyInstances) for _, value in outcomes[5:])
-    assert _counted(engine, "batch") == SETTINGS.quota_instances
+def _txid(conn: sa.Connection) -> int:
+    return int(conn.execute(sa.text("SELECT txid_current()")).scalar_one())
 
 
-async def test_ports_in_one_group_commit_count_each_other(engine: sa.Engine) -> None:
-    """The port recheck the same way: 2 + 1 + 1 ports fit a limit of 4, the
-    next port does not, and a smaller one after it still does not."""
-    outcomes = await _batch(engine, _port_unit, ("pb", 2), ("pb", 1), ("pb", 2), ("pb", 1),
-                            ("pb", 1))
-    assert [value for _, value in outcomes] == [False, False, True, False, True]
+def _takes(conn: sa.Connection, take: Any) -> int:
+    take(conn)
+    return _txid(conn)
+
+
+HOT_ROWS = [
+    pytest.param(lambda conn: quotas.locked_usage(conn, "hot"), id="instance-quota"),
+    pytest.param(lambda conn: port_quotas.port_limit_and_locked_use(conn, SETTINGS, "hot"),
+                 id="port-quota"),
+]
+
+
+@pytest.mark.parametrize("take", HOT_ROWS)
+async def test_a_unit_that_locks_a_counter_row_ends_its_group_commit(engine: sa.Engine,
+                                                                     take: Any) -> None:
+    """The rechecks lock a row every create of the project waits for: no unit
+    runs after them in the same transaction (it could wait on a transaction
+    that waits for this row)."""
+    outcomes = await _batch(engine, _takes, (lambda conn: None,), (take,), (lambda conn: None,))
+    txids = [value for _, value in outcomes]
+    assert txids[0] == txids[1] != txids[2]
 
 
 def _allocate_and_count(conn: sa.Connection, subnet: dict[str, Any]) -> tuple[int, str]:

@@ -136,3 +136,30 @@ async def test_the_tally_counts_earlier_units_and_forgets_undone_ones(db: Databa
 async def test_a_unit_alone_has_no_tally(db: Database) -> None:
     assert await db.run(_tally) == 0
     assert await db.run(_tally) == 0
+
+
+def _hot(conn: sa.Connection, name: str, then_fail: bool = False) -> int:
+    """Inserts ``name`` as a unit that locked a row many writers wait for."""
+    txid = _insert(conn, name)
+    pending.hot_row_taken(conn)
+    if then_fail:
+        raise ValueError("undone")
+    return txid
+
+
+async def test_a_unit_that_takes_a_hot_row_is_the_last_of_its_transaction(
+        db: Database) -> None:
+    """The units after it go to the next transaction: none of them may wait
+    on another writer while this one holds the row."""
+    outcomes = _run(db, await _units((_insert, "a"), (_hot, "b"), (_insert, "c"), (_hot, "d"),
+                                     (_insert, "e")))
+    txids = [value for _, value in outcomes]
+    assert txids[0] == txids[1] != txids[2] == txids[3] != txids[4]
+    assert await db.read(_names) == {"a", "b", "c", "d", "e"}
+
+
+async def test_a_hot_unit_rolled_back_leaves_its_transaction_open(db: Database) -> None:
+    outcomes = _run(db, await _units((_insert, "a"), (_hot, "b", True), (_insert, "c")))
+    assert [ok for ok, _ in outcomes] == [True, False, True]
+    assert outcomes[0][1] == outcomes[2][1]
+    assert await db.read(_names) == {"a", "c"}
