@@ -90,9 +90,12 @@ def make_engine(url: str) -> Engine:
 
 
 # DB threads on PostgreSQL. Their units mostly wait on the network, so more than
-# the cores; writers batch what queues behind them (``pgcommit``).
-PG_WRITERS = 8
-PG_READERS = 6
+# the cores; writers batch what queues behind them (``pgcommit``). Each thread
+# is a backend that plans each statement afresh until psycopg has prepared it
+# there: 8 + 6 per process planned twice as often as 4 + 3 (docs/performance.md,
+# "Distributed (issue 22)", round four).
+PG_WRITERS = 4
+PG_READERS = 3
 
 
 def _pg_alive(dbapi_conn: Any, _record: Any, _proxy: Any) -> None:
