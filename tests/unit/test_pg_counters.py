@@ -124,7 +124,8 @@ def test_concurrent_creates_at_the_limit_none_over(engine: sa.Engine) -> None:
     with the rows."""
     creates = 20
     inserted = threading.Barrier(creates)
-    many = make_engine(str(engine.url.render_as_string(hide_password=False)))
+    # A connection per create: every one holds its own until the barrier.
+    many = sa.create_engine(engine.url, pool_size=creates, isolation_level="READ COMMITTED")
     try:
         with ThreadPoolExecutor(creates) as pool:
             done = list(pool.map(lambda i: _create_one(many, "race", i, inserted),
