@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
 from cirrus.compute.models import allocations, compute_nodes
+from cirrus.db import pending
 from cirrus.db.base import utcnow
 from cirrus.db.prepared import Prepared
 from cirrus.db.rows import PreparedRead
@@ -102,8 +103,10 @@ def claim(conn: sa.Connection, node_id: int, consumer_uuid: str, vcpus: int, mem
             conn, consumer=consumer_uuid, node=node_id, want_vcpus=vcpus, want_ram=memory_mb,
             want_disk=disk_gb, now=now).fetchall():
         raise AlreadyClaimed(consumer_uuid)
-    if _CLAIM.execute(conn, node=node_id, want_vcpus=vcpus, want_ram=memory_mb, want_disk=disk_gb,
-                      now=now).rowcount != 1:
+    claimed = _CLAIM.execute(conn, node=node_id, want_vcpus=vcpus, want_ram=memory_mb,
+                             want_disk=disk_gb, now=now).rowcount
+    pending.hot_row_taken(conn)
+    if claimed != 1:
         # Take back the row just made; same transaction, so no one saw it.
         _DELETE.execute(conn, consumer=consumer_uuid).fetchall()
         return False
@@ -141,3 +144,4 @@ def release(conn: sa.Connection, consumer_uuid: str) -> None:
     for node_id, vcpus, memory_mb, disk_gb in deleted:
         _UNCLAIM.execute(conn, node=node_id, want_vcpus=vcpus, want_ram=memory_mb,
                          want_disk=disk_gb, now=utcnow())
+        pending.hot_row_taken(conn)

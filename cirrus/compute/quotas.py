@@ -28,6 +28,7 @@ from sqlalchemy.dialects import postgresql
 from cirrus.compute.exception import TooManyInstances
 from cirrus.compute.models import (instance_groups, key_pairs, project_usages, quota_classes,
                                    quota_limits)
+from cirrus.db import pending
 from cirrus.db.base import utcnow
 from cirrus.db.prepared import Prepared
 
@@ -114,6 +115,7 @@ def locked_usage(conn: sa.Connection, project_id: str) -> dict[str, int]:
     transaction ends. Take it last, just before COMMIT: every create and
     delete of the project waits for it."""
     row = _LOCK_USAGE.execute(conn, v_project=project_id).fetchone()
+    pending.hot_row_taken(conn)  # a group commit ends its transaction here
     return {r: int(v) for r, v in zip(INSTANCE_RESOURCES, row)}
 
 

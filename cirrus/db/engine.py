@@ -6,23 +6,25 @@ function ``fn(conn, *args)`` that runs inside one transaction, awaited with
 :meth:`Database.run`. On SQLite the writes a loop queues in one iteration are
 group-committed on the loop's own thread (``groupcommit``); on other databases
 they run on a pool of writer threads (a network round trip must not block the
-loop). Reads go to a small reader pool (WAL lets them proceed beside the
-writer); point reads may run on the loop (``rows.read_here``). On PostgreSQL a
-read runs without BEGIN and COMMIT (see ``Database._read_tx``), and a pooled
-connection is checked without a round trip (``_pg_alive``).
+loop), each thread taking its share of the units queued into one transaction
+(``pgcommit``). Reads go to a small reader pool (WAL lets them proceed beside
+the writer); point reads may run on the loop (``rows.read_here``). On
+PostgreSQL a read runs without BEGIN and COMMIT (see ``Database._read_tx``),
+and a pooled connection is checked without a round trip (``_pg_alive``).
 """
 from __future__ import annotations
 
 import select
 import threading
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Concatenate, ParamSpec, Protocol, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from cirrus.db import checkpoint
+from cirrus.db import checkpoint, pgcommit
 from cirrus.db.groupcommit import GroupCommit
 from cirrus.db.handoff import settled
 from cirrus.db.rows import json_dumps
@@ -88,10 +90,12 @@ def make_engine(url: str) -> Engine:
 
 
 # DB threads on PostgreSQL. Their units mostly wait on the network, so more than
-# the cores. Units are not batched into shared transactions as on SQLite: see
-# docs/performance.md, "Distributed (issue 22)" (deadlocks on counter rows).
-PG_WRITERS = 8
-PG_READERS = 6
+# the cores; writers batch what queues behind them (``pgcommit``). Each thread
+# is a backend that plans each statement afresh until psycopg has prepared it
+# there: 8 + 6 per process planned twice as often as 4 + 3 (docs/performance.md,
+# "Distributed (issue 22)", round four).
+PG_WRITERS = 4
+PG_READERS = 3
 
 
 def _pg_alive(dbapi_conn: Any, _record: Any, _proxy: Any) -> None:
@@ -132,7 +136,8 @@ class Database:
             self._group = GroupCommit(self._loop_connection, on_commit=self._checkpointer.nudge,
                                       on_batch=observer.batch if observer else None)
         else:
-            self._writer = WorkerPool(self._tx, PG_WRITERS, "db-w")
+            self._writer = WorkerPool(self._tx, PG_WRITERS, "db-w", max_batch=pgcommit.MAX_BATCH,
+                                      batch=partial(pgcommit.run_batch, self.engine.connect))
 
     def _connection(self) -> Connection:
         """This thread's connection (reads, ``run_sync``). SQLite keeps one per

@@ -11,6 +11,7 @@ from typing import Any, Iterator
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
+from cirrus.db import pending
 from cirrus.db.prepared import Prepared
 from cirrus.network import exception as exc
 from cirrus.network.models import ip_allocations, ports, subnets
@@ -108,12 +109,22 @@ def nth_in_pools(pools: list[dict[str, str]], n: int) -> str | None:
     return None
 
 
+def with_earlier_units(conn: sa.Connection, subnet_id: str, counted: int) -> int:
+    """The subnet's ``allocated`` counter as read (``counted``) plus the
+    addresses earlier units of a shared transaction took: on PostgreSQL the
+    counter changes at COMMIT (``cirrus.db.pending``)."""
+    return counted + pending.added(conn, f"allocated:{subnet_id}").get("n", 0)
+
+
 def _insert(conn: sa.Connection, subnet: dict[str, Any], port_id: str, address: str) -> bool:
     """Record ``address`` for ``port_id``; False if it is taken."""
     values = {"v_network": subnet["network_id"], "v_address": address,
               "v_subnet": subnet["id"], "v_port": port_id}
     if conn.dialect.name == "postgresql":
-        return bool(_INSERT_IF_FREE.execute(conn, **values).fetchall())
+        if not _INSERT_IF_FREE.execute(conn, **values).fetchall():
+            return False
+        pending.add(conn, f"allocated:{subnet['id']}", {"n": 1})
+        return True
     try:  # SQLite backs out the failed statement alone, the transaction goes on
         _INSERT.execute(conn, **values)
         return True
@@ -186,7 +197,8 @@ def _allocate_next(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
     pools = subnet["allocation_pools"] or []
     count = taken.get(subnet["id"]) if taken is not None else None
     if count is None:
-        count = _TAKEN.execute(conn, w_subnet=subnet["id"]).fetchone()[0]
+        count = with_earlier_units(conn, subnet["id"],
+                                   _TAKEN.execute(conn, w_subnet=subnet["id"]).fetchone()[0])
     contended = False
     for attempt in range(GUESSES):
         # From the third guess on, a racing herd is spread over a window
@@ -203,7 +215,8 @@ def _allocate_next(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
         # side by side) by a transaction that committed after our count was
         # read. Its insert is in the counter now: count again, not the walk
         # that reads every address of the subnet.
-        fresh = _TAKEN.execute(conn, w_subnet=subnet["id"]).fetchone()[0]
+        fresh = with_earlier_units(conn, subnet["id"],
+                                   _TAKEN.execute(conn, w_subnet=subnet["id"]).fetchone()[0])
         if fresh <= count and not contended:
             break  # a hole: the counter cannot say where the free ones are
         contended = True

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 from cirrus.config import Settings
+from cirrus.db import pending
 from cirrus.db.prepared import Prepared, statement_savepoint
 from cirrus.network import exception as exc
 from cirrus.network import ports as port_db
@@ -94,8 +95,9 @@ def port_limit_and_locked_use(conn: sa.Connection, settings: Settings,
     """PostgreSQL: :func:`port_limit_and_use`, the project's port counter row
     locked until this transaction ends, so no other port of the project can
     be committed before it. Take it as the transaction's last statement."""
-    return _limit_and_use(settings, _PORT_LIMIT_AND_LOCKED_USE.execute(conn,
-                                                                       w_project=project_id))
+    result = _PORT_LIMIT_AND_LOCKED_USE.execute(conn, w_project=project_id)
+    pending.hot_row_taken(conn)  # a group commit ends its transaction here
+    return _limit_and_use(settings, result)
 
 
 def ports_over_limit(conn: sa.Connection, settings: Settings, project_id: str,

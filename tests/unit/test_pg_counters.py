@@ -4,11 +4,12 @@ quota checks that lock the row last still let no concurrent create past the
 limit."""
 from __future__ import annotations
 
+import asyncio
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 import sqlalchemy as sa
@@ -16,9 +17,14 @@ import sqlalchemy as sa
 from cirrus.compute import exception as exc
 from cirrus.compute import quotas
 from cirrus.compute.models import project_usages
-from cirrus.db import migrate
+from cirrus.db import migrate, pgcommit
 from cirrus.db.engine import make_engine
+from cirrus.db.handoff import Unit
+from cirrus.context import RequestContext
+from cirrus.network import ipam
+from cirrus.network import ports as port_db
 from cirrus.network import quotas as port_quotas
+from cirrus.network.networks import create_network, create_subnet, subnets_of, subnets_to_allocate
 from tests.databases import PG_URL, PostgresDatabases
 from tests.unit.test_compute_rules import insert_instance
 
@@ -26,6 +32,7 @@ SETTINGS = SimpleNamespace(quota_instances=5, quota_cores=-1, quota_ram=-1, quot
                            quota_server_groups=-1, quota_server_group_members=-1,
                            quota_ports=4)
 FLAVOR = {"vcpus": 1, "memory_mb": 512}
+ADMIN = RequestContext(project_id="p", roles=["admin"])
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +124,8 @@ def test_concurrent_creates_at_the_limit_none_over(engine: sa.Engine) -> None:
     with the rows."""
     creates = 20
     inserted = threading.Barrier(creates)
-    many = make_engine(str(engine.url.render_as_string(hide_password=False)))
+    # A connection per create: every one holds its own until the barrier.
+    many = sa.create_engine(engine.url, pool_size=creates, isolation_level="READ COMMITTED")
     try:
         with ThreadPoolExecutor(creates) as pool:
             done = list(pool.map(lambda i: _create_one(many, "race", i, inserted),
@@ -146,3 +154,68 @@ def test_the_port_check_reads_the_limit_with_the_row_locked(engine: sa.Engine) -
         conn.execute(sa.text("INSERT INTO network_quotas (project_id, resource, \"limit\") "
                              "VALUES ('ports', 'port', 7)"))
         assert port_quotas.port_limit_and_locked_use(conn, SETTINGS, "ports") == (7, 0)
+
+
+def _create_in_batch(conn: sa.Connection, project: str, name: str) -> str:
+    """One create as the API runs it, as a unit of a group commit."""
+    quota = quotas.InstanceQuota(conn, SETTINGS, project, FLAVOR)
+    fit = quota.allowed(1, 1)
+    insert_instance(conn, name, project=project)
+    quota.recheck(conn, fit)
+    return name
+
+
+async def _batch(engine: sa.Engine, fn: Any, *args: tuple[Any, ...]) -> list[tuple[bool, Any]]:
+    loop = asyncio.get_running_loop()
+    units = [Unit(fn, a, {}, loop, loop.create_future()) for a in args]
+    return pgcommit.run_batch(engine.connect, units)
+
+
+def _txid(conn: sa.Connection) -> int:
+    return int(conn.execute(sa.text("SELECT txid_current()")).scalar_one())
+
+
+def _takes(conn: sa.Connection, take: Any) -> int:
+    take(conn)
+    return _txid(conn)
+
+
+HOT_ROWS = [
+    pytest.param(lambda conn: quotas.locked_usage(conn, "hot"), id="instance-quota"),
+    pytest.param(lambda conn: port_quotas.port_limit_and_locked_use(conn, SETTINGS, "hot"),
+                 id="port-quota"),
+]
+
+
+@pytest.mark.parametrize("take", HOT_ROWS)
+async def test_a_unit_that_locks_a_counter_row_ends_its_group_commit(engine: sa.Engine,
+                                                                     take: Any) -> None:
+    """The rechecks lock a row every create of the project waits for: no unit
+    runs after them in the same transaction (it could wait on a transaction
+    that waits for this row)."""
+    outcomes = await _batch(engine, _takes, (lambda conn: None,), (take,), (lambda conn: None,))
+    txids = [value for _, value in outcomes]
+    assert txids[0] == txids[1] != txids[2]
+
+
+def _allocate_and_count(conn: sa.Connection, subnet: dict[str, Any]) -> tuple[int, str]:
+    """The subnet's count as this unit sees it, then one address allocated."""
+    taken = subnets_to_allocate(conn, subnet["network_id"])[1]
+    port = port_db.create_port(conn, ADMIN, {"network_id": subnet["network_id"],
+                                             "fixed_ips": []}, "fa:16:3e:00:00:01")
+    return taken[subnet["id"]], ipam.allocate_ip(conn, subnet, port["id"], taken=taken)
+
+
+async def test_addresses_in_one_group_commit_count_each_other(engine: sa.Engine) -> None:
+    """The subnet's ``allocated`` counter changes at COMMIT: each unit of a
+    batch counts the addresses the units before it took, so its first guess
+    is the next free address, not the one an earlier unit holds."""
+    with engine.begin() as conn:
+        net = create_network(conn, ADMIN, {"name": "n", "project_id": "p"})
+        create_subnet(conn, ADMIN, {"network_id": net["id"], "cidr": "10.8.0.0/28",
+                                    "ip_version": 4, "project_id": "p"})
+        subnet = subnets_of(conn, [net["id"]])[0]
+    outcomes = await _batch(engine, _allocate_and_count, *((subnet,) for _ in range(4)))
+    assert [value for _, value in outcomes] == [(n, f"10.8.0.{n + 2}") for n in range(4)]
+    with engine.connect() as conn:
+        assert subnets_to_allocate(conn, net["id"])[1] == {subnet["id"]: 4}
