@@ -250,6 +250,18 @@ async def _read_stragglers(api: Lean, posted: dict[str, float],
             seen.setdefault(server_id, (time.perf_counter(), status == "ERROR"))
 
 
+async def report_unfinished(api: Lean, server_ids: list[str], most: int = 10) -> None:
+    """Print the state of servers that never finished (up to ``most``): a boot
+    left in BUILD is a bug to chase, with these to start from."""
+    for server_id in server_ids[:most]:
+        _, body = await api.call("GET", f"{SERVERS}/{server_id}")
+        server = (body or {}).get("server", {})
+        print(f"unfinished: {server_id} status={server.get('status')} "
+              f"task_state={server.get('OS-EXT-STS:task_state')} "
+              f"host={server.get('OS-EXT-SRV-ATTR:host')} updated={server.get('updated')}",
+              file=sys.stderr, flush=True)
+
+
 def _path_of(href: str) -> str:
     parts = urlsplit(href)
     return parts.path + ("?" + parts.query if parts.query else "")
@@ -329,6 +341,7 @@ async def run(url: str, n: int, c: int, network: Any, pids: list[int],
             posting.set()
         active, errors = await poller
         wall = time.perf_counter() - t0
+        await report_unfinished(api, [i for i in posted if i not in active])
         cpu_per_boot = cpu.per_boot_ms(len(active))
         to_active = [active[i] - posted[i] for i in active]
         d0 = time.perf_counter()

@@ -87,3 +87,12 @@ async def test_a_straggler_in_error_counts_as_an_error() -> None:
     seen: dict[str, tuple[float, bool]] = {}
     await boot._read_stragglers(cloud, posted, seen)  # type: ignore[arg-type]
     assert list(seen) == ["failed"] and seen["failed"][1] is True
+
+
+async def test_servers_that_never_finish_are_reported_with_their_state(capsys: Any) -> None:
+    cloud = LateCommitCloud(prompt=[], late="x")
+    cloud.status = {f"s{n}": "BUILD" for n in range(12)}
+    await boot.report_unfinished(cloud, sorted(cloud.status), most=3)  # type: ignore[arg-type]
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split()[1] for line in lines] == ["s0", "s1", "s10"]
+    assert all("status=BUILD" in line for line in lines)
