@@ -40,6 +40,12 @@ RESULTS = Path(__file__).resolve().parent / "results"
 # Quotas set (and checked, as in a default cloud) but out of the way.
 BIG_QUOTAS = {f"CIRRUS_QUOTA_{r}": "1000000" for r in ("INSTANCES", "CORES", "RAM", "PORTS")}
 SERVERS = "/compute/v2.1/servers"
+# wait_active's check of the servers its polls have not seen finish: once a
+# second, up to 10 of those POSTed over 2 s before (a few cheap GETs, next to
+# the polls' load; a boot takes well under a second when the cloud keeps up).
+STRAGGLER_S = 2.0
+STRAGGLER_EVERY_S = 1.0
+STRAGGLER_READS = 10
 
 
 class Lean:
@@ -186,10 +192,19 @@ async def wait_active(api: Lean, posted: dict[str, float], timeout: float,
     Each poll lists only the servers changed since shortly before the previous
     one (``changes-since``, ids only, with a status filter), so its cost
     follows the boots per poll, not N. A server may be seen before its POST's
-    response gives its id: every server seen is remembered."""
+    response gives its id: every server seen is remembered.
+
+    The overlap cannot catch every change: a server's ``updated_at`` is taken
+    when its save runs, and the save becomes visible only at its commit. A
+    commit later than the overlap (a writer thread starved on a loaded
+    machine) lands behind the next poll's ``changes-since`` for good, and the
+    run waited out ``timeout`` for a server that was ACTIVE all along ("999 of
+    1,000 active", the cloud idle for minutes). So the stragglers are also
+    read one by one (:func:`_read_stragglers`)."""
     seen: dict[str, tuple[float, bool]] = {}  # id -> (first seen, in ERROR)
     deadline = time.perf_counter() + timeout
     since: str | None = None
+    next_straggler_read = 0.0
 
     def finished() -> bool:
         return (posting is None or posting.is_set()) and all(i in seen for i in posted)
@@ -212,9 +227,39 @@ async def wait_active(api: Lean, posted: dict[str, float], timeout: float,
                 links = body.get("servers_links")
                 path, params = (_path_of(links[0]["href"]), None) if links else (None, None)
         since = next_since
+        if time.perf_counter() >= next_straggler_read:
+            next_straggler_read = time.perf_counter() + STRAGGLER_EVERY_S
+            await _read_stragglers(api, posted, seen)
         await asyncio.sleep(0.05)
     done = {i: seen[i][0] for i in posted if i in seen}
     return done, sum(seen[i][1] for i in done)
+
+
+async def _read_stragglers(api: Lean, posted: dict[str, float],
+                           seen: dict[str, tuple[float, bool]]) -> None:
+    """GET the oldest servers not seen ACTIVE or ERROR ``STRAGGLER_S`` after
+    their POST (at most ``STRAGGLER_READS``), remembering those that are: a
+    change the ``changes-since`` polls missed. A server still building is read
+    again at a later round; one that truly never finishes stays unseen."""
+    old = time.perf_counter() - STRAGGLER_S
+    unseen = sorted((t, i) for i, t in list(posted.items()) if i not in seen and t < old)
+    for _, server_id in unseen[:STRAGGLER_READS]:
+        code, body = await api.call("GET", f"{SERVERS}/{server_id}")
+        status = body["server"]["status"] if code == 200 else None
+        if status in ("ACTIVE", "ERROR"):
+            seen.setdefault(server_id, (time.perf_counter(), status == "ERROR"))
+
+
+async def report_unfinished(api: Lean, server_ids: list[str], most: int = 10) -> None:
+    """Print the state of servers that never finished (up to ``most``): a boot
+    left in BUILD is a bug to chase, with these to start from."""
+    for server_id in server_ids[:most]:
+        _, body = await api.call("GET", f"{SERVERS}/{server_id}")
+        server = (body or {}).get("server", {})
+        print(f"unfinished: {server_id} status={server.get('status')} "
+              f"task_state={server.get('OS-EXT-STS:task_state')} "
+              f"host={server.get('OS-EXT-SRV-ATTR:host')} updated={server.get('updated')}",
+              file=sys.stderr, flush=True)
 
 
 def _path_of(href: str) -> str:
@@ -296,6 +341,7 @@ async def run(url: str, n: int, c: int, network: Any, pids: list[int],
             posting.set()
         active, errors = await poller
         wall = time.perf_counter() - t0
+        await report_unfinished(api, [i for i in posted if i not in active])
         cpu_per_boot = cpu.per_boot_ms(len(active))
         to_active = [active[i] - posted[i] for i in active]
         d0 = time.perf_counter()
