@@ -191,9 +191,9 @@ async def test_extensions_list_and_show(demo: httpx.AsyncClient) -> None:
     assert {"standard-attr-tag", "tag-creation", "quotas", "quota_details", "port-security",
             "allowed-address-pairs", "ip-substring-filtering", "dns-integration",
             "dns-domain-ports", "sorting", "net-mtu", "router", "ext-gw-mode",
-            "extraroute"} <= aliases
+            "extraroute", "subnet_allocation", "agent"} <= aliases
     # Nothing cirrus does not do.
-    assert not aliases & {"subnet_allocation", "multi-provider", "availability_zone",
+    assert not aliases & {"multi-provider", "availability_zone",
                           "binding-extended", "network-mtu", "l3-ha", "dvr"}
     one = await demo.get(f"{NET}/extensions/standard-attr-tag")
     assert one.status_code == 200
