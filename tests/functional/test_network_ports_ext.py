@@ -198,7 +198,7 @@ async def test_extensions_list_and_show(demo: httpx.AsyncClient) -> None:
     one = await demo.get(f"{NET}/extensions/standard-attr-tag")
     assert one.status_code == 200
     assert one.json()["extension"] == next(e for e in found if e["alias"] == "standard-attr-tag")
-    assert (await demo.get(f"{NET}/extensions/subnet_allocation")).status_code == 404
+    assert (await demo.get(f"{NET}/extensions/l3-ha")).status_code == 404
 
 
 @pytest.mark.parametrize("query, expected", [
