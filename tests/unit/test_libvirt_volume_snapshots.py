@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
 from cirrus.virt import exception as vexc
 from cirrus.virt.libvirt import volume_snapshot as vs
 from cirrus.virt.libvirt.driver import LibvirtDriver
+from tests.unit.libvirt_fakes import fake_driver
 
 UUID = "11111111-2222-3333-4444-555555555555"
 VOLUME = "99999999-8888-7777-6666-555555555555"
@@ -65,25 +66,8 @@ class FakeDomain:
         return {"cur": 1, "end": 2} if self.job_polls > 0 else {}
 
 
-class FakeHost:
-    libvirt = FAKE_LIBVIRT
-
-    def __init__(self, dom: FakeDomain | None) -> None:
-        self.dom = dom
-
-    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return fn(None, *args)
-
-    def find_domain(self, conn: Any, uuid: str) -> FakeDomain | None:
-        return self.dom
-
-
 def _driver(dom: FakeDomain | None) -> LibvirtDriver:
-    settings = SimpleNamespace(instances_path="/nonexistent", libvirt_uri="test:///default",
-                               force_config_drive=False)
-    driver = LibvirtDriver(settings, "compute1")  # type: ignore[arg-type]
-    driver._host = FakeHost(dom)  # type: ignore[assignment]
-    return driver
+    return fake_driver(FAKE_LIBVIRT, dom)
 
 
 INSTANCE = {"uuid": UUID}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -13,6 +13,7 @@ from cirrus.virt import exception as vexc
 from cirrus.virt.libvirt import volume as volmod
 from cirrus.virt.libvirt.config import DiskSpec, GuestSpec, disk_xml, guest_xml
 from cirrus.virt.libvirt.driver import LibvirtDriver
+from tests.unit.libvirt_fakes import fake_driver
 from cirrus.virt.libvirt.volume import volume_disk, volume_disks
 
 UUID = "11111111-2222-3333-4444-555555555555"
@@ -70,25 +71,8 @@ class FakeDomain:
                 devices.remove(disk)  # type: ignore[union-attr]
 
 
-class FakeHost:
-    libvirt = FAKE_LIBVIRT
-
-    def __init__(self, dom: FakeDomain | None) -> None:
-        self.dom = dom
-
-    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return fn(None, *args)
-
-    def find_domain(self, conn: Any, uuid: str) -> FakeDomain | None:
-        return self.dom
-
-
 def _driver(dom: FakeDomain | None) -> LibvirtDriver:
-    settings = SimpleNamespace(instances_path="/nonexistent", libvirt_uri="test:///default",
-                               force_config_drive=False)
-    driver = LibvirtDriver(settings, "compute1")  # type: ignore[arg-type]
-    driver._host = FakeHost(dom)  # type: ignore[assignment]
-    return driver
+    return fake_driver(FAKE_LIBVIRT, dom)
 
 
 @pytest.mark.parametrize("info, kind, source, fmt", [
