@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import traceback as tb
-from typing import Any, NamedTuple
+from typing import Any
 
 import sqlalchemy as sa
 

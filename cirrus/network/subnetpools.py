@@ -79,8 +79,8 @@ def _check_default(conn: sa.Connection, version: int, pool_id: str) -> None:
         subnetpools.c.is_default.is_(True), subnetpools.c.ip_version == version,
         subnetpools.c.id != pool_id)).first()
     if other is not None:
-        raise _bad(f"Invalid input for operation: A default subnetpool for this IP family "
-                   f"has already been set. Only one default may exist per IP family.")
+        raise _bad("Invalid input for operation: A default subnetpool for this IP family "
+                   "has already been set. Only one default may exist per IP family.")
 
 
 def _admin_fields(ctx: RequestContext, values: dict[str, Any], verb: str) -> None:
