@@ -397,11 +397,12 @@ def compare(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """The workload on separate processes over AMQP, then all-in-one."""
     env = cloud_env(args.n, args.k)
     results: dict[str, dict[str, Any]] = {}
-    print(f"== processes: 1 api, {args.conductors} conductors, 1 scheduler, {args.k} computes "
-          f"on RabbitMQ + PostgreSQL", flush=True)
-    with running_deployment(args.k, args.conductors, env) as (url, procs):
-        results["processes/amqp/postgresql"] = asyncio.run(
-            run(url, args.n, args.c, args.network, [p.pid for p in procs]))
+    if not args.no_processes:
+        print(f"== processes: 1 api, {args.conductors} conductors, 1 scheduler, {args.k} "
+              f"computes on RabbitMQ + PostgreSQL", flush=True)
+        with running_deployment(args.k, args.conductors, env) as (url, procs):
+            results["processes/amqp/postgresql"] = asyncio.run(
+                run(url, args.n, args.c, args.network, [p.pid for p in procs]))
     for database in [d.strip() for d in args.aio_databases.split(",") if d.strip()]:
         print(f"== all-in-one: cirrus up --computes {args.k} on {database}", flush=True)
         with contextlib.ExitStack() as stack:
@@ -441,6 +442,9 @@ def main() -> int:
     parser.add_argument("--conductors", type=int, default=2, help="with --transport amqp")
     parser.add_argument("--aio-databases", default="sqlite,postgresql",
                         help="with --transport amqp: the all-in-one runs to compare against")
+    parser.add_argument("--no-processes", action="store_true",
+                        help="with --transport amqp: only the all-in-one runs (e.g. "
+                             "--aio-databases postgresql for the all-in-one on PostgreSQL)")
     parser.add_argument("--singles", type=int, default=10,
                         help="servers booted one at a time first (single boot latency)")
     parser.add_argument("--api-workers", type=int, default=0,
