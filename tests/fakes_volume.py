@@ -152,7 +152,8 @@ class FakeVolumes:
         info: ConnectionInfo = {"driver_volume_type": "local", "data": {
             "device_path": f"/fake/volumes/{volume_id}", "format": "raw", "access_mode": "rw",
             "volume_id": volume_id}}  # as the volume service's (volume/attach.py)
-        attachment.update(status="attaching", connection_info=info)
+        attachment["status"] = "attaching"
+        attachment["connection_info"] = info
         volume = self.volumes[volume_id]
         if volume["status"] == "reserved":
             volume["status"] = "attaching"
