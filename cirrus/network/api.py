@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
@@ -75,13 +76,29 @@ def _available_networks(conn: sa.Connection, ctx: RequestContext, project_id: st
     return [n for n in rows if not n["shared"]] + [n for n in rows if n["shared"]]
 
 
+@dataclass
+class _Progress:
+    """What an allocation's unit of work leaves its caller, done or failed:
+    the ports it created (once its transaction can commit), the ports the
+    request gave (None until checked), and its addresses' claims in flight
+    (released once the transaction ended)."""
+
+    claims: ipam.Claims
+    created: list[str] = field(default_factory=list)
+    preexisting: list[str] | None = None
+
+
 class API:
     """Network operations on behalf of compute, for instances on ``host``."""
 
-    def __init__(self, settings: Settings, db: Database, binder: Binder) -> None:
+    def __init__(self, settings: Settings, db: Database, binder: Binder,
+                 in_flight: ipam.InFlight = ipam.PROCESS_IN_FLIGHT) -> None:
+        """``in_flight``: the addresses allocations are trying, shared by
+        every compute of the process (``ipam.InFlight``)."""
         self.settings = settings
         self.db = db
         self.binder = binder
+        self.in_flight = in_flight
         self.segments = SegmentConfig.from_settings(settings)  # a bad setting fails here
         self._locks = KeyedLocks()  # per instance
 
@@ -181,39 +198,40 @@ class API:
         requests = list(requested_networks or [])
         if requests and requests[0].get("network_id") == "none":
             return NetworkInfo()
-        created: list[str] = []
-        checked: dict[str, list[str]] = {}  # "preexisting": the ports given, once checked
+        progress = _Progress(ipam.Claims(self.in_flight))
         try:
             # Seed 001 creates the ports, then updates them with the binding; one
             # transaction does both here, so a failure inside leaves nothing. The
             # same transaction stores the info cache (get_instance_nw_info).
             async with self._locks(instance["uuid"]):
-                bound, info = await self.db.run(
-                    self._allocate, ctx, instance, requests, security_groups or ["default"],
-                    bind_host_id, created, checked)
+                try:
+                    bound, info = await self.db.run(
+                        self._allocate, ctx, instance, requests, security_groups or ["default"],
+                        bind_host_id, progress)
+                finally:  # the transaction has ended: the counter holds the addresses, or nothing
+                    progress.claims.release()
             for port, network, subnets in bound:
                 await self.binder.bound(port, (network, subnets))
         except BaseException:
-            if "preexisting" in checked:
-                await self._rollback(ctx, instance, created, checked["preexisting"])
+            if progress.preexisting is not None:
+                await self._rollback(ctx, instance, progress.created, progress.preexisting)
             raise
         return info
 
     def _allocate(self, conn: sa.Connection, ctx: RequestContext, instance: dict[str, Any],
                   requests: list[dict[str, Any]], security_groups: list[str], host: str | None,
-                  created: list[str], checked: dict[str, list[str]]
-                  ) -> tuple[list[tuple[Any, Any, Any]], NetworkInfo]:
+                  progress: _Progress) -> tuple[list[tuple[Any, Any, Any]], NetworkInfo]:
         """The allocation's unit of work: ``_checked_requests``, then
-        ``_create_and_update_ports``; ``checked`` gets the given ports once the
-        request passed its checks."""
+        ``_create_and_update_ports``; ``progress`` gets the given ports once
+        the request passed its checks."""
         found = self._checked_requests(conn, ctx, instance, requests)
         if found is None:
             return [], NetworkInfo()  # nothing requested, nothing available
         requests, ordered, preexisting, nets = found
-        checked["preexisting"] = preexisting
+        progress.preexisting = preexisting
         return self._create_and_update_ports(
             conn, ctx, instance, requests, ordered, {n["id"]: n for n in nets}, security_groups,
-            host, created, set(preexisting))
+            host, progress)
 
     def _checked_requests(self, conn: sa.Connection, ctx: RequestContext,
                           instance: dict[str, Any], requests: list[dict[str, Any]]
@@ -276,15 +294,17 @@ class API:
                                  instance: dict[str, Any], requests: list[dict[str, Any]],
                                  ordered: list[str | None], nets: dict[str, dict[str, Any]],
                                  security_groups: list[str], host: str | None,
-                                 created: list[str], preserve: set[str]
+                                 progress: _Progress
                                  ) -> tuple[list[tuple[Any, Any, Any]], NetworkInfo]:
+        preserve = set(progress.preexisting or [])
         sg_ids = sg_db.resolve(conn, instance["project_id"], security_groups)
         binding = self._binding(instance, host)
         subnets: dict[str, list[dict[str, Any]]] = {}  # network id → its subnets, read once
         mine: list[str] = []
         fixed: dict[str, list[dict[str, str]]] = {}  # new port id → its fixed IPs
         new = self._create_ports_for_instance(conn, ctx, instance, requests, ordered, nets,
-                                              sg_ids, mine, binding, subnets, fixed)
+                                              sg_ids, mine, binding, subnets, fixed,
+                                              progress.claims)
         given = self._update_ports_for_instance(conn, ctx, instance,
                                                 [p for p in ordered if p], binding)
         ports = [new.pop(0) if port_id is None else given.pop(0) for port_id in ordered]
@@ -304,7 +324,7 @@ class API:
         if mine and quotas.ports_over_limit(conn, self.settings, instance["project_id"],
                                             len(mine)):
             raise exc.PortLimitExceeded()
-        created.extend(mine)  # only once the transaction can commit
+        progress.created.extend(mine)  # only once the transaction can commit
         return bound, info
 
     def _binding(self, instance: dict[str, Any], host: str | None) -> dict[str, Any]:
@@ -347,11 +367,12 @@ class API:
                                    sg_ids: list[str], created: list[str],
                                    binding: dict[str, Any],
                                    subnets: dict[str, list[dict[str, Any]]],
-                                   fixed: dict[str, list[dict[str, str]]]) -> list[dict[str, Any]]:
+                                   fixed: dict[str, list[dict[str, str]]],
+                                   claims: ipam.Claims) -> list[dict[str, Any]]:
         """One port per request without a port id, in request order. Created
         with ``binding`` already: seed 001's update of the new ports would
         follow in this same transaction, so the insert carries it. ``fixed``
-        gets each new port's fixed IPs."""
+        gets each new port's fixed IPs; ``claims`` its guesses in flight."""
         result: list[dict[str, Any]] = []
         taken: dict[str, int] = {}  # addresses allocated per subnet, read with the subnets
         for req, port_id in zip(requests, ordered):
@@ -372,7 +393,7 @@ class API:
                 values["fixed_ips"] = [{"ip_address": req["fixed_ip"]}]
             port, ips = port_db.create_port_with_ips(
                 conn, ctx.elevated(), values, self.settings.base_mac, status=status,
-                network=network, subnets=subnets[network["id"]], taken=taken)
+                network=network, subnets=subnets[network["id"]], taken=taken, claims=claims)
             fixed[port["id"]] = ips
             created.append(port["id"])
             result.append(port)

@@ -5,6 +5,7 @@ import ipaddress
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
@@ -35,10 +36,14 @@ UPDATABLE = {"name": "name", "device_id": "device_id", "device_owner": "device_o
 # the next after the highest, taken in the INSERT itself (an index lookup) and
 # returned, instead of a SELECT of its own.
 _LATER = ports.alias("later")
-_INSERT = Prepared(ports.insert().values(
-    {c.name: (sa.select(sa.func.coalesce(sa.func.max(_LATER.c.seq), 0) + 1).scalar_subquery()
-              if c.name == "seq" else sa.bindparam(f"v_{c.name}")) for c in ports.columns},
-).returning(ports.c.seq))
+_VALUES = {c.name: (sa.select(sa.func.coalesce(sa.func.max(_LATER.c.seq), 0) + 1).scalar_subquery()
+                    if c.name == "seq" else sa.bindparam(f"v_{c.name}")) for c in ports.columns}
+_INSERT = Prepared(ports.insert().values(_VALUES).returning(ports.c.seq))
+# PostgreSQL: a MAC taken on the network is no row, not an error, so no
+# savepoint around the insert (SAVEPOINT and RELEASE: two round trips per
+# port), as the IPAM's address inserts.
+_INSERT_IF_MAC_FREE = Prepared(postgresql.insert(ports).values(_VALUES).on_conflict_do_nothing(
+    index_elements=[ports.c.network_id, ports.c.mac_address]).returning(ports.c.seq))
 _GET = PreparedRead(sa.select(ports).where(ports.c.id == sa.bindparam("w_id")))
 _DELETE = Prepared(ports.delete().where(ports.c.id == sa.bindparam("w_id")))
 _DISASSOCIATE = Prepared(floatingips.update().where(
@@ -116,31 +121,47 @@ def _insert_port(conn: sa.Connection, row: dict[str, Any], base_mac: str,
     case costs no SELECT. A requested MAC that clashes, or a clash that is not
     the MAC's, is ``MacAddressInUse`` as before."""
     for _ in range(ipam.MAC_ATTEMPTS):
-        try:
-            with statement_savepoint(conn):
-                row["seq"] = _INSERT.execute(
-                    conn, **{f"v_{k}": v for k, v in row.items() if k != "seq"}).fetchone()[0]
-                return
-        except sa.exc.IntegrityError:
-            if requested_mac is not None or not ipam.mac_in_use(conn, row["network_id"],
-                                                                row["mac_address"]):
-                raise exc.MacAddressInUse(net_id=row["network_id"],
-                                          mac=requested_mac or row["mac_address"]) from None
+        seq = _insert_if_mac_free(conn, row, requested_mac)
+        if seq is not None:
+            row["seq"] = seq
+            return
+        if requested_mac is not None:
+            raise exc.MacAddressInUse(net_id=row["network_id"], mac=requested_mac)
         row["mac_address"] = ipam.generate_mac(base_mac)
     raise exc.NetworkError(reason="Unable to generate a unique mac address")
+
+
+def _insert_if_mac_free(conn: sa.Connection, row: dict[str, Any],
+                        requested_mac: str | None) -> int | None:
+    """The inserted port's ``seq``; None if its MAC is taken on its network.
+    Any other clash (the network gone meanwhile) is ``MacAddressInUse``."""
+    values = {f"v_{k}": v for k, v in row.items() if k != "seq"}
+    try:
+        if conn.dialect.name == "postgresql":
+            found = _INSERT_IF_MAC_FREE.execute(conn, **values).fetchone()
+            return None if found is None else int(found[0])
+        # SQLite backs out the failed statement alone, the transaction goes on
+        return int(_INSERT.execute(conn, **values).fetchone()[0])
+    except sa.exc.IntegrityError:
+        if conn.dialect.name == "postgresql" or requested_mac is not None \
+                or not ipam.mac_in_use(conn, row["network_id"], row["mac_address"]):
+            raise exc.MacAddressInUse(net_id=row["network_id"],
+                                      mac=requested_mac or row["mac_address"]) from None
+        return None
 
 
 def _allocate_fixed_ips(conn: sa.Connection, network: dict[str, Any], port: dict[str, Any],
                         requested: list[dict[str, Any]] | None,
                         nets: list[dict[str, Any]] | None = None,
-                        taken: dict[str, int] | None = None) -> list[dict[str, str]]:
+                        taken: dict[str, int] | None = None,
+                        claims: ipam.Claims | None = None) -> list[dict[str, str]]:
     """The fixed IPs of ``port`` (its row: id and MAC) as allocated
     (``subnet_id``, ``ip_address``), in order: the requested ones, or one of
     the first IPv4 subnet and one of the first IPv6 subnet whose addresses
     are not automatic; then its EUI-64 address on every automatic-address
     (SLAAC, DHCPv6-stateless) subnet not requested already, as Neutron gives
     them. ``nets``: the network's subnets, when the caller read them
-    already; ``taken``: see ``ipam.allocate_ip``."""
+    already; ``taken``, ``claims``: see ``ipam.allocate_ip``."""
     if nets is None:
         nets = subnets_of(conn, [network["id"]])
     by_id = {s["id"]: s for s in nets}
@@ -150,7 +171,8 @@ def _allocate_fixed_ips(conn: sa.Connection, network: dict[str, Any], port: dict
             if not ipam.is_auto_address(subnet):
                 chosen.setdefault(subnet["ip_version"], subnet)
         requested = [{"subnet_id": subnet["id"]} for subnet in chosen.values()]
-    fixed = [_allocate_one(conn, network, port, item, nets, by_id, taken) for item in requested]
+    fixed = [_allocate_one(conn, network, port, item, nets, by_id, taken, claims)
+             for item in requested]
     asked = {ip["subnet_id"] for ip in fixed}
     for subnet in nets:
         if ipam.is_auto_address(subnet) and subnet["id"] not in asked:
@@ -161,8 +183,8 @@ def _allocate_fixed_ips(conn: sa.Connection, network: dict[str, Any], port: dict
 
 def _allocate_one(conn: sa.Connection, network: dict[str, Any], port: dict[str, Any],
                   item: dict[str, Any], nets: list[dict[str, Any]],
-                  by_id: dict[str, dict[str, Any]], taken: dict[str, int] | None
-                  ) -> dict[str, str]:
+                  by_id: dict[str, dict[str, Any]], taken: dict[str, int] | None,
+                  claims: ipam.Claims | None = None) -> dict[str, str]:
     """One requested fixed IP: an address, a subnet, or both."""
     subnet_id, address = item.get("subnet_id"), item.get("ip_address")
     if subnet_id is None and address is not None:
@@ -182,7 +204,7 @@ def _allocate_one(conn: sa.Connection, network: dict[str, Any], port: dict[str, 
         return {"subnet_id": subnet_id, "ip_address": ipam.allocate_eui64(
             conn, subnet, port["id"], port["mac_address"])}
     return {"subnet_id": subnet_id,
-            "ip_address": ipam.allocate_ip(conn, subnet, port["id"], address, taken)}
+            "ip_address": ipam.allocate_ip(conn, subnet, port["id"], address, taken, claims)}
 
 
 def subnet_for_address(nets: list[dict[str, Any]], address: Any) -> str | None:
@@ -212,10 +234,11 @@ def create_port_with_ips(conn: sa.Connection, ctx: RequestContext, values: dict[
                          base_mac: str, default_sg: str | None = None, *, status: str = "DOWN",
                          network: dict[str, Any] | None = None,
                          subnets: list[dict[str, Any]] | None = None,
-                         taken: dict[str, int] | None = None
+                         taken: dict[str, int] | None = None,
+                         claims: ipam.Claims | None = None
                          ) -> tuple[dict[str, Any], list[dict[str, str]]]:
     """:func:`create_port`, and the fixed IPs it allocated (as ``fixed_ips_of``
-    would read them back). ``taken``: see ``ipam.allocate_ip``."""
+    would read them back). ``taken``, ``claims``: see ``ipam.allocate_ip``."""
     if network is None or network["id"] != values["network_id"]:
         network = get_network(conn, ctx, values["network_id"])
     if network["router_external"] and not network["shared"] and not ctx.is_admin \
@@ -248,7 +271,8 @@ def create_port_with_ips(conn: sa.Connection, ctx: RequestContext, values: dict[
            "description": values.get("description", ""), "created_at": utcnow(),
            "updated_at": None}
     _insert_port(conn, row, base_mac, mac)
-    return row, _allocate_fixed_ips(conn, network, row, values.get("fixed_ips"), subnets, taken)
+    return row, _allocate_fixed_ips(conn, network, row, values.get("fixed_ips"), subnets, taken,
+                                    claims)
 
 
 def update_port(conn: sa.Connection, ctx: RequestContext, port_id: str,

@@ -140,6 +140,36 @@ def test_a_racing_walk_spreads_over_the_first_free_addresses(conn: sa.Connection
         "10.9.0.3"
 
 
+@pytest.mark.parametrize("held, asked, got", [
+    ({}, ("s", 4), 4),  # nothing in flight: the count's guess
+    ({"s": {4}}, ("s", 4), 5),
+    ({"s": {4, 5, 7}}, ("s", 4), 6),
+    ({"s": {4, 5}}, ("s", 6), 6),  # held below the guess: not in its way
+    ({"t": {4}}, ("s", 4), 4),  # another subnet's
+])
+def test_a_claim_skips_the_indices_in_flight(held: dict[str, set[int]], asked: tuple[str, int],
+                                             got: int) -> None:
+    in_flight = ipam.InFlight()
+    for subnet_id, indices in held.items():
+        for index in indices:
+            in_flight.claim(subnet_id, index)
+    claims = ipam.Claims(in_flight)
+    assert claims.claim(*asked) == got
+    assert got in in_flight.held(asked[0])
+    claims.release()
+    assert in_flight.held(asked[0]) == held.get(asked[0], set())
+
+
+def test_a_walk_passes_the_addresses_in_flight(conn: sa.Connection) -> None:
+    """Where the counter cannot guess (a hole), the walk leaves the free
+    addresses another allocation of the process is trying to it."""
+    subnet = _subnet(conn)  # pool 10.9.0.2-10.9.0.6
+    ipam.allocate_ip(conn, subnet, _port(conn, subnet)["id"], address="10.9.0.3")
+    pools = subnet["allocation_pools"]
+    assert ipam._walk(conn, subnet, _port(conn, subnet)["id"], pools, False, {0, 2}) == \
+        "10.9.0.5"
+
+
 def test_generated_macs_keep_the_prefix() -> None:
     macs = {ipam.generate_mac("fa:16:3e:00:00:00") for _ in range(200)}
     assert len(macs) > 190
@@ -245,13 +275,19 @@ def _instance_row(conn: sa.Connection, name: str) -> dict[str, Any]:
     return {"uuid": uuid_, "project_id": "p", "hostname": name, "availability_zone": "nova"}
 
 
+def _progress() -> Any:
+    from cirrus.network.api import _Progress
+
+    return _Progress(ipam.Claims(ipam.InFlight()))
+
+
 def _traced_allocation(conn: sa.Connection, api: Any, ctx: RequestContext,
                        instance: dict[str, Any]) -> tuple[list[str], Any]:
     statements: list[str] = []
     conn.connection.driver_connection.set_trace_callback(statements.append)  # type: ignore[union-attr]
     try:
         _, info = api._allocate(conn, ctx, instance, [{"network_id": "auto"}], ["default"], "h1",
-                                [], {})
+                                _progress())
     finally:
         conn.connection.driver_connection.set_trace_callback(None)  # type: ignore[union-attr]
     # sqlite3 traces a statement again as each trigger program of it starts
@@ -272,7 +308,7 @@ def test_an_auto_allocation_runs_six_statements(conn: sa.Connection, tmp_path: P
     unlimited = API(Settings(state_dir=tmp_path, quota_ports=-1), None,  # type: ignore[arg-type]
                     Binder(None, NoopBackend()))
     _, first = unlimited._allocate(conn, ctx, _instance_row(conn, "1"), [{"network_id": "auto"}],
-                                   ["default"], "h1", [], {})
+                                   ["default"], "h1", _progress())
     statements, second = _traced_allocation(conn, unlimited, ctx, _instance_row(conn, "2"))
     assert len(statements) == 7, statements
     assert [s for s in statements if "FROM network_quotas" in s], statements

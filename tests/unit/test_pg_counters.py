@@ -21,6 +21,7 @@ from cirrus.db import migrate, pgcommit
 from cirrus.db.engine import make_engine
 from cirrus.db.handoff import Unit
 from cirrus.context import RequestContext
+from cirrus.network import exception as port_exc
 from cirrus.network import ipam
 from cirrus.network import ports as port_db
 from cirrus.network import quotas as port_quotas
@@ -219,3 +220,75 @@ async def test_addresses_in_one_group_commit_count_each_other(engine: sa.Engine)
     assert [value for _, value in outcomes] == [(n, f"10.8.0.{n + 2}") for n in range(4)]
     with engine.connect() as conn:
         assert subnets_to_allocate(conn, net["id"])[1] == {subnet["id"]: 4}
+
+
+# -- a port's MAC and address without savepoints, and guesses in flight --------
+
+def _subnet_of_new_network(engine: sa.Engine, cidr: str) -> dict[str, Any]:
+    with engine.begin() as conn:
+        net = create_network(conn, ADMIN, {"name": "n", "project_id": "p"})
+        create_subnet(conn, ADMIN, {"network_id": net["id"], "cidr": cidr, "ip_version": 4,
+                                    "project_id": "p"})
+        return subnets_of(conn, [net["id"]])[0]
+
+
+def _no_savepoint(*_args: Any) -> None:
+    raise AssertionError("a savepoint on PostgreSQL")
+
+
+def test_a_clashing_mac_is_drawn_again_without_a_savepoint(
+        engine: sa.Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The port insert skips a taken (network, MAC) instead of failing, so the
+    transaction goes on with no savepoint around it: a generated MAC is drawn
+    again, a requested one is MacAddressInUse."""
+    subnet = _subnet_of_new_network(engine, "10.7.0.0/28")
+    values = {"network_id": subnet["network_id"], "fixed_ips": []}
+    with engine.begin() as conn:
+        first = port_db.create_port(conn, ADMIN, values, "fa:16:3e:00:00:00")
+    macs = iter([first["mac_address"], "fa:16:3e:aa:bb:cd"])
+    monkeypatch.setattr(ipam, "generate_mac", lambda _base: next(macs))
+    monkeypatch.setattr(sa.Connection, "begin_nested", _no_savepoint)
+    with engine.begin() as conn:
+        second = port_db.create_port(conn, ADMIN, values, "fa:16:3e:00:00:00")
+        assert second["mac_address"] == "fa:16:3e:aa:bb:cd"
+        assert second["seq"] == first["seq"] + 1
+    with engine.begin() as conn, pytest.raises(port_exc.MacAddressInUse):
+        port_db.create_port(conn, ADMIN, {**values, "mac_address": first["mac_address"]},
+                            "fa:16:3e:00:00:00")
+
+
+def _allocate_claimed(conn: sa.Connection, subnet: dict[str, Any], claims: ipam.Claims) -> str:
+    taken = subnets_to_allocate(conn, subnet["network_id"])[1]
+    port = port_db.create_port(conn, ADMIN, {"network_id": subnet["network_id"],
+                                             "fixed_ips": []}, "fa:16:3e:00:00:00")
+    return ipam.allocate_ip(conn, subnet, port["id"], taken=taken, claims=claims)
+
+
+@pytest.mark.parametrize("shared, second", [(True, "10.6.0.3"), (False, None)])
+def test_allocations_in_flight_in_one_process_guess_past_each_other(
+        engine: sa.Engine, shared: bool, second: str | None) -> None:
+    """Two transactions of one process read the same count: the second skips
+    the address the first holds uncommitted instead of waiting for its COMMIT
+    to lose it (without a shared InFlight it waits: lock_timeout). Released
+    once the transactions end, the next one alone guesses from the counter."""
+    subnet = _subnet_of_new_network(engine, "10.6.0.0/28")
+    in_flight = ipam.InFlight()
+    first_claims = ipam.Claims(in_flight)
+    with engine.connect() as first:
+        first.begin()
+        assert _allocate_claimed(first, subnet, first_claims) == "10.6.0.2"
+        other = ipam.Claims(in_flight if shared else ipam.InFlight())
+        with engine.connect() as conn, conn.begin():
+            conn.execute(sa.text("SET LOCAL lock_timeout = '300ms'"))
+            if second is None:
+                with pytest.raises(sa.exc.OperationalError, match="lock timeout"):
+                    _allocate_claimed(conn, subnet, other)
+            else:
+                assert _allocate_claimed(conn, subnet, other) == second
+        other.release()
+        first.commit()
+    first_claims.release()
+    assert in_flight.held(subnet["id"]) == set()
+    with engine.begin() as conn:
+        expected = "10.6.0.4" if shared else "10.6.0.3"
+        assert _allocate_claimed(conn, subnet, ipam.Claims(in_flight)) == expected
