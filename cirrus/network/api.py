@@ -27,14 +27,15 @@ from cirrus.network import ports as port_db
 from cirrus.network import quotas
 from cirrus.network import security_group_api
 from cirrus.network import security_groups as sg_db
-from cirrus.network.auto_allocate import find_auto_network, get_or_create_auto_network
+from cirrus.network.auto_allocate import find_auto_network_and_subnets, get_or_create_auto_network
 from cirrus.network.segments import SegmentConfig
 from cirrus.network.backends import get_backend
 from cirrus.network.binding import Binder, EventSink
 from cirrus.network.model import NetworkInfo, build_vif
 from cirrus.network.models import ip_allocations, networks
 from cirrus.network.models import ports as port_table
-from cirrus.network.networks import network_by_id, subnets_of, subnets_to_allocate
+from cirrus.network.networks import (counts_to_allocate, network_by_id, subnets_of,
+                                     subnets_to_allocate)
 from cirrus.network.validators import shown
 from cirrus.utils import KeyedLocks
 
@@ -86,6 +87,18 @@ class _Progress:
     claims: ipam.Claims
     created: list[str] = field(default_factory=list)
     preexisting: list[str] | None = None
+
+
+@dataclass
+class _Known:
+    """What an allocation's checks read that its port creation needs too
+    (an ``auto`` boot's one read): subnets by network id with the addresses
+    allocated per subnet id (``networks.subnets_to_allocate``), and the
+    resolved ``default`` security group (None: resolve it)."""
+
+    subnets: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    taken: dict[str, int] = field(default_factory=dict)
+    default_groups: list[str] | None = None
 
 
 class API:
@@ -224,28 +237,30 @@ class API:
         """The allocation's unit of work: ``_checked_requests``, then
         ``_create_and_update_ports``; ``progress`` gets the given ports once
         the request passed its checks."""
-        found = self._checked_requests(conn, ctx, instance, requests)
+        known = _Known()
+        found = self._checked_requests(conn, ctx, instance, requests, known)
         if found is None:
             return [], NetworkInfo()  # nothing requested, nothing available
         requests, ordered, preexisting, nets = found
         progress.preexisting = preexisting
         return self._create_and_update_ports(
             conn, ctx, instance, requests, ordered, {n["id"]: n for n in nets}, security_groups,
-            host, progress)
+            host, progress, known)
 
     def _checked_requests(self, conn: sa.Connection, ctx: RequestContext,
-                          instance: dict[str, Any], requests: list[dict[str, Any]]
-                          ) -> tuple[list[dict[str, Any]], list[str | None], list[str],
-                                     list[dict[str, Any]]] | None:
+                          instance: dict[str, Any], requests: list[dict[str, Any]],
+                          known: _Known) -> tuple[list[dict[str, Any]], list[str | None],
+                                                  list[str], list[dict[str, Any]]] | None:
         """The requests (``auto`` resolved to the project's network, nothing
         requested to the one network available), the requested port ids in
         order, the given ports and the networks; None when nothing is
         requested and no network is available. Seed 001's errors: PortInUse,
-        NetworkNotFound, NetworkAmbiguous, ExternalNetworkAttachForbidden."""
+        NetworkNotFound, NetworkAmbiguous, ExternalNetworkAttachForbidden.
+        ``known`` gets what an ``auto`` request's read found besides."""
         found = None
         if requests and requests[0].get("network_id") == "auto":
             # Created once per project: looked up first, so a boot writes nothing for it.
-            found = self._auto_requests_and_networks(conn, ctx, instance)
+            found = self._auto_requests_and_networks(conn, ctx, instance, known)
             if found is None:
                 net = get_or_create_auto_network(conn, self.settings, instance["project_id"],
                                                  self.segments)
@@ -267,13 +282,20 @@ class API:
         return requests, ordered, preexisting, nets
 
     def _auto_requests_and_networks(
-            self, conn: sa.Connection, ctx: RequestContext, instance: dict[str, Any]
+            self, conn: sa.Connection, ctx: RequestContext, instance: dict[str, Any],
+            known: _Known
     ) -> tuple[list[dict[str, Any]], tuple[list[str | None], list[str], list[dict[str, Any]]]] | None:
         """``auto``: the request for the project's auto-allocated network and
-        ``_requests_and_networks`` of it; None if the project has none yet."""
-        net = find_auto_network(conn, instance["project_id"])
-        if net is None:
+        ``_requests_and_networks`` of it; None if the project has none yet.
+        ``known`` gets its subnets and the project's default group, read
+        with it."""
+        auto = find_auto_network_and_subnets(conn, instance["project_id"])
+        if auto is None:
             return None
+        net = auto.network
+        known.subnets[net["id"]] = auto.subnets
+        known.taken.update(counts_to_allocate(conn, auto.subnets))
+        known.default_groups = auto.default_groups
         requests = [{"network_id": net["id"], "port_id": None, "fixed_ip": None}]
         # No port requested, one network, its row just read: what
         # _requests_and_networks would give, without reading it again.
@@ -294,17 +316,20 @@ class API:
                                  instance: dict[str, Any], requests: list[dict[str, Any]],
                                  ordered: list[str | None], nets: dict[str, dict[str, Any]],
                                  security_groups: list[str], host: str | None,
-                                 progress: _Progress
+                                 progress: _Progress, known: _Known
                                  ) -> tuple[list[tuple[Any, Any, Any]], NetworkInfo]:
         preserve = set(progress.preexisting or [])
-        sg_ids = sg_db.resolve(conn, instance["project_id"], security_groups)
+        if security_groups == ["default"] and known.default_groups is not None:
+            sg_ids = known.default_groups
+        else:
+            sg_ids = sg_db.resolve(conn, instance["project_id"], security_groups)
         binding = self._binding(instance, host)
-        subnets: dict[str, list[dict[str, Any]]] = {}  # network id → its subnets, read once
+        subnets = dict(known.subnets)  # network id → its subnets, read once
         mine: list[str] = []
         fixed: dict[str, list[dict[str, str]]] = {}  # new port id → its fixed IPs
         new = self._create_ports_for_instance(conn, ctx, instance, requests, ordered, nets,
                                               sg_ids, mine, binding, subnets, fixed,
-                                              progress.claims)
+                                              known.taken, progress.claims)
         given = self._update_ports_for_instance(conn, ctx, instance,
                                                 [p for p in ordered if p], binding)
         ports = [new.pop(0) if port_id is None else given.pop(0) for port_id in ordered]
@@ -368,13 +393,14 @@ class API:
                                    binding: dict[str, Any],
                                    subnets: dict[str, list[dict[str, Any]]],
                                    fixed: dict[str, list[dict[str, str]]],
+                                   taken: dict[str, int],
                                    claims: ipam.Claims) -> list[dict[str, Any]]:
         """One port per request without a port id, in request order. Created
         with ``binding`` already: seed 001's update of the new ports would
         follow in this same transaction, so the insert carries it. ``fixed``
-        gets each new port's fixed IPs; ``claims`` its guesses in flight."""
+        gets each new port's fixed IPs; ``taken`` the addresses allocated per
+        subnet (read with the subnets), ``claims`` its guesses in flight."""
         result: list[dict[str, Any]] = []
-        taken: dict[str, int] = {}  # addresses allocated per subnet, read with the subnets
         for req, port_id in zip(requests, ordered):
             if port_id:
                 continue

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from cirrus.network import ipam
 from cirrus.network import ports as port_db
 from cirrus.network.backends.noop import NoopBackend
 from cirrus.network.binding import Binder
-from cirrus.network.networks import create_network, create_subnet, subnets_of
+from cirrus.network.networks import create_network, create_subnet, network_by_id, subnets_of
 
 POOLS = [{"start": "10.0.0.2", "end": "10.0.0.4"}, {"start": "10.0.0.6", "end": "10.0.0.7"}]
 
@@ -261,6 +262,53 @@ def test_resolve_creates_the_default_group_on_first_use_only(conn: sa.Connection
         sg_db.resolve(conn, "p", ["nope"])
 
 
+def _rename_default(conn: sa.Connection, name: str) -> None:
+    from cirrus.network.models import security_groups
+
+    conn.execute(security_groups.update().where(security_groups.c.project_id == "p",
+                                                 security_groups.c.name == "default")
+                 .values(name=name))
+
+
+def _second_default(conn: sa.Connection) -> None:
+    from cirrus.network import security_groups as sg_db
+
+    sg_db.create_group(conn, RequestContext(project_id="p", roles=["admin"]), "default")
+
+
+@pytest.mark.parametrize("change, outcome", [
+    (None, "id"),  # the one default group
+    (_second_default, exc.NoUniqueMatch),  # two named default (not through the API)
+    (lambda conn: _rename_default(conn, "other"), exc.SecurityGroupNotFound),
+])
+def test_the_auto_read_resolves_the_default_group_as_resolve_does(
+        conn: sa.Connection, change: Any, outcome: Any) -> None:
+    """The default group read with the auto network (security_groups.
+    DEFAULT_GROUP_COLUMNS) gives what resolve(["default"]) gives, or its error;
+    before the project has one, nothing (resolve makes it)."""
+    from cirrus.network import security_groups as sg_db
+    from cirrus.network.auto_allocate import (find_auto_network_and_subnets,
+                                              get_or_create_auto_network)
+    from cirrus.network.segments import SegmentConfig
+
+    net = get_or_create_auto_network(conn, SimpleNamespace(auto_allocate_cidr="10.5.0.0/24"), "p",
+                                     SegmentConfig())
+    auto = find_auto_network_and_subnets(conn, "p")
+    assert auto is not None and auto.default_groups is None
+    assert auto.network == network_by_id(conn, net["id"])
+    assert auto.subnets == subnets_of(conn, [net["id"]])
+    expected = sg_db.resolve(conn, "p", ["default"])
+    if change is not None:
+        change(conn)
+    if outcome == "id":
+        assert find_auto_network_and_subnets(conn, "p").default_groups == expected  # type: ignore[union-attr]
+        return
+    with pytest.raises(outcome):
+        sg_db.resolve(conn, "p", ["default"])
+    with pytest.raises(outcome):
+        find_auto_network_and_subnets(conn, "p")
+
+
 def _instance_row(conn: sa.Connection, name: str) -> dict[str, Any]:
     from cirrus.compute.models import instance_info_caches, instances
     from cirrus.db.base import utcnow
@@ -295,12 +343,13 @@ def _traced_allocation(conn: sa.Connection, api: Any, ctx: RequestContext,
     return [s for i, s in enumerate(statements) if i == 0 or s != statements[i - 1]], info
 
 
-def test_an_auto_allocation_runs_six_statements(conn: sa.Connection, tmp_path: Path) -> None:
-    """Once the project has its network and default group: the network, the
-    groups, the subnets with their counts, the port, its address and the
-    info cache — and the next boot gets the next address — and the read of
-    the project's port limit and counter (one statement; read when the default
-    is unlimited too, since an admin may have set the project's own)."""
+def test_an_auto_allocation_runs_five_statements(conn: sa.Connection, tmp_path: Path) -> None:
+    """Once the project has its network and default group: the network with
+    its subnets, their counts and the default group (one read), the port, its
+    address and the info cache — and the next boot gets the next address —
+    and the read of the project's port limit and counter (one statement; read
+    when the default is unlimited too, since an admin may have set the
+    project's own)."""
     from cirrus.config import Settings
     from cirrus.network.api import API
 
@@ -310,12 +359,12 @@ def test_an_auto_allocation_runs_six_statements(conn: sa.Connection, tmp_path: P
     _, first = unlimited._allocate(conn, ctx, _instance_row(conn, "1"), [{"network_id": "auto"}],
                                    ["default"], "h1", _progress())
     statements, second = _traced_allocation(conn, unlimited, ctx, _instance_row(conn, "2"))
-    assert len(statements) == 7, statements
+    assert len(statements) == 5, statements
     assert [s for s in statements if "FROM network_quotas" in s], statements
     limited = API(Settings(state_dir=tmp_path, quota_ports=10), None,  # type: ignore[arg-type]
                   Binder(None, NoopBackend()))
     counted, third = _traced_allocation(conn, limited, ctx, _instance_row(conn, "3"))
-    assert len(counted) == 7, counted
+    assert len(counted) == 5, counted
     assert [s for s in counted if "FROM port_usages" in s], counted  # one row, any size
     assert [vif["network"]["subnets"][0]["ips"][0]["address"]
             for vif in (first + second + third)] == ["10.0.0.2", "10.0.0.3", "10.0.0.4"]
