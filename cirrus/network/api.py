@@ -337,20 +337,42 @@ class API:
             subnets[net_id] = subnets_of(conn, [net_id])
         bound = [(p, _network_of(conn, p["network_id"], nets), subnets[p["network_id"]])
                  for p in ports]
-        info = None
+        fresh = None
         if not preserve and len(fixed) == len(ports):
-            info = _store_fresh_network_info(conn, instance, ports, fixed, nets, subnets)
-        if info is None:
-            info = self._build_network_info_model(conn, instance["uuid"], instance["project_id"],
-                                                  preserve, nets, subnets)
-        # Checked at create time already; this is the race with other creates
-        # (Neutron refuses the port, Nova raises this), as the last statement:
-        # on PostgreSQL it holds the project's port counter to COMMIT.
-        if mine and quotas.ports_over_limit(conn, self.settings, instance["project_id"],
-                                            len(mine)):
-            raise exc.PortLimitExceeded()
+            fresh = _fresh_network_info(ports, fixed, nets, subnets)
+        if mine and fresh is not None and conn.dialect.name == "postgresql":
+            info = self._store_checking_ports(conn, instance, fresh, len(mine))
+        else:
+            info = _store_fresh_network_info(conn, instance, fresh) if fresh is not None else None
+            info = info or self._build_network_info_model(conn, instance["uuid"],
+                                                          instance["project_id"], preserve, nets,
+                                                          subnets)
+            # Checked at create time already; this is the race with other
+            # creates (Neutron refuses the port, Nova raises this), as the
+            # last statement: on PostgreSQL it holds the project's port
+            # counter to COMMIT.
+            if mine and quotas.ports_over_limit(conn, self.settings, instance["project_id"],
+                                                len(mine)):
+                raise exc.PortLimitExceeded()
         progress.created.extend(mine)  # only once the transaction can commit
         return bound, info
+
+    def _store_checking_ports(self, conn: sa.Connection, instance: dict[str, Any],
+                              fresh: NetworkInfo, added: int) -> NetworkInfo:
+        """PostgreSQL: the fresh info cache stored by the statement that
+        rechecks the port quota (``quotas.ports_over_limit_with``), the
+        allocation's last; PortLimitExceeded over it. Should the instance have
+        other ports too (nothing stored), the general build follows, after the
+        counter row is taken: held a few statements longer, that once."""
+        over, stored = quotas.ports_over_limit_with(
+            conn, self.settings, instance["project_id"], added, _STORE_FRESH_CACHE_LOCKING_PORTS,
+            **_fresh_cache_params(instance, fresh))
+        if over:
+            raise exc.PortLimitExceeded()
+        if stored == 1:
+            return fresh
+        return self._build_network_info_model(conn, instance["uuid"], instance["project_id"],
+                                              set())
 
     def _binding(self, instance: dict[str, Any], host: str | None) -> dict[str, Any]:
         """The port values that attach a port to ``instance`` on ``host``; ACTIVE
@@ -683,30 +705,44 @@ _STORE_FRESH_CACHE = Prepared(instance_info_caches.update().where(
     network_info=sa.bindparam("v_info"), updated_at=sa.bindparam("v_now")))
 
 
+# PostgreSQL: _STORE_FRESH_CACHE carried by the allocation's last statement,
+# the port quota's recheck (quotas.locked_use_with); its third value is 1 if
+# the cache was stored.
+_STORE_FRESH_CACHE_LOCKING_PORTS = quotas.locked_use_with(
+    sa.select(sa.func.count()).select_from(_STORE_FRESH_CACHE.stmt.returning(
+        instance_info_caches.c.instance_uuid).cte("stored")).scalar_subquery())
+
+
 def _cache_of(conn: sa.Connection, uuid: str) -> list[dict[str, Any]]:
     row = _CACHE_OF.first(conn, w_uuid=uuid)
     return list((row or {}).get("network_info") or [])
 
 
-def _store_fresh_network_info(conn: sa.Connection, instance: dict[str, Any],
-                              device_ports: list[dict[str, Any]],
-                              fixed: dict[str, list[dict[str, str]]],
-                              nets: dict[str, dict[str, Any]],
-                              subnets: dict[str, list[dict[str, Any]]]) -> NetworkInfo | None:
+def _fresh_network_info(device_ports: list[dict[str, Any]],
+                        fixed: dict[str, list[dict[str, str]]], nets: dict[str, dict[str, Any]],
+                        subnets: dict[str, list[dict[str, Any]]]) -> NetworkInfo:
     """``_build_network_info_model`` for ports this transaction just created,
-    from what it wrote instead of reading it back; None (nothing stored) if
-    the instance has other ports too.
+    from what it wrote instead of reading it back — if they are the
+    instance's only ports, which storing it checks (``_STORE_FRESH_CACHE``).
 
     Equal to the general build then: the ports in creation (``seq``) order,
     which is request order; their fixed IPs in allocation order; none of them
     in the old cache (new ids) nor preserved (cirrus created them)."""
     subnet_rows = {s["id"]: s for rows in subnets.values() for s in rows}
-    info = NetworkInfo(build_vif(port, fixed[port["id"]], nets[port["network_id"]], subnet_rows,
+    return NetworkInfo(build_vif(port, fixed[port["id"]], nets[port["network_id"]], subnet_rows,
                                  False) for port in device_ports)
-    stored = _STORE_FRESH_CACHE.execute(conn, w_uuid=instance["uuid"],
-                                        w_project=instance["project_id"],
-                                        w_count=len(device_ports), v_info=list(info),
-                                        v_now=utcnow())
+
+
+def _fresh_cache_params(instance: dict[str, Any], info: NetworkInfo) -> dict[str, Any]:
+    return {"w_uuid": instance["uuid"], "w_project": instance["project_id"],
+            "w_count": len(info), "v_info": list(info), "v_now": utcnow()}
+
+
+def _store_fresh_network_info(conn: sa.Connection, instance: dict[str, Any],
+                              info: NetworkInfo) -> NetworkInfo | None:
+    """Store :func:`_fresh_network_info`'s ``info``; None (nothing stored) if
+    the instance has other ports too."""
+    stored = _STORE_FRESH_CACHE.execute(conn, **_fresh_cache_params(instance, info))
     return info if stored.rowcount == 1 else None
 
 

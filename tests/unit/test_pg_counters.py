@@ -292,3 +292,63 @@ def test_allocations_in_flight_in_one_process_guess_past_each_other(
     with engine.begin() as conn:
         expected = "10.6.0.4" if shared else "10.6.0.3"
         assert _allocate_claimed(conn, subnet, ipam.Claims(in_flight)) == expected
+
+
+def _auto_allocation(conn: sa.Connection, uuid_: str, limit: int) -> Any:
+    """An ``auto`` allocation for instance ``uuid_`` of project ``auto``, as a
+    compute runs it (its unit of work), at a port limit of ``limit``."""
+    from cirrus.config import Settings
+    from cirrus.network.api import API, _Progress
+    from cirrus.network.backends.noop import NoopBackend
+    from cirrus.network.binding import Binder
+
+    api = API(Settings(quota_ports=limit), None, Binder(None, NoopBackend()))  # type: ignore[arg-type]
+    ctx = RequestContext(project_id="auto", user_id="u", roles=["member"])
+    instance = {"uuid": uuid_, "project_id": "auto", "hostname": uuid_,
+                "availability_zone": "nova"}
+    return api._allocate(conn, ctx, instance, [{"network_id": "auto"}], ["default"], "h1",
+                         _Progress(ipam.Claims(ipam.InFlight())))[1]
+
+
+def _cached(engine: sa.Engine, uuid_: str) -> list[dict[str, Any]]:
+    with engine.connect() as conn:
+        return list(conn.execute(sa.text("SELECT network_info FROM instance_info_caches "
+                                         "WHERE instance_uuid = :u"), {"u": uuid_}).scalar_one())
+
+
+def _new_instance(engine: sa.Engine, uuid_: str) -> None:
+    from cirrus.compute.models import instance_info_caches
+    from cirrus.db.base import utcnow
+
+    with engine.begin() as conn:
+        insert_instance(conn, uuid_, project="auto")
+        conn.execute(instance_info_caches.insert().values(instance_uuid=uuid_, network_info=[],
+                                                          created_at=utcnow()))
+
+
+def test_the_port_recheck_stores_the_info_cache_it_carries(engine: sa.Engine) -> None:
+    """PostgreSQL: the allocation's last statement rechecks the port quota and
+    stores the info cache; past the limit it refuses (and the caller's
+    rollback leaves nothing); an instance with another port already gets
+    the general build, both ports listed."""
+    from cirrus.network.auto_allocate import get_or_create_auto_network
+    from cirrus.network.segments import SegmentConfig
+
+    with engine.begin() as conn:
+        get_or_create_auto_network(conn, SimpleNamespace(auto_allocate_cidr="10.4.0.0/24"),
+                                   "auto", SegmentConfig())
+    for name in ("auto-1", "auto-2", "auto-3"):
+        _new_instance(engine, name)
+    with engine.begin() as conn:
+        info = _auto_allocation(conn, "auto-1", 2)
+    assert [vif["network"]["subnets"][0]["ips"][0]["address"] for vif in info] == ["10.4.0.2"]
+    assert _cached(engine, "auto-1") == list(info)
+    with engine.begin() as conn:  # a second port of auto-1: not the only one, the general build
+        both = _auto_allocation(conn, "auto-1", 2)
+    assert len(both) == 2 and _cached(engine, "auto-1") == list(both)
+    with pytest.raises(port_exc.PortLimitExceeded), engine.begin() as conn:
+        _auto_allocation(conn, "auto-2", 2)
+    assert _cached(engine, "auto-2") == []
+    with engine.begin() as conn:  # within a higher limit: stored
+        info = _auto_allocation(conn, "auto-3", 3)
+    assert _cached(engine, "auto-3") == list(info) and len(info) == 1
