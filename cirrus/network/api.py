@@ -343,10 +343,9 @@ class API:
         if mine and fresh is not None and conn.dialect.name == "postgresql":
             info = self._store_checking_ports(conn, instance, fresh, len(mine))
         else:
-            info = _store_fresh_network_info(conn, instance, fresh) if fresh is not None else None
-            info = info or self._build_network_info_model(conn, instance["uuid"],
-                                                          instance["project_id"], preserve, nets,
-                                                          subnets)
+            stored = _store_fresh_network_info(conn, instance, fresh) if fresh is not None else None
+            info = stored if stored is not None else self._build_network_info_model(
+                conn, instance["uuid"], instance["project_id"], preserve, nets, subnets)
             # Checked at create time already; this is the race with other
             # creates (Neutron refuses the port, Nova raises this), as the
             # last statement: on PostgreSQL it holds the project's port
