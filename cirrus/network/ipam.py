@@ -225,6 +225,21 @@ def allocate_ip(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
     return allocated
 
 
+def first_guess(subnet: dict[str, Any], taken: dict[str, int], claims: Claims) -> str | None:
+    """The address :func:`allocate_ip` tries first on ``subnet`` (its index
+    now held in ``claims``), for a caller that sends it with the port's
+    insert (``ports._with_first_address``); None past the pools' end. If it
+    is taken, ``allocate_ip`` goes on, past it (still held)."""
+    index = claims.claim(subnet["id"], taken[subnet["id"]])
+    return nth_in_pools(subnet["allocation_pools"] or [], index)
+
+
+def took_guess(conn: sa.Connection, subnet: dict[str, Any], taken: dict[str, int]) -> None:
+    """:func:`first_guess`'s address went in: counted, as ``allocate_ip`` counts."""
+    pending.add(conn, f"allocated:{subnet['id']}", {"n": 1})
+    taken[subnet["id"]] += 1
+
+
 def _allocate_given(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
                     address: str) -> str:
     reason = unusable_reason(subnet, address, gateway=False)

@@ -44,6 +44,20 @@ _INSERT = Prepared(ports.insert().values(_VALUES).returning(ports.c.seq))
 # port), as the IPAM's address inserts.
 _INSERT_IF_MAC_FREE = Prepared(postgresql.insert(ports).values(_VALUES).on_conflict_do_nothing(
     index_elements=[ports.c.network_id, ports.c.mac_address]).returning(ports.c.seq))
+# PostgreSQL, a compute's port in the common case: the port and its first
+# address guess (ipam.first_guess) in one statement, each skipped on its
+# unique key. Its row: the port's seq (NULL: its MAC is taken, nothing went
+# in) and the address (NULL: taken; the IPAM goes on from there).
+_NEW_PORT = postgresql.insert(ports).values(_VALUES).on_conflict_do_nothing(
+    index_elements=[ports.c.network_id, ports.c.mac_address]).returning(
+    ports.c.id, ports.c.network_id, ports.c.seq).cte("new_port")
+_NEW_ADDRESS = postgresql.insert(ip_allocations).from_select(
+    ["network_id", "ip_address", "subnet_id", "port_id"],
+    sa.select(_NEW_PORT.c.network_id, sa.bindparam("a_address", type_=sa.String),
+              sa.bindparam("a_subnet", type_=sa.String), _NEW_PORT.c.id)
+).on_conflict_do_nothing().returning(ip_allocations.c.ip_address).cte("new_address")
+_INSERT_WITH_ADDRESS = Prepared(sa.select(sa.select(_NEW_PORT.c.seq).scalar_subquery(),
+                                          sa.select(_NEW_ADDRESS.c.ip_address).scalar_subquery()))
 _GET = PreparedRead(sa.select(ports).where(ports.c.id == sa.bindparam("w_id")))
 _DELETE = Prepared(ports.delete().where(ports.c.id == sa.bindparam("w_id")))
 _DISASSOCIATE = Prepared(floatingips.update().where(
@@ -113,41 +127,76 @@ def get_port(conn: sa.Connection, ctx: RequestContext, port_id: str) -> dict[str
 
 
 def _insert_port(conn: sa.Connection, row: dict[str, Any], base_mac: str,
-                 requested_mac: str | None) -> None:
-    """INSERT ``row`` (its ``seq`` set from the database).
+                 requested_mac: str | None, address: tuple[str, str] | None = None) -> bool:
+    """INSERT ``row`` (its ``seq`` set from the database); with ``address``
+    (subnet id, address; PostgreSQL) that address of the port in the same
+    statement: whether it went in (False: taken by another port).
 
     The (network, MAC) unique key is the MAC check: a generated MAC that
     clashes is replaced by another and the INSERT tried again, so the common
     case costs no SELECT. A requested MAC that clashes, or a clash that is not
     the MAC's, is ``MacAddressInUse`` as before."""
     for _ in range(ipam.MAC_ATTEMPTS):
-        seq = _insert_if_mac_free(conn, row, requested_mac)
+        seq, got = _insert_if_mac_free(conn, row, requested_mac, address)
         if seq is not None:
             row["seq"] = seq
-            return
+            return got
         if requested_mac is not None:
             raise exc.MacAddressInUse(net_id=row["network_id"], mac=requested_mac)
         row["mac_address"] = ipam.generate_mac(base_mac)
     raise exc.NetworkError(reason="Unable to generate a unique mac address")
 
 
-def _insert_if_mac_free(conn: sa.Connection, row: dict[str, Any],
-                        requested_mac: str | None) -> int | None:
-    """The inserted port's ``seq``; None if its MAC is taken on its network.
-    Any other clash (the network gone meanwhile) is ``MacAddressInUse``."""
+def _insert_if_mac_free(conn: sa.Connection, row: dict[str, Any], requested_mac: str | None,
+                        address: tuple[str, str] | None) -> tuple[int | None, bool]:
+    """The inserted port's ``seq`` (None if its MAC is taken on its network),
+    and whether ``address`` went in with it. Any other clash (the network
+    gone meanwhile) is ``MacAddressInUse``."""
     values = {f"v_{k}": v for k, v in row.items() if k != "seq"}
     try:
+        if address is not None:
+            seq, got = _INSERT_WITH_ADDRESS.execute(conn, **values, a_subnet=address[0],
+                                                    a_address=address[1]).fetchone()
+            return (None if seq is None else int(seq)), got is not None
         if conn.dialect.name == "postgresql":
             found = _INSERT_IF_MAC_FREE.execute(conn, **values).fetchone()
-            return None if found is None else int(found[0])
+            return (None if found is None else int(found[0])), False
         # SQLite backs out the failed statement alone, the transaction goes on
-        return int(_INSERT.execute(conn, **values).fetchone()[0])
+        return int(_INSERT.execute(conn, **values).fetchone()[0]), False
     except sa.exc.IntegrityError:
         if conn.dialect.name == "postgresql" or requested_mac is not None \
                 or not ipam.mac_in_use(conn, row["network_id"], row["mac_address"]):
             raise exc.MacAddressInUse(net_id=row["network_id"],
                                       mac=requested_mac or row["mac_address"]) from None
+        return None, False
+
+
+def _with_first_address(conn: sa.Connection, row: dict[str, Any], base_mac: str,
+                        requested_mac: str | None, subnet: dict[str, Any],
+                        taken: dict[str, int], claims: ipam.Claims) -> list[dict[str, str]] | None:
+    """:func:`_insert_port` with the first address guess on ``subnet`` in the
+    same statement: the port's fixed IPs if it went in, None if it was taken
+    (or the subnet is full: the IPAM's walk or refusal follows)."""
+    address = ipam.first_guess(subnet, taken, claims)
+    if not _insert_port(conn, row, base_mac, requested_mac,
+                        (subnet["id"], address) if address is not None else None):
         return None
+    assert address is not None
+    ipam.took_guess(conn, subnet, taken)
+    return [{"subnet_id": subnet["id"], "ip_address": address}]
+
+
+def _guessed_subnet(conn: sa.Connection, values: dict[str, Any],
+                    subnets: list[dict[str, Any]] | None, taken: dict[str, int] | None,
+                    claims: ipam.Claims | None) -> dict[str, Any] | None:
+    """PostgreSQL: the one subnet a port without requested fixed IPs gets an
+    address on, if its first guess can go with the port's insert: the
+    subnet's count read already (``taken``), no automatic-address subnet."""
+    if conn.dialect.name != "postgresql" or values.get("fixed_ips") is not None \
+            or not subnets or len(subnets) != 1 or taken is None or claims is None:
+        return None
+    subnet = subnets[0]
+    return subnet if subnet["id"] in taken and not ipam.is_auto_address(subnet) else None
 
 
 def _allocate_fixed_ips(conn: sa.Connection, network: dict[str, Any], port: dict[str, Any],
@@ -270,7 +319,14 @@ def create_port_with_ips(conn: sa.Connection, ctx: RequestContext, values: dict[
            "port_security_enabled": psec,
            "description": values.get("description", ""), "created_at": utcnow(),
            "updated_at": None}
-    _insert_port(conn, row, base_mac, mac)
+    subnet = _guessed_subnet(conn, values, subnets, taken, claims)
+    if subnet is not None:
+        assert taken is not None and claims is not None
+        fixed = _with_first_address(conn, row, base_mac, mac, subnet, taken, claims)
+        if fixed is not None:
+            return row, fixed
+    else:
+        _insert_port(conn, row, base_mac, mac)
     return row, _allocate_fixed_ips(conn, network, row, values.get("fixed_ips"), subnets, taken,
                                     claims)
 

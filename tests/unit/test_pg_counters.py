@@ -352,3 +352,37 @@ def test_the_port_recheck_stores_the_info_cache_it_carries(engine: sa.Engine) ->
     with engine.begin() as conn:  # within a higher limit: stored
         info = _auto_allocation(conn, "auto-3", 3)
     assert _cached(engine, "auto-3") == list(info) and len(info) == 1
+
+
+def _create_guessing(conn: sa.Connection, subnet: dict[str, Any], taken: dict[str, int],
+                     in_flight: ipam.InFlight) -> tuple[dict[str, Any], list[dict[str, str]]]:
+    """A compute's port: its subnet and count read already, its guesses held."""
+    return port_db.create_port_with_ips(
+        conn, ADMIN, {"network_id": subnet["network_id"]}, "fa:16:3e:00:00:00",
+        subnets=[subnet], taken=taken, claims=ipam.Claims(in_flight))
+
+
+def test_a_port_and_its_first_address_go_in_one_statement(
+        engine: sa.Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The port and the count's address in one statement: a taken MAC sends
+    both again with another MAC; a taken address leaves the port in and the
+    IPAM goes on past it; no savepoint either way."""
+    subnet = _subnet_of_new_network(engine, "10.3.0.0/28")
+    in_flight = ipam.InFlight()
+    with engine.begin() as conn:
+        first, fixed = _create_guessing(conn, subnet, {subnet["id"]: 0}, in_flight)
+    assert [ip["ip_address"] for ip in fixed] == ["10.3.0.2"]
+    macs = iter([first["mac_address"], "fa:16:3e:aa:bb:ce", "fa:16:3e:aa:bb:cf"])
+    monkeypatch.setattr(ipam, "generate_mac", lambda _base: next(macs))
+    monkeypatch.setattr(sa.Connection, "begin_nested", _no_savepoint)
+    with engine.begin() as conn:
+        taken = {subnet["id"]: 1}
+        second, fixed = _create_guessing(conn, subnet, taken, in_flight)
+        assert second["mac_address"] == "fa:16:3e:aa:bb:ce" and taken == {subnet["id"]: 2}
+    assert [ip["ip_address"] for ip in fixed] == ["10.3.0.3"]
+    other = ipam.InFlight()  # another process's, with a stale count
+    with engine.begin() as conn:  # its guesses (.2, then .3) are taken: .4, counted again
+        third, fixed = _create_guessing(conn, subnet, {subnet["id"]: 0}, other)
+        assert [ip["ip_address"] for ip in fixed] == ["10.3.0.4"]
+        assert port_db.fixed_ips_of(conn, [third["id"]])[third["id"]] == fixed
+    assert in_flight.held(subnet["id"]) == {0, 1} and other.held(subnet["id"]) == {0, 1, 2}
