@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
@@ -26,14 +27,15 @@ from cirrus.network import ports as port_db
 from cirrus.network import quotas
 from cirrus.network import security_group_api
 from cirrus.network import security_groups as sg_db
-from cirrus.network.auto_allocate import find_auto_network, get_or_create_auto_network
+from cirrus.network.auto_allocate import find_auto_network_and_subnets, get_or_create_auto_network
 from cirrus.network.segments import SegmentConfig
 from cirrus.network.backends import get_backend
 from cirrus.network.binding import Binder, EventSink
 from cirrus.network.model import NetworkInfo, build_vif
 from cirrus.network.models import ip_allocations, networks
 from cirrus.network.models import ports as port_table
-from cirrus.network.networks import network_by_id, subnets_of, subnets_to_allocate
+from cirrus.network.networks import (counts_to_allocate, network_by_id, subnets_of,
+                                     subnets_to_allocate)
 from cirrus.network.validators import shown
 from cirrus.utils import KeyedLocks
 
@@ -75,13 +77,41 @@ def _available_networks(conn: sa.Connection, ctx: RequestContext, project_id: st
     return [n for n in rows if not n["shared"]] + [n for n in rows if n["shared"]]
 
 
+@dataclass
+class _Progress:
+    """What an allocation's unit of work leaves its caller, done or failed:
+    the ports it created (once its transaction can commit), the ports the
+    request gave (None until checked), and its addresses' claims in flight
+    (released once the transaction ended)."""
+
+    claims: ipam.Claims
+    created: list[str] = field(default_factory=list)
+    preexisting: list[str] | None = None
+
+
+@dataclass
+class _Known:
+    """What an allocation's checks read that its port creation needs too
+    (an ``auto`` boot's one read): subnets by network id with the addresses
+    allocated per subnet id (``networks.subnets_to_allocate``), and the
+    resolved ``default`` security group (None: resolve it)."""
+
+    subnets: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    taken: dict[str, int] = field(default_factory=dict)
+    default_groups: list[str] | None = None
+
+
 class API:
     """Network operations on behalf of compute, for instances on ``host``."""
 
-    def __init__(self, settings: Settings, db: Database, binder: Binder) -> None:
+    def __init__(self, settings: Settings, db: Database, binder: Binder,
+                 in_flight: ipam.InFlight = ipam.PROCESS_IN_FLIGHT) -> None:
+        """``in_flight``: the addresses allocations are trying, shared by
+        every compute of the process (``ipam.InFlight``)."""
         self.settings = settings
         self.db = db
         self.binder = binder
+        self.in_flight = in_flight
         self.segments = SegmentConfig.from_settings(settings)  # a bad setting fails here
         self._locks = KeyedLocks()  # per instance
 
@@ -181,53 +211,56 @@ class API:
         requests = list(requested_networks or [])
         if requests and requests[0].get("network_id") == "none":
             return NetworkInfo()
-        created: list[str] = []
-        checked: dict[str, list[str]] = {}  # "preexisting": the ports given, once checked
+        progress = _Progress(ipam.Claims(self.in_flight))
         try:
             # Seed 001 creates the ports, then updates them with the binding; one
             # transaction does both here, so a failure inside leaves nothing. The
             # same transaction stores the info cache (get_instance_nw_info).
             async with self._locks(instance["uuid"]):
-                bound, info = await self.db.run(
-                    self._allocate, ctx, instance, requests, security_groups or ["default"],
-                    bind_host_id, created, checked)
+                try:
+                    bound, info = await self.db.run(
+                        self._allocate, ctx, instance, requests, security_groups or ["default"],
+                        bind_host_id, progress)
+                finally:  # the transaction has ended: the counter holds the addresses, or nothing
+                    progress.claims.release()
             for port, network, subnets in bound:
                 await self.binder.bound(port, (network, subnets))
         except BaseException:
-            if "preexisting" in checked:
-                await self._rollback(ctx, instance, created, checked["preexisting"])
+            if progress.preexisting is not None:
+                await self._rollback(ctx, instance, progress.created, progress.preexisting)
             raise
         return info
 
     def _allocate(self, conn: sa.Connection, ctx: RequestContext, instance: dict[str, Any],
                   requests: list[dict[str, Any]], security_groups: list[str], host: str | None,
-                  created: list[str], checked: dict[str, list[str]]
-                  ) -> tuple[list[tuple[Any, Any, Any]], NetworkInfo]:
+                  progress: _Progress) -> tuple[list[tuple[Any, Any, Any]], NetworkInfo]:
         """The allocation's unit of work: ``_checked_requests``, then
-        ``_create_and_update_ports``; ``checked`` gets the given ports once the
-        request passed its checks."""
-        found = self._checked_requests(conn, ctx, instance, requests)
+        ``_create_and_update_ports``; ``progress`` gets the given ports once
+        the request passed its checks."""
+        known = _Known()
+        found = self._checked_requests(conn, ctx, instance, requests, known)
         if found is None:
             return [], NetworkInfo()  # nothing requested, nothing available
         requests, ordered, preexisting, nets = found
-        checked["preexisting"] = preexisting
+        progress.preexisting = preexisting
         return self._create_and_update_ports(
             conn, ctx, instance, requests, ordered, {n["id"]: n for n in nets}, security_groups,
-            host, created, set(preexisting))
+            host, progress, known)
 
     def _checked_requests(self, conn: sa.Connection, ctx: RequestContext,
-                          instance: dict[str, Any], requests: list[dict[str, Any]]
-                          ) -> tuple[list[dict[str, Any]], list[str | None], list[str],
-                                     list[dict[str, Any]]] | None:
+                          instance: dict[str, Any], requests: list[dict[str, Any]],
+                          known: _Known) -> tuple[list[dict[str, Any]], list[str | None],
+                                                  list[str], list[dict[str, Any]]] | None:
         """The requests (``auto`` resolved to the project's network, nothing
         requested to the one network available), the requested port ids in
         order, the given ports and the networks; None when nothing is
         requested and no network is available. Seed 001's errors: PortInUse,
-        NetworkNotFound, NetworkAmbiguous, ExternalNetworkAttachForbidden."""
+        NetworkNotFound, NetworkAmbiguous, ExternalNetworkAttachForbidden.
+        ``known`` gets what an ``auto`` request's read found besides."""
         found = None
         if requests and requests[0].get("network_id") == "auto":
             # Created once per project: looked up first, so a boot writes nothing for it.
-            found = self._auto_requests_and_networks(conn, ctx, instance)
+            found = self._auto_requests_and_networks(conn, ctx, instance, known)
             if found is None:
                 net = get_or_create_auto_network(conn, self.settings, instance["project_id"],
                                                  self.segments)
@@ -249,13 +282,20 @@ class API:
         return requests, ordered, preexisting, nets
 
     def _auto_requests_and_networks(
-            self, conn: sa.Connection, ctx: RequestContext, instance: dict[str, Any]
+            self, conn: sa.Connection, ctx: RequestContext, instance: dict[str, Any],
+            known: _Known
     ) -> tuple[list[dict[str, Any]], tuple[list[str | None], list[str], list[dict[str, Any]]]] | None:
         """``auto``: the request for the project's auto-allocated network and
-        ``_requests_and_networks`` of it; None if the project has none yet."""
-        net = find_auto_network(conn, instance["project_id"])
-        if net is None:
+        ``_requests_and_networks`` of it; None if the project has none yet.
+        ``known`` gets its subnets and the project's default group, read
+        with it."""
+        auto = find_auto_network_and_subnets(conn, instance["project_id"])
+        if auto is None:
             return None
+        net = auto.network
+        known.subnets[net["id"]] = auto.subnets
+        known.taken.update(counts_to_allocate(conn, auto.subnets))
+        known.default_groups = auto.default_groups
         requests = [{"network_id": net["id"], "port_id": None, "fixed_ip": None}]
         # No port requested, one network, its row just read: what
         # _requests_and_networks would give, without reading it again.
@@ -276,15 +316,20 @@ class API:
                                  instance: dict[str, Any], requests: list[dict[str, Any]],
                                  ordered: list[str | None], nets: dict[str, dict[str, Any]],
                                  security_groups: list[str], host: str | None,
-                                 created: list[str], preserve: set[str]
+                                 progress: _Progress, known: _Known
                                  ) -> tuple[list[tuple[Any, Any, Any]], NetworkInfo]:
-        sg_ids = sg_db.resolve(conn, instance["project_id"], security_groups)
+        preserve = set(progress.preexisting or [])
+        if security_groups == ["default"] and known.default_groups is not None:
+            sg_ids = known.default_groups
+        else:
+            sg_ids = sg_db.resolve(conn, instance["project_id"], security_groups)
         binding = self._binding(instance, host)
-        subnets: dict[str, list[dict[str, Any]]] = {}  # network id → its subnets, read once
+        subnets = dict(known.subnets)  # network id → its subnets, read once
         mine: list[str] = []
         fixed: dict[str, list[dict[str, str]]] = {}  # new port id → its fixed IPs
         new = self._create_ports_for_instance(conn, ctx, instance, requests, ordered, nets,
-                                              sg_ids, mine, binding, subnets, fixed)
+                                              sg_ids, mine, binding, subnets, fixed,
+                                              known.taken, progress.claims)
         given = self._update_ports_for_instance(conn, ctx, instance,
                                                 [p for p in ordered if p], binding)
         ports = [new.pop(0) if port_id is None else given.pop(0) for port_id in ordered]
@@ -292,20 +337,41 @@ class API:
             subnets[net_id] = subnets_of(conn, [net_id])
         bound = [(p, _network_of(conn, p["network_id"], nets), subnets[p["network_id"]])
                  for p in ports]
-        info = None
+        fresh = None
         if not preserve and len(fixed) == len(ports):
-            info = _store_fresh_network_info(conn, instance, ports, fixed, nets, subnets)
-        if info is None:
-            info = self._build_network_info_model(conn, instance["uuid"], instance["project_id"],
-                                                  preserve, nets, subnets)
-        # Checked at create time already; this is the race with other creates
-        # (Neutron refuses the port, Nova raises this), as the last statement:
-        # on PostgreSQL it holds the project's port counter to COMMIT.
-        if mine and quotas.ports_over_limit(conn, self.settings, instance["project_id"],
-                                            len(mine)):
-            raise exc.PortLimitExceeded()
-        created.extend(mine)  # only once the transaction can commit
+            fresh = _fresh_network_info(ports, fixed, nets, subnets)
+        if mine and fresh is not None and conn.dialect.name == "postgresql":
+            info = self._store_checking_ports(conn, instance, fresh, len(mine))
+        else:
+            stored = _store_fresh_network_info(conn, instance, fresh) if fresh is not None else None
+            info = stored if stored is not None else self._build_network_info_model(
+                conn, instance["uuid"], instance["project_id"], preserve, nets, subnets)
+            # Checked at create time already; this is the race with other
+            # creates (Neutron refuses the port, Nova raises this), as the
+            # last statement: on PostgreSQL it holds the project's port
+            # counter to COMMIT.
+            if mine and quotas.ports_over_limit(conn, self.settings, instance["project_id"],
+                                                len(mine)):
+                raise exc.PortLimitExceeded()
+        progress.created.extend(mine)  # only once the transaction can commit
         return bound, info
+
+    def _store_checking_ports(self, conn: sa.Connection, instance: dict[str, Any],
+                              fresh: NetworkInfo, added: int) -> NetworkInfo:
+        """PostgreSQL: the fresh info cache stored by the statement that
+        rechecks the port quota (``quotas.ports_over_limit_with``), the
+        allocation's last; PortLimitExceeded over it. Should the instance have
+        other ports too (nothing stored), the general build follows, after the
+        counter row is taken: held a few statements longer, that once."""
+        over, stored = quotas.ports_over_limit_with(
+            conn, self.settings, instance["project_id"], added, _STORE_FRESH_CACHE_LOCKING_PORTS,
+            **_fresh_cache_params(instance, fresh))
+        if over:
+            raise exc.PortLimitExceeded()
+        if stored == 1:
+            return fresh
+        return self._build_network_info_model(conn, instance["uuid"], instance["project_id"],
+                                              set())
 
     def _binding(self, instance: dict[str, Any], host: str | None) -> dict[str, Any]:
         """The port values that attach a port to ``instance`` on ``host``; ACTIVE
@@ -347,13 +413,15 @@ class API:
                                    sg_ids: list[str], created: list[str],
                                    binding: dict[str, Any],
                                    subnets: dict[str, list[dict[str, Any]]],
-                                   fixed: dict[str, list[dict[str, str]]]) -> list[dict[str, Any]]:
+                                   fixed: dict[str, list[dict[str, str]]],
+                                   taken: dict[str, int],
+                                   claims: ipam.Claims) -> list[dict[str, Any]]:
         """One port per request without a port id, in request order. Created
         with ``binding`` already: seed 001's update of the new ports would
         follow in this same transaction, so the insert carries it. ``fixed``
-        gets each new port's fixed IPs."""
+        gets each new port's fixed IPs; ``taken`` the addresses allocated per
+        subnet (read with the subnets), ``claims`` its guesses in flight."""
         result: list[dict[str, Any]] = []
-        taken: dict[str, int] = {}  # addresses allocated per subnet, read with the subnets
         for req, port_id in zip(requests, ordered):
             if port_id:
                 continue
@@ -372,7 +440,7 @@ class API:
                 values["fixed_ips"] = [{"ip_address": req["fixed_ip"]}]
             port, ips = port_db.create_port_with_ips(
                 conn, ctx.elevated(), values, self.settings.base_mac, status=status,
-                network=network, subnets=subnets[network["id"]], taken=taken)
+                network=network, subnets=subnets[network["id"]], taken=taken, claims=claims)
             fixed[port["id"]] = ips
             created.append(port["id"])
             result.append(port)
@@ -636,30 +704,44 @@ _STORE_FRESH_CACHE = Prepared(instance_info_caches.update().where(
     network_info=sa.bindparam("v_info"), updated_at=sa.bindparam("v_now")))
 
 
+# PostgreSQL: _STORE_FRESH_CACHE carried by the allocation's last statement,
+# the port quota's recheck (quotas.locked_use_with); its third value is 1 if
+# the cache was stored.
+_STORE_FRESH_CACHE_LOCKING_PORTS = quotas.locked_use_with(
+    sa.select(sa.func.count()).select_from(_STORE_FRESH_CACHE.stmt.returning(
+        instance_info_caches.c.instance_uuid).cte("stored")).scalar_subquery())
+
+
 def _cache_of(conn: sa.Connection, uuid: str) -> list[dict[str, Any]]:
     row = _CACHE_OF.first(conn, w_uuid=uuid)
     return list((row or {}).get("network_info") or [])
 
 
-def _store_fresh_network_info(conn: sa.Connection, instance: dict[str, Any],
-                              device_ports: list[dict[str, Any]],
-                              fixed: dict[str, list[dict[str, str]]],
-                              nets: dict[str, dict[str, Any]],
-                              subnets: dict[str, list[dict[str, Any]]]) -> NetworkInfo | None:
+def _fresh_network_info(device_ports: list[dict[str, Any]],
+                        fixed: dict[str, list[dict[str, str]]], nets: dict[str, dict[str, Any]],
+                        subnets: dict[str, list[dict[str, Any]]]) -> NetworkInfo:
     """``_build_network_info_model`` for ports this transaction just created,
-    from what it wrote instead of reading it back; None (nothing stored) if
-    the instance has other ports too.
+    from what it wrote instead of reading it back — if they are the
+    instance's only ports, which storing it checks (``_STORE_FRESH_CACHE``).
 
     Equal to the general build then: the ports in creation (``seq``) order,
     which is request order; their fixed IPs in allocation order; none of them
     in the old cache (new ids) nor preserved (cirrus created them)."""
     subnet_rows = {s["id"]: s for rows in subnets.values() for s in rows}
-    info = NetworkInfo(build_vif(port, fixed[port["id"]], nets[port["network_id"]], subnet_rows,
+    return NetworkInfo(build_vif(port, fixed[port["id"]], nets[port["network_id"]], subnet_rows,
                                  False) for port in device_ports)
-    stored = _STORE_FRESH_CACHE.execute(conn, w_uuid=instance["uuid"],
-                                        w_project=instance["project_id"],
-                                        w_count=len(device_ports), v_info=list(info),
-                                        v_now=utcnow())
+
+
+def _fresh_cache_params(instance: dict[str, Any], info: NetworkInfo) -> dict[str, Any]:
+    return {"w_uuid": instance["uuid"], "w_project": instance["project_id"],
+            "w_count": len(info), "v_info": list(info), "v_now": utcnow()}
+
+
+def _store_fresh_network_info(conn: sa.Connection, instance: dict[str, Any],
+                              info: NetworkInfo) -> NetworkInfo | None:
+    """Store :func:`_fresh_network_info`'s ``info``; None (nothing stored) if
+    the instance has other ports too."""
+    stored = _STORE_FRESH_CACHE.execute(conn, **_fresh_cache_params(instance, info))
     return info if stored.rowcount == 1 else None
 
 

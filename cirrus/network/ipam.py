@@ -6,7 +6,9 @@ import functools
 import ipaddress
 import itertools
 import random
-from typing import Any, Iterator
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
@@ -109,6 +111,71 @@ def nth_in_pools(pools: list[dict[str, str]], n: int) -> str | None:
     return None
 
 
+class InFlight:
+    """The pool indices that this process's allocations have tried and whose
+    transactions have not ended, by subnet id: a hint, never the guard.
+
+    On PostgreSQL an allocation cannot see another's uncommitted address; the
+    computes of one process (the all-in-one's three) read the same count and
+    guessed the same address, the loser waited for the winner's COMMIT, then
+    counted again or walked the subnet (docs/performance.md, "Distributed
+    (issue 22)"). An index held here is skipped instead. The unique key still
+    decides: a hint that is stale (another process's address, a claim
+    released a moment early) only costs the lost guess it did before. Alone,
+    an allocation finds nothing held, so the order of addresses is the
+    counter's, holes filled by the walk, as without it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # allocations run on several DB threads
+        self._held: dict[str, set[int]] = {}
+
+    def claim(self, subnet_id: str, index: int) -> int:
+        """The first index from ``index`` on that nothing holds, now held."""
+        with self._lock:
+            held = self._held.setdefault(subnet_id, set())
+            while index in held:
+                index += 1
+            held.add(index)
+            return index
+
+    def held(self, subnet_id: str) -> set[int]:
+        """A copy of the indices held on ``subnet_id``."""
+        with self._lock:
+            return set(self._held.get(subnet_id, ()))
+
+    def release(self, claims: Iterable[tuple[str, int]]) -> None:
+        with self._lock:
+            for subnet_id, index in claims:
+                held = self._held.get(subnet_id)
+                if held is not None:
+                    held.discard(index)
+                    if not held:
+                        del self._held[subnet_id]
+
+
+# This process's: shared by every compute's network API in it.
+PROCESS_IN_FLIGHT = InFlight()
+
+
+@dataclass
+class Claims:
+    """One allocation's indices held in ``in_flight``; its caller releases
+    them (:meth:`release`) once the allocation's transaction has ended,
+    committed or not (then the counter, or nothing, holds the address)."""
+
+    in_flight: InFlight
+    held: list[tuple[str, int]] = field(default_factory=list)
+
+    def claim(self, subnet_id: str, index: int) -> int:
+        index = self.in_flight.claim(subnet_id, index)
+        self.held.append((subnet_id, index))
+        return index
+
+    def release(self) -> None:
+        self.in_flight.release(self.held)
+        self.held.clear()
+
+
 def with_earlier_units(conn: sa.Connection, subnet_id: str, counted: int) -> int:
     """The subnet's ``allocated`` counter as read (``counted``) plus the
     addresses earlier units of a shared transaction took: on PostgreSQL the
@@ -133,7 +200,8 @@ def _insert(conn: sa.Connection, subnet: dict[str, Any], port_id: str, address: 
 
 
 def allocate_ip(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
-                address: str | None = None, taken: dict[str, int] | None = None) -> str:
+                address: str | None = None, taken: dict[str, int] | None = None,
+                claims: Claims | None = None) -> str:
     """Allocate ``address`` (or the next free one) on ``subnet`` to ``port_id``.
 
     Without ``address``: while nothing was released, the first ``k`` pool
@@ -145,15 +213,31 @@ def allocate_ip(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
 
     ``taken``: the addresses allocated per subnet id, read earlier in this
     transaction (see ``networks.subnets_to_allocate``) instead of here; it
-    counts this allocation too.
+    counts this allocation too. ``claims``: guesses skip (and hold) the
+    indices this process's other allocations in flight hold (:class:`InFlight`).
     """
     if address is not None:
         allocated = _allocate_given(conn, subnet, port_id, address)
     else:
-        allocated = _allocate_next(conn, subnet, port_id, taken)
+        allocated = _allocate_next(conn, subnet, port_id, taken, claims)
     if taken is not None and subnet["id"] in taken:
         taken[subnet["id"]] += 1
     return allocated
+
+
+def first_guess(subnet: dict[str, Any], taken: dict[str, int], claims: Claims) -> str | None:
+    """The address :func:`allocate_ip` tries first on ``subnet`` (its index
+    now held in ``claims``), for a caller that sends it with the port's
+    insert (``ports._with_first_address``); None past the pools' end. If it
+    is taken, ``allocate_ip`` goes on, past it (still held)."""
+    index = claims.claim(subnet["id"], taken[subnet["id"]])
+    return nth_in_pools(subnet["allocation_pools"] or [], index)
+
+
+def took_guess(conn: sa.Connection, subnet: dict[str, Any], taken: dict[str, int]) -> None:
+    """:func:`first_guess`'s address went in: counted, as ``allocate_ip`` counts."""
+    pending.add(conn, f"allocated:{subnet['id']}", {"n": 1})
+    taken[subnet["id"]] += 1
 
 
 def _allocate_given(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
@@ -193,7 +277,7 @@ def unusable_reason(subnet: dict[str, Any], address: Any, gateway: bool = True) 
 
 
 def _allocate_next(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
-                   taken: dict[str, int] | None) -> str:
+                   taken: dict[str, int] | None, claims: Claims | None = None) -> str:
     pools = subnet["allocation_pools"] or []
     count = taken.get(subnet["id"]) if taken is not None else None
     if count is None:
@@ -206,7 +290,10 @@ def _allocate_next(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
         # winner, then the next one to another; trying the same one again
         # would let one more of them through per round.
         spread = _SPREAD.randrange(SPREAD_WINDOW) if attempt >= 2 else 0
-        guess = nth_in_pools(pools, count + spread)
+        index = count + spread
+        if claims is not None:
+            index = claims.claim(subnet["id"], index)
+        guess = nth_in_pools(pools, index)
         if guess is None:
             break
         if _insert(conn, subnet, port_id, guess):
@@ -221,16 +308,19 @@ def _allocate_next(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
             break  # a hole: the counter cannot say where the free ones are
         contended = True
         count = max(count, fresh)
-    return _walk(conn, subnet, port_id, pools, contended)
+    in_flight = claims.in_flight.held(subnet["id"]) if claims is not None else set()
+    return _walk(conn, subnet, port_id, pools, contended, in_flight)
 
 
 def _walk(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
-          pools: list[dict[str, str]], contended: bool) -> str:
+          pools: list[dict[str, str]], contended: bool, in_flight: Iterable[int] = ()) -> str:
     """The first free address of the pools, read from the subnet's
-    allocations; where allocations race (``contended``), one of the first few
-    free ones at random, so that the racers do not all try the same."""
+    allocations, past those of ``in_flight`` (indices); where allocations race
+    (``contended``), one of the first few free ones at random, so that the
+    racers do not all try the same."""
     used = set(conn.execute(sa.select(ip_allocations.c.ip_address).where(
         ip_allocations.c.subnet_id == subnet["id"])).scalars())
+    used.update(address for address in (nth_in_pools(pools, i) for i in in_flight) if address)
     free = (candidate for candidate in _pool_addresses(pools) if candidate not in used)
     first = [candidate for _, candidate in zip(range(SPREAD_WINDOW if contended else 0), free)]
     _SPREAD.shuffle(first)

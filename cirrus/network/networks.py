@@ -85,8 +85,13 @@ def subnets_to_allocate(conn: sa.Connection, network_id: str
     each subnet by id as this transaction sees it (the IPAM's first guess, see
     ipam.allocate_ip): the subnet's ``allocated`` counter, read with its row."""
     rows = _SUBNETS_OF_ONE.all(conn, w_network=network_id)
-    return rows, {row["id"]: ipam.with_earlier_units(conn, row["id"], row["allocated"])
-                  for row in rows}
+    return rows, counts_to_allocate(conn, rows)
+
+
+def counts_to_allocate(conn: sa.Connection, rows: list[dict[str, Any]]) -> dict[str, int]:
+    """The addresses allocated on each subnet of ``rows`` (read in this
+    transaction) by id, as this transaction sees them."""
+    return {row["id"]: ipam.with_earlier_units(conn, row["id"], row["allocated"]) for row in rows}
 
 
 def subnets_of(conn: sa.Connection, network_ids: list[str]) -> list[dict[str, Any]]:

@@ -5,6 +5,7 @@ import ipaddress
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
@@ -35,10 +36,28 @@ UPDATABLE = {"name": "name", "device_id": "device_id", "device_owner": "device_o
 # the next after the highest, taken in the INSERT itself (an index lookup) and
 # returned, instead of a SELECT of its own.
 _LATER = ports.alias("later")
-_INSERT = Prepared(ports.insert().values(
-    {c.name: (sa.select(sa.func.coalesce(sa.func.max(_LATER.c.seq), 0) + 1).scalar_subquery()
-              if c.name == "seq" else sa.bindparam(f"v_{c.name}")) for c in ports.columns},
-).returning(ports.c.seq))
+_VALUES = {c.name: (sa.select(sa.func.coalesce(sa.func.max(_LATER.c.seq), 0) + 1).scalar_subquery()
+                    if c.name == "seq" else sa.bindparam(f"v_{c.name}")) for c in ports.columns}
+_INSERT = Prepared(ports.insert().values(_VALUES).returning(ports.c.seq))
+# PostgreSQL: a MAC taken on the network is no row, not an error, so no
+# savepoint around the insert (SAVEPOINT and RELEASE: two round trips per
+# port), as the IPAM's address inserts.
+_INSERT_IF_MAC_FREE = Prepared(postgresql.insert(ports).values(_VALUES).on_conflict_do_nothing(
+    index_elements=[ports.c.network_id, ports.c.mac_address]).returning(ports.c.seq))
+# PostgreSQL, a compute's port in the common case: the port and its first
+# address guess (ipam.first_guess) in one statement, each skipped on its
+# unique key. Its row: the port's seq (NULL: its MAC is taken, nothing went
+# in) and the address (NULL: taken; the IPAM goes on from there).
+_NEW_PORT = postgresql.insert(ports).values(_VALUES).on_conflict_do_nothing(
+    index_elements=[ports.c.network_id, ports.c.mac_address]).returning(
+    ports.c.id, ports.c.network_id, ports.c.seq).cte("new_port")
+_NEW_ADDRESS = postgresql.insert(ip_allocations).from_select(
+    ["network_id", "ip_address", "subnet_id", "port_id"],
+    sa.select(_NEW_PORT.c.network_id, sa.bindparam("a_address", type_=sa.String),
+              sa.bindparam("a_subnet", type_=sa.String), _NEW_PORT.c.id)
+).on_conflict_do_nothing().returning(ip_allocations.c.ip_address).cte("new_address")
+_INSERT_WITH_ADDRESS = Prepared(sa.select(sa.select(_NEW_PORT.c.seq).scalar_subquery(),
+                                          sa.select(_NEW_ADDRESS.c.ip_address).scalar_subquery()))
 _GET = PreparedRead(sa.select(ports).where(ports.c.id == sa.bindparam("w_id")))
 _DELETE = Prepared(ports.delete().where(ports.c.id == sa.bindparam("w_id")))
 _DISASSOCIATE = Prepared(floatingips.update().where(
@@ -108,39 +127,90 @@ def get_port(conn: sa.Connection, ctx: RequestContext, port_id: str) -> dict[str
 
 
 def _insert_port(conn: sa.Connection, row: dict[str, Any], base_mac: str,
-                 requested_mac: str | None) -> None:
-    """INSERT ``row`` (its ``seq`` set from the database).
+                 requested_mac: str | None, address: tuple[str, str] | None = None) -> bool:
+    """INSERT ``row`` (its ``seq`` set from the database); with ``address``
+    (subnet id, address; PostgreSQL) that address of the port in the same
+    statement: whether it went in (False: taken by another port).
 
     The (network, MAC) unique key is the MAC check: a generated MAC that
     clashes is replaced by another and the INSERT tried again, so the common
     case costs no SELECT. A requested MAC that clashes, or a clash that is not
     the MAC's, is ``MacAddressInUse`` as before."""
     for _ in range(ipam.MAC_ATTEMPTS):
-        try:
-            with statement_savepoint(conn):
-                row["seq"] = _INSERT.execute(
-                    conn, **{f"v_{k}": v for k, v in row.items() if k != "seq"}).fetchone()[0]
-                return
-        except sa.exc.IntegrityError:
-            if requested_mac is not None or not ipam.mac_in_use(conn, row["network_id"],
-                                                                row["mac_address"]):
-                raise exc.MacAddressInUse(net_id=row["network_id"],
-                                          mac=requested_mac or row["mac_address"]) from None
+        seq, got = _insert_if_mac_free(conn, row, requested_mac, address)
+        if seq is not None:
+            row["seq"] = seq
+            return got
+        if requested_mac is not None:
+            raise exc.MacAddressInUse(net_id=row["network_id"], mac=requested_mac)
         row["mac_address"] = ipam.generate_mac(base_mac)
     raise exc.NetworkError(reason="Unable to generate a unique mac address")
+
+
+def _insert_if_mac_free(conn: sa.Connection, row: dict[str, Any], requested_mac: str | None,
+                        address: tuple[str, str] | None) -> tuple[int | None, bool]:
+    """The inserted port's ``seq`` (None if its MAC is taken on its network),
+    and whether ``address`` went in with it. Any other clash (the network
+    gone meanwhile) is ``MacAddressInUse``."""
+    values = {f"v_{k}": v for k, v in row.items() if k != "seq"}
+    try:
+        if address is not None:
+            seq, got = _INSERT_WITH_ADDRESS.execute(conn, **values, a_subnet=address[0],
+                                                    a_address=address[1]).fetchone()
+            return (None if seq is None else int(seq)), got is not None
+        if conn.dialect.name == "postgresql":
+            found = _INSERT_IF_MAC_FREE.execute(conn, **values).fetchone()
+            return (None if found is None else int(found[0])), False
+        # SQLite backs out the failed statement alone, the transaction goes on
+        return int(_INSERT.execute(conn, **values).fetchone()[0]), False
+    except sa.exc.IntegrityError:
+        if conn.dialect.name == "postgresql" or requested_mac is not None \
+                or not ipam.mac_in_use(conn, row["network_id"], row["mac_address"]):
+            raise exc.MacAddressInUse(net_id=row["network_id"],
+                                      mac=requested_mac or row["mac_address"]) from None
+        return None, False
+
+
+def _with_first_address(conn: sa.Connection, row: dict[str, Any], base_mac: str,
+                        requested_mac: str | None, subnet: dict[str, Any],
+                        taken: dict[str, int], claims: ipam.Claims) -> list[dict[str, str]] | None:
+    """:func:`_insert_port` with the first address guess on ``subnet`` in the
+    same statement: the port's fixed IPs if it went in, None if it was taken
+    (or the subnet is full: the IPAM's walk or refusal follows)."""
+    address = ipam.first_guess(subnet, taken, claims)
+    if not _insert_port(conn, row, base_mac, requested_mac,
+                        (subnet["id"], address) if address is not None else None):
+        return None
+    assert address is not None
+    ipam.took_guess(conn, subnet, taken)
+    return [{"subnet_id": subnet["id"], "ip_address": address}]
+
+
+def _guessed_subnet(conn: sa.Connection, values: dict[str, Any],
+                    subnets: list[dict[str, Any]] | None, taken: dict[str, int] | None,
+                    claims: ipam.Claims | None) -> dict[str, Any] | None:
+    """PostgreSQL: the one subnet a port without requested fixed IPs gets an
+    address on, if its first guess can go with the port's insert: the
+    subnet's count read already (``taken``), no automatic-address subnet."""
+    if conn.dialect.name != "postgresql" or values.get("fixed_ips") is not None \
+            or not subnets or len(subnets) != 1 or taken is None or claims is None:
+        return None
+    subnet = subnets[0]
+    return subnet if subnet["id"] in taken and not ipam.is_auto_address(subnet) else None
 
 
 def _allocate_fixed_ips(conn: sa.Connection, network: dict[str, Any], port: dict[str, Any],
                         requested: list[dict[str, Any]] | None,
                         nets: list[dict[str, Any]] | None = None,
-                        taken: dict[str, int] | None = None) -> list[dict[str, str]]:
+                        taken: dict[str, int] | None = None,
+                        claims: ipam.Claims | None = None) -> list[dict[str, str]]:
     """The fixed IPs of ``port`` (its row: id and MAC) as allocated
     (``subnet_id``, ``ip_address``), in order: the requested ones, or one of
     the first IPv4 subnet and one of the first IPv6 subnet whose addresses
     are not automatic; then its EUI-64 address on every automatic-address
     (SLAAC, DHCPv6-stateless) subnet not requested already, as Neutron gives
     them. ``nets``: the network's subnets, when the caller read them
-    already; ``taken``: see ``ipam.allocate_ip``."""
+    already; ``taken``, ``claims``: see ``ipam.allocate_ip``."""
     if nets is None:
         nets = subnets_of(conn, [network["id"]])
     by_id = {s["id"]: s for s in nets}
@@ -150,7 +220,8 @@ def _allocate_fixed_ips(conn: sa.Connection, network: dict[str, Any], port: dict
             if not ipam.is_auto_address(subnet):
                 chosen.setdefault(subnet["ip_version"], subnet)
         requested = [{"subnet_id": subnet["id"]} for subnet in chosen.values()]
-    fixed = [_allocate_one(conn, network, port, item, nets, by_id, taken) for item in requested]
+    fixed = [_allocate_one(conn, network, port, item, nets, by_id, taken, claims)
+             for item in requested]
     asked = {ip["subnet_id"] for ip in fixed}
     for subnet in nets:
         if ipam.is_auto_address(subnet) and subnet["id"] not in asked:
@@ -161,8 +232,8 @@ def _allocate_fixed_ips(conn: sa.Connection, network: dict[str, Any], port: dict
 
 def _allocate_one(conn: sa.Connection, network: dict[str, Any], port: dict[str, Any],
                   item: dict[str, Any], nets: list[dict[str, Any]],
-                  by_id: dict[str, dict[str, Any]], taken: dict[str, int] | None
-                  ) -> dict[str, str]:
+                  by_id: dict[str, dict[str, Any]], taken: dict[str, int] | None,
+                  claims: ipam.Claims | None = None) -> dict[str, str]:
     """One requested fixed IP: an address, a subnet, or both."""
     subnet_id, address = item.get("subnet_id"), item.get("ip_address")
     if subnet_id is None and address is not None:
@@ -182,7 +253,7 @@ def _allocate_one(conn: sa.Connection, network: dict[str, Any], port: dict[str, 
         return {"subnet_id": subnet_id, "ip_address": ipam.allocate_eui64(
             conn, subnet, port["id"], port["mac_address"])}
     return {"subnet_id": subnet_id,
-            "ip_address": ipam.allocate_ip(conn, subnet, port["id"], address, taken)}
+            "ip_address": ipam.allocate_ip(conn, subnet, port["id"], address, taken, claims)}
 
 
 def subnet_for_address(nets: list[dict[str, Any]], address: Any) -> str | None:
@@ -212,10 +283,11 @@ def create_port_with_ips(conn: sa.Connection, ctx: RequestContext, values: dict[
                          base_mac: str, default_sg: str | None = None, *, status: str = "DOWN",
                          network: dict[str, Any] | None = None,
                          subnets: list[dict[str, Any]] | None = None,
-                         taken: dict[str, int] | None = None
+                         taken: dict[str, int] | None = None,
+                         claims: ipam.Claims | None = None
                          ) -> tuple[dict[str, Any], list[dict[str, str]]]:
     """:func:`create_port`, and the fixed IPs it allocated (as ``fixed_ips_of``
-    would read them back). ``taken``: see ``ipam.allocate_ip``."""
+    would read them back). ``taken``, ``claims``: see ``ipam.allocate_ip``."""
     if network is None or network["id"] != values["network_id"]:
         network = get_network(conn, ctx, values["network_id"])
     if network["router_external"] and not network["shared"] and not ctx.is_admin \
@@ -247,8 +319,16 @@ def create_port_with_ips(conn: sa.Connection, ctx: RequestContext, values: dict[
            "port_security_enabled": psec,
            "description": values.get("description", ""), "created_at": utcnow(),
            "updated_at": None}
-    _insert_port(conn, row, base_mac, mac)
-    return row, _allocate_fixed_ips(conn, network, row, values.get("fixed_ips"), subnets, taken)
+    subnet = _guessed_subnet(conn, values, subnets, taken, claims)
+    if subnet is not None:
+        assert taken is not None and claims is not None
+        fixed = _with_first_address(conn, row, base_mac, mac, subnet, taken, claims)
+        if fixed is not None:
+            return row, fixed
+    else:
+        _insert_port(conn, row, base_mac, mac)
+    return row, _allocate_fixed_ips(conn, network, row, values.get("fixed_ips"), subnets, taken,
+                                    claims)
 
 
 def update_port(conn: sa.Connection, ctx: RequestContext, port_id: str,

@@ -116,9 +116,32 @@ def ports_over_limit(conn: sa.Connection, settings: Settings, project_id: str,
     return 0 <= limit < used
 
 
+def locked_use_with(column: Any) -> Prepared[Any]:
+    """PostgreSQL: :func:`port_limit_and_locked_use`'s statement with
+    ``column`` a third value (a scalar subquery of a data-modifying CTE: a
+    write that the allocation's last statement carries instead of a statement
+    of its own). For :func:`ports_over_limit_with`; built once."""
+    return Prepared(sa.select(_OWN_PORT_LIMIT, _LOCKED_PORTS.c.ports, column))
+
+
+def ports_over_limit_with(conn: sa.Connection, settings: Settings, project_id: str, added: int,
+                          statement: Prepared[Any], **params: Any) -> tuple[bool, Any]:
+    """PostgreSQL: :func:`ports_over_limit` by ``statement``
+    (:func:`locked_use_with`, run with ``params``), and its third value."""
+    result = statement.execute(conn, **{**params, "w_project": project_id})
+    pending.hot_row_taken(conn)  # a group commit ends its transaction here
+    limit, in_use, value = result.fetchone()
+    return 0 <= _limit(settings, limit) < int(in_use) + added, value
+
+
 def _limit_and_use(settings: Settings, result: Any) -> tuple[int, int]:
     limit, in_use = result.fetchone()
-    return (int(limit) if limit is not None else int(settings.quota_ports)), int(in_use)
+    return _limit(settings, limit), int(in_use)
+
+
+def _limit(settings: Settings, own: Any) -> int:
+    """The project's own port limit (None: none set) or the default."""
+    return int(own) if own is not None else int(settings.quota_ports)
 
 
 def used(conn: sa.Connection, resource: str, project_id: str) -> int:

@@ -272,6 +272,32 @@ _GROUPS_OF_PROJECT = PreparedRead(sa.select(security_groups.c.id, security_group
     security_groups.c.project_id == sa.bindparam("w_project")))
 
 
+# ``resolve(["default"])`` as three columns a boot's first read carries
+# (``auto_allocate.find_auto_network_and_subnets``) instead of a read of its
+# own: whether the project has its default group yet, and its groups named
+# ``default`` (one, unless made behind the API's back).
+_NAMED_DEFAULT = sa.and_(security_groups.c.project_id == sa.bindparam("w_project"),
+                         security_groups.c.name == "default")
+DEFAULT_GROUP_COLUMNS = (
+    sa.exists().where(default_security_groups.c.project_id == sa.bindparam("w_project"))
+    .label("sg_has_default"),
+    sa.select(sa.func.count()).where(_NAMED_DEFAULT).scalar_subquery().label("sg_defaults"),
+    sa.select(sa.func.min(security_groups.c.id)).where(_NAMED_DEFAULT).scalar_subquery()
+    .label("sg_default_id"))
+
+
+def resolved_default(row: dict[str, Any]) -> list[str] | None:
+    """:func:`resolve` of ``["default"]`` from :data:`DEFAULT_GROUP_COLUMNS` of
+    ``row``; None while the project has no default group (``resolve`` makes it)."""
+    if not row["sg_has_default"]:
+        return None
+    if row["sg_defaults"] > 1:
+        raise exc.NoUniqueMatch(name="default")
+    if not row["sg_defaults"]:
+        raise exc.SecurityGroupNotFound(id="default")
+    return [row["sg_default_id"]]
+
+
 def check_groups(conn: sa.Connection, project_id: str, requested: list[str]) -> None:
     """:func:`resolve` without creating anything: whether ``project_id`` has a
     group for each of ``requested`` (``default`` always, it is made on first

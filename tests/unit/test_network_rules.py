@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from cirrus.network import ipam
 from cirrus.network import ports as port_db
 from cirrus.network.backends.noop import NoopBackend
 from cirrus.network.binding import Binder
-from cirrus.network.networks import create_network, create_subnet, subnets_of
+from cirrus.network.networks import create_network, create_subnet, network_by_id, subnets_of
 
 POOLS = [{"start": "10.0.0.2", "end": "10.0.0.4"}, {"start": "10.0.0.6", "end": "10.0.0.7"}]
 
@@ -140,6 +141,36 @@ def test_a_racing_walk_spreads_over_the_first_free_addresses(conn: sa.Connection
         "10.9.0.3"
 
 
+@pytest.mark.parametrize("held, asked, got", [
+    ({}, ("s", 4), 4),  # nothing in flight: the count's guess
+    ({"s": {4}}, ("s", 4), 5),
+    ({"s": {4, 5, 7}}, ("s", 4), 6),
+    ({"s": {4, 5}}, ("s", 6), 6),  # held below the guess: not in its way
+    ({"t": {4}}, ("s", 4), 4),  # another subnet's
+])
+def test_a_claim_skips_the_indices_in_flight(held: dict[str, set[int]], asked: tuple[str, int],
+                                             got: int) -> None:
+    in_flight = ipam.InFlight()
+    for subnet_id, indices in held.items():
+        for index in indices:
+            in_flight.claim(subnet_id, index)
+    claims = ipam.Claims(in_flight)
+    assert claims.claim(*asked) == got
+    assert got in in_flight.held(asked[0])
+    claims.release()
+    assert in_flight.held(asked[0]) == held.get(asked[0], set())
+
+
+def test_a_walk_passes_the_addresses_in_flight(conn: sa.Connection) -> None:
+    """Where the counter cannot guess (a hole), the walk leaves the free
+    addresses another allocation of the process is trying to it."""
+    subnet = _subnet(conn)  # pool 10.9.0.2-10.9.0.6
+    ipam.allocate_ip(conn, subnet, _port(conn, subnet)["id"], address="10.9.0.3")
+    pools = subnet["allocation_pools"]
+    assert ipam._walk(conn, subnet, _port(conn, subnet)["id"], pools, False, {0, 2}) == \
+        "10.9.0.5"
+
+
 def test_generated_macs_keep_the_prefix() -> None:
     macs = {ipam.generate_mac("fa:16:3e:00:00:00") for _ in range(200)}
     assert len(macs) > 190
@@ -231,6 +262,53 @@ def test_resolve_creates_the_default_group_on_first_use_only(conn: sa.Connection
         sg_db.resolve(conn, "p", ["nope"])
 
 
+def _rename_default(conn: sa.Connection, name: str) -> None:
+    from cirrus.network.models import security_groups
+
+    conn.execute(security_groups.update().where(security_groups.c.project_id == "p",
+                                                 security_groups.c.name == "default")
+                 .values(name=name))
+
+
+def _second_default(conn: sa.Connection) -> None:
+    from cirrus.network import security_groups as sg_db
+
+    sg_db.create_group(conn, RequestContext(project_id="p", roles=["admin"]), "default")
+
+
+@pytest.mark.parametrize("change, outcome", [
+    (None, "id"),  # the one default group
+    (_second_default, exc.NoUniqueMatch),  # two named default (not through the API)
+    (lambda conn: _rename_default(conn, "other"), exc.SecurityGroupNotFound),
+])
+def test_the_auto_read_resolves_the_default_group_as_resolve_does(
+        conn: sa.Connection, change: Any, outcome: Any) -> None:
+    """The default group read with the auto network (security_groups.
+    DEFAULT_GROUP_COLUMNS) gives what resolve(["default"]) gives, or its error;
+    before the project has one, nothing (resolve makes it)."""
+    from cirrus.network import security_groups as sg_db
+    from cirrus.network.auto_allocate import (find_auto_network_and_subnets,
+                                              get_or_create_auto_network)
+    from cirrus.network.segments import SegmentConfig
+
+    net = get_or_create_auto_network(conn, SimpleNamespace(auto_allocate_cidr="10.5.0.0/24"), "p",
+                                     SegmentConfig())
+    auto = find_auto_network_and_subnets(conn, "p")
+    assert auto is not None and auto.default_groups is None
+    assert auto.network == network_by_id(conn, net["id"])
+    assert auto.subnets == subnets_of(conn, [net["id"]])
+    expected = sg_db.resolve(conn, "p", ["default"])
+    if change is not None:
+        change(conn)
+    if outcome == "id":
+        assert find_auto_network_and_subnets(conn, "p").default_groups == expected  # type: ignore[union-attr]
+        return
+    with pytest.raises(outcome):
+        sg_db.resolve(conn, "p", ["default"])
+    with pytest.raises(outcome):
+        find_auto_network_and_subnets(conn, "p")
+
+
 def _instance_row(conn: sa.Connection, name: str) -> dict[str, Any]:
     from cirrus.compute.models import instance_info_caches, instances
     from cirrus.db.base import utcnow
@@ -245,13 +323,19 @@ def _instance_row(conn: sa.Connection, name: str) -> dict[str, Any]:
     return {"uuid": uuid_, "project_id": "p", "hostname": name, "availability_zone": "nova"}
 
 
+def _progress() -> Any:
+    from cirrus.network.api import _Progress
+
+    return _Progress(ipam.Claims(ipam.InFlight()))
+
+
 def _traced_allocation(conn: sa.Connection, api: Any, ctx: RequestContext,
                        instance: dict[str, Any]) -> tuple[list[str], Any]:
     statements: list[str] = []
     conn.connection.driver_connection.set_trace_callback(statements.append)  # type: ignore[union-attr]
     try:
         _, info = api._allocate(conn, ctx, instance, [{"network_id": "auto"}], ["default"], "h1",
-                                [], {})
+                                _progress())
     finally:
         conn.connection.driver_connection.set_trace_callback(None)  # type: ignore[union-attr]
     # sqlite3 traces a statement again as each trigger program of it starts
@@ -259,12 +343,13 @@ def _traced_allocation(conn: sa.Connection, api: Any, ctx: RequestContext,
     return [s for i, s in enumerate(statements) if i == 0 or s != statements[i - 1]], info
 
 
-def test_an_auto_allocation_runs_six_statements(conn: sa.Connection, tmp_path: Path) -> None:
-    """Once the project has its network and default group: the network, the
-    groups, the subnets with their counts, the port, its address and the
-    info cache — and the next boot gets the next address — and the read of
-    the project's port limit and counter (one statement; read when the default
-    is unlimited too, since an admin may have set the project's own)."""
+def test_an_auto_allocation_runs_five_statements(conn: sa.Connection, tmp_path: Path) -> None:
+    """Once the project has its network and default group: the network with
+    its subnets, their counts and the default group (one read), the port, its
+    address and the info cache — and the next boot gets the next address —
+    and the read of the project's port limit and counter (one statement; read
+    when the default is unlimited too, since an admin may have set the
+    project's own)."""
     from cirrus.config import Settings
     from cirrus.network.api import API
 
@@ -272,14 +357,14 @@ def test_an_auto_allocation_runs_six_statements(conn: sa.Connection, tmp_path: P
     unlimited = API(Settings(state_dir=tmp_path, quota_ports=-1), None,  # type: ignore[arg-type]
                     Binder(None, NoopBackend()))
     _, first = unlimited._allocate(conn, ctx, _instance_row(conn, "1"), [{"network_id": "auto"}],
-                                   ["default"], "h1", [], {})
+                                   ["default"], "h1", _progress())
     statements, second = _traced_allocation(conn, unlimited, ctx, _instance_row(conn, "2"))
-    assert len(statements) == 7, statements
+    assert len(statements) == 5, statements
     assert [s for s in statements if "FROM network_quotas" in s], statements
     limited = API(Settings(state_dir=tmp_path, quota_ports=10), None,  # type: ignore[arg-type]
                   Binder(None, NoopBackend()))
     counted, third = _traced_allocation(conn, limited, ctx, _instance_row(conn, "3"))
-    assert len(counted) == 7, counted
+    assert len(counted) == 5, counted
     assert [s for s in counted if "FROM port_usages" in s], counted  # one row, any size
     assert [vif["network"]["subnets"][0]["ips"][0]["address"]
             for vif in (first + second + third)] == ["10.0.0.2", "10.0.0.3", "10.0.0.4"]

@@ -21,6 +21,7 @@ from cirrus.db import migrate, pgcommit
 from cirrus.db.engine import make_engine
 from cirrus.db.handoff import Unit
 from cirrus.context import RequestContext
+from cirrus.network import exception as port_exc
 from cirrus.network import ipam
 from cirrus.network import ports as port_db
 from cirrus.network import quotas as port_quotas
@@ -219,3 +220,169 @@ async def test_addresses_in_one_group_commit_count_each_other(engine: sa.Engine)
     assert [value for _, value in outcomes] == [(n, f"10.8.0.{n + 2}") for n in range(4)]
     with engine.connect() as conn:
         assert subnets_to_allocate(conn, net["id"])[1] == {subnet["id"]: 4}
+
+
+# -- a port's MAC and address without savepoints, and guesses in flight --------
+
+def _subnet_of_new_network(engine: sa.Engine, cidr: str) -> dict[str, Any]:
+    with engine.begin() as conn:
+        net = create_network(conn, ADMIN, {"name": "n", "project_id": "p"})
+        create_subnet(conn, ADMIN, {"network_id": net["id"], "cidr": cidr, "ip_version": 4,
+                                    "project_id": "p"})
+        return subnets_of(conn, [net["id"]])[0]
+
+
+def _no_savepoint(*_args: Any) -> None:
+    raise AssertionError("a savepoint on PostgreSQL")
+
+
+def test_a_clashing_mac_is_drawn_again_without_a_savepoint(
+        engine: sa.Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The port insert skips a taken (network, MAC) instead of failing, so the
+    transaction goes on with no savepoint around it: a generated MAC is drawn
+    again, a requested one is MacAddressInUse."""
+    subnet = _subnet_of_new_network(engine, "10.7.0.0/28")
+    values = {"network_id": subnet["network_id"], "fixed_ips": []}
+    with engine.begin() as conn:
+        first = port_db.create_port(conn, ADMIN, values, "fa:16:3e:00:00:00")
+    macs = iter([first["mac_address"], "fa:16:3e:aa:bb:cd"])
+    monkeypatch.setattr(ipam, "generate_mac", lambda _base: next(macs))
+    monkeypatch.setattr(sa.Connection, "begin_nested", _no_savepoint)
+    with engine.begin() as conn:
+        second = port_db.create_port(conn, ADMIN, values, "fa:16:3e:00:00:00")
+        assert second["mac_address"] == "fa:16:3e:aa:bb:cd"
+        assert second["seq"] == first["seq"] + 1
+    with engine.begin() as conn, pytest.raises(port_exc.MacAddressInUse):
+        port_db.create_port(conn, ADMIN, {**values, "mac_address": first["mac_address"]},
+                            "fa:16:3e:00:00:00")
+
+
+def _allocate_claimed(conn: sa.Connection, subnet: dict[str, Any], claims: ipam.Claims) -> str:
+    taken = subnets_to_allocate(conn, subnet["network_id"])[1]
+    port = port_db.create_port(conn, ADMIN, {"network_id": subnet["network_id"],
+                                             "fixed_ips": []}, "fa:16:3e:00:00:00")
+    return ipam.allocate_ip(conn, subnet, port["id"], taken=taken, claims=claims)
+
+
+@pytest.mark.parametrize("shared, second", [(True, "10.6.0.3"), (False, None)])
+def test_allocations_in_flight_in_one_process_guess_past_each_other(
+        engine: sa.Engine, shared: bool, second: str | None) -> None:
+    """Two transactions of one process read the same count: the second skips
+    the address the first holds uncommitted instead of waiting for its COMMIT
+    to lose it (without a shared InFlight it waits: lock_timeout). Released
+    once the transactions end, the next one alone guesses from the counter."""
+    subnet = _subnet_of_new_network(engine, "10.6.0.0/28")
+    in_flight = ipam.InFlight()
+    first_claims = ipam.Claims(in_flight)
+    with engine.connect() as first:
+        first.begin()
+        assert _allocate_claimed(first, subnet, first_claims) == "10.6.0.2"
+        other = ipam.Claims(in_flight if shared else ipam.InFlight())
+        with engine.connect() as conn, conn.begin():
+            conn.execute(sa.text("SET LOCAL lock_timeout = '300ms'"))
+            if second is None:
+                with pytest.raises(sa.exc.OperationalError, match="lock timeout"):
+                    _allocate_claimed(conn, subnet, other)
+            else:
+                assert _allocate_claimed(conn, subnet, other) == second
+        other.release()
+        first.commit()
+    first_claims.release()
+    assert in_flight.held(subnet["id"]) == set()
+    with engine.begin() as conn:
+        expected = "10.6.0.4" if shared else "10.6.0.3"
+        assert _allocate_claimed(conn, subnet, ipam.Claims(in_flight)) == expected
+
+
+def _auto_allocation(conn: sa.Connection, uuid_: str, limit: int) -> Any:
+    """An ``auto`` allocation for instance ``uuid_`` of project ``auto``, as a
+    compute runs it (its unit of work), at a port limit of ``limit``."""
+    from cirrus.config import Settings
+    from cirrus.network.api import API, _Progress
+    from cirrus.network.backends.noop import NoopBackend
+    from cirrus.network.binding import Binder
+
+    api = API(Settings(quota_ports=limit), None, Binder(None, NoopBackend()))  # type: ignore[arg-type]
+    ctx = RequestContext(project_id="auto", user_id="u", roles=["member"])
+    instance = {"uuid": uuid_, "project_id": "auto", "hostname": uuid_,
+                "availability_zone": "nova"}
+    return api._allocate(conn, ctx, instance, [{"network_id": "auto"}], ["default"], "h1",
+                         _Progress(ipam.Claims(ipam.InFlight())))[1]
+
+
+def _cached(engine: sa.Engine, uuid_: str) -> list[dict[str, Any]]:
+    with engine.connect() as conn:
+        return list(conn.execute(sa.text("SELECT network_info FROM instance_info_caches "
+                                         "WHERE instance_uuid = :u"), {"u": uuid_}).scalar_one())
+
+
+def _new_instance(engine: sa.Engine, uuid_: str) -> None:
+    from cirrus.compute.models import instance_info_caches
+    from cirrus.db.base import utcnow
+
+    with engine.begin() as conn:
+        insert_instance(conn, uuid_, project="auto")
+        conn.execute(instance_info_caches.insert().values(instance_uuid=uuid_, network_info=[],
+                                                          created_at=utcnow()))
+
+
+def test_the_port_recheck_stores_the_info_cache_it_carries(engine: sa.Engine) -> None:
+    """PostgreSQL: the allocation's last statement rechecks the port quota and
+    stores the info cache; past the limit it refuses (and the caller's
+    rollback leaves nothing); an instance with another port already gets
+    the general build, both ports listed."""
+    from cirrus.network.auto_allocate import get_or_create_auto_network
+    from cirrus.network.segments import SegmentConfig
+
+    with engine.begin() as conn:
+        get_or_create_auto_network(conn, SimpleNamespace(auto_allocate_cidr="10.4.0.0/24"),
+                                   "auto", SegmentConfig())
+    for name in ("auto-1", "auto-2", "auto-3"):
+        _new_instance(engine, name)
+    with engine.begin() as conn:
+        info = _auto_allocation(conn, "auto-1", 2)
+    assert [vif["network"]["subnets"][0]["ips"][0]["address"] for vif in info] == ["10.4.0.2"]
+    assert _cached(engine, "auto-1") == list(info)
+    with engine.begin() as conn:  # a second port of auto-1: not the only one, the general build
+        both = _auto_allocation(conn, "auto-1", 2)
+    assert len(both) == 2 and _cached(engine, "auto-1") == list(both)
+    with pytest.raises(port_exc.PortLimitExceeded), engine.begin() as conn:
+        _auto_allocation(conn, "auto-2", 2)
+    assert _cached(engine, "auto-2") == []
+    with engine.begin() as conn:  # within a higher limit: stored
+        info = _auto_allocation(conn, "auto-3", 3)
+    assert _cached(engine, "auto-3") == list(info) and len(info) == 1
+
+
+def _create_guessing(conn: sa.Connection, subnet: dict[str, Any], taken: dict[str, int],
+                     in_flight: ipam.InFlight) -> tuple[dict[str, Any], list[dict[str, str]]]:
+    """A compute's port: its subnet and count read already, its guesses held."""
+    return port_db.create_port_with_ips(
+        conn, ADMIN, {"network_id": subnet["network_id"]}, "fa:16:3e:00:00:00",
+        subnets=[subnet], taken=taken, claims=ipam.Claims(in_flight))
+
+
+def test_a_port_and_its_first_address_go_in_one_statement(
+        engine: sa.Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The port and the count's address in one statement: a taken MAC sends
+    both again with another MAC; a taken address leaves the port in and the
+    IPAM goes on past it; no savepoint either way."""
+    subnet = _subnet_of_new_network(engine, "10.3.0.0/28")
+    in_flight = ipam.InFlight()
+    with engine.begin() as conn:
+        first, fixed = _create_guessing(conn, subnet, {subnet["id"]: 0}, in_flight)
+    assert [ip["ip_address"] for ip in fixed] == ["10.3.0.2"]
+    macs = iter([first["mac_address"], "fa:16:3e:aa:bb:ce", "fa:16:3e:aa:bb:cf"])
+    monkeypatch.setattr(ipam, "generate_mac", lambda _base: next(macs))
+    monkeypatch.setattr(sa.Connection, "begin_nested", _no_savepoint)
+    with engine.begin() as conn:
+        taken = {subnet["id"]: 1}
+        second, fixed = _create_guessing(conn, subnet, taken, in_flight)
+        assert second["mac_address"] == "fa:16:3e:aa:bb:ce" and taken == {subnet["id"]: 2}
+    assert [ip["ip_address"] for ip in fixed] == ["10.3.0.3"]
+    other = ipam.InFlight()  # another process's, with a stale count
+    with engine.begin() as conn:  # its guesses (.2, then .3) are taken: .4, counted again
+        third, fixed = _create_guessing(conn, subnet, {subnet["id"]: 0}, other)
+        assert [ip["ip_address"] for ip in fixed] == ["10.3.0.4"]
+        assert port_db.fixed_ips_of(conn, [third["id"]])[third["id"]] == fixed
+    assert in_flight.held(subnet["id"]) == {0, 1} and other.held(subnet["id"]) == {0, 1, 2}
