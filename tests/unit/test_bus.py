@@ -180,8 +180,9 @@ async def amqp() -> Any:
 
 
 async def _drop(transport: Any) -> None:
-    """Cut the connection under the transport, as a broker restart would."""
-    await transport._conn.transport.connection.close(ConnectionError("test: dropped"))
+    """Cut the connection under the transport, as a broker restart would: the
+    socket goes, and the client learns it from the socket."""
+    transport._conn.transport.abort()
 
 
 async def _until(predicate: Any, timeout: float = 20) -> None:
