@@ -198,7 +198,8 @@ class _Reader:
         return self.raw(self.fixed(_U32))
 
     def table(self) -> dict[str, Any]:
-        end = self.pos + self.fixed(_U32)
+        size = self.fixed(_U32)
+        end = self.pos + size
         table = {}
         while self.pos < end:
             key = self.shortstr()
@@ -212,7 +213,8 @@ class _Reader:
         if tag == b"F":
             return self.table()
         if tag == b"A":
-            end = self.pos + self.fixed(_U32)
+            size = self.fixed(_U32)
+            end = self.pos + size
             items = []
             while self.pos < end:
                 items.append(self.value())
