@@ -4,14 +4,13 @@ from __future__ import annotations
 from cirrus.rpc.client import RPCClient, RPCDispatcher
 from cirrus.rpc.transport import ConnectionLost, MessagingTimeout, RemoteError, Transport
 
-TRANSPORTS = ("inprocess", "local", "amqp", "amqp+aiopika")
+TRANSPORTS = ("inprocess", "local", "amqp")
 
 
 def get_transport(url: str, hub: bool = False) -> Transport:
     """A transport for ``url``: ``inprocess://``, ``local:///path/of/socket``
     (the processes of one ``cirrus up``; ``hub`` for the one that serves the
-    socket) or ``amqp://…`` (``amqp+aiopika://…``: the same on aio-pika, the
-    client before cirrus had its own)."""
+    socket) or ``amqp://…`` (RabbitMQ)."""
     scheme = url.split("://", 1)[0]
     if scheme == "local":
         from cirrus.rpc.local import LocalTransport
@@ -28,10 +27,6 @@ def get_transport(url: str, hub: bool = False) -> Transport:
         from cirrus.rpc.amqp import AMQPTransport
 
         return AMQPTransport(url)
-    if scheme == "amqp+aiopika":
-        from cirrus.rpc.amqp.aiopika import AMQPTransport as AioPikaTransport
-
-        return AioPikaTransport("amqp://" + url.split("://", 1)[1])
     raise ValueError(f"unknown transport_url scheme {scheme!r}; expected one of {TRANSPORTS}")
 
 
