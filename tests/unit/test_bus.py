@@ -200,6 +200,16 @@ async def test_amqp_cast_waits_for_the_reconnect(amqp: Any) -> None:
     await _until(lambda: gate.seen == [1])
 
 
+async def test_amqp_call_waits_for_the_reconnect_and_gets_its_reply(amqp: Any) -> None:
+    """A call published after a reconnect names the new connection's reply queue
+    (each connection has its own), so its reply finds it."""
+    caller, _, topic, gate = amqp
+    await _drop(caller)
+    client = RPCClient(caller, topic, timeout=20).prepare(server="s")
+    assert await client.call(RequestContext(), "record", value=1) is None
+    assert gate.seen == [1]
+
+
 async def test_amqp_call_fails_fast_when_the_connection_drops(amqp: Any) -> None:
     """A call in flight when the connection goes says so at once — no reply can
     come any more — instead of waiting out its timeout."""

@@ -54,14 +54,20 @@ LOST = (ConnectionError, OSError, TimeoutError)
 
 @dataclass
 class _Queue:
-    """A queue as declared, to declare again on a new connection."""
+    """A queue as declared, to declare again on a new connection.
 
-    name: str
+    A durable queue is shared and keeps its name. Any other (a reply or a
+    fan-out queue) is exclusive to its connection and named anew on each: the
+    broker may not yet have noticed that the connection we gave up on (missed
+    heartbeats) is dead, and would refuse the old name as locked by it."""
+
+    base: str
     durable: bool
     bindings: list[tuple[str, str]] = field(default_factory=list)  # (exchange, key)
+    name: str = ""  # on the current connection
 
-    async def declare(self, channel: Channel) -> None:
-        # Ours alone (a reply or fan-out queue) unless shared and durable.
+    async def declare(self, channel: Channel, serial: int) -> None:
+        self.name = self.base if self.durable else f"{self.base}.{serial}"
         await channel.queue_declare(self.name, durable=self.durable,
                                     exclusive=not self.durable, auto_delete=not self.durable)
         for exchange, key in self.bindings:
@@ -80,8 +86,9 @@ class AMQPTransport(Transport):
         self._ready = asyncio.Event()  # set while connected with everything declared
         self._exchanges: dict[str, str] = {EXCHANGE: "direct"}  # name → type
         self._queues: list[_Queue] = []
-        self._consumers: list[tuple[str, Callable[[Delivery], None]]] = []  # (queue, callback)
-        self._reply_queue = f"reply.{uuid.uuid4().hex}"
+        self._consumers: list[tuple[_Queue, Callable[[Delivery], None]]] = []
+        self._reply_queue = _Queue(f"reply.{uuid.uuid4().hex}", durable=False)
+        self._serial = 0  # connections opened
         self._replies: dict[str, asyncio.Future[Any]] = {}
         self._sent: set[str] = set()  # calls published, awaiting their reply
         self._ids = itertools.count(1)
@@ -96,7 +103,7 @@ class AMQPTransport(Transport):
     # -- life cycle ----------------------------------------------------------------
     async def start(self) -> None:
         """Connect and declare; OSError or ConnectionError if the broker cannot be reached."""
-        self._queues.append(_Queue(self._reply_queue, durable=False))
+        self._queues.append(self._reply_queue)
         self._consumers.append((self._reply_queue, self._on_reply))
         await self._connect()
         self._started = True
@@ -117,6 +124,7 @@ class AMQPTransport(Transport):
     async def _connect(self) -> None:
         conn = await Connection.open(self.params, self._on_lost)
         self._conn = conn
+        self._serial += 1
         try:
             self._channel = await conn.channel(1)
             await self._channel.confirm_select()
@@ -125,9 +133,10 @@ class AMQPTransport(Transport):
             for name, kind in list(self._exchanges.items()):
                 await self._channel.exchange_declare(name, kind, durable=True)
             for queue in list(self._queues):
-                await queue.declare(self._channel)
-            for name, callback in list(self._consumers):
-                await self._channel.consume(name, callback, no_ack=callback == self._on_reply)
+                await queue.declare(self._channel, self._serial)
+            for queue, callback in list(self._consumers):
+                await self._channel.consume(queue.name, callback,
+                                            no_ack=callback == self._on_reply)
         except BaseException:
             conn.abort()
             raise
@@ -195,14 +204,14 @@ class AMQPTransport(Transport):
         self._exchanges[exchange] = kind
         self._queues.extend(queues)
         if consumer is not None:
-            self._consumers.extend((queue.name, consumer) for queue in queues)
+            self._consumers.extend((queue, consumer) for queue in queues)
         channel = self._channel
         assert channel is not None, "started: the channel exists"
         try:
             if new_exchange:
                 await channel.exchange_declare(exchange, kind, durable=True)
             for queue in queues:
-                await queue.declare(channel)
+                await queue.declare(channel, self._serial)
             if consumer is not None:
                 for queue in queues:
                     await channel.consume(queue.name, consumer)
@@ -264,10 +273,12 @@ class AMQPTransport(Transport):
                 fut.set_exception(MessagingTimeout(f"malformed reply: {exc}"))
 
     # -- publishing ------------------------------------------------------------------
-    async def _publish(self, exchange: str, key: str, body: bytes, props: bytes,
-                       deadline: float, method: Any) -> None:
+    async def _publish(self, exchange: str, key: str, body: bytes,
+                       props: bytes | Callable[[], bytes], deadline: float, method: Any) -> None:
         """Publish and wait for the broker's confirm; across a lost connection,
-        wait for the reconnect and publish again until ``deadline``."""
+        wait for the reconnect and publish again until ``deadline``. ``props``
+        may be a function, for properties that name the current connection's
+        reply queue."""
         loop = asyncio.get_running_loop()
         while True:
             try:
@@ -282,7 +293,8 @@ class AMQPTransport(Transport):
                         raise ConnectionClosed("not connected")
                     if not conn.unblocked.is_set():  # the broker is out of memory or disk
                         await conn.unblocked.wait()
-                    confirm = channel.publish(exchange, key, props, body)
+                    confirm = channel.publish(exchange, key,
+                                              props() if callable(props) else props, body)
                     assert confirm is not None, "the publishing channel confirms"
                     await confirm
                 return
@@ -304,9 +316,12 @@ class AMQPTransport(Transport):
         deadline = self._deadline(timeout)
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._replies[corr] = fut
-        props = wire.Properties(content_type=JSON, correlation_id=corr,
-                                reply_to=self._reply_queue,
-                                expiration=str(int(timeout * 1000))).encode()
+        expiration = str(int(timeout * 1000))
+
+        def props() -> bytes:
+            return wire.Properties(content_type=JSON, correlation_id=corr,
+                                   reply_to=self._reply_queue.name,
+                                   expiration=expiration).encode()
         try:
             await self._publish(EXCHANGE, key, body, props, deadline, message.get("method"))
             # From here on a lost connection means the reply is lost too.
