@@ -279,6 +279,28 @@ async def test_amqp_stop_cancels_the_handlers_still_running(amqp: Any) -> None:
     assert len(server._tasks) == 0 and gate.seen == ["x"]
 
 
+async def test_amqp_stop_ends_the_reconnecting_and_the_publishes_waiting_for_it(
+        amqp: Any) -> None:
+    """With the broker out of reach, a cast waits for the reconnect; stop() ends
+    both at once (the cast with MessagingTimeout), not at the cast's deadline."""
+    import dataclasses
+    import socket
+
+    caller, _, topic, _ = amqp
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        caller.params = dataclasses.replace(caller.params, port=unused.getsockname()[1])
+    await _drop(caller)
+    cast = asyncio.ensure_future(
+        RPCClient(caller, topic).prepare(server="s").cast(RequestContext(), "record", value=1))
+    await asyncio.sleep(0.5)  # a few failed attempts
+    assert not cast.done()
+    await asyncio.wait_for(caller.stop(), 5)
+    with pytest.raises(MessagingTimeout):
+        await asyncio.wait_for(cast, 5)
+    assert caller._reconnecting.done()
+
+
 def test_the_wire_format_carries_what_json_carries_and_refuses_what_it_refuses() -> None:
     import datetime
     import json

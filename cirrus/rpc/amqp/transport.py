@@ -115,6 +115,7 @@ class AMQPTransport(Transport):
                 fut.set_exception(MessagingTimeout("transport stopped"))
         if self._reconnecting is not None:
             self._reconnecting.cancel()
+            await asyncio.gather(self._reconnecting, return_exceptions=True)
         # Deliveries cut short are not acked: the broker hands them out again.
         await self._tasks.stop()
         if self._conn is not None:
