@@ -256,7 +256,7 @@ async def test_amqp_a_server_answers_calls_again_after_its_connection_drops(amqp
 
 async def test_amqp_a_handler_outlives_its_connection(amqp: Any) -> None:
     """A lost connection must not cut short the handler of a delivery in flight
-    (aiormq cancels its own per-delivery tasks with the channel): work between
+    (aio-pika's client cancelled its per-delivery tasks with the channel): work between
     two steps — a host recorded, its build not yet cast — would be left half
     done, and the redelivery would see it as done. Only the ack is dropped."""
     caller, server, topic, gate = amqp

@@ -20,7 +20,7 @@ import asyncio
 import logging
 import urllib.parse
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from cirrus.rpc.amqp import wire
 
@@ -62,8 +62,7 @@ class Params:
                    heartbeat=int(query.get("heartbeat", ["60"])[0]))
 
 
-@dataclass(frozen=True, slots=True)
-class Delivery:
+class Delivery(NamedTuple):
     """A message the broker delivered to one of our consumers."""
 
     channel: "Channel"

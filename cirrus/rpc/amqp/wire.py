@@ -17,8 +17,7 @@ hot path — ``basic.publish`` out, ``basic.deliver`` in, ``basic.ack`` both way
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
-from typing import Any, Callable, Iterator, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 PROTOCOL_HEADER = b"AMQP\x00\x00\x09\x01"
 FRAME_METHOD, FRAME_HEADER, FRAME_BODY, FRAME_HEARTBEAT = 1, 2, 3, 8
@@ -312,10 +311,9 @@ def decode_method(payload: bytes | memoryview) -> tuple[str, Arguments]:
 
 
 # -- content: properties, header, body -----------------------------------------------
-@dataclass(frozen=True)
-class Properties:
+class Properties(NamedTuple):
     """A message's basic properties (those cirrus reads or writes; the others
-    are read past)."""
+    are read past). A named tuple: one is made per message received."""
 
     content_type: str | None = None
     delivery_mode: int | None = None
@@ -344,7 +342,7 @@ _PROPERTIES = tuple((name, kind, 1 << (15 - i)) for i, (name, kind) in enumerate
     ("reply_to", "shortstr"), ("expiration", "shortstr"), ("message_id", "shortstr"),
     ("timestamp", "longlong"), ("type", "shortstr"), ("user_id", "shortstr"),
     ("app_id", "shortstr"), ("cluster_id", "shortstr"))))
-_KEPT = frozenset(Properties.__dataclass_fields__)
+_KEPT = frozenset(Properties._fields)
 
 
 def decode_properties(data: bytes | memoryview, pos: int = 0) -> Properties:
@@ -444,24 +442,23 @@ class FrameReader:
     """Splits the bytes a connection receives into frames, however the reads cut them."""
 
     def __init__(self) -> None:
-        self._buffer = bytearray()
+        self._partial = b""  # the start of a frame whose end is still to come
 
-    def feed(self, data: bytes) -> Iterator[tuple[int, int, bytes]]:
+    def feed(self, data: bytes) -> list[tuple[int, int, bytes]]:
         """Each whole frame in what was received so far, as (type, channel, payload);
         a partial frame stays for the next read. FrameError for a bad end octet."""
-        buffer = self._buffer
-        buffer += data
-        start = 0
-        size_of = len(buffer)
-        try:
-            while size_of - start >= 8:
-                kind, channel, size = _HEAD.unpack_from(buffer, start)
-                end = start + 7 + size
-                if end >= size_of:
-                    break
-                if buffer[end] != FRAME_END:
-                    raise FrameError(f"frame end octet {buffer[end]:#x}, not 0xce")
-                yield kind, channel, bytes(buffer[start + 7:end])
-                start = end + 1
-        finally:
-            del buffer[:start]
+        if self._partial:
+            data = self._partial + data
+        frames = []
+        start, size_of = 0, len(data)
+        while size_of - start >= 8:
+            kind, channel, size = _HEAD.unpack_from(data, start)
+            end = start + 7 + size
+            if end >= size_of:
+                break
+            if data[end] != FRAME_END:
+                raise FrameError(f"frame end octet {data[end]:#x}, not 0xce")
+            frames.append((kind, channel, data[start + 7:end]))
+            start = end + 1
+        self._partial = data[start:] if start < size_of else b""
+        return frames
