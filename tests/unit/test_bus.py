@@ -301,6 +301,21 @@ async def test_amqp_stop_ends_the_reconnecting_and_the_publishes_waiting_for_it(
     assert caller._reconnecting.done()
 
 
+async def test_amqp_a_delivery_arriving_while_stopping_is_left_unacked(amqp: Any) -> None:
+    """Once stop() has cancelled the handlers, a prefetched delivery that still
+    arrives starts none (it would outlive the transport): the broker hands it
+    out again when the connection closes."""
+    from cirrus.rpc.amqp import wire
+    from cirrus.rpc.amqp.connection import Delivery
+
+    _, server, topic, _ = amqp
+    on_delivery = next(cb for q, cb in server._consumers if q.base == f"{topic}.s")
+    server._stopping = True
+    on_delivery(Delivery(server._channel, 1, False, "cirrus", f"{topic}.s", wire.Properties(),
+                         b'{"method": "record"}'))
+    assert len(server._tasks) == 0
+
+
 def test_the_wire_format_carries_what_json_carries_and_refuses_what_it_refuses() -> None:
     import datetime
     import json

@@ -184,6 +184,8 @@ class AMQPTransport(Transport):
     # -- consuming ---------------------------------------------------------------------
     async def listen(self, topic: str, server: str | None, handler: Handler) -> None:
         def on_delivery(delivery: Delivery) -> None:
+            if self._stopping:  # left unacked: the broker hands it to another
+                return
             # A task of ours, so one slow handler blocks no other and the
             # handler outlives the connection it came on.
             self._tasks.spawn(self._handle(delivery, handler), name=f"amqp:{delivery.routing_key}")
