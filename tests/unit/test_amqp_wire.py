@@ -15,8 +15,8 @@ from pamqp import commands as c  # noqa: E402
 from pamqp import frame as pf  # noqa: E402
 from pamqp import header as ph  # noqa: E402
 
-SERVER_PROPS = {"product": "RabbitMQ", "capabilities": {"publisher_confirms": True,
-                                                        "basic.nack": True}}
+SERVER_PROPS: dict[str, Any] = {
+    "product": "RabbitMQ", "capabilities": {"publisher_confirms": True, "basic.nack": True}}
 
 # (method, its fields as cirrus writes them, the same as pamqp builds it)
 METHODS: list[tuple[str, dict[str, Any], Callable[[], Any]]] = [
@@ -148,7 +148,7 @@ def test_field_tables_read_the_tags_rabbitmq_writes() -> None:
     import decimal
 
     when = datetime.datetime(2026, 11, 26, tzinfo=datetime.timezone.utc)
-    table = {"b": 1, "s": 300, "l": 2 ** 40, "dec": decimal.Decimal("1.25"), "ts": when,
+    table: dict[str, Any] = {"b": 1, "s": 300, "l": 2 ** 40, "dec": decimal.Decimal("1.25"), "ts": when,
              "arr": [1, 2]}
     payload = pf.marshal(c.Queue.Declare(queue="q", arguments=table), 0)[7:-1]
     got = wire.decode_method(payload)[1]["arguments"]
