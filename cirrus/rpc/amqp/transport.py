@@ -75,6 +75,8 @@ class _Queue:
 
 
 class AMQPTransport(Transport):
+    """The bus on RabbitMQ at ``url`` (``amqp://user:password@host:port/vhost``)."""
+
     def __init__(self, url: str, prefetch: int = 64, publish_timeout: float = 60.0) -> None:
         self.url = url
         self.params = Params.from_url(url)
