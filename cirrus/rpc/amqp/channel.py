@@ -126,10 +126,6 @@ class Channel:
         self.conn.send(wire.method_frame(self.number, "basic.reject", delivery_tag=delivery_tag,
                                          requeue=requeue))
 
-    @property
-    def is_open(self) -> bool:
-        return not self.conn.is_closed
-
     # -- frames in -----------------------------------------------------------------------
     def on_method(self, payload: bytes) -> None:
         ids = payload[:4]
