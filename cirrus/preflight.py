@@ -3,12 +3,11 @@
 A taken port, a state dir it cannot write, a database or a bus it cannot reach:
 each is an error the operator fixes in a moment, given its cause. Without these
 checks they surfaced as tracebacks from deep in uvicorn, SQLAlchemy or
-aio-pika. Each check raises a :class:`StartupError`; ``cirrus.cli.main`` prints
+the AMQP client. Each check raises a :class:`StartupError`; ``cirrus.cli.main`` prints
 its message and exits with status 1.
 """
 from __future__ import annotations
 
-import logging
 import socket
 import tempfile
 import urllib.parse
@@ -109,19 +108,8 @@ def database_step(url: str, fn: Callable[..., T], *args: Any) -> T:
 
 async def transport_step(url: str, start: Callable[[], Awaitable[None]]) -> None:
     """``await start()``, its failure to reach the bus a :class:`TransportUnreachable`."""
-    # aiormq logs each failed attempt as an ERROR of its own; the one line
-    # below says it, so it is kept off the console (and the log) meanwhile.
-    quiet = logging.getLogger("aiormq.connection")
-    level = quiet.level
-    quiet.setLevel(logging.CRITICAL)
     try:
         await start()
-    except (OSError, ConnectionError) as error:
+    except (OSError, ConnectionError) as error:  # refused, timed out, login refused
         raise TransportUnreachable(url=hide_password(url), reason=_reason(error)) from error
-    except Exception as error:  # noqa: BLE001 - aio-pika's own errors are not OSErrors
-        if type(error).__module__.split(".")[0] not in ("aiormq", "aio_pika", "pamqp"):
-            raise
-        raise TransportUnreachable(url=hide_password(url), reason=_reason(error)) from error
-    finally:
-        quiet.setLevel(level)
 

@@ -10,7 +10,7 @@ TRANSPORTS = ("inprocess", "local", "amqp")
 def get_transport(url: str, hub: bool = False) -> Transport:
     """A transport for ``url``: ``inprocess://``, ``local:///path/of/socket``
     (the processes of one ``cirrus up``; ``hub`` for the one that serves the
-    socket) or ``amqp://…``."""
+    socket) or ``amqp://…`` (RabbitMQ)."""
     scheme = url.split("://", 1)[0]
     if scheme == "local":
         from cirrus.rpc.local import LocalTransport

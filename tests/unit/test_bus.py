@@ -180,8 +180,9 @@ async def amqp() -> Any:
 
 
 async def _drop(transport: Any) -> None:
-    """Cut the connection under the transport, as a broker restart would."""
-    await transport._conn.transport.connection.close(ConnectionError("test: dropped"))
+    """Cut the connection under the transport, as a broker restart would: the
+    socket goes, and the client learns it from the socket."""
+    transport._conn.transport.abort()
 
 
 async def _until(predicate: Any, timeout: float = 20) -> None:
@@ -197,6 +198,16 @@ async def test_amqp_cast_waits_for_the_reconnect(amqp: Any) -> None:
     await _drop(caller)
     await RPCClient(caller, topic).prepare(server="s").cast(RequestContext(), "record", value=1)
     await _until(lambda: gate.seen == [1])
+
+
+async def test_amqp_call_waits_for_the_reconnect_and_gets_its_reply(amqp: Any) -> None:
+    """A call published after a reconnect names the new connection's reply queue
+    (each connection has its own), so its reply finds it."""
+    caller, _, topic, gate = amqp
+    await _drop(caller)
+    client = RPCClient(caller, topic, timeout=20).prepare(server="s")
+    assert await client.call(RequestContext(), "record", value=1) is None
+    assert gate.seen == [1]
 
 
 async def test_amqp_call_fails_fast_when_the_connection_drops(amqp: Any) -> None:
@@ -245,7 +256,7 @@ async def test_amqp_a_server_answers_calls_again_after_its_connection_drops(amqp
 
 async def test_amqp_a_handler_outlives_its_connection(amqp: Any) -> None:
     """A lost connection must not cut short the handler of a delivery in flight
-    (aiormq cancels its own per-delivery tasks with the channel): work between
+    (aio-pika's client cancelled its per-delivery tasks with the channel): work between
     two steps — a host recorded, its build not yet cast — would be left half
     done, and the redelivery would see it as done. Only the ack is dropped."""
     caller, server, topic, gate = amqp
@@ -266,6 +277,43 @@ async def test_amqp_stop_cancels_the_handlers_still_running(amqp: Any) -> None:
     assert len(server._tasks) == 1
     await asyncio.wait_for(server.stop(), 10)
     assert len(server._tasks) == 0 and gate.seen == ["x"]
+
+
+async def test_amqp_stop_ends_the_reconnecting_and_the_publishes_waiting_for_it(
+        amqp: Any) -> None:
+    """With the broker out of reach, a cast waits for the reconnect; stop() ends
+    both at once (the cast with MessagingTimeout), not at the cast's deadline."""
+    import dataclasses
+    import socket
+
+    caller, _, topic, _ = amqp
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        caller.params = dataclasses.replace(caller.params, port=unused.getsockname()[1])
+    await _drop(caller)
+    cast = asyncio.ensure_future(
+        RPCClient(caller, topic).prepare(server="s").cast(RequestContext(), "record", value=1))
+    await asyncio.sleep(0.5)  # a few failed attempts
+    assert not cast.done()
+    await asyncio.wait_for(caller.stop(), 5)
+    with pytest.raises(MessagingTimeout):
+        await asyncio.wait_for(cast, 5)
+    assert caller._reconnecting.done()
+
+
+async def test_amqp_a_delivery_arriving_while_stopping_is_left_unacked(amqp: Any) -> None:
+    """Once stop() has cancelled the handlers, a prefetched delivery that still
+    arrives starts none (it would outlive the transport): the broker hands it
+    out again when the connection closes."""
+    from cirrus.rpc.amqp import wire
+    from cirrus.rpc.amqp.connection import Delivery
+
+    _, server, topic, _ = amqp
+    on_delivery = next(cb for q, cb in server._consumers if q.base == f"{topic}.s")
+    server._stopping = True
+    on_delivery(Delivery(server._channel, 1, False, "cirrus", f"{topic}.s", wire.Properties(),
+                         b'{"method": "record"}'))
+    assert len(server._tasks) == 0
 
 
 def test_the_wire_format_carries_what_json_carries_and_refuses_what_it_refuses() -> None:

@@ -247,16 +247,18 @@ def test_reconnects_are_counted_where_a_transport_reports_them(metrics: Metrics)
 
 
 def test_the_amqp_transport_reports_a_reconnect_once_per_loss() -> None:
-    pytest.importorskip("aio_pika")
     from cirrus.rpc.amqp import AMQPTransport
+    from cirrus.rpc.amqp.connection import Connection
 
     transport = AMQPTransport("amqp://guest:guest@127.0.0.1:1/")
     seen: list[int] = []
     transport.reconnect_hooks.append(lambda: seen.append(1))
-    transport._connected = True
-    transport._on_lost(None, ConnectionError("dropped"))
-    transport._on_reconnect(None)  # the connection's callback
-    transport._on_reconnect(None)  # and the channel's, for the same loss
+    transport._restored()  # the first connection: not a reconnect
+    lost = transport._conn = object.__new__(Connection)
+    transport._on_lost(lost, ConnectionError("dropped"))
+    transport._on_lost(lost, ConnectionError("dropped"))  # told twice of one loss
+    transport._started = True
+    transport._restored()
     assert seen == [1]
 
 
