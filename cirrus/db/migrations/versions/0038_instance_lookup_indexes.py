@@ -1,0 +1,67 @@
+"""instance lookup indexes: a guarded save reads one row, whatever the statistics
+
+Every state change of an instance is a guarded ``UPDATE … WHERE uuid = :u AND
+deleted IS false AND task_state IN (…) [AND vm_state IN (…)] [AND host …]``
+(``compute/instance.py``). PostgreSQL planned some of them on another index
+than the uuid's: when its statistics say a condition matches no row — all rows
+``deleted`` (a cloud's history, or a table analysed between a benchmark's
+runs), no instance yet ``building``, every ``host`` still NULL (a fresh
+table's first autoanalyze) — an index on ``deleted``, on ``(vm_state,
+task_state, deleted)`` or on ``host`` is estimated at one row, as the uuid's
+is, and is a little cheaper. The save then reads every live, building or
+same-host instance to find its one: in the boot benchmark 83 buffers for the
+compute's first save instead of ~25, 258 index entries read per scan of
+``ix_instances_host``; on a copy of the benchmark's table with its
+statistics taken after the deletes, 85–87 buffers and 0.36–0.40 ms for two of
+a boot's four saves against 23–26 and 0.10 ms (docs/performance.md, "Round
+five"). It grows with the table.
+
+So no index a save can use ends before the row is found:
+
+- ``(deleted, created_at)`` becomes ``(created_at, deleted)``: the listing of
+  every project's live servers, newest first, walks the same index in order
+  and checks ``deleted`` in it; a save has no ``created_at`` to start from.
+- ``(vm_state, task_state, deleted)`` gains ``uuid``: the build admission's
+  count of waiting instances reads its first three columns as before, and a
+  save that names the states finds its row through all four.
+- ``(host)`` gains ``uuid``: a host's instances as before; a save that names
+  its host (or ``host IS NULL``) finds its row.
+
+The same on SQLite (whose planner already preferred the unique index), so the
+models stay one description for both.
+
+Revision ID: 0038
+Revises: 0037
+Create Date: 2026-11-26 11:40:00.000000
+"""
+from __future__ import annotations
+
+from alembic import op
+
+
+revision = '0038'
+down_revision = '0037'
+branch_labels = None
+depends_on = None
+
+# (old name, old columns), (new name, new columns)
+_RESHAPED = (
+    (('ix_instances_deleted_created_at', ['deleted', 'created_at']),
+     ('ix_instances_created_at_deleted', ['created_at', 'deleted'])),
+    (('ix_instances_vm_state_task_state_deleted', ['vm_state', 'task_state', 'deleted']),
+     ('ix_instances_vm_state_task_state_deleted_uuid', ['vm_state', 'task_state', 'deleted', 'uuid'])),
+    (('ix_instances_host', ['host']),
+     ('ix_instances_host_uuid', ['host', 'uuid'])),
+)
+
+
+def upgrade() -> None:
+    for (old, _), (new, columns) in _RESHAPED:
+        op.create_index(new, 'instances', columns, unique=False)
+        op.drop_index(old, table_name='instances')
+
+
+def downgrade() -> None:
+    for (old, columns), (new, _) in _RESHAPED:
+        op.create_index(old, 'instances', columns, unique=False)
+        op.drop_index(new, table_name='instances')
