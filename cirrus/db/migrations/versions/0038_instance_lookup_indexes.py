@@ -21,9 +21,15 @@ So no index a save can use ends before the row is found:
 - ``(deleted, created_at)`` becomes ``(created_at, deleted)``: the listing of
   every project's live servers, newest first, walks the same index in order
   and checks ``deleted`` in it; a save has no ``created_at`` to start from.
-- ``(vm_state, task_state, deleted)`` gains ``uuid``: the build admission's
-  count of waiting instances reads its first three columns as before, and a
-  save that names the states finds its row through all four.
+- ``(vm_state, task_state, deleted)`` gains ``uuid``, and on PostgreSQL holds
+  only the instances waiting to build (``building``/``scheduling``, live): the
+  build admission's count of them reads it as before (a plan with its values,
+  which PostgreSQL keeps choosing for that statement over a generic one that
+  could not use the index); a save that names those states finds its row
+  through all four columns; no other statement can use it — the
+  ``changes-since`` poll with a status had picked the whole index by the same
+  mistake, reading every instance in that state per poll. SQLite, whose
+  partial indexes do not serve statements with bound values, keeps it whole.
 - ``(host)`` gains ``uuid``: a host's instances as before; a save that names
   its host (or ``host IS NULL``) finds its row.
 
@@ -36,6 +42,7 @@ Create Date: 2026-11-26 11:40:00.000000
 """
 from __future__ import annotations
 
+import sqlalchemy as sa
 from alembic import op
 
 
@@ -43,6 +50,10 @@ revision = '0038'
 down_revision = '0037'
 branch_labels = None
 depends_on = None
+
+# What build admission counts (``compute/admission.py``), written as it
+# writes it: PostgreSQL proves a statement matches by comparing the forms.
+_WAITING = "vm_state = 'building' AND task_state = 'scheduling' AND deleted IS false"
 
 # (old name, old columns), (new name, new columns)
 _RESHAPED = (
@@ -57,7 +68,8 @@ _RESHAPED = (
 
 def upgrade() -> None:
     for (old, _), (new, columns) in _RESHAPED:
-        op.create_index(new, 'instances', columns, unique=False)
+        waiting = sa.text(_WAITING) if new.startswith('ix_instances_vm_state') else None
+        op.create_index(new, 'instances', columns, unique=False, postgresql_where=waiting)
         op.drop_index(old, table_name='instances')
 
 
