@@ -9,12 +9,12 @@ runs), no instance yet ``building``, every ``host`` still NULL (a fresh
 table's first autoanalyze) — an index on ``deleted``, on ``(vm_state,
 task_state, deleted)`` or on ``host`` is estimated at one row, as the uuid's
 is, and is a little cheaper. The save then reads every live, building or
-same-host instance to find its one: in the boot benchmark 83 buffers for the
-compute's first save instead of ~25, 258 index entries read per scan of
-``ix_instances_host``; on a copy of the benchmark's table with its
-statistics taken after the deletes, 85–87 buffers and 0.36–0.40 ms for two of
-a boot's four saves against 23–26 and 0.10 ms (docs/performance.md, "Round
-five"). It grows with the table.
+same-host instance to find its one: in the boot benchmark 61–87 buffers for
+the compute's first save instead of ~24, and ~270 entries of
+``ix_instances_host`` read per scan; on a copy of the benchmark's table with
+its statistics taken after the deletes, 85–181 buffers (0.12–0.40 ms) for two
+of a boot's four saves against 22–26 (0.07–0.10 ms) after
+(docs/performance.md, "Round five"). It grows with the table.
 
 So no index a save can use ends before the row is found:
 
@@ -33,8 +33,8 @@ So no index a save can use ends before the row is found:
 - ``(host)`` gains ``uuid``: a host's instances as before; a save that names
   its host (or ``host IS NULL``) finds its row.
 
-The same on SQLite (whose planner already preferred the unique index), so the
-models stay one description for both.
+The same on SQLite but for the partial index (whose planner already preferred
+the unique index), so the models stay one description for both.
 
 Revision ID: 0038
 Revises: 0037
