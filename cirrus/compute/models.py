@@ -84,9 +84,11 @@ instances = sa.Table(
     # may pick one and read every live instance per save (migration 0038).
     sa.Index("ix_instances_created_at_deleted", "created_at", "deleted"),
     # Build admission counts the instances waiting to build while creates wait
-    # (migration 0004); on PostgreSQL the index holds only those (0038).
-    sa.Index("ix_instances_vm_state_task_state_deleted_uuid",
-             "vm_state", "task_state", "deleted", "uuid",
+    # (migration 0004); on PostgreSQL the index holds only those, in the order
+    # they were inserted (``id``), and a save finds its own by ``uuid`` in the
+    # index (0038).
+    sa.Index("ix_instances_vm_state_task_state_deleted_id_uuid",
+             "vm_state", "task_state", "deleted", "id", "uuid",
              postgresql_where=sa.text("vm_state = 'building' AND task_state = 'scheduling' "
                                       "AND deleted IS false")),
     # A host's instances (its periodic tasks, the hypervisor's servers).

@@ -146,7 +146,7 @@ def test_the_backlog_count_reads_only_its_partial_index(engine: sa.Engine) -> No
     assert plans.generic_plans == 0 and plans.custom_plans > 0, plans
     text = _explain(engine, "EXPLAIN SELECT count(*) FROM instances WHERE vm_state = 'building' "
                     "AND task_state = 'scheduling' AND deleted IS false", "auto")
-    assert "Index Only Scan using ix_instances_vm_state_task_state_deleted_uuid" in text, text
+    assert "Index Only Scan using ix_instances_vm_state_task_state_deleted_id_uuid" in text, text
 
 
 @pytest.mark.parametrize("mode", ["force_generic_plan", "force_custom_plan"])
