@@ -45,7 +45,7 @@ instances = sa.Table(
     sa.Column("vm_state", sa.String(32), nullable=False),
     sa.Column("task_state", sa.String(32), nullable=True),
     sa.Column("power_state", sa.Integer, nullable=False, default=0),
-    sa.Column("host", sa.String(255), nullable=True, index=True),
+    sa.Column("host", sa.String(255), nullable=True),
     sa.Column("node", sa.String(255), nullable=True),
     sa.Column("launched_on", sa.String(255), nullable=True),
     sa.Column("availability_zone", sa.String(255), nullable=True),
@@ -76,12 +76,23 @@ instances = sa.Table(
     sa.Column("deleted_at", sa.DateTime, nullable=True),
     sa.Column("deleted", sa.Boolean, nullable=False, default=False),
     # Listings: a project's (or every project's) live servers, newest first,
-    # read in index order up to the page (migration 0002).
+    # read in index order up to the page (migrations 0002, 0038).
     sa.Index("ix_instances_project_id_deleted_created_at", "project_id", "deleted", "created_at"),
-    sa.Index("ix_instances_deleted_created_at", "deleted", "created_at"),
+    # No index a guarded save (``instance.save``) can use may stop short of its
+    # row: ``deleted`` does not lead, and the state and host indexes end in
+    # ``uuid``. Otherwise PostgreSQL, with statistics that say "no live row",
+    # may pick one and read every live instance per save (migration 0038).
+    sa.Index("ix_instances_created_at_deleted", "created_at", "deleted"),
     # Build admission counts the instances waiting to build while creates wait
-    # (migration 0004).
-    sa.Index("ix_instances_vm_state_task_state_deleted", "vm_state", "task_state", "deleted"),
+    # (migration 0004); on PostgreSQL the index holds only those, in the order
+    # they were inserted (``id``), and a save finds its own by ``uuid`` in the
+    # index (0038).
+    sa.Index("ix_instances_vm_state_task_state_deleted_id_uuid",
+             "vm_state", "task_state", "deleted", "id", "uuid",
+             postgresql_where=sa.text("vm_state = 'building' AND task_state = 'scheduling' "
+                                      "AND deleted IS false")),
+    # A host's instances (its periodic tasks, the hypervisor's servers).
+    sa.Index("ix_instances_host_uuid", "host", "uuid"),
 )
 
 # Polls for changes (``GET /servers?changes-since=…``): a project's instances
