@@ -33,7 +33,7 @@ from cirrus.compute.timeline import BootTimeline
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
 from cirrus.exception import CirrusException
-from cirrus.db.prepared import Prepared
+from cirrus.db.prepared import Prepared, pipelined
 from cirrus.image.api import ImageAPI
 from cirrus.network.api import API as NetworkAPI
 from cirrus.network.model import NetworkInfo
@@ -233,9 +233,14 @@ class Builder:
         closing = BuildClosing.of(started)
 
         def mark_active(conn: sa.Connection) -> None:
-            inst.save(conn, uuid, values, expected_task_state=TaskState.SPAWNING)
-            close_build_event(conn, closing, self.store.host)
-            instance_actions.action_finish(conn, ctx, uuid)
+            # One round trip on PostgreSQL: the closings are sent with the
+            # save, and undone with it should it find the build gone.
+            with pipelined(conn):
+                active = inst.send_save(conn, uuid, values,
+                                        expected_task_state=TaskState.SPAWNING)
+                close_build_event(conn, closing, self.store.host)
+                instance_actions.action_finish(conn, ctx, uuid)
+            active.check()
         await self.store.run(mark_active)
         boot_timeline.report_total(instance.get("created_at"), failed=False)
         LOG.debug("instance %s is ACTIVE on %s", uuid, node)

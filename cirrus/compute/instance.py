@@ -16,7 +16,7 @@ from cirrus.compute.models import block_device_mappings, instance_faults, instan
 from cirrus.compute.states import TaskState, VmState
 from cirrus.db.base import utcnow
 from cirrus.db.engine import fetch_all
-from cirrus.db.prepared import PreparedCache
+from cirrus.db.prepared import Cursor, PreparedCache
 from cirrus.db.rows import PreparedRead, RowReader
 from cirrus.exception import CirrusException
 
@@ -123,6 +123,56 @@ def _save_params(uuid: str, values: dict[str, Any], expected_task_state: Any,
     return key, params, values
 
 
+class SentSave:
+    """A guarded save sent, its outcome read later (:func:`send_save`).
+
+    Inside ``prepared.pipelined`` a statement's result arrives only when the
+    pipeline is read, at the block's end: a unit sends its save with the
+    statements after it (one round trip on PostgreSQL) and reads the outcome
+    after the block. Should the save have matched no row, the statements sent
+    with it ran too, and the unit must raise (so its transaction rolls back):
+    :meth:`check` and :meth:`row` do.
+    """
+
+    def __init__(self, conn: sa.Connection, uuid: str, values: dict[str, Any],
+                 expected: tuple[Any, Any, Any], cursor: Cursor) -> None:
+        self._conn = conn
+        self._uuid = uuid
+        self._values = values
+        self._expected = expected
+        self._cursor = cursor
+
+    def check(self) -> dict[str, Any]:
+        """The values written; raises as :func:`save` does."""
+        if self._cursor.rowcount == 1:
+            return self._values
+        _refuse(self._conn, self._uuid, *self._expected)
+
+    def row(self) -> dict[str, Any]:
+        """The instance as :func:`get` gives it after the save (sent with
+        ``returning``); raises as :func:`save` does."""
+        cursor = self._cursor
+        try:
+            rows = _ROW.dicts(self._conn.dialect, cursor.description, cursor.fetchall())
+        finally:
+            cursor.close()
+        if len(rows) == 1:
+            return rows[0]
+        _refuse(self._conn, self._uuid, *self._expected)
+
+
+def send_save(conn: sa.Connection, uuid: str, values: dict[str, Any], *,
+              expected_task_state: Any = _UNSET, expected_vm_state: Any = _UNSET,
+              expected_host: Any = _UNSET, returning: bool = False) -> SentSave:
+    """:func:`save` (with ``returning``: :func:`save_and_get`) sent; its
+    outcome read by the :class:`SentSave`'s ``check`` (``row``)."""
+    key, params, values = _save_params(uuid, values, expected_task_state, expected_vm_state,
+                                       expected_host, returning)
+    cursor = _SAVES[key].execute(conn, **params)
+    return SentSave(conn, uuid, values, (expected_task_state, expected_vm_state, expected_host),
+                    cursor)
+
+
 def save(conn: sa.Connection, uuid: str, values: dict[str, Any], *,
          expected_task_state: Any = _UNSET, expected_vm_state: Any = _UNSET,
          expected_host: Any = _UNSET) -> dict[str, Any]:
@@ -132,11 +182,8 @@ def save(conn: sa.Connection, uuid: str, values: dict[str, Any], *,
     Raises InstanceNotFound if it is gone, UnexpectedDeletingTaskStateError if
     a delete got there first, UnexpectedTaskStateError otherwise.
     """
-    key, params, values = _save_params(uuid, values, expected_task_state, expected_vm_state,
-                                       expected_host, returning=False)
-    if _SAVES[key].execute(conn, **params).rowcount == 1:
-        return values
-    _refuse(conn, uuid, expected_task_state, expected_vm_state, expected_host)
+    return send_save(conn, uuid, values, expected_task_state=expected_task_state,
+                     expected_vm_state=expected_vm_state, expected_host=expected_host).check()
 
 
 def save_and_get(conn: sa.Connection, uuid: str, values: dict[str, Any], *,
@@ -144,16 +191,9 @@ def save_and_get(conn: sa.Connection, uuid: str, values: dict[str, Any], *,
                  expected_host: Any = _UNSET) -> dict[str, Any]:
     """:func:`save`, then the instance as :func:`get` gives it after the save —
     returned by the UPDATE itself (one statement instead of two)."""
-    key, params, _values = _save_params(uuid, values, expected_task_state, expected_vm_state,
-                                        expected_host, returning=True)
-    cursor = _SAVES[key].execute(conn, **params)
-    try:
-        rows = _ROW.dicts(conn.dialect, cursor.description, cursor.fetchall())
-    finally:
-        cursor.close()
-    if len(rows) == 1:
-        return rows[0]
-    _refuse(conn, uuid, expected_task_state, expected_vm_state, expected_host)
+    return send_save(conn, uuid, values, expected_task_state=expected_task_state,
+                     expected_vm_state=expected_vm_state, expected_host=expected_host,
+                     returning=True).row()
 
 
 def _refuse(conn: sa.Connection, uuid: str, expected_task_state: Any, expected_vm_state: Any,

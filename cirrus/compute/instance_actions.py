@@ -115,7 +115,8 @@ def event_start(conn: sa.Connection, ctx: RequestContext, instance_uuid: str, ev
 def event_finish(conn: sa.Connection, event_id: int | None, *, exc: BaseException | None = None,
                  details: Any = None, if_open: bool = False, steps: str | None = None) -> bool:
     """Close an event: Success, or Error with the exception's traceback.
-    Whether it was closed now.
+    Whether it was closed now (sent inside ``prepared.pipelined``: not known
+    before the pipeline is read, False).
 
     ``if_open``: only if nobody closed it yet (a finished event keeps its outcome).
     ``steps``: a build's boot timeline (``timeline.BootTimeline.steps_json``)."""
