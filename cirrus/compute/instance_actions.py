@@ -153,31 +153,11 @@ def record_event(conn: sa.Connection, ctx: RequestContext, instance_uuid: str, e
                  details: Any = None, start: dt.datetime | None = None) -> None:
     """A finished event (e.g. a scheduling decision, ``start`` when it began;
     default: it starts and finishes now): one insert with its outcome."""
-    send_record_event(conn, ctx, instance_uuid, event, host=host, exc=exc, details=details,
-                      start=start)()
-
-
-def send_record_event(conn: sa.Connection, ctx: RequestContext, instance_uuid: str, event: str,
-                      *, host: str | None = None, exc: BaseException | None = None,
-                      details: Any = None, start: dt.datetime | None = None
-                      ) -> Callable[[], int | None]:
-    """:func:`record_event` sent (e.g. inside ``prepared.pipelined``); the
-    function returned reads the event's id (None: no action to record under)."""
     values = _outcome(exc, details)
-    return _send_event(conn, ctx, instance_uuid, {"event": event,
-                                                  "start_time": start or values["finish_time"],
-                                                  "host": host,
-                                                  "created_at": values["finish_time"], **values})
-
-
-_EVENT_DELETE = Prepared(ev.delete().where(ev.c.id == sa.bindparam("w_id")))
-
-
-def event_delete(conn: sa.Connection, event_id: int | None) -> None:
-    """Take back an event recorded in this transaction (sent with a save that
-    then found nothing to change)."""
-    if event_id is not None:
-        _EVENT_DELETE.execute(conn, w_id=event_id)
+    _insert_event(conn, ctx, instance_uuid, {"event": event,
+                                             "start_time": start or values["finish_time"],
+                                             "host": host, "created_at": values["finish_time"],
+                                             **values})
 
 
 def action_finish(conn: sa.Connection, ctx: RequestContext, instance_uuid: str,

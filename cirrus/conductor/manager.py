@@ -31,7 +31,7 @@ from cirrus.config import Settings
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
 from cirrus.db.engine import Database
-from cirrus.db.prepared import Prepared, pipelined
+from cirrus.db.prepared import Prepared
 from cirrus.db.rows import read_here
 from cirrus.network.api import make_network_api
 from cirrus.rpc import ConnectionLost, Transport
@@ -221,29 +221,20 @@ class ConductorManager:
 
     def _record_host(self, conn: sa.Connection, ctx: RequestContext, uuid: str,
                      dest: Destination, details: str, start: dt.datetime) -> bool:
-        """Put ``uuid`` on its host if it still waits for one; False otherwise.
-
-        The schedule event is sent with the guarded save (one round trip on
-        PostgreSQL) and taken back should the save find the instance gone or
-        placed by another delivery."""
-        # The instance is in its host's zone (Nova's conductor sets it so).
-        zone = {"availability_zone": dest["availability_zone"]} \
-            if dest.get("availability_zone") else {}
-        with pipelined(conn):
-            placed = inst.send_save(conn, uuid, {"host": dest["host"], "node": dest["nodename"],
-                                                 "launched_on": dest["host"],
-                                                 "scheduled_at": utcnow(), **zone},
-                                    expected_task_state=[TaskState.SCHEDULING],
-                                    expected_vm_state=[VmState.BUILDING], expected_host=None)
-            event = instance_actions.send_record_event(conn, ctx, uuid, SCHEDULE_EVENT,
-                                                       host=self.host, details=details,
-                                                       start=start)
+        """Put ``uuid`` on its host if it still waits for one; False otherwise."""
         try:
-            placed.check()
+            # The instance is in its host's zone (Nova's conductor sets it so).
+            zone = {"availability_zone": dest["availability_zone"]} \
+                if dest.get("availability_zone") else {}
+            inst.save(conn, uuid, {"host": dest["host"], "node": dest["nodename"],
+                                   "launched_on": dest["host"], "scheduled_at": utcnow(), **zone},
+                      expected_task_state=[TaskState.SCHEDULING],
+                      expected_vm_state=[VmState.BUILDING], expected_host=None)
         except (exc.InstanceNotFound, exc.UnexpectedTaskStateError):
-            instance_actions.event_delete(conn, event())
             self._lost_the_instance(conn, uuid)
             return False
+        instance_actions.record_event(conn, ctx, uuid, SCHEDULE_EVENT, host=self.host,
+                                      details=details, start=start)
         return True
 
     @staticmethod

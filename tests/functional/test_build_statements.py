@@ -155,10 +155,10 @@ async def test_waiting_for_host_of_one_and_of_several(cloud: Cloud) -> None:
     assert several == [waiting[1], waiting[0]]
 
 
-async def test_record_host_sends_its_event_with_the_save_and_takes_it_back(cloud: Cloud) -> None:
-    """The conductor's one write: the guarded save and the schedule event in
-    one round trip; a save that finds the instance placed already (another
-    delivery) or gone leaves no event and no claim it did not have."""
+async def test_record_host_records_its_event_only_with_the_host(cloud: Cloud) -> None:
+    """The conductor's one write: the guarded save and the schedule event; a
+    save that finds the instance placed already (another delivery) or gone
+    records no event."""
     conductor = next(s.endpoint for s in cloud.services if s.binary == "cirrus-conductor")
     ctx = RequestContext(user_id="u", project_id="p")
     dest = {"host": "h9", "nodename": "h9", "node_id": 0, "availability_zone": "az9"}
