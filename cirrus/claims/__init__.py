@@ -9,9 +9,9 @@ table itself.
 """
 from __future__ import annotations
 
-from cirrus.claims.allocations import (Allocation, AlreadyClaimed, claim, held, move, of,
-                                       release)
+from cirrus.claims.allocations import (Allocation, AlreadyClaimed, Attempt, claim,
+                                       claim_unless_held, held, move, of, release)
 from cirrus.claims.client import ClaimsClient
 
-__all__ = ["Allocation", "AlreadyClaimed", "ClaimsClient", "claim", "held", "move", "of",
-           "release"]
+__all__ = ["Allocation", "AlreadyClaimed", "Attempt", "ClaimsClient", "claim",
+           "claim_unless_held", "held", "move", "of", "release"]

@@ -14,7 +14,7 @@ time on the SQLite writer (docs/performance.md, the scheduler). Each one sets
 """
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import Any, NamedTuple, TypedDict
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -67,6 +67,30 @@ _DELETE = Prepared(allocations.delete().where(
     allocations.c.node_id, allocations.c.vcpus, allocations.c.memory_mb, allocations.c.disk_gb))
 
 
+# On PostgreSQL the boot's claim is one statement (``claim_unless_held``): the
+# consumer's claim looked for, its row inserted and the node's usage raised,
+# each only if the one before found what it needs; its one row says what
+# happened. (SQLite has no INSERT or UPDATE inside WITH: three statements.)
+def _claim_unless_held_statement() -> sa.Select[Any]:
+    held_cte = sa.select(allocations.c.node_id).where(
+        allocations.c.consumer_uuid == sa.bindparam("consumer", type_=sa.String)).cte("held")
+    row = sa.select(*(sa.bindparam(name, type_=allocations.c[column].type)
+                      for column, name in _ROW_BINDS)).where(
+        ~sa.exists(held_cte.select()))
+    inserted = postgresql.insert(allocations).from_select(
+        [column for column, _ in _ROW_BINDS], row).on_conflict_do_nothing().returning(
+        allocations.c.node_id).cte("inserted")
+    raised = _CLAIM.stmt.where(sa.exists(inserted.select())).returning(cn.c.id).cte("raised")
+    return sa.select(
+        sa.select(held_cte.c.node_id).scalar_subquery().label("held"),
+        sa.select(sa.func.count()).select_from(inserted).scalar_subquery().label("inserted"),
+        sa.select(sa.func.count()).select_from(raised).scalar_subquery().label("raised"))
+
+
+_ROW_BINDS = (("consumer_uuid", "consumer"), ("node_id", "node"), ("vcpus", "want_vcpus"),
+              ("memory_mb", "want_ram"), ("disk_gb", "want_disk"), ("created_at", "now"))
+_CLAIM_UNLESS_HELD = Prepared(_claim_unless_held_statement())
+
 _OF = PreparedRead(sa.select(allocations).where(
     allocations.c.consumer_uuid == sa.bindparam("w_uuid")))
 _MOVE = Prepared(allocations.update().where(
@@ -111,6 +135,42 @@ def claim(conn: sa.Connection, node_id: int, consumer_uuid: str, vcpus: int, mem
         _DELETE.execute(conn, consumer=consumer_uuid).fetchall()
         return False
     return True
+
+
+class Attempt(NamedTuple):
+    """What :func:`claim_unless_held` did: ``held``, the node the consumer
+    held a claim on already (nothing changed), or whether it ``claimed``."""
+
+    held: int | None
+    claimed: bool
+
+
+def claim_unless_held(conn: sa.Connection, node_id: int, consumer_uuid: str, vcpus: int,
+                      memory_mb: int, disk_gb: int) -> Attempt:
+    """Claim on ``node_id`` (as :func:`claim`) unless ``consumer_uuid`` holds
+    a claim already, which is then left as it is and its node returned.
+
+    Raises AlreadyClaimed, with nothing changed, if a claim of the consumer
+    appears between the look and the insert (a twin delivery claiming at the
+    same moment).
+    """
+    if conn.dialect.name != "postgresql":
+        node = held(conn, consumer_uuid)
+        if node is not None:
+            return Attempt(node, False)
+        return Attempt(None, claim(conn, node_id, consumer_uuid, vcpus, memory_mb, disk_gb))
+    found, inserted, raised = _CLAIM_UNLESS_HELD.execute(
+        conn, consumer=consumer_uuid, node=node_id, want_vcpus=vcpus, want_ram=memory_mb,
+        want_disk=disk_gb, now=utcnow()).fetchone()
+    if found is not None:
+        return Attempt(found, False)
+    if not inserted:
+        raise AlreadyClaimed(consumer_uuid)
+    pending.hot_row_taken(conn)
+    if not raised:
+        # No room: take back the row just made; same transaction, so no one saw it.
+        _DELETE.execute(conn, consumer=consumer_uuid).fetchall()
+    return Attempt(None, bool(raised))
 
 
 def held(conn: sa.Connection, consumer_uuid: str) -> int | None:

@@ -7,16 +7,17 @@ never both move the same instance (DESIGN §2.6).
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Iterable, NoReturn
+from typing import Any, Callable, Iterable, NoReturn
 
 import sqlalchemy as sa
 
 from cirrus.compute import exception as exc
-from cirrus.compute.models import block_device_mappings, instance_faults, instances, tags
+from cirrus.compute.models import (allocations, block_device_mappings, instance_faults,
+                                   instances, tags)
 from cirrus.compute.states import TaskState, VmState
 from cirrus.db.base import utcnow
 from cirrus.db.engine import fetch_all
-from cirrus.db.prepared import PreparedCache
+from cirrus.db.prepared import Cursor, PreparedCache
 from cirrus.db.rows import PreparedRead, RowReader
 from cirrus.exception import CirrusException
 
@@ -71,10 +72,20 @@ def _one_of(column: sa.Column[Any], prefix: str, count: int) -> sa.ColumnElement
     return column.in_([sa.bindparam(f"{prefix}{n}") for n in range(count)])
 
 
+# What a save guarded by the instance's claim (``claimed_on``) returns beside
+# the row: the claim's amounts on that node.
+_CLAIMED = allocations.alias("claimed")
+_CLAIM_COLUMNS = tuple(
+    sa.select(_CLAIMED.c[column]).where(_CLAIMED.c.consumer_uuid == instances.c.uuid)
+    .scalar_subquery().label(f"claim_{column}") for column in ("vcpus", "memory_mb", "disk_gb"))
+_ROW_CLAIMED = RowReader([*instances.c, *_CLAIM_COLUMNS])
+
+
 def _save_statement(key: tuple[Any, ...]) -> sa.Update:
     """The guarded UPDATE of one shape of :func:`save` (see ``_save_params``);
-    with ``returning``, the updated row comes back."""
-    columns, task_states, vm_states, host, returning = key
+    with ``returning``, the updated row comes back (with ``claimed``, and the
+    claim's amounts)."""
+    columns, task_states, vm_states, host, returning, claimed = key
     i = instances
     where = [i.c.uuid == sa.bindparam("w_uuid"), i.c.deleted.is_(False)]
     if task_states is not None:
@@ -88,8 +99,13 @@ def _save_statement(key: tuple[Any, ...]) -> sa.Update:
         where.append(i.c.host.is_(None))
     elif host == "equal":
         where.append(i.c.host == sa.bindparam("w_host"))
+    if claimed:
+        where.append(sa.exists().where(_CLAIMED.c.consumer_uuid == i.c.uuid,
+                                       _CLAIMED.c.node_id == sa.bindparam("w_claim_node")))
     update = i.update().where(*where).values({c: sa.bindparam(f"v_{c}") for c in columns})
-    return update.returning(*i.c) if returning else update
+    if not returning:
+        return update
+    return update.returning(*i.c, *(_CLAIM_COLUMNS if claimed else ()))
 
 
 # One statement per shape (columns set, how many states expected), built and
@@ -103,15 +119,16 @@ _VM_PARAMS = tuple(f"w_vm{n}" for n in range(len(VmState) + 1))
 
 
 def _save_params(uuid: str, values: dict[str, Any], expected_task_state: Any,
-                 expected_vm_state: Any, expected_host: Any,
-                 returning: bool) -> tuple[tuple[Any, ...], dict[str, Any], dict[str, Any]]:
+                 expected_vm_state: Any, expected_host: Any, returning: bool,
+                 claimed_on: int | None = None
+                 ) -> tuple[tuple[Any, ...], dict[str, Any], dict[str, Any]]:
     """The statement key, its parameters and the values a save writes."""
     values = {k: _plain(v) for k, v in values.items()}
     values["updated_at"] = utcnow()
     host = "any" if expected_host is _UNSET else "none" if expected_host is None else "equal"
     task_shape, task_states = _expectation(expected_task_state)
     vm_shape, vm_states = _expectation(expected_vm_state)
-    key = (tuple(sorted(values)), task_shape, vm_shape, host, returning)
+    key = (tuple(sorted(values)), task_shape, vm_shape, host, returning, claimed_on is not None)
     params = {_VALUE_PARAMS.get(k) or f"v_{k}": v for k, v in values.items()}
     params["w_uuid"] = uuid
     if task_states:
@@ -120,7 +137,73 @@ def _save_params(uuid: str, values: dict[str, Any], expected_task_state: Any,
         params.update(zip(_VM_PARAMS, vm_states))
     if host == "equal":
         params["w_host"] = expected_host
+    if claimed_on is not None:
+        params["w_claim_node"] = claimed_on
     return key, params, values
+
+
+class SentSave:
+    """A guarded save sent, its outcome read later (:func:`send_save`).
+
+    Inside ``prepared.pipelined`` a statement's result arrives only when the
+    pipeline is read, at the block's end: a unit sends its save with the
+    statements after it (one round trip on PostgreSQL) and reads the outcome
+    after the block. Should the save have matched no row, the statements sent
+    with it ran too, and the unit must raise (so its transaction rolls back):
+    :meth:`check` and :meth:`row` do.
+    """
+
+    def __init__(self, conn: sa.Connection, uuid: str, values: dict[str, Any],
+                 expected: tuple[Any, Any, Any], cursor: Cursor,
+                 reader: RowReader = _ROW) -> None:
+        self._conn = conn
+        self._uuid = uuid
+        self._values = values
+        self._expected = expected
+        self._cursor = cursor
+        self._reader = reader
+
+    def check(self) -> dict[str, Any]:
+        """The values written; raises as :func:`save` does."""
+        if self._cursor.rowcount == 1:
+            return self._values
+        _refuse(self._conn, self._uuid, *self._expected)
+
+    def row(self) -> dict[str, Any]:
+        """The instance as :func:`get` gives it after the save (sent with
+        ``returning``); raises as :func:`save` does."""
+        row = self.row_or_none()
+        if row is not None:
+            return row
+        _refuse(self._conn, self._uuid, *self._expected)
+
+    def row_or_none(self) -> dict[str, Any] | None:
+        """:meth:`row`, or None where it raises (the save matched no row)."""
+        cursor = self._cursor
+        try:
+            rows = self._reader.dicts(self._conn.dialect, cursor.description, cursor.fetchall())
+        finally:
+            cursor.close()
+        return rows[0] if rows else None
+
+
+def send_save(conn: sa.Connection, uuid: str, values: dict[str, Any], *,
+              expected_task_state: Any = _UNSET, expected_vm_state: Any = _UNSET,
+              expected_host: Any = _UNSET, returning: bool = False,
+              claimed_on: int | None = None) -> SentSave:
+    """:func:`save` (with ``returning``: :func:`save_and_get`) sent; its
+    outcome read by the :class:`SentSave`'s ``check`` (``row``).
+
+    ``claimed_on``: only if the instance also holds a claim on that compute
+    node; the row returned carries the claim's amounts (``claim_vcpus``,
+    ``claim_memory_mb``, ``claim_disk_gb``). A save that matches nothing
+    does not say which guard failed (:func:`_refuse` reads the states only).
+    """
+    key, params, values = _save_params(uuid, values, expected_task_state, expected_vm_state,
+                                       expected_host, returning, claimed_on)
+    cursor = _SAVES[key].execute(conn, **params)
+    return SentSave(conn, uuid, values, (expected_task_state, expected_vm_state, expected_host),
+                    cursor, _ROW_CLAIMED if claimed_on is not None else _ROW)
 
 
 def save(conn: sa.Connection, uuid: str, values: dict[str, Any], *,
@@ -132,11 +215,8 @@ def save(conn: sa.Connection, uuid: str, values: dict[str, Any], *,
     Raises InstanceNotFound if it is gone, UnexpectedDeletingTaskStateError if
     a delete got there first, UnexpectedTaskStateError otherwise.
     """
-    key, params, values = _save_params(uuid, values, expected_task_state, expected_vm_state,
-                                       expected_host, returning=False)
-    if _SAVES[key].execute(conn, **params).rowcount == 1:
-        return values
-    _refuse(conn, uuid, expected_task_state, expected_vm_state, expected_host)
+    return send_save(conn, uuid, values, expected_task_state=expected_task_state,
+                     expected_vm_state=expected_vm_state, expected_host=expected_host).check()
 
 
 def save_and_get(conn: sa.Connection, uuid: str, values: dict[str, Any], *,
@@ -144,16 +224,9 @@ def save_and_get(conn: sa.Connection, uuid: str, values: dict[str, Any], *,
                  expected_host: Any = _UNSET) -> dict[str, Any]:
     """:func:`save`, then the instance as :func:`get` gives it after the save —
     returned by the UPDATE itself (one statement instead of two)."""
-    key, params, _values = _save_params(uuid, values, expected_task_state, expected_vm_state,
-                                        expected_host, returning=True)
-    cursor = _SAVES[key].execute(conn, **params)
-    try:
-        rows = _ROW.dicts(conn.dialect, cursor.description, cursor.fetchall())
-    finally:
-        cursor.close()
-    if len(rows) == 1:
-        return rows[0]
-    _refuse(conn, uuid, expected_task_state, expected_vm_state, expected_host)
+    return send_save(conn, uuid, values, expected_task_state=expected_task_state,
+                     expected_vm_state=expected_vm_state, expected_host=expected_host,
+                     returning=True).row()
 
 
 def _refuse(conn: sa.Connection, uuid: str, expected_task_state: Any, expected_vm_state: Any,
@@ -211,3 +284,16 @@ _BDMS = PreparedRead(sa.select(block_device_mappings).where(
 def bdms(conn: sa.Connection, uuid: str) -> list[dict[str, Any]]:
     """The instance's block device mappings, in the order they were made."""
     return _BDMS.all(conn, w_uuid=uuid)
+
+
+def send_bdms(conn: sa.Connection, uuid: str) -> Callable[[], list[dict[str, Any]]]:
+    """:func:`bdms` sent (e.g. inside ``prepared.pipelined``); the function
+    returned reads them."""
+    cursor = _BDMS.statement.execute(conn, w_uuid=uuid)
+
+    def read() -> list[dict[str, Any]]:
+        try:
+            return _BDMS.reader.dicts(conn.dialect, cursor.description, cursor.fetchall())
+        finally:
+            cursor.close()
+    return read

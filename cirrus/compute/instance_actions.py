@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import traceback as tb
-from typing import Any
+from typing import Any, Callable
 
 import sqlalchemy as sa
 
@@ -77,13 +77,24 @@ def action_start(conn: sa.Connection, ctx: RequestContext, instance_uuid: str,
     return action_id
 
 
+def _send_event(conn: sa.Connection, ctx: RequestContext, instance_uuid: str,
+                values: dict[str, Any]) -> Callable[[], int | None]:
+    """The event's insert sent; the function returned reads the new event's
+    id, None (nothing inserted) if the request has no action."""
+    binds, params = _binds(values)
+    cursor = _EVENT_INSERTS[binds].execute(conn, w_uuid=instance_uuid, w_request=ctx.request_id,
+                                           **params)
+
+    def new_id() -> int | None:
+        row = cursor.fetchone()
+        return int(row[0]) if row is not None else None
+    return new_id
+
+
 def _insert_event(conn: sa.Connection, ctx: RequestContext, instance_uuid: str,
                   values: dict[str, Any]) -> int | None:
     """The new event's id; None (nothing inserted) if the request has no action."""
-    binds, params = _binds(values)
-    row = _EVENT_INSERTS[binds].execute(conn, w_uuid=instance_uuid, w_request=ctx.request_id,
-                                        **params).fetchone()
-    return int(row[0]) if row is not None else None
+    return _send_event(conn, ctx, instance_uuid, values)()
 
 
 def format_traceback(exc: BaseException) -> str:
@@ -107,15 +118,24 @@ def event_start(conn: sa.Connection, ctx: RequestContext, instance_uuid: str, ev
                 host: str | None = None, start: dt.datetime | None = None) -> int | None:
     """Open ``event`` (at ``start``, default now) under the action of this
     request; its id, or None."""
+    return send_event_start(conn, ctx, instance_uuid, event, host, start)()
+
+
+def send_event_start(conn: sa.Connection, ctx: RequestContext, instance_uuid: str, event: str,
+                     host: str | None = None, start: dt.datetime | None = None
+                     ) -> Callable[[], int | None]:
+    """:func:`event_start` sent (e.g. inside ``prepared.pipelined``); the
+    function returned reads its id."""
     now = start or utcnow()
-    return _insert_event(conn, ctx, instance_uuid, {"event": event, "start_time": now,
-                                                    "host": host, "created_at": now})
+    return _send_event(conn, ctx, instance_uuid, {"event": event, "start_time": now,
+                                                  "host": host, "created_at": now})
 
 
 def event_finish(conn: sa.Connection, event_id: int | None, *, exc: BaseException | None = None,
                  details: Any = None, if_open: bool = False, steps: str | None = None) -> bool:
     """Close an event: Success, or Error with the exception's traceback.
-    Whether it was closed now.
+    Whether it was closed now (sent inside ``prepared.pipelined``: not known
+    before the pipeline is read, False).
 
     ``if_open``: only if nobody closed it yet (a finished event keeps its outcome).
     ``steps``: a build's boot timeline (``timeline.BootTimeline.steps_json``)."""

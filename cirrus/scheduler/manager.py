@@ -72,25 +72,47 @@ def _claim_first(conn: sa.Connection, consumer: str, node_ids: list[int], spec: 
     left alone, for the caller to ask again with all of them. ``twin``: the
     caller asks again after a twin claimed first, whose claim is never moved.
     """
-    held = claims.held(conn, consumer)
-    if held is not None:
-        if held in node_ids:
-            return held, "held", []
-        if twin:
-            return None, "twin", []
-        if not complete:
-            return None, "elsewhere", []
-        claims.release(conn, consumer)
+    if not node_ids:
+        held = claims.held(conn, consumer)
+        return (None if held is None else _held_answer(conn, consumer, held, node_ids, complete,
+                                                       twin)) or (None, "full", [])
     failed: list[int] = []
+    looked = False  # whether the consumer's own claim was looked for
     for node_id in node_ids:
         try:
-            if claims.claim(conn, node_id, consumer, spec.vcpus, spec.memory_mb, spec.disk_gb):
-                return node_id, "new", failed
+            if looked:
+                attempt = claims.Attempt(None, claims.claim(conn, node_id, consumer, spec.vcpus,
+                                                            spec.memory_mb, spec.disk_gb))
+            else:
+                # The look and the first claim in one statement on PostgreSQL.
+                attempt = claims.claim_unless_held(conn, node_id, consumer, spec.vcpus,
+                                                   spec.memory_mb, spec.disk_gb)
+                looked = True
         except claims.AlreadyClaimed:
             twin_node = claims.held(conn, consumer)
             return (twin_node, "held", failed) if twin_node in node_ids else (None, "twin", failed)
+        if attempt.held is not None:
+            # Given back (moved): claimed afresh, from the first node.
+            return _held_answer(conn, consumer, attempt.held, node_ids, complete, twin) or \
+                _claim_first(conn, consumer, node_ids, spec, complete, twin)
+        if attempt.claimed:
+            return node_id, "new", failed
         failed.append(node_id)
     return None, "full", failed
+
+
+def _held_answer(conn: sa.Connection, consumer: str, held: int, node_ids: list[int],
+                 complete: bool, twin: bool) -> tuple[int | None, str, list[int]] | None:
+    """``_claim_first``'s answer for the claim ``consumer`` holds already on
+    ``held``; None once it is given back, to be claimed afresh."""
+    if held in node_ids:
+        return held, "held", []
+    if twin:
+        return None, "twin", []
+    if not complete:
+        return None, "elsewhere", []
+    claims.release(conn, consumer)
+    return None
 
 
 def _release_all(conn: sa.Connection, consumers: list[str]) -> None:

@@ -89,6 +89,33 @@ async def test_a_claimed_instance_starts_in_block_device_mapping(cloud: Cloud) -
     state, events = await cloud.db.read(_state_and_events, uuid_)
     assert state == ("building", "block_device_mapping")
     assert events == [(BUILD_EVENT, HOST, None)]  # opened, not finished
+    # Checked by the save itself (one round trip on PostgreSQL), it gives what
+    # the checks one by one gave: the claim, the row, the event, the mappings.
+    assert started.claim == await cloud.db.read(claims.of, uuid_)
+    assert started.instance == await cloud.db.read(inst.get, uuid_)
+    assert started.bdms == await cloud.db.read(inst.bdms, uuid_)
+    event_ids = await cloud.db.read(lambda conn: conn.execute(
+        sa.select(instance_actions_events.c.id)).scalars().all())
+    assert event_ids == [started.event_id]
+
+
+@pytest.mark.parametrize("settings_overrides", [{"computes": 2}])
+async def test_a_claim_on_another_node_starts_with_no_task_to_reschedule(cloud: Cloud) -> None:
+    """The save guarded by the claim matches nothing when the claim is on
+    another node; the checks one by one then say why, under one event."""
+    other = next(s.endpoint for s in cloud.services
+                 if s.binary == "cirrus-compute" and s.host != HOST)
+
+    def setup(conn: sa.Connection) -> str:
+        uuid_ = _instance(conn)
+        assert claims.claim(conn, other.rt.node_ids[other.host], uuid_, 1, 512, 1)
+        return uuid_
+    uuid_ = await cloud.db.run(setup)
+    started = await _start(cloud, uuid_)
+    assert isinstance(started.error, exc.ComputeResourcesUnavailable)
+    state, events = await cloud.db.read(_state_and_events, uuid_)
+    assert state == ("building", None)
+    assert events == [(BUILD_EVENT, HOST, None)]
 
 
 @pytest.mark.parametrize("settings_overrides", [{"computes": 1}])

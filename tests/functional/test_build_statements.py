@@ -153,3 +153,29 @@ async def test_waiting_for_host_of_one_and_of_several(cloud: Cloud) -> None:
     waiting, ones, several = await cloud.db.run(run)
     assert ones == [[waiting[0]], [waiting[1]], [], [], []]
     assert several == [waiting[1], waiting[0]]
+
+
+async def test_record_host_records_its_event_only_with_the_host(cloud: Cloud) -> None:
+    """The conductor's one write: the guarded save and the schedule event; a
+    save that finds the instance placed already (another delivery) or gone
+    records no event."""
+    conductor = next(s.endpoint for s in cloud.services if s.binary == "cirrus-conductor")
+    ctx = RequestContext(user_id="u", project_id="p")
+    dest = {"host": "h9", "nodename": "h9", "node_id": 0, "availability_zone": "az9"}
+
+    def run(conn: sa.Connection) -> tuple[Any, ...]:
+        waiting, placed, gone = _add(conn), _add(conn, host="h1"), _add(conn, deleted=True)
+        for uuid_ in (waiting, placed, gone):
+            instance_actions.action_start(conn, ctx, uuid_, "create")
+        outcomes = [conductor._record_host(conn, ctx, u, dest, '{"x": 1}', AT)
+                    for u in (waiting, placed, gone)]
+        events = conn.execute(sa.select(ev.c.event, ev.c.details, ev.c.start_time, ev.c.result)
+                              .join(instance_actions.act, instance_actions.act.c.id == ev.c.action_id)
+                              .order_by(ev.c.id)).all()
+        row = inst.get(conn, waiting)
+        return outcomes, [tuple(e) for e in events], row
+    outcomes, events, row = await cloud.db.run(run)
+    assert outcomes == [True, False, False]
+    assert events == [("conductor_schedule_and_build_instances", '{"x": 1}', AT, "Success")]
+    assert (row["host"], row["node"], row["launched_on"], row["availability_zone"]) == \
+        ("h9", "h9", "h9", "az9")

@@ -126,12 +126,17 @@ async def test_a_repeated_scheduling_request_keeps_its_claim(
     placed = await scheduler.select_destinations(admin_context(), _spec(twin))
     real, looks = claims.held, []
 
-    def blind_first_look(conn: sa.Connection, consumer: str) -> int | None:
+    def blind_look(conn: sa.Connection, node_id: int, consumer: str, *want: int) -> claims.Attempt:
+        # The look saw nothing; the twin's claim came before the insert.
+        return claims.Attempt(None, claims.claim(conn, node_id, consumer, *want))
+
+    def look(conn: sa.Connection, consumer: str) -> int | None:
         looks.append(consumer)
-        return None if len(looks) == 1 else real(conn, consumer)
-    monkeypatch.setattr(claims, "held", blind_first_look)
+        return real(conn, consumer)
+    monkeypatch.setattr(claims, "claim_unless_held", blind_look)
+    monkeypatch.setattr(claims, "held", look)
     raced = await scheduler.select_destinations(admin_context(), _spec(twin))
-    assert len(looks) == 2  # the insert hit the twin's claim, and looked again
+    assert len(looks) == 1  # the insert hit the twin's claim, and looked again
     assert raced["destinations"] == placed["destinations"]
     assert await db_count(cloud, allocations, allocations.c.consumer_uuid == twin) == 1
     assert await _usage(cloud) == 2
