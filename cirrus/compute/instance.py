@@ -18,7 +18,7 @@ from cirrus.compute.states import TaskState, VmState
 from cirrus.db.base import utcnow
 from cirrus.db.engine import fetch_all
 from cirrus.db.prepared import Cursor, PreparedCache
-from cirrus.db.rows import PreparedRead, RowReader
+from cirrus.db.rows import PreparedRead, RowReader, column_types
 from cirrus.exception import CirrusException
 
 _UNSET: Any = object()
@@ -181,7 +181,8 @@ class SentSave:
         """:meth:`row`, or None where it raises (the save matched no row)."""
         cursor = self._cursor
         try:
-            rows = self._reader.dicts(self._conn.dialect, cursor.description, cursor.fetchall())
+            rows = self._reader.dicts(self._conn.dialect, column_types(cursor),
+                                      cursor.fetchall())
         finally:
             cursor.close()
         return rows[0] if rows else None
@@ -293,7 +294,7 @@ def send_bdms(conn: sa.Connection, uuid: str) -> Callable[[], list[dict[str, Any
 
     def read() -> list[dict[str, Any]]:
         try:
-            return _BDMS.reader.dicts(conn.dialect, cursor.description, cursor.fetchall())
+            return _BDMS.reader.dicts(conn.dialect, column_types(cursor), cursor.fetchall())
         finally:
             cursor.close()
     return read

@@ -133,8 +133,7 @@ class RowReader:
         # dialect, and the weak dictionary's lookup costs more than a point read.
         self._last: tuple[Any, tuple[Any, ...], list[tuple[int, Processor]]] | None = None
 
-    def _processors(self, dialect: Any, description: Sequence[Any]) -> list[tuple[int, Processor]]:
-        coltypes = tuple([d[1] for d in description])
+    def _processors(self, dialect: Any, coltypes: tuple[Any, ...]) -> list[tuple[int, Processor]]:
         last = self._last
         if last is not None and last[0]() is dialect and last[1] == coltypes:
             return last[2]
@@ -160,14 +159,15 @@ class RowReader:
             by_types[coltypes] = plan
         return plan
 
-    def dicts(self, dialect: Any, description: Sequence[Any],
+    def dicts(self, dialect: Any, coltypes: tuple[Any, ...],
               rows: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
-        """One dict per row. Equal JSON texts in the same column of one result
-        (a listing's flavors, security groups, empty metadata) are parsed once:
-        those rows share the value, so treat JSON values as read-only."""
-        if len(description) != len(self.keys):
-            raise ValueError(f"{len(description)} columns read, {len(self.keys)} expected")
-        plan = self._processors(dialect, description)
+        """One dict per row; ``coltypes``: :func:`column_types` of the cursor.
+        Equal JSON texts in the same column of one result (a listing's
+        flavors, security groups, empty metadata) are parsed once: those rows
+        share the value, so treat JSON values as read-only."""
+        if len(coltypes) != len(self.keys):
+            raise ValueError(f"{len(coltypes)} columns read, {len(self.keys)} expected")
+        plan = self._processors(dialect, coltypes)
         if not isinstance(rows, list) or len(rows) > 1:  # one row has nothing to share
             plan = [(i, _Memo(proc) if proc is _json_column else proc) for i, proc in plan]
         keys = self.keys
@@ -178,6 +178,17 @@ class RowReader:
                 values[i] = proc(values[i])
             out.append(dict(zip(keys, values)))
         return out
+
+
+def column_types(cursor: Any) -> tuple[Any, ...]:
+    """The type code of each column of the cursor's result, as its
+    ``description`` gives them. On psycopg straight from the result (its
+    ``description`` builds an object per column: ~80 µs for an instance's
+    70 columns, measured as ~30 % of the compute's ``_start`` on PostgreSQL)."""
+    result = getattr(cursor, "pgresult", None)
+    if result is not None:
+        return tuple([result.ftype(i) for i in range(result.nfields)])
+    return tuple([d[1] for d in cursor.description])
 
 
 class _Memo:
@@ -206,7 +217,7 @@ def fetch_dicts(conn: sa.Connection, stmt: sa.Select[Any],
     result = conn.execute(stmt)
     try:
         cursor = result.cursor
-        return reader.dicts(conn.dialect, cursor.description, cursor.fetchall())
+        return reader.dicts(conn.dialect, column_types(cursor), cursor.fetchall())
     finally:
         result.close()
 
@@ -223,7 +234,7 @@ class PreparedRead:
     def all(self, conn: sa.Connection, **params: Any) -> list[dict[str, Any]]:
         cursor = self.statement.execute(conn, **params)
         try:
-            return self.reader.dicts(conn.dialect, cursor.description, cursor.fetchall())
+            return self.reader.dicts(conn.dialect, column_types(cursor), cursor.fetchall())
         finally:
             cursor.close()
 
