@@ -44,7 +44,7 @@ from cirrus.context import RequestContext
 from cirrus.exception import CirrusException
 from cirrus.db.base import utcnow
 from cirrus.db.engine import Database
-from cirrus.db.prepared import Prepared, pipelined
+from cirrus.db.prepared import Cursor, Prepared, pipelined
 from cirrus.db.rows import PreparedRead, read_here
 from cirrus.exception import NotFound
 from cirrus.notifications import Notifier
@@ -394,12 +394,14 @@ class API(VolumeActions, AssistedSnapshotActions, StateActions, ImageActions, Ad
         servers, built beforehand (names depend on how many fit, so they are
         built again if fewer do)."""
         assert ctx.project_id is not None and ctx.user_id is not None
+        if (prepared is not None and len(prepared) == max_count == req.min_count
+                and group is None and not req.tags and conn.dialect.name == "postgresql"):
+            return self._provision_in_one_flight(conn, ctx, req, flavor, image, prepared)
         quota = quotas.InstanceQuota(conn, self.settings, ctx.project_id, flavor)
         count = quota.allowed(req.min_count, max_count)
         rows = prepared if prepared is not None and len(prepared) == count else \
             records.instance_rows(ctx, req, flavor, image, az, key_data, reservation_id, count,
                                   utcnow())
-        now = rows[0]["created_at"] if rows else utcnow()
         for row in rows:
             row["id"] = _INSERT_INSTANCE.execute(conn, **_params(row, INSTANCE_COLUMNS)
                                                  ).fetchone()[0]
@@ -410,20 +412,59 @@ class API(VolumeActions, AssistedSnapshotActions, StateActions, ImageActions, Ad
         # One round trip on PostgreSQL, not three per server
         # (docs/performance.md, "Distributed (issue 22)").
         with pipelined(conn):
-            for uuid in uuids:
-                _INSERT_INFO_CACHE.execute(conn, v_instance_uuid=uuid, v_network_info=[],
-                                           v_created_at=now)
-            bdms = records.bdm_rows(req, image, flavor, now)
-            for uuid in uuids:
-                for bdm in bdms:
-                    _INSERT_BDM.execute(conn, **_params({**bdm, "instance_uuid": uuid,
-                                                         "uuid": str(uuidlib.uuid4())},
-                                                        BDM_COLUMNS))
-            for uuid in uuids:
-                instance_actions.action_start(conn, ctx, uuid, "create")
+            actions = self._send_records(conn, ctx, req, flavor, image, rows)
+        for action in actions:
+            action.fetchone()
         # Last: on PostgreSQL it locks the project's usage row until COMMIT.
         quota.recheck(conn, len(rows))
         return rows
+
+    def _provision_in_one_flight(self, conn: sa.Connection, ctx: RequestContext,
+                                 req: CreateRequest, flavor: dict[str, Any],
+                                 image: dict[str, Any] | None, rows: list[dict[str, Any]]
+                                 ) -> list[dict[str, Any]]:
+        """PostgreSQL, a create of exactly ``len(rows)`` servers: the quota's
+        read, the records and the quota's locked recheck sent in one round
+        trip, in the order of :meth:`_provision_instances`, and read after.
+        The quota is checked then, not before the inserts: if it refuses, they
+        roll back with the transaction, as a failed recheck's do."""
+        assert ctx.project_id is not None
+        with pipelined(conn):
+            usage = quotas.InstanceQuota.send(conn, ctx.project_id)
+            ids = [_INSERT_INSTANCE.execute(conn, **_params(row, INSTANCE_COLUMNS))
+                   for row in rows]
+            actions = self._send_records(conn, ctx, req, flavor, image, rows)
+            # Last: it locks the project's usage row until COMMIT.
+            locked = quotas.send_lock_usage(conn, ctx.project_id)
+        quota = quotas.InstanceQuota(conn, self.settings, ctx.project_id, flavor, sent=usage)
+        quota.allowed(len(rows), len(rows))
+        for row, cursor in zip(rows, ids):
+            row["id"] = cursor.fetchone()[0]
+        for action in actions:
+            action.fetchone()
+        quota.recheck(conn, len(rows), locked=locked)
+        return rows
+
+    @staticmethod
+    def _send_records(conn: sa.Connection, ctx: RequestContext, req: CreateRequest,
+                      flavor: dict[str, Any], image: dict[str, Any] | None,
+                      rows: list[dict[str, Any]]) -> list[Cursor]:
+        """Each server's info cache, block device mappings and ``create``
+        action inserted (results not read: in a pipeline, they go together);
+        the actions' cursors."""
+        now = rows[0]["created_at"] if rows else utcnow()
+        uuids = [r["uuid"] for r in rows]
+        for uuid in uuids:
+            _INSERT_INFO_CACHE.execute(conn, v_instance_uuid=uuid, v_network_info=[],
+                                       v_created_at=now)
+        bdms = records.bdm_rows(req, image, flavor, now)
+        for uuid in uuids:
+            for bdm in bdms:
+                _INSERT_BDM.execute(conn, **_params({**bdm, "instance_uuid": uuid,
+                                                     "uuid": str(uuidlib.uuid4())},
+                                                    BDM_COLUMNS))
+        return [instance_actions.send_action_start(conn, ctx, uuid, "create")
+                for uuid in uuids]
 
     def _add_group_members(self, conn: sa.Connection, group: dict[str, Any],
                            uuids: list[str]) -> None:

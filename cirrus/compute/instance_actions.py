@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from cirrus.compute.models import instance_actions, instance_actions_events
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
-from cirrus.db.prepared import Prepared, PreparedCache
+from cirrus.db.prepared import Cursor, Prepared, PreparedCache
 
 SUCCESS, ERROR = "Success", "Error"
 act, ev = instance_actions, instance_actions_events
@@ -70,10 +70,7 @@ _ACTION_FINISH = Prepared(act.update().where(
 def action_start(conn: sa.Connection, ctx: RequestContext, instance_uuid: str,
                  action: str) -> int:
     """Record ``action`` on the instance for the request in ``ctx``."""
-    now = utcnow()
-    action_id: int = _ACTION_START.execute(conn, v_uuid=instance_uuid, v_action=action,
-                                           v_request=ctx.request_id, v_user=ctx.user_id,
-                                           v_project=ctx.project_id, v_now=now).fetchone()[0]
+    action_id: int = send_action_start(conn, ctx, instance_uuid, action).fetchone()[0]
     return action_id
 
 
@@ -89,6 +86,15 @@ def _send_event(conn: sa.Connection, ctx: RequestContext, instance_uuid: str,
         row = cursor.fetchone()
         return int(row[0]) if row is not None else None
     return new_id
+
+
+def send_action_start(conn: sa.Connection, ctx: RequestContext, instance_uuid: str,
+                      action: str) -> Cursor:
+    """:func:`action_start`'s insert, sent (in a pipeline, nothing waits for
+    it); its cursor gives the action's id."""
+    return _ACTION_START.execute(conn, v_uuid=instance_uuid, v_action=action,
+                                 v_request=ctx.request_id, v_user=ctx.user_id,
+                                 v_project=ctx.project_id, v_now=utcnow())
 
 
 def _insert_event(conn: sa.Connection, ctx: RequestContext, instance_uuid: str,

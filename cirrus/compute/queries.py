@@ -18,6 +18,7 @@ from cirrus.compute import exception as exc
 from cirrus.compute import tags
 from cirrus.compute.models import (block_device_mappings, instance_faults,
                                    instance_group_members, instance_info_caches, instances)
+from cirrus.compute.models import tags as tag_rows
 from cirrus.compute.regex import Matcher, compile_filter
 from cirrus.compute.states import TaskState, VmState
 from cirrus.db.engine import fetch_all
@@ -132,6 +133,20 @@ def _read(conn: sa.Connection, q: ListQuery, columns: tuple[str, ...], network_i
     """The rows the database's filters of ``q`` select, in ``q``'s order:
     ``columns`` (and ``uuid``), with ``network_info``; at most ``limit``, only
     ``uuids`` if given."""
+    shape = _plain_shape(q, columns, network_info, limit, uuids)
+    if shape is not None:
+        prepared = _prepared_listing(shape)
+        if prepared is not None:
+            return prepared.all(conn, w_project=q.project_id, w_since=q.changes_since,
+                                w_limit=limit)
+    return fetch_dicts(conn, *_listing(conn, q, columns, network_info, limit=limit, uuids=uuids))
+
+
+def _listing(conn: sa.Connection | None, q: ListQuery, columns: tuple[str, ...],
+             network_info: bool, *, limit: Any = None, uuids: list[str] | None = None
+             ) -> tuple[sa.Select[Any], RowReader]:
+    """The SELECT of :func:`_read` and its row reader (``conn``: its dialect,
+    None for a plain listing's statement, which never depends on it)."""
     names = list(columns) if "uuid" in columns else [*columns, "uuid"]
     cols: list[Any] = [instances.c[n] for n in names]
     source: Any = instances
@@ -149,13 +164,75 @@ def _read(conn: sa.Connection, q: ListQuery, columns: tuple[str, ...], network_i
     order.append(instances.c.id.desc() if q.sort[0][1] == "desc" else instances.c.id.asc())
     stmt = stmt.order_by(*order)
     if q.marker:
+        assert conn is not None, "a marker is read from the database"
         stmt = _after_marker(conn, stmt, q)
     if limit is not None:
         stmt = stmt.limit(limit)
-    return fetch_dicts(conn, stmt, RowReader(stmt.selected_columns, raw=AS_STORED))
+    return stmt, RowReader(stmt.selected_columns, raw=AS_STORED)
 
 
-def _where(conn: sa.Connection, stmt: Any, q: ListQuery) -> Any:
+# The listing shapes that are one fixed statement with three parameters (the
+# project, changes-since and the page size): boot.py's and clients' polls
+# (``?status=ACTIVE&changes-since=…``), plain listings. Each is built and
+# compiled once and run as a Prepared statement; building the Core statement
+# anew cost about as much CPU as the rest of the request (docs/performance.md,
+# round five). At most PLAIN_SHAPES of them, as the statuses and sort keys come
+# from the request; any other listing is built as before.
+PLAIN_SHAPES = 128
+_PLAIN: dict[tuple[Any, ...], PreparedRead] = {}
+_PLAIN_PROJECT = sa.bindparam("w_project", type_=instances.c.project_id.type)
+_PLAIN_SINCE = sa.bindparam("w_since", type_=instances.c.created_at.type)
+_PLAIN_LIMIT = sa.bindparam("w_limit", type_=sa.Integer())
+
+
+def _plain_shape(q: ListQuery, columns: tuple[str, ...], network_info: bool,
+                 limit: int | None, uuids: list[str] | None) -> tuple[Any, ...] | None:
+    """What decides a plain listing's statement; None if ``q`` is not one
+    (it filters on more than the project, changes-since and statuses of one
+    state each, sorts by more than one key or pages from a marker)."""
+    if (uuids is not None or q.all_projects or q.project_id is None or q.marker
+            or q.image or q.flavor or q.host or q.reservation_id or q.locked is not None
+            or q.tags or q.tags_any or q.not_tags or q.not_tags_any
+            or len(q.sort) != 1 or len(q.status) > 2):
+        return None
+    # Statuses as _where reads them, unknown ones alike (the key's size is bounded).
+    status = tuple(s if s.upper() in STATUS_FILTERS else "__none__" for s in q.status)
+    if any(s.upper() == "DELETED" and s != "DELETED" for s in status):
+        return None  # _where tells this one apart by its case
+    states = [_states_of(s) for s in status]
+    if any(len(vm) != 1 or len(task or ()) > 1 for vm, task in states):
+        return None  # an IN of several: not one fixed statement
+    return (columns, network_info, q.changes_since is not None, q.deleted, status,
+            q.sort[0], limit is not None)
+
+
+def _prepared_listing(shape: tuple[Any, ...]) -> PreparedRead | None:
+    """The statement of a plain listing's ``shape`` (built on first use); None
+    once :data:`PLAIN_SHAPES` are kept and this is another."""
+    found = _PLAIN.get(shape)
+    if found is not None or len(_PLAIN) >= PLAIN_SHAPES:
+        return found
+    columns, network_info, since, deleted, status, sort, limited = shape
+    template = ListQuery(project_id=_PLAIN_PROJECT,  # type: ignore[arg-type]
+                         changes_since=_PLAIN_SINCE if since else None,  # type: ignore[arg-type]
+                         deleted=deleted, status=list(status), sort=[sort])
+    stmt, _ = _listing(None, template, columns, network_info,
+                       limit=_PLAIN_LIMIT if limited else None)
+    found = _PLAIN[shape] = PreparedRead(stmt, raw=AS_STORED)
+    return found
+
+
+def _states_of(status: str) -> tuple[list[str], list[str] | None]:
+    """(vm states, task states or None) of an API status; an unknown one matches nothing."""
+    return STATUS_FILTERS.get(status.upper(), (["__none__"], None))
+
+
+def _one_of(column: sa.ColumnElement[Any], values: list[str]) -> sa.ColumnElement[bool]:
+    """``column = value`` for one value (a fixed parameter), else ``IN``."""
+    return column == values[0] if len(values) == 1 else column.in_(values)
+
+
+def _where(conn: sa.Connection | None, stmt: Any, q: ListQuery) -> Any:
     """``stmt`` restricted by the filters of ``q`` the database applies."""
     if not q.all_projects or q.project_id is not None:
         stmt = stmt.where(instances.c.project_id == q.project_id)
@@ -166,15 +243,16 @@ def _where(conn: sa.Connection, stmt: Any, q: ListQuery) -> Any:
     if q.status:
         conds: list[sa.ColumnElement[bool]] = []
         for status in q.status:
-            vm_states, task_states = STATUS_FILTERS.get(status.upper(), (["__none__"], None))
-            cond: sa.ColumnElement[bool] = instances.c.vm_state.in_(vm_states)
+            vm_states, task_states = _states_of(status)
+            cond: sa.ColumnElement[bool] = _one_of(instances.c.vm_state, vm_states)
             if task_states:
-                cond = sa.and_(cond, instances.c.task_state.in_(task_states))
+                cond = sa.and_(cond, _one_of(instances.c.task_state, task_states))
             conds.append(cond)
         stmt = stmt.where(sa.or_(*conds))
     if q.image:
         stmt = stmt.where(instances.c.image_ref == q.image)
     if q.flavor:
+        assert conn is not None, "the flavor filter is written per dialect"
         stmt = stmt.where(sa.func.json_extract(instances.c.flavor, "$.flavorid") == q.flavor
                           if conn.dialect.name == "sqlite" else
                           instances.c.flavor["flavorid"].as_string() == q.flavor)
@@ -233,10 +311,29 @@ def _after_marker(conn: sa.Connection, stmt: Any, q: ListQuery) -> Any:
     return stmt.where(sa.or_(after, sa.and_(col == value, tie)))
 
 
+# One server's volume mappings, tags and groups (GET /servers/{id}, polled by
+# clients): Prepared statements, which cost a fraction of building and compiling
+# the Core statements with an IN of one uuid (docs/performance.md, round five).
+_VOLUMES_OF = PreparedRead(
+    sa.select(block_device_mappings.c.volume_id, block_device_mappings.c.delete_on_termination)
+    .where(block_device_mappings.c.instance_uuid == sa.bindparam("uuid"),
+           block_device_mappings.c.volume_id.is_not(None))
+    .order_by(sa.func.coalesce(block_device_mappings.c.boot_index, 1 << 30),
+              block_device_mappings.c.id))
+_TAGS_OF = PreparedRead(sa.select(tag_rows.c.tag).where(
+    tag_rows.c.resource_id == sa.bindparam("uuid")).order_by(tag_rows.c.tag))
+_GROUPS_OF = PreparedRead(sa.select(instance_group_members.c.group_uuid).where(
+    instance_group_members.c.instance_uuid == sa.bindparam("uuid")))
+
+
 def with_volumes(conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
     """Set each row's ``volumes_attached`` (the server view's
     ``os-extended-volumes:volumes_attached``): (volume id, delete on
     termination) of its volume mappings, boot volume first; one query."""
+    if len(rows) == 1:  # one server's view: the statement compiled once
+        rows[0]["volumes_attached"] = [(r["volume_id"], bool(r["delete_on_termination"]))
+                                       for r in _VOLUMES_OF.all(conn, uuid=rows[0]["uuid"])]
+        return
     for row in rows:
         row["volumes_attached"] = []
     if not rows:
@@ -282,6 +379,9 @@ def get_for_view(conn: sa.Connection, uuid: str) -> dict[str, Any]:
 def with_tags(conn: sa.Connection, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``rows`` with each one's ``tags`` (the views show them from 2.26): one
     query for all of them."""
+    if len(rows) == 1:
+        rows[0]["tags"] = [r["tag"] for r in _TAGS_OF.all(conn, uuid=rows[0]["uuid"])]
+        return rows
     found = tags.instance_tag_get_by_instance_uuids(conn, [r["uuid"] for r in rows])
     for row in rows:
         row["tags"] = found.get(row["uuid"], [])
@@ -290,8 +390,7 @@ def with_tags(conn: sa.Connection, rows: list[dict[str, Any]]) -> list[dict[str,
 
 def server_groups_of(conn: sa.Connection, uuid: str) -> list[str]:
     """The uuids of the server groups the server is in (2.71's ``server_groups``)."""
-    return list(conn.execute(sa.select(instance_group_members.c.group_uuid).where(
-        instance_group_members.c.instance_uuid == uuid)).scalars())
+    return [r["group_uuid"] for r in _GROUPS_OF.all(conn, uuid=uuid)]
 
 
 def faults(conn: sa.Connection, uuids: list[str]) -> dict[str, dict[str, Any]]:

@@ -30,7 +30,7 @@ from cirrus.compute.models import (instance_groups, key_pairs, project_usages, q
                                    quota_limits)
 from cirrus.db import pending
 from cirrus.db.base import utcnow
-from cirrus.db.prepared import Prepared
+from cirrus.db.prepared import Cursor, Prepared
 
 INSTANCE_RESOURCES = ("instances", "cores", "ram")
 ALL_RESOURCES = ("instances", "cores", "ram", "key_pairs", "server_groups",
@@ -114,7 +114,18 @@ def locked_usage(conn: sa.Connection, project_id: str) -> dict[str, int]:
     """PostgreSQL: the project's committed usage, its row locked until this
     transaction ends. Take it last, just before COMMIT: every create and
     delete of the project waits for it."""
-    row = _LOCK_USAGE.execute(conn, v_project=project_id).fetchone()
+    return locked_usage_of(conn, send_lock_usage(conn, project_id))
+
+
+def send_lock_usage(conn: sa.Connection, project_id: str) -> Cursor:
+    """:func:`locked_usage`'s statement, sent (in a pipeline, with others);
+    its result read by :func:`locked_usage_of`."""
+    return _LOCK_USAGE.execute(conn, v_project=project_id)
+
+
+def locked_usage_of(conn: sa.Connection, cursor: Cursor) -> dict[str, int]:
+    """The usage :func:`send_lock_usage` locked and read."""
+    row = cursor.fetchone()
     pending.hot_row_taken(conn)  # a group commit ends its transaction here
     return {r: int(v) for r, v in zip(INSTANCE_RESOURCES, row)}
 
@@ -126,14 +137,20 @@ class InstanceQuota:
     instances fit, :meth:`recheck` (after the insert) whether they still do."""
 
     def __init__(self, conn: sa.Connection, settings: Any, project_id: str,
-                 flavor: dict[str, Any]) -> None:
+                 flavor: dict[str, Any], sent: Cursor | None = None) -> None:
+        """``sent``: the read of :meth:`send`, if it went ahead in a pipeline."""
         self.settings = settings
         self.project_id = project_id
-        row = _INSTANCE_QUOTA.execute(conn, w_project=project_id).fetchone()
+        row = (sent or self.send(conn, project_id)).fetchone()
         self.used = {"instances": int(row[0]), "cores": int(row[1]), "ram": int(row[2])}
         self.limits = {res: int(getattr(settings, f"quota_{res}")) if own is None else own
                        for res, own in zip(INSTANCE_RESOURCES, row[3:])}
         self.per = {"instances": 1, "cores": flavor["vcpus"], "ram": flavor["memory_mb"]}
+
+    @staticmethod
+    def send(conn: sa.Connection, project_id: str) -> Cursor:
+        """The read of the project's usage and limits, sent (not yet read)."""
+        return _INSTANCE_QUOTA.execute(conn, w_project=project_id)
 
     def allowed(self, min_count: int, max_count: int) -> int:
         """How many of ``max_count`` fit (≥ ``min_count``), else TooManyInstances (403)."""
@@ -151,14 +168,19 @@ class InstanceQuota:
         raise TooManyInstances(overs=", ".join(overs), req=per[first] * min_count,
                                used=used[first], allowed=lim[first])
 
-    def recheck(self, conn: sa.Connection, added: int) -> None:
+    def recheck(self, conn: sa.Connection, added: int, locked: Cursor | None = None) -> None:
         """After inserting ``added`` instances: still within limits? Raises
         TooManyInstances if not. The usage then is the usage before (SQLite:
         the first read, nothing can have changed it; PostgreSQL: read again
-        with the row locked, see :func:`locked_usage`) plus what was added.
+        with the row locked, see :func:`locked_usage`, or ``locked``: that
+        read sent already by :func:`send_lock_usage`) plus what was added.
         On PostgreSQL call it as the transaction's last statement."""
-        before = locked_usage(conn, self.project_id) if conn.dialect.name == "postgresql" \
-            else self.used
+        if conn.dialect.name != "postgresql":
+            before = self.used
+        elif locked is not None:
+            before = locked_usage_of(conn, locked)
+        else:
+            before = locked_usage(conn, self.project_id)
         for res in INSTANCE_RESOURCES:
             lim, want = self.limits[res], self.per[res] * added
             if 0 <= lim < before[res] + want:  # as allowed() says it, for the same request

@@ -15,7 +15,9 @@ processes on one database): so each one reads the ``revocation_generation`` row
   gathering): under load a round trip serves many requests, and still none is
   answered from a read that began before it came. With psycopg (PostgreSQL's
   driver cirrus documents) the read goes over an asyncio connection of its
-  own, ~0.15 ms of CPU; with another driver, through the DB threads, ~0.45 ms.
+  own, as a statement prepared on it and sent through libpq directly (no
+  cursor: ~0.12 ms of CPU against ~0.17–0.2 ms through ``execute``); with
+  another driver, through the DB threads, ~0.45 ms.
 """
 from __future__ import annotations
 
@@ -32,6 +34,8 @@ from cirrus.identity.revocation import read_generation
 
 LOG = logging.getLogger(__name__)
 _SQL = "SELECT generation FROM revocation_generation WHERE id = 1"
+# The name of _SQL prepared on the asyncio psycopg connection.
+_PREPARED = b"cirrus_revocation_generation"
 # After the asyncio connection failed, reads go to the DB threads this long
 # before it is tried again (a connect per validation would cost more).
 REMOTE_RETRY = 30.0
@@ -97,8 +101,7 @@ class GenerationReader:
         try:
             if self._remote is None or self._remote.closed:
                 self._remote = await _psycopg_connection(self._db.engine)
-            cursor = await self._remote.execute(_SQL, prepare=True)
-            row = await cursor.fetchone()
+            value = await _read_prepared(self._remote)
         except psycopg.Error as exc:
             LOG.warning("revocation generation: reading on the DB threads for %.0f s (%s)",
                         REMOTE_RETRY, exc)
@@ -107,7 +110,23 @@ class GenerationReader:
             self._remote = None
             self._remote_retry_at = time.monotonic() + REMOTE_RETRY
             return None
-        return int(row[0]) if row else 0
+        return value
+
+
+async def _read_prepared(conn: Any) -> int:
+    """The generation, read over ``conn`` (see :func:`_psycopg_connection`)
+    by its prepared statement, through libpq; psycopg's errors as from
+    ``execute``. Only one read at a time uses the connection."""
+    from psycopg import errors, generators, pq
+
+    pgconn = conn.pgconn
+    pgconn.send_query_prepared(_PREPARED, None)
+    results = await conn.wait(generators.execute(pgconn))
+    if not results or results[-1].status != pq.ExecStatus.TUPLES_OK:
+        raise errors.OperationalError(
+            results[-1].get_error_message() if results else "no result")
+    found = results[-1]
+    return int(found.get_value(0, 0)) if found.ntuples else 0
 
 
 def _own_connection(engine: sa.Engine) -> sqlite3.Connection:
@@ -127,6 +146,11 @@ async def _psycopg_connection(engine: sa.Engine) -> Any:
 
     url = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
     conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
+    try:
+        await conn.execute(f"PREPARE {_PREPARED.decode()} AS {_SQL}")
+    except psycopg.Error:
+        conn.pgconn.finish()
+        raise
     # Disposal is synchronous: libpq's own close, without the loop.
     sa.event.listen(engine, "engine_disposed", lambda _engine: conn.pgconn.finish(), once=True)
     return conn

@@ -23,7 +23,6 @@ from cirrus.api.wsgi import reply
 from cirrus.compute import queries
 from cirrus.compute.exception import MetadataLimitExceeded
 from cirrus.compute.image_requests import RebuildRequest, UnshelveRequest
-from cirrus.compute.models import instance_group_members
 from cirrus.context import RequestContext
 
 Version = tuple[int, int]
@@ -109,9 +108,7 @@ def parse_rebuild(arg: Any, version: Version) -> RebuildRequest:
 
 def _load_view(conn: sa.Connection, uuid: str) -> tuple[dict[str, Any], Any, list[str]]:
     row = queries.get_for_view(conn, uuid)
-    groups = [g for g, in conn.execute(sa.select(instance_group_members.c.group_uuid).where(
-        instance_group_members.c.instance_uuid == uuid))]
-    return row, queries.latest_fault(conn, row), groups
+    return row, queries.latest_fault(conn, row), queries.server_groups_of(conn, uuid)
 
 
 async def _rebuild(request: Request, ctx: RequestContext, uuid: str, arg: Any) -> Response:

@@ -131,7 +131,8 @@ async def index(request: Request) -> Response:
     q = _list_query(request, ctx)
     rows = await request.app.state.db.read(queries.list_instances, q,
                                            columns=queries.BASIC_COLUMNS)
-    body: dict[str, Any] = {"servers": [views.basic(_base(request), r) for r in rows]}
+    base = _base(request)
+    body: dict[str, Any] = {"servers": [views.basic(base, r) for r in rows]}
     links = _next_link(request, rows, q, "servers")
     if links:
         body["servers_links"] = links
