@@ -199,6 +199,24 @@ def test_a_taken_port_is_a_backend_error() -> None:
             qsd.listen(ADDR, taken.getsockname()[1])
 
 
+def test_a_port_freed_meanwhile_is_taken() -> None:
+    """A killed daemon's port is freed a moment after its main thread is
+    gone (its other threads close the socket): a restart waits for it."""
+    import threading
+
+    taken = socket.socket()
+    taken.bind((ADDR, 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    closer = threading.Timer(0.2, taken.close)
+    closer.start()
+    try:
+        with qsd.listen(ADDR, port) as sock:
+            assert sock.getsockname()[1] == port
+    finally:
+        closer.join()
+
+
 @pytest.mark.parametrize("overrides, root", [
     ({}, "state/volumes"),
     ({"volumes_path": "shared/vols"}, "shared/vols"),

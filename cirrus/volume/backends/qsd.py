@@ -17,6 +17,7 @@ another process between choosing and listening.
 """
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import socket
@@ -63,9 +64,29 @@ def command(export: Export, pidfile: Path, listen_fd: int) -> list[str]:
         "--pidfile", str(pidfile), "--daemonize"]
 
 
+# How long a port of a daemon that has just died may stay taken: its main
+# thread shows as gone (a zombie) before its other threads have exited and
+# closed the listening socket they share.
+PORT_FREED_WITHIN = 2.0
+
+
 def listen(address: str, port: int) -> socket.socket:
     """A TCP socket listening at ``address``:``port`` (0: any) with
-    ``TCP_NODELAY``; BackendError if it cannot bind."""
+    ``TCP_NODELAY``; BackendError if it cannot bind. A port in use is tried
+    again for up to PORT_FREED_WITHIN seconds (a restart on the port of a
+    daemon just stopped or killed)."""
+    deadline = time.monotonic() + PORT_FREED_WITHIN
+    while True:
+        try:
+            return _listen_once(address, port)
+        except OSError as e:
+            if port and e.errno == errno.EADDRINUSE and time.monotonic() < deadline:
+                time.sleep(0.02)
+                continue
+            raise BackendError(reason=f"cannot listen at {address}:{port}: {e.strerror}") from e
+
+
+def _listen_once(address: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
@@ -73,9 +94,9 @@ def listen(address: str, port: int) -> socket.socket:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind((address, port))
         sock.listen(64)
-    except OSError as e:
+    except OSError:
         sock.close()
-        raise BackendError(reason=f"cannot listen at {address}:{port}: {e.strerror}") from e
+        raise
     return sock
 
 
