@@ -22,13 +22,15 @@ the same of either database and costs four times as much on PostgreSQL.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
+import pytest
 import sqlalchemy as sa
 
 from cirrus.config import Settings
@@ -120,6 +122,25 @@ class SQLiteDatabases:
 
     def close(self) -> None:
         """Nothing outlives the session's temporary directory."""
+
+
+@contextlib.contextmanager
+def scratch_postgres(prefix: str) -> Iterator[str]:
+    """The URL of a new, empty PostgreSQL database named after ``prefix``,
+    dropped after (the test skips where no PostgreSQL runs)."""
+    reason = PostgresDatabases.unreachable()
+    if reason:
+        pytest.skip(reason)
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    admin = sa.create_engine(PG_URL, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
+    with admin.connect() as conn:
+        conn.execute(sa.text(f"CREATE DATABASE {name}"))
+    try:
+        yield PG_URL.rsplit("/", 1)[0] + "/" + name
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        admin.dispose()
 
 
 class PostgresDatabases:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 from typing import Any, Iterator
@@ -26,7 +25,7 @@ from cirrus.network import ipam
 from cirrus.network import ports as port_db
 from cirrus.network import quotas as port_quotas
 from cirrus.network.networks import create_network, create_subnet, subnets_of, subnets_to_allocate
-from tests.databases import PG_URL, PostgresDatabases
+from tests.databases import scratch_postgres
 from tests.unit.test_compute_rules import insert_instance
 
 SETTINGS = SimpleNamespace(quota_instances=5, quota_cores=-1, quota_ram=-1, quota_key_pairs=-1,
@@ -38,23 +37,11 @@ ADMIN = RequestContext(project_id="p", roles=["admin"])
 
 @pytest.fixture(scope="module")
 def engine() -> Iterator[sa.Engine]:
-    reason = PostgresDatabases.unreachable()
-    if reason:
-        pytest.skip(reason)
-    name = f"cirrus_pgcounters_{uuid.uuid4().hex[:8]}"
-    admin = sa.create_engine(PG_URL, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
-    with admin.connect() as conn:
-        conn.execute(sa.text(f"CREATE DATABASE {name}"))
-    url = PG_URL.rsplit("/", 1)[0] + "/" + name
-    try:
+    with scratch_postgres("cirrus_pgcounters") as url:
         migrate.upgrade(url)
         engine = make_engine(url)
         yield engine
         engine.dispose()
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        admin.dispose()
 
 
 def _counted(engine: sa.Engine, project: str) -> int:

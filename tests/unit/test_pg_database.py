@@ -5,7 +5,6 @@ unit."""
 from __future__ import annotations
 
 import asyncio
-import uuid
 from typing import Iterator
 
 import pytest
@@ -13,7 +12,7 @@ import sqlalchemy as sa
 
 from cirrus.db.engine import Database
 from cirrus.db.prepared import Prepared, pipelined
-from tests.databases import PG_URL, PostgresDatabases
+from tests.databases import scratch_postgres
 
 ITEMS = sa.Table("items", sa.MetaData(), sa.Column("id", sa.Integer, primary_key=True),
                  sa.Column("name", sa.String(20), nullable=False, unique=True))
@@ -21,19 +20,8 @@ ITEMS = sa.Table("items", sa.MetaData(), sa.Column("id", sa.Integer, primary_key
 
 @pytest.fixture
 def url() -> Iterator[str]:
-    reason = PostgresDatabases.unreachable()
-    if reason:
-        pytest.skip(reason)
-    name = f"cirrus_pgcommit_{uuid.uuid4().hex[:8]}"
-    admin = sa.create_engine(PG_URL, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
-    with admin.connect() as conn:
-        conn.execute(sa.text(f"CREATE DATABASE {name}"))
-    try:
-        yield PG_URL.rsplit("/", 1)[0] + "/" + name
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        admin.dispose()
+    with scratch_postgres("cirrus_pgcommit") as url:
+        yield url
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 from typing import Any, Iterator
 
 import psycopg
@@ -17,7 +16,7 @@ from cirrus.compute import instance as inst
 from cirrus.compute.admission import count_backlog
 from cirrus.db import migrate
 from cirrus.db.engine import make_engine
-from tests.databases import PG_URL, PostgresDatabases
+from tests.databases import scratch_postgres
 from tests.unit.test_compute_rules import insert_instance
 
 HISTORY = 300  # deleted instances the statistics are taken over
@@ -26,24 +25,12 @@ LIVE = 40  # instances of each kind inserted after, unknown to the statistics
 
 @pytest.fixture(scope="module")
 def engine() -> Iterator[sa.Engine]:
-    reason = PostgresDatabases.unreachable()
-    if reason:
-        pytest.skip(reason)
-    name = f"cirrus_pgplans_{uuid.uuid4().hex[:8]}"
-    admin = sa.create_engine(PG_URL, isolation_level="AUTOCOMMIT", poolclass=sa.NullPool)
-    with admin.connect() as conn:
-        conn.execute(sa.text(f"CREATE DATABASE {name}"))
-    url = PG_URL.rsplit("/", 1)[0] + "/" + name
-    try:
+    with scratch_postgres("cirrus_pgplans") as url:
         migrate.upgrade(url)
         engine = make_engine(url)
         _fill(engine)
         yield engine
         engine.dispose()
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        admin.dispose()
 
 
 def _fill(engine: sa.Engine) -> None:
