@@ -177,10 +177,8 @@ class InstanceQuota:
         On PostgreSQL call it as the transaction's last statement."""
         if conn.dialect.name != "postgresql":
             before = self.used
-        elif locked is not None:
-            before = locked_usage_of(conn, locked)
         else:
-            before = locked_usage(conn, self.project_id)
+            before = locked_usage_of(conn, locked or send_lock_usage(conn, self.project_id))
         for res in INSTANCE_RESOURCES:
             lim, want = self.limits[res], self.per[res] * added
             if 0 <= lim < before[res] + want:  # as allowed() says it, for the same request
