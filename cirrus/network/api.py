@@ -14,15 +14,13 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from cirrus.compute.models import instance_info_caches, instances
+from cirrus.compute.models import instances
 from cirrus.config import Settings
 from cirrus.context import RequestContext
-from cirrus.db.base import utcnow
 from cirrus.db.engine import Database, fetch_all
-from cirrus.db.prepared import Prepared
 from cirrus.db.rows import PreparedRead, read_here
 from cirrus.network import exception as exc
-from cirrus.network import ipam
+from cirrus.network import info_cache, ipam
 from cirrus.network import ports as port_db
 from cirrus.network import quotas
 from cirrus.network import security_group_api
@@ -31,7 +29,7 @@ from cirrus.network.auto_allocate import find_auto_network_and_subnets, get_or_c
 from cirrus.network.segments import SegmentConfig
 from cirrus.network.backends import get_backend
 from cirrus.network.binding import Binder, EventSink
-from cirrus.network.model import NetworkInfo, build_vif
+from cirrus.network.model import NetworkInfo
 from cirrus.network.models import ip_allocations, networks
 from cirrus.network.models import ports as port_table
 from cirrus.network.networks import (counts_to_allocate, network_by_id, subnets_of,
@@ -339,12 +337,13 @@ class API:
                  for p in ports]
         fresh = None
         if not preserve and len(fixed) == len(ports):
-            fresh = _fresh_network_info(ports, fixed, nets, subnets)
+            fresh = info_cache.fresh_network_info(ports, fixed, nets, subnets)
         if mine and fresh is not None and conn.dialect.name == "postgresql":
             info = self._store_checking_ports(conn, instance, fresh, len(mine))
         else:
-            stored = _store_fresh_network_info(conn, instance, fresh) if fresh is not None else None
-            info = stored if stored is not None else self._build_network_info_model(
+            stored = (info_cache.store_fresh_network_info(conn, instance, fresh)
+                      if fresh is not None else None)
+            info = stored if stored is not None else info_cache.build_network_info_model(
                 conn, instance["uuid"], instance["project_id"], preserve, nets, subnets)
             # Checked at create time already; this is the race with other
             # creates (Neutron refuses the port, Nova raises this), as the
@@ -364,13 +363,14 @@ class API:
         other ports too (nothing stored), the general build follows, after the
         counter row is taken: held a few statements longer, that once."""
         over, stored = quotas.ports_over_limit_with(
-            conn, self.settings, instance["project_id"], added, _STORE_FRESH_CACHE_LOCKING_PORTS,
-            **_fresh_cache_params(instance, fresh))
+            conn, self.settings, instance["project_id"], added,
+            info_cache.STORE_FRESH_CACHE_LOCKING_PORTS,
+            **info_cache.fresh_cache_params(instance, fresh))
         if over:
             raise exc.PortLimitExceeded()
         if stored == 1:
             return fresh
-        return self._build_network_info_model(conn, instance["uuid"], instance["project_id"],
+        return info_cache.build_network_info_model(conn, instance["uuid"], instance["project_id"],
                                               set())
 
     def _binding(self, instance: dict[str, Any], host: str | None) -> dict[str, Any]:
@@ -472,7 +472,8 @@ class API:
                         "device_id": "", "device_owner": "", "binding_host_id": ""})[0])
                 except exc.PortNotFound:
                     pass
-            self._build_network_info_model(conn, instance["uuid"], instance["project_id"], set())
+            info_cache.build_network_info_model(conn, instance["uuid"], instance["project_id"],
+                                                set())
             return rows
         try:
             for port in await self.db.run(undo):
@@ -492,7 +493,7 @@ class API:
         requested = {r["port_id"] for r in requested_networks or [] if r.get("port_id")}
 
         def release(conn: sa.Connection) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-            cache = _cache_of(conn, instance["uuid"])
+            cache = info_cache.cache_of(conn, instance["uuid"])
             preserved = requested | {v["id"] for v in cache if v.get("preserve_on_delete")}
             rows = []
             for port in port_db.ports_of_device(conn, instance["uuid"], instance["project_id"]):
@@ -501,7 +502,7 @@ class API:
                         "device_id": "", "device_owner": "", "binding_host_id": ""})[0])
                 else:  # the row was just read (and an elevated context owns every port)
                     rows.append(port_db.delete_port_row(conn, port))
-            _STORE_CACHE.execute(conn, w_uuid=instance["uuid"], v_info=[], v_now=utcnow())
+            info_cache.store(conn, instance["uuid"], [])
             return rows, self._networks_to_tell(conn, rows)
         rows, nets = await self.db.run(release)
         for port in rows:
@@ -521,43 +522,15 @@ class API:
                                    preserve: set[str] | None = None) -> NetworkInfo:
         """Rebuild the VIF model from the ports and store it in the info cache."""
         async with self._locks(instance["uuid"]):
-            return await self.db.run(self._build_network_info_model, instance["uuid"],
+            return await self.db.run(info_cache.build_network_info_model, instance["uuid"],
                                      instance["project_id"], preserve or set())
-
-    @staticmethod
-    def _build_network_info_model(conn: sa.Connection, uuid: str, project_id: str,
-                                  preserve: set[str],
-                                  known_networks: dict[str, dict[str, Any]] | None = None,
-                                  known_subnets: dict[str, list[dict[str, Any]]] | None = None
-                                  ) -> NetworkInfo:
-        """The instance ``uuid`` of ``project_id`` (only that project's ports are
-        its ports). ``known_*``: network rows by id and subnet rows by network
-        id that the caller read in this transaction already; the rest is read
-        here."""
-        old = {vif["id"]: vif for vif in _cache_of(conn, uuid)}
-        device_ports = port_db.ports_of_device(conn, uuid, project_id)
-        fixed = port_db.fixed_ips_of(conn, [p["id"] for p in device_ports])
-        net_rows = dict(known_networks or {})
-        missing = {p["network_id"] for p in device_ports} - set(net_rows)
-        if missing:
-            net_rows.update((r["id"], r) for r in fetch_all(conn, sa.select(networks).where(
-                networks.c.id.in_(missing))))
-        subnet_rows = {s["id"]: s for rows in (known_subnets or {}).values() for s in rows}
-        missing = {ip["subnet_id"] for ips in fixed.values() for ip in ips} - set(subnet_rows)
-        subnet_rows.update(port_db.subnets_by_id(conn, list(missing)))
-        info = NetworkInfo()
-        for port in device_ports:
-            keep = port["id"] in preserve or old.get(port["id"], {}).get("preserve_on_delete", False)
-            info.append(build_vif(port, fixed[port["id"]], net_rows[port["network_id"]],
-                                  subnet_rows, keep))
-        _STORE_CACHE.execute(conn, w_uuid=uuid, v_info=list(info), v_now=utcnow())
-        return info
 
     # -- os-interface ----------------------------------------------------------------
     async def deallocate_port_for_instance(self, ctx: RequestContext, instance: dict[str, Any],
                                            port_id: str) -> NetworkInfo:
         """Detach one port: deleted if cirrus created it, unbound if the user brought it."""
-        cache = {vif["id"]: vif for vif in await self.db.read(_cache_of, instance["uuid"])}
+        stored = await self.db.read(info_cache.cache_of, instance["uuid"])
+        cache = {vif["id"]: vif for vif in stored}
         if port_id not in cache:
             raise exc.PortNotFound(port_id=port_id)
         preserve = cache[port_id].get("preserve_on_delete", False)
@@ -684,65 +657,6 @@ def _network_of(conn: sa.Connection, network_id: str,
     if network_id in known:
         return known[network_id]
     return network_by_id(conn, network_id) or {}
-
-
-_CACHE_OF = PreparedRead(sa.select(instance_info_caches.c.network_info).where(
-    instance_info_caches.c.instance_uuid == sa.bindparam("w_uuid")))
-_STORE_CACHE = Prepared(instance_info_caches.update().where(
-    instance_info_caches.c.instance_uuid == sa.bindparam("w_uuid")).values(
-    network_info=sa.bindparam("v_info"), updated_at=sa.bindparam("v_now")))
-# The info cache of an instance whose ports are exactly the ``w_count`` ports
-# the caller wrote in this transaction (device_id = the instance, of its
-# project): otherwise no row changes and the caller builds the model from
-# what is stored.
-_STORE_FRESH_CACHE = Prepared(instance_info_caches.update().where(
-    instance_info_caches.c.instance_uuid == sa.bindparam("w_uuid"),
-    sa.select(sa.func.count()).select_from(port_table).where(
-        port_table.c.device_id == sa.bindparam("w_uuid"),
-        port_db.owned_by(port_table.c.project_id, sa.bindparam("w_project"))).scalar_subquery()
-    == sa.bindparam("w_count")).values(
-    network_info=sa.bindparam("v_info"), updated_at=sa.bindparam("v_now")))
-
-
-# PostgreSQL: _STORE_FRESH_CACHE carried by the allocation's last statement,
-# the port quota's recheck (quotas.locked_use_with); its third value is 1 if
-# the cache was stored.
-_STORE_FRESH_CACHE_LOCKING_PORTS = quotas.locked_use_with(
-    sa.select(sa.func.count()).select_from(_STORE_FRESH_CACHE.stmt.returning(
-        instance_info_caches.c.instance_uuid).cte("stored")).scalar_subquery())
-
-
-def _cache_of(conn: sa.Connection, uuid: str) -> list[dict[str, Any]]:
-    row = _CACHE_OF.first(conn, w_uuid=uuid)
-    return list((row or {}).get("network_info") or [])
-
-
-def _fresh_network_info(device_ports: list[dict[str, Any]],
-                        fixed: dict[str, list[dict[str, str]]], nets: dict[str, dict[str, Any]],
-                        subnets: dict[str, list[dict[str, Any]]]) -> NetworkInfo:
-    """``_build_network_info_model`` for ports this transaction just created,
-    from what it wrote instead of reading it back — if they are the
-    instance's only ports, which storing it checks (``_STORE_FRESH_CACHE``).
-
-    Equal to the general build then: the ports in creation (``seq``) order,
-    which is request order; their fixed IPs in allocation order; none of them
-    in the old cache (new ids) nor preserved (cirrus created them)."""
-    subnet_rows = {s["id"]: s for rows in subnets.values() for s in rows}
-    return NetworkInfo(build_vif(port, fixed[port["id"]], nets[port["network_id"]], subnet_rows,
-                                 False) for port in device_ports)
-
-
-def _fresh_cache_params(instance: dict[str, Any], info: NetworkInfo) -> dict[str, Any]:
-    return {"w_uuid": instance["uuid"], "w_project": instance["project_id"],
-            "w_count": len(info), "v_info": list(info), "v_now": utcnow()}
-
-
-def _store_fresh_network_info(conn: sa.Connection, instance: dict[str, Any],
-                              info: NetworkInfo) -> NetworkInfo | None:
-    """Store :func:`_fresh_network_info`'s ``info``; None (nothing stored) if
-    the instance has other ports too."""
-    stored = _STORE_FRESH_CACHE.execute(conn, **_fresh_cache_params(instance, info))
-    return info if stored.rowcount == 1 else None
 
 
 def make_network_api(settings: Settings, db: Database, host: str | None,

@@ -94,7 +94,7 @@ class NetworkInfo(list[VIF]):
 
 def build_vif(port: dict[str, Any], fixed_ips: list[dict[str, str]], network: dict[str, Any],
               subnets: dict[str, dict[str, Any]], preserve_on_delete: bool) -> VIF:
-    """A VIF from a port, its network and subnets (``_build_network_info_model``)."""
+    """A VIF from a port, its network and subnets (``info_cache.build_network_info_model``)."""
     by_subnet: dict[str, list[dict[str, Any]]] = {}
     for ip in fixed_ips:
         by_subnet.setdefault(ip["subnet_id"], []).append(ip)

@@ -247,7 +247,8 @@ async def test_new_ports_info_cache_is_what_a_rebuild_gives(cloud: Cloud, demo: 
     """The info model of ports just created is built from what the transaction
     wrote, not read back: it must equal the model rebuilt from the database.
     An instance with another port already is built from the database."""
-    from cirrus.network.api import API, _cache_of, make_network_api
+    from cirrus.network import info_cache
+    from cirrus.network.api import make_network_api
 
     net = await make_net(demo, "fresh", "10.51.0.0/24")
     resp = await demo.post(f"{NET}/subnets", json={"subnet": {
@@ -255,22 +256,22 @@ async def test_new_ports_info_cache_is_what_a_rebuild_gives(cloud: Cloud, demo: 
     assert resp.status_code == 201, resp.text
     created, ctx, instance = await _portless_server(cloud, demo, image)
     rebuilt: list[str] = []
-    general = API._build_network_info_model
-    monkeypatch.setattr(API, "_build_network_info_model", staticmethod(
-        lambda conn, uuid, *args: rebuilt.append(uuid) or general(conn, uuid, *args)))
+    general = info_cache.build_network_info_model
+    monkeypatch.setattr(info_cache, "build_network_info_model",
+                        lambda conn, uuid, *args: rebuilt.append(uuid) or general(conn, uuid, *args))
     api = make_network_api(cloud.settings, cloud.db, "compute1", None)
     requested = [{"network_id": net["id"]}, {"network_id": net["id"]}]
     info = await api.allocate_for_instance(ctx, instance, requested_networks=requested,
                                            bind_host_id="compute1")
     assert rebuilt == []
     assert [len(vif["network"]["subnets"]) for vif in info] == [2, 2]
-    assert await cloud.db.read(_cache_of, created["id"]) == list(info)
+    assert await cloud.db.read(info_cache.cache_of, created["id"]) == list(info)
     assert list(await api.get_instance_nw_info(ctx, instance)) == list(info)
     more = await api.allocate_for_instance(ctx, instance, requested_networks=[requested[0]],
                                            bind_host_id="compute1")
     assert rebuilt == [created["id"], created["id"]]  # the rebuild above, then this one
     assert [vif["id"] for vif in more][:2] == [vif["id"] for vif in info] and len(more) == 3
-    assert await cloud.db.read(_cache_of, created["id"]) == list(more)
+    assert await cloud.db.read(info_cache.cache_of, created["id"]) == list(more)
 
 
 async def test_deallocate_keeps_the_preserved_port_and_tells_the_backend(
@@ -278,7 +279,8 @@ async def test_deallocate_keeps_the_preserved_port_and_tells_the_backend(
     """One unit of work releases the ports: the info cache says which port the
     user brought (kept, unbound), the backend gets each port's network from
     that unit (no read per port)."""
-    from cirrus.network.api import _cache_of, make_network_api
+    from cirrus.network.api import make_network_api
+    from cirrus.network.info_cache import cache_of
 
     net = await make_net(demo, "dealloc", "10.52.0.0/24")
     mine = (await make_port(demo, net["id"], name="user-port")).json()["port"]
@@ -297,7 +299,7 @@ async def test_deallocate_keeps_the_preserved_port_and_tells_the_backend(
     assert sorted(told) == sorted([(mine["id"], net["id"]), (info[1]["id"], net["id"])])
     left = (await demo.get(f"{NET}/ports", params={"network_id": net["id"]})).json()["ports"]
     assert [(p["id"], p["device_id"], p["binding:host_id"]) for p in left] == [(mine["id"], "", "")]
-    assert await cloud.db.read(_cache_of, created["id"]) == []
+    assert await cloud.db.read(cache_of, created["id"]) == []
 
 
 async def test_a_request_failing_its_checks_rolls_nothing_back(cloud: Cloud, demo: httpx.AsyncClient,
