@@ -20,7 +20,7 @@ from cirrus.context import RequestContext
 from cirrus.db.engine import Database, fetch_all
 from cirrus.db.rows import PreparedRead, read_here
 from cirrus.network import exception as exc
-from cirrus.network import info_cache, ipam
+from cirrus.network import deallocate, info_cache, ipam
 from cirrus.network import ports as port_db
 from cirrus.network import quotas
 from cirrus.network import security_group_api
@@ -493,16 +493,7 @@ class API:
         requested = {r["port_id"] for r in requested_networks or [] if r.get("port_id")}
 
         def release(conn: sa.Connection) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-            cache = info_cache.cache_of(conn, instance["uuid"])
-            preserved = requested | {v["id"] for v in cache if v.get("preserve_on_delete")}
-            rows = []
-            for port in port_db.ports_of_device(conn, instance["uuid"], instance["project_id"]):
-                if port["id"] in preserved:
-                    rows.append(port_db.update_port(conn, ctx.elevated(), port["id"], {
-                        "device_id": "", "device_owner": "", "binding_host_id": ""})[0])
-                else:  # the row was just read (and an elevated context owns every port)
-                    rows.append(port_db.delete_port_row(conn, port))
-            info_cache.store(conn, instance["uuid"], [])
+            rows = deallocate.release_ports(conn, ctx, instance, requested)
             return rows, self._networks_to_tell(conn, rows)
         rows, nets = await self.db.run(release)
         for port in rows:
@@ -511,8 +502,8 @@ class API:
     def _networks_to_tell(self, conn: sa.Connection,
                           rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         """The networks of ``rows`` by id, for the host backend's unbind (none
-        without a backend: nothing will be told)."""
-        if self.binder.backend is None:
+        for a backend that does not need them, or without a backend)."""
+        if not self.binder.unbind_needs_network:
             return {}
         return {net_id: network_by_id(conn, net_id) or {}
                 for net_id in {r["network_id"] for r in rows}}

@@ -66,9 +66,17 @@ class Binder:
         """``network``: the port's network when the caller has it."""
         if self.backend is None:
             return
-        if network is None:  # an unbind needs the network only, not the subnets
+        if not self.backend.unbind_needs_network:
+            network = {}
+        elif network is None:  # an unbind needs the network only, not the subnets
             network = await self.db.read(_network_of, port)
         await self.backend.port_unbound(port, network)
+
+    @property
+    def unbind_needs_network(self) -> bool:
+        """Whether ``unbound`` tells the backend the port's network (a caller
+        releasing ports then reads their networks with them)."""
+        return self.backend is not None and self.backend.unbind_needs_network
 
     async def port_up(self, port_id: str) -> None:
         """The device of ``port_id`` is up: ACTIVE, then ``network-vif-plugged``."""

@@ -294,6 +294,7 @@ async def test_deallocate_keeps_the_preserved_port_and_tells_the_backend(
     async def port_unbound(port: dict[str, Any], network: dict[str, Any]) -> None:
         told.append((port["id"], network["id"]))
     monkeypatch.setattr(api.binder.backend, "port_unbound", port_unbound)
+    monkeypatch.setattr(api.binder.backend, "unbind_needs_network", True)
     monkeypatch.setattr(api.binder, "db", None)  # any read of the binder's would fail
     await api.deallocate_for_instance(ctx, instance)
     assert sorted(told) == sorted([(mine["id"], net["id"]), (info[1]["id"], net["id"])])
@@ -354,3 +355,48 @@ async def test_there_is_one_default_security_group(demo: httpx.AsyncClient) -> N
     renamed = await demo.put(f"{NET}/security-groups/{sg['security_group']['id']}",
                              json={"security_group": {"name": "default"}})
     assert renamed.status_code == 409
+
+
+async def test_deallocate_releases_in_one_unit_what_each_statement_did(
+        cloud: Cloud, admin: httpx.AsyncClient, demo: httpx.AsyncClient, image: str) -> None:
+    """The release (one statement on PostgreSQL): the port cirrus created goes
+    with its address and tags, its floating IP stays, free and DOWN; the port
+    the request brought and the one the cache marks preserved stay, unbound;
+    a port of another project naming the server is not its; the cache ends
+    empty."""
+    from cirrus.network.api import make_network_api
+    from cirrus.network.info_cache import cache_of
+    from tests.functional.test_network_l3 import _topology
+
+    ext, net, _router = await _topology(admin, demo)
+    brought = (await make_port(demo, net["id"], name="brought")).json()["port"]
+    marked = (await make_port(demo, net["id"], name="marked")).json()["port"]
+    created, ctx, instance = await _portless_server(cloud, demo, image)
+    api = make_network_api(cloud.settings, cloud.db, "compute1", None)
+    requested = [{"port_id": brought["id"]}, {"network_id": net["id"]}, {"port_id": marked["id"]}]
+    info = await api.allocate_for_instance(ctx, instance, requested_networks=requested,
+                                           bind_host_id="compute1")
+    (new_vif,) = [vif for vif in info if not vif["preserve_on_delete"]]
+    new = new_vif["id"]
+    assert len(info) == 3
+    assert (await demo.put(f"{NET}/ports/{new}/tags/t1")).status_code == 201
+    fip = (await demo.post(f"{NET}/floatingips", json={"floatingip": {
+        "floating_network_id": ext["id"], "port_id": new}})).json()["floatingip"]
+    assert fip["port_id"] == new
+    foreign = (await admin.post(f"{NET}/ports", json={"port": {
+        "network_id": ext["id"], "device_id": created["id"]}})).json()["port"]
+
+    await api.deallocate_for_instance(ctx, instance, requested_networks=requested[:2])
+    left = {p["id"]: p for p in (await admin.get(f"{NET}/ports")).json()["ports"]}
+    assert new not in left and foreign["id"] in left
+    assert [(left[p]["device_id"], left[p]["binding:host_id"], left[p]["status"])
+            for p in (brought["id"], marked["id"])] == [("", "", "DOWN")] * 2
+    shown = (await demo.get(f"{NET}/floatingips/{fip['id']}")).json()["floatingip"]
+    assert (shown["port_id"], shown["fixed_ip_address"], shown["router_id"], shown["status"]) \
+        == (None, None, None, "DOWN")
+    assert (await demo.get(f"{NET}/ports", params={"tags": "t1"})).json()["ports"] == []
+    assert await cloud.db.read(cache_of, created["id"]) == []
+    # the created port's address is free again: the next port on the network gets it
+    again = (await make_port(demo, net["id"], fixed_ips=[
+        {"ip_address": new_vif["network"]["subnets"][0]["ips"][0]["address"]}]))
+    assert again.status_code == 201, again.text

@@ -22,6 +22,10 @@ class HostBackend(abc.ABC):
     # the binding write marks the port ACTIVE itself, and binding only sends
     # ``network-vif-plugged`` — no port-up callback, no second write.
     up_on_bind: bool = False
+    # Whether ``port_unbound`` reads its ``network`` argument: a backend that
+    # does not (noop, linuxbridge) gets ``{}``, and a release reads no
+    # network for it.
+    unbind_needs_network: bool = True
 
     def set_port_up_callback(self, callback: PortUpCallback) -> None:
         self._port_up = callback
@@ -46,7 +50,9 @@ class HostBackend(abc.ABC):
 
     @abc.abstractmethod
     async def port_unbound(self, port: dict[str, Any], network: dict[str, Any]) -> None:
-        """``port`` was unbound or deleted: remove its DHCP entry and rules."""
+        """``port`` was unbound or deleted: remove its DHCP entry and rules.
+        ``network``: the port's network, or ``{}`` when the backend says it
+        does not need it (``unbind_needs_network``)."""
 
     async def network_deleted(self, network: dict[str, Any]) -> None:
         """Remove the network's bridge and DHCP server, if any."""

@@ -69,6 +69,7 @@ class LinuxBridgeBackend(HostBackend):
     # Seconds between re-reads of the database (security group rule changes
     # made in the API process take effect within this).
     SYNC_INTERVAL = 2.0
+    unbind_needs_network = False  # an unbind resyncs the host from the database
 
     def __init__(self, settings: Any, host: str | None) -> None:
         self.settings = settings

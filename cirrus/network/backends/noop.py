@@ -8,6 +8,7 @@ from cirrus.network.backends.base import HostBackend
 
 class NoopBackend(HostBackend):
     up_on_bind = True
+    unbind_needs_network = False
 
     def __init__(self, settings: Any = None, host: str | None = None) -> None:
         self.host = host
