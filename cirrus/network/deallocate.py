@@ -24,6 +24,7 @@ from cirrus.network import exception as exc
 from cirrus.network import info_cache
 from cirrus.network import ports as port_db
 from cirrus.network.models import floatingips, network_tags, ports
+from cirrus.network.networks import network_by_id
 
 UNBOUND = {"device_id": "", "device_owner": "", "binding_host_id": ""}
 
@@ -98,3 +99,47 @@ def _release_in_one(conn: sa.Connection, ctx: RequestContext, instance: dict[str
         except exc.PortNotFound:
             rows.append(row)  # deleted meanwhile: told as released all the same
     return rows
+
+
+def undo(conn: sa.Connection, ctx: RequestContext, instance: dict[str, Any], created: list[str],
+         preexisting: list[str]) -> list[dict[str, Any]]:
+    """A failed allocation's rollback: the ports it created deleted, the ones
+    it was given unbound (each gone meanwhile skipped); the info cache then
+    lists what is left. The ports as they were."""
+    rows = []
+    for pid in created:
+        try:
+            rows.append(port_db.delete_port(conn, ctx.elevated(), pid))
+        except exc.PortNotFound:
+            pass
+    for pid in preexisting:
+        try:
+            rows.append(port_db.update_port(conn, ctx.elevated(), pid, UNBOUND)[0])
+        except exc.PortNotFound:
+            pass
+    info_cache.build_network_info_model(conn, instance["uuid"], instance["project_id"], set())
+    return rows
+
+
+def release_port(conn: sa.Connection, ctx: RequestContext, instance: dict[str, Any],
+                 port_id: str, preserve: bool) -> dict[str, Any]:
+    """Detach one port of the instance (os-interface): deleted, or unbound if
+    ``preserve``; PortNotFound if it is not the instance's (a stale cache).
+    The port as it was."""
+    port = port_db.port_by_id(conn, port_id)
+    if port is None or port["device_id"] != instance["uuid"] \
+            or port["project_id"] != instance["project_id"]:
+        raise exc.PortNotFound(port_id=port_id)
+    if preserve:
+        return port_db.update_port(conn, ctx.elevated(), port_id, UNBOUND)[0]
+    return port_db.delete_port(conn, ctx.elevated(), port_id)
+
+
+def networks_to_tell(conn: sa.Connection, needed: bool,
+                     rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The networks of ``rows`` by id, for the host backend's unbind; none
+    unless ``needed`` (``Binder.unbind_needs_network``)."""
+    if not needed:
+        return {}
+    return {net_id: network_by_id(conn, net_id) or {}
+            for net_id in {r["network_id"] for r in rows}}

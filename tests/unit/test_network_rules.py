@@ -236,7 +236,7 @@ def test_a_clashing_generated_mac_is_replaced_a_requested_one_refused(
 
 def test_available_networks_are_the_own_then_the_shared(conn: sa.Connection) -> None:
     """One read for both, in the order two reads gave: own by creation, then shared."""
-    from cirrus.network.api import _available_networks
+    from cirrus.network.allocate import available_networks as _available_networks
 
     admin = RequestContext(project_id="other", roles=["admin"])
     shared = create_network(conn, admin, {"name": "shared", "shared": True})
@@ -324,7 +324,7 @@ def _instance_row(conn: sa.Connection, name: str) -> dict[str, Any]:
 
 
 def _progress() -> Any:
-    from cirrus.network.api import _Progress
+    from cirrus.network.allocate import Progress as _Progress
 
     return _Progress(ipam.Claims(ipam.InFlight()))
 

@@ -285,7 +285,8 @@ def _auto_allocation(conn: sa.Connection, uuid_: str, limit: int) -> Any:
     """An ``auto`` allocation for instance ``uuid_`` of project ``auto``, as a
     compute runs it (its unit of work), at a port limit of ``limit``."""
     from cirrus.config import Settings
-    from cirrus.network.api import API, _Progress
+    from cirrus.network.allocate import Progress as _Progress
+    from cirrus.network.api import API
     from cirrus.network.backends.noop import NoopBackend
     from cirrus.network.binding import Binder
 
