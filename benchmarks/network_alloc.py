@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import tempfile
 import time
 import uuid
@@ -40,16 +41,29 @@ def _backend_cpu(engine: sa.Engine, dbname: str) -> float:
     return total / TICKS
 
 
-def _pg_statements(engine: sa.Engine, dbname: str) -> Counter[str]:
+def _pg_statements(engine: sa.Engine, dbname: str) -> tuple[Counter[str], Counter[str]]:
+    """Calls and total execution ms per statement (by its first characters)."""
     with engine.connect() as conn:
         rows = conn.execute(sa.text(
-            "SELECT calls, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) FROM "
+            "SELECT calls, total_exec_time, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) FROM "
             "pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = :d)"),
             {"d": dbname}).all()
-    out: Counter[str] = Counter()
-    for calls, query in rows:  # statements alike in their first characters: summed
-        out[query] += int(calls)
-    return out
+    calls: Counter[str] = Counter()
+    ms: Counter[str] = Counter()
+    for count, total, query in rows:  # statements alike in their first characters: summed
+        calls[query] += int(count)
+        ms[query] += float(total)
+    return calls, ms
+
+
+def _once(traced: list[str]) -> list[str]:
+    """sqlite3 traces a statement again as each trigger program of it starts."""
+    return [s for i, s in enumerate(traced) if i == 0 or s != traced[i - 1]]
+
+
+def _shape(statement: str) -> str:
+    """A traced SQLite statement without its values (as pg_stat_statements shows them)."""
+    return re.sub(r"'[^']*'|\b\d+(\.\d+)?\b", "?", statement)[:110]
 
 
 def _setup(url: str, n: int) -> list[dict[str, Any]]:
@@ -164,12 +178,12 @@ def main() -> None:
             if args.db == "postgresql":
                 now = (_pg_statements(stats, name), _backend_cpu(admin, name))
             else:
-                now = (Counter(s[:110] for s in traced), 0.0)
+                now = ((Counter(_shape(s) for s in _once(traced)), Counter()), 0.0)
             if label == "start":
                 seen["start"] = now
                 return
-            (before, cpu0), (after, cpu1) = seen["start"], now
-            diff = after - before
+            ((before, ms0), cpu0), ((after, ms1), cpu1) = seen["start"], now
+            diff, ms = after - before, ms1 - ms0
             n = len(instances)
             core = {q: c for q, c in diff.items()
                     if q.split()[0].upper() not in ("BEGIN", "COMMIT", "SAVEPOINT", "RELEASE")}
@@ -178,7 +192,8 @@ def main() -> None:
                   + (f", backends CPU {1000 * (cpu1 - cpu0) / n:.3f} ms" if cpu1 else ""))
             if args.show:
                 for q, c in sorted(diff.items(), key=lambda kv: -kv[1]):
-                    print(f"  {c / n:6.2f}  {q}")
+                    mean = f"{ms[q] / c:6.3f} ms" if ms[q] else ""
+                    print(f"  {c / n:6.2f} {mean:>9}  {q}")
         asyncio.run(_run(url, instances, args.c, measure))
     finally:
         if args.db == "postgresql":
