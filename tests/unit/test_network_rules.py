@@ -214,6 +214,36 @@ def test_up_on_bind_backend_reports_plugged_without_a_second_write(status: str,
                        "status": "completed"}]
 
 
+class _Reads(_Database):
+    """Records the reads a Binder makes; a port's network is ``{"id": "n1"}``."""
+
+    async def read(self, fn: Any, *args: Any) -> Any:
+        self.runs.append(fn.__name__)
+        return {"id": "n1"}
+
+
+@pytest.mark.parametrize("needs, given, told, reads", [
+    (False, None, {}, []),                       # noop, linuxbridge: no network, no read
+    (False, {"id": "n1"}, {}, []),
+    (True, None, {"id": "n1"}, ["_network_of"]),  # a backend that uses it: read if not given
+    (True, {"id": "n1"}, {"id": "n1"}, []),
+])
+def test_an_unbind_reads_the_network_only_for_a_backend_that_uses_it(
+        needs: bool, given: dict[str, Any] | None, told: dict[str, Any], reads: list[str]) -> None:
+    backend = NoopBackend()
+    backend.unbind_needs_network = needs
+    calls: list[dict[str, Any]] = []
+
+    async def port_unbound(_port: dict[str, Any], network: dict[str, Any]) -> None:
+        calls.append(network)
+    backend.port_unbound = port_unbound  # type: ignore[method-assign]
+    db = _Reads()
+    binder = Binder(db, backend)  # type: ignore[arg-type]
+    assert binder.unbind_needs_network is needs
+    asyncio.run(binder.unbound(PORT, given))
+    assert (calls, db.runs) == ([told], reads)
+
+
 def test_a_clashing_generated_mac_is_replaced_a_requested_one_refused(
         conn: sa.Connection, monkeypatch: pytest.MonkeyPatch) -> None:
     """No MAC SELECT before the INSERT: the unique key catches a clash, a
