@@ -236,7 +236,7 @@ def test_an_unbind_reads_the_network_only_for_a_backend_that_uses_it(
 
     async def port_unbound(_port: dict[str, Any], network: dict[str, Any]) -> None:
         calls.append(network)
-    backend.port_unbound = port_unbound  # type: ignore[method-assign]
+    backend.port_unbound = port_unbound  # type: ignore[method-assign, assignment]
     db = _Reads()
     binder = Binder(db, backend)  # type: ignore[arg-type]
     assert binder.unbind_needs_network is needs
