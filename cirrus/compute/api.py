@@ -8,13 +8,14 @@ actions that are cast to the host.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import sqlalchemy as sa
 
 from cirrus import policy
 from cirrus.compute import exception as exc
 from cirrus.compute.admission import BuildAdmission
+from cirrus.compute.catalog_cache import CatalogCache, uncached
 from cirrus.compute.api_admin import AdminActions
 from cirrus.compute.api_create import CreateActions
 from cirrus.compute.api_delete import DeleteActions
@@ -56,12 +57,17 @@ class API(VolumeActions, AssistedSnapshotActions, StateActions, ImageActions, Ad
     :class:`~cirrus.compute.api_assisted_snapshots.AssistedSnapshotActions`)."""
 
     def __init__(self, settings: Settings, db: Database, transport: Transport,
-                 images: Any, network: Any, volume_api: VolumeAPI | None = None) -> None:
+                 images: Any, network: Any, volume_api: VolumeAPI | None = None,
+                 catalog: Callable[[], int | None] = uncached) -> None:
+        """``catalog``: the catalog generation this process's token checks read
+        (:class:`~cirrus.compute.catalog_cache.CatalogCache`); by default none,
+        and every create reads its flavor and image."""
         self.settings = settings
         self.db = db
         self.transport = transport
         self.images = images
         self.network = network
+        self.catalog = CatalogCache(catalog)
         self.volume_api = volume_api or make_volume_api(settings, db)
         self.compute_task_api = ComputeTaskAPI(transport)
         self.compute_rpcapi = ComputeAPI(transport)
@@ -210,11 +216,13 @@ def _begin(conn: sa.Connection, ctx: RequestContext, uuid: str, t: Transition,
 
 
 def make_compute_api(settings: Settings, db: Database, transport: Transport,
-                     volume_api: VolumeAPI | None = None) -> API:
+                     volume_api: VolumeAPI | None = None,
+                     catalog: Callable[[], int | None] | None = None) -> API:
     """The compute API for ``app.state.compute_api`` (``volume_api``: block
-    storage as the composition root gives it; None: the configured one)."""
+    storage as the composition root gives it; None: the configured one;
+    ``catalog``: the identity service's catalog generation, None: no lookups kept)."""
     from cirrus.image.api import make_image_api
     from cirrus.network.api import make_network_api
 
     return API(settings, db, transport, make_image_api(settings, db, transport),
-               make_network_api(settings, db, None, None), volume_api)
+               make_network_api(settings, db, None, None), volume_api, catalog or uncached)

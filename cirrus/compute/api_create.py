@@ -82,11 +82,17 @@ class CreateActions(Lookups):
             raise exc.InvalidRequest(reason="One mechanism with host and/or hypervisor_hostname "
                                             "and another mechanism with zone:host:node are "
                                             "mutually exclusive.")
-        # One read for every lookup, image included (on SQLite in the loop's own
-        # thread: a few point reads cost less than the hop to a DB thread);
-        # errors are raised in the order Nova checks.
-        found = await read_here(self.db, self._lookups, ctx, req, self._boot_image_id(req),
-                                az, forced_host)
+        # Flavor and image kept by this process while the catalog stays as the
+        # token check read it: often no read at all (catalog_cache.py). Else
+        # one read for every lookup (on SQLite in the loop's own thread: a few
+        # point reads cost less than the hop to a DB thread). Errors are
+        # raised in the order Nova checks.
+        generation = self.catalog.generation()
+        image_id = self._boot_image_id(req)
+        found = self._kept_lookups(ctx, req, image_id, az, forced_host, generation)
+        if found is None:
+            found = await read_here(self.db, self._lookups, ctx, req, image_id, az,
+                                    forced_host, generation)
         flavor = found.flavor
         if flavor is None:
             raise exc.FlavorNotFound(flavor_id=req.flavor_id)

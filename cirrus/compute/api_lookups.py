@@ -18,13 +18,14 @@ import sqlalchemy as sa
 from cirrus import policy
 from cirrus.compute import exception as exc
 from cirrus.compute import destinations, flavors, keypairs, quotas, server_groups
-from cirrus.compute.flavors import get_flavor
+from cirrus.compute.catalog_cache import MISSING, CatalogCache
 from cirrus.compute.records import CreateRequest
 from cirrus.compute.scope import require_project
 from cirrus.config import Settings
 from cirrus.context import RequestContext
 from cirrus.db.rows import PreparedRead
 from cirrus.exception import CirrusException, NotFound
+from cirrus.image.api import visibility as image_visibility
 from cirrus.service_models import services
 
 MAX_USERDATA_SIZE = 65535
@@ -36,6 +37,14 @@ MAX_METADATA_ITEMS = 128
 QUOTA_FIRST_ABOVE = 16
 _COMPUTE_ZONES = PreparedRead(sa.select(services.c.host, services.c.availability_zone).where(
     services.c.binary == "cirrus-compute"))
+
+
+Row = dict[str, Any]
+
+
+def _copy(row: Row | None) -> Row | None:
+    """A kept record, copied for one request (kept ones are shared)."""
+    return None if row is None else dict(row)
 
 
 @dataclass
@@ -69,6 +78,7 @@ class Lookups:
     # What the compute API (cirrus/compute/api.py) gives these methods.
     settings: Settings
     images: Any  # cirrus.image.api.ImageAPI
+    catalog: CatalogCache
 
     @staticmethod
     def _boot_image_id(req: CreateRequest) -> str | None:
@@ -94,20 +104,46 @@ class Lookups:
             raise exc.FlavorDiskTooSmall()
         return image
 
+    def _kept_lookups(self, ctx: RequestContext, req: CreateRequest, image_id: str | None,
+                      az: str | None, forced_host: str | None,
+                      generation: int | None) -> "Found | None":
+        """What :meth:`_lookups` would find, from the catalog cache alone, when
+        the request needs nothing else read (no key pair, group, zone, host or
+        large count); None when it does, or a record is not kept."""
+        if (req.key_name is not None or req.scheduler_hints.get("group") or forced_host
+                or req.requested_host or req.requested_node or req.max_count > QUOTA_FIRST_ABOVE
+                or (az and az != self.settings.default_availability_zone)):
+            return None
+        access = self.catalog.get(generation, "flavor", req.flavor_id)
+        row = self.catalog.get(generation, "image", image_id) if image_id else None
+        if access is MISSING or row is MISSING:
+            return None
+        image: Row | Exception | None = None
+        if image_id:
+            seen = image_visibility(ctx, row) if row is not None else False
+            if seen is None:
+                return None  # a shared image: its members decide
+            image = _copy(row) if seen else exc.ImageNotFound(image_id=image_id)
+        return Found(flavor=_copy(flavors.visible_in(access, ctx.project_id, ctx.is_admin)),
+                     image=image, zone_error=None, destination=None, key_data=None,
+                     group=None, quota_fit=None)
+
     def _lookups(self, conn: sa.Connection, ctx: RequestContext, req: CreateRequest,
-                 image_id: str | None, az: str | None, forced_host: str | None) -> "Found":
+                 image_id: str | None, az: str | None, forced_host: str | None,
+                 generation: int | None = None) -> "Found":
         """Flavor, image, zone, key pair and group in one transaction; errors
-        kept, to be raised in Nova's order."""
+        kept, to be raised in Nova's order. ``generation``: the catalog's, as
+        known before this read (:meth:`CatalogCache.generation`)."""
         def caught(fn: Any, *args: Any) -> Any:
             try:
                 return fn(conn, *args)
             except CirrusException as error:
                 return error
         # A private flavor the project may not use is missing (Nova: 400).
-        flavor = flavors.visible(conn, get_flavor(conn, req.flavor_id), ctx.project_id,
-                                 ctx.is_admin)
+        flavor = _copy(flavors.visible_in(self._flavor_access(conn, req.flavor_id, generation),
+                                          ctx.project_id, ctx.is_admin))
         return Found(flavor=flavor,
-                      image=caught(self._image, ctx, image_id) if image_id else None,
+                      image=caught(self._image, ctx, image_id, generation) if image_id else None,
                       zone_error=caught(self._check_zone_and_host, az, forced_host),
                       destination=caught(destinations.requested_destination,
                                          req.requested_host, req.requested_node),
@@ -124,10 +160,24 @@ class Lookups:
         quota = quotas.InstanceQuota(conn, self.settings, require_project(ctx), flavor)
         return quota.allowed(req.min_count, req.max_count)
 
-    def _image(self, conn: sa.Connection, ctx: RequestContext, image_id: str) -> dict[str, Any]:
+    def _flavor_access(self, conn: sa.Connection, flavorid: str,
+                       generation: int | None) -> flavors.FlavorAccess:
+        access = self.catalog.get(generation, "flavor", flavorid)
+        if access is MISSING:
+            access = flavors.with_access(conn, flavorid)
+            self.catalog.put(generation, "flavor", flavorid, access)
+        return access  # type: ignore[no-any-return]
+
+    def _image(self, conn: sa.Connection, ctx: RequestContext, image_id: str,
+               generation: int | None = None) -> dict[str, Any]:
+        """The image if the caller may see it (ImageNotFound, 400, if not);
+        its record kept at ``generation`` (None: read, not kept)."""
+        row = self.catalog.get(generation, "image", image_id)
+        if row is MISSING:
+            row = self.images.record(conn, image_id)
+            self.catalog.put(generation, "image", image_id, row)
         try:
-            image: dict[str, Any] = self.images.lookup(conn, ctx, image_id)
-            return image
+            return dict(self.images.seen(conn, ctx, image_id, row))
         except NotFound:
             raise exc.ImageNotFound(image_id=image_id) from None
 

@@ -71,7 +71,7 @@ class VolumeActions:
         raise NotImplementedError
 
     # The create's (cirrus/compute/api_lookups.py, api_create.py).
-    _image: Callable[[sa.Connection, RequestContext, str], Row]
+    _image: Callable[..., Row]  # (conn, ctx, image_id)
     _destroy_records: Callable[[sa.Connection, list[str]], None]
 
     # -- create ---------------------------------------------------------------------
