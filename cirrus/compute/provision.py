@@ -102,27 +102,27 @@ def _provision_in_one_flight(conn: sa.Connection, settings: Settings, ctx: Reque
                              req: CreateRequest, flavor: dict[str, Any],
                              image: dict[str, Any] | None, rows: list[dict[str, Any]]
                              ) -> list[dict[str, Any]]:
-    """PostgreSQL, a create of exactly ``len(rows)`` servers: the quota's
-    read, the records and the quota's locked recheck sent in one round
-    trip, in the order of :func:`provision_instances`, and read after.
-    The quota is checked then, not before the inserts: if it refuses, they
-    roll back with the transaction, as a failed recheck's do."""
+    """PostgreSQL, a create of exactly ``len(rows)`` servers: the records
+    and the quota's one statement (the project's usage row locked and read
+    with its limits) sent in one round trip, and read after. The quota is
+    checked then, not before the inserts: if it refuses, they roll back with
+    the transaction. The usage read is the committed one (the inserts count
+    at COMMIT), so the check of ``len(rows)`` is the recheck too."""
     assert ctx.project_id is not None
     with pipelined(conn):
-        usage = quotas.InstanceQuota.send(conn, ctx.project_id)
         ids = [_INSERT_INSTANCE.execute(conn, **_params(row, INSTANCE_COLUMNS))
                for row in rows]
         actions = _send_records(conn, ctx, req, flavor, image, rows)
         # Last: it locks the project's usage row until COMMIT.
-        locked = quotas.send_lock_usage(conn, ctx.project_id)
-    quota = quotas.InstanceQuota(conn, settings, ctx.project_id, flavor, sent=usage)
-    quota.allowed(len(rows), len(rows))
+        locked = quotas.send_lock_quota(conn, ctx.project_id)
+    quotas.InstanceQuota.locked(conn, settings, ctx.project_id, flavor, locked).allowed(
+        len(rows), len(rows))
     for row, cursor in zip(rows, ids):
         row["id"] = cursor.fetchone()[0]
     for action in actions:
         action.fetchone()
-    quota.recheck(conn, len(rows), locked=locked)
     return rows
+
 
 def _send_records(conn: sa.Connection, ctx: RequestContext, req: CreateRequest,
                   flavor: dict[str, Any], image: dict[str, Any] | None,
