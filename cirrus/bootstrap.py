@@ -9,7 +9,7 @@ import asyncio
 import functools
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import yaml
 from starlette.applications import Starlette
@@ -176,7 +176,7 @@ class Cloud:
                                  "transport": self.transport, "identity": identity}
         if self.metrics is not None:  # the API's requests are timed
             state["metrics"] = self.metrics
-        for name, factory in _state_factories(self.volume_api):
+        for name, factory in _state_factories(self.volume_api, identity.catalog_generation):
             state[name] = factory(self.settings, self.db, self.transport)
         # network-vif-plugged goes to compute's external events, as Neutron's does.
         state["network"].set_event_sink(state["compute_api"].external_instance_event)
@@ -256,8 +256,10 @@ class Cloud:
             self.db = None
 
 
-def _state_factories(volume_api: VolumeAPI | None = None) -> list[tuple[str, Any]]:
-    """(name, factory(settings, db, transport)) for every API-side service."""
+def _state_factories(volume_api: VolumeAPI | None = None,
+                     catalog: Callable[[], int | None] | None = None) -> list[tuple[str, Any]]:
+    """(name, factory(settings, db, transport)) for every API-side service
+    (``catalog``: the catalog generation the compute API keys its lookups by)."""
     from cirrus.api.metadata.service import make_metadata_service
     from cirrus.compute.api import make_compute_api
     from cirrus.image.api import make_image_api
@@ -265,7 +267,8 @@ def _state_factories(volume_api: VolumeAPI | None = None) -> list[tuple[str, Any
     from cirrus.volume.manager import make_block_storage
 
     return [("images", make_image_api), ("network", make_network_service),
-            ("compute_api", functools.partial(make_compute_api, volume_api=volume_api)),
+            ("compute_api", functools.partial(make_compute_api, volume_api=volume_api,
+                                              catalog=catalog)),
             ("volume", make_block_storage), ("metadata", make_metadata_service)]
 
 

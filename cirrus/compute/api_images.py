@@ -43,7 +43,7 @@ class ImageActions:
     compute_task_api: ComputeTaskAPI
     get: Callable[[RequestContext, str], Awaitable[Row]]
     _begin_action: Callable[..., Awaitable[Row]]
-    _image: Callable[[sa.Connection, RequestContext, str], Row]
+    _image: Callable[..., Row]  # (conn, ctx, image_id)
     _checked_image: Callable[[Row | Exception | None, Row], Row | None]
     _check_user_data: Callable[[str | None], None]
     _check_zone_and_host: Callable[[sa.Connection, str | None, str | None], None]

@@ -10,7 +10,7 @@ of a reservation gives back what was reserved before it.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Callable
 
 import sqlalchemy as sa
 
@@ -70,12 +70,9 @@ class VolumeActions:
                             row: Row | None = None, on_host: bool = True) -> Row:
         raise NotImplementedError
 
-    def _image(self, conn: sa.Connection, ctx: RequestContext, image_id: str) -> Row:
-        raise NotImplementedError
-
-    @staticmethod
-    def _destroy_records(conn: sa.Connection, uuids: list[str]) -> None:
-        raise NotImplementedError
+    # The create's (cirrus/compute/api_lookups.py, api_create.py).
+    _image: Callable[..., Row]  # (conn, ctx, image_id)
+    _destroy_records: Callable[[sa.Connection, list[str]], None]
 
     # -- create ---------------------------------------------------------------------
     async def _validate_bdm(self, ctx: RequestContext, req: CreateRequest,

@@ -90,6 +90,28 @@ def visible(conn: sa.Connection, flavor: dict[str, Any] | None, project_id: str 
     return flavor if flavor["flavorid"] in open_to(conn, project_id) else None
 
 
+# A flavor as the compute API keeps it (cirrus/compute/catalog_cache.py): the
+# record (None: no such flavor) and, for a private one, the projects it is open to.
+FlavorAccess = tuple[dict[str, Any] | None, frozenset[str]]
+
+
+def with_access(conn: sa.Connection, flavorid: str) -> FlavorAccess:
+    """The flavor ``flavorid`` (or None) and, if private, the projects it is open to."""
+    flavor = get_flavor(conn, flavorid)
+    if flavor is None or flavor["is_public"]:
+        return flavor, frozenset()
+    return flavor, frozenset(projects_of(conn, flavorid))
+
+
+def visible_in(access: FlavorAccess, project_id: str | None,
+               is_admin: bool) -> dict[str, Any] | None:
+    """:func:`visible` of a :func:`with_access` record: no read."""
+    flavor, projects = access
+    if flavor is None or flavor["is_public"] or is_admin or project_id in projects:
+        return flavor
+    return None
+
+
 def add_access(conn: sa.Connection, flavorid: str, project_id: str) -> None:
     """Open a flavor to a project; :class:`FlavorAccessExists` (409) if it is."""
     if project_id in projects_of(conn, flavorid):

@@ -50,10 +50,11 @@ _CLASS_LIMITS = Prepared(sa.select(quota_classes.c.resource, quota_classes.c.har
     quota_classes.c.class_name == sa.bindparam("w_class")))
 
 
-def _own_limit(resource: str) -> sa.ColumnElement[Any]:
-    """The project's own limit of ``resource``, else the default class's (NULL: neither)."""
+def _own_limit(resource: str, project: str = "w_project") -> sa.ColumnElement[Any]:
+    """The project's own limit of ``resource`` (the project bound as
+    ``project``), else the default class's (NULL: neither)."""
     own = sa.select(quota_limits.c.hard_limit).where(
-        quota_limits.c.project_id == sa.bindparam("w_project"),
+        quota_limits.c.project_id == sa.bindparam(project),
         quota_limits.c.resource == resource).scalar_subquery()
     default = sa.select(quota_classes.c.hard_limit).where(
         quota_classes.c.class_name == DEFAULT_CLASS,
@@ -110,6 +111,24 @@ _LOCK_USAGE = Prepared(postgresql.insert(project_usages).values(
     *(project_usages.c[r] for r in INSTANCE_RESOURCES)))
 
 
+# The same lock, returning the project's own limits too (NULL where it has
+# none): a create of a fixed count needs no other quota statement
+# (:meth:`InstanceQuota.locked`). In the row's shape of _INSTANCE_QUOTA.
+_LOCK_QUOTA = Prepared(postgresql.insert(project_usages).values(
+    project_id=sa.bindparam("v_project")).on_conflict_do_update(
+    index_elements=[project_usages.c.project_id],
+    set_={"instances": project_usages.c.instances}).returning(
+    *(project_usages.c[r] for r in INSTANCE_RESOURCES),
+    *(_own_limit(r, "v_project") for r in INSTANCE_RESOURCES)))
+
+
+def send_lock_quota(conn: sa.Connection, project_id: str) -> Cursor:
+    """PostgreSQL: the project's usage row locked and read with its limits,
+    sent (in a pipeline, as the transaction's last statement); read by
+    :meth:`InstanceQuota.locked`."""
+    return _LOCK_QUOTA.execute(conn, v_project=project_id)
+
+
 def locked_usage(conn: sa.Connection, project_id: str) -> dict[str, int]:
     """PostgreSQL: the project's committed usage, its row locked until this
     transaction ends. Take it last, just before COMMIT: every create and
@@ -146,6 +165,18 @@ class InstanceQuota:
         self.limits = {res: int(getattr(settings, f"quota_{res}")) if own is None else own
                        for res, own in zip(INSTANCE_RESOURCES, row[3:])}
         self.per = {"instances": 1, "cores": flavor["vcpus"], "ram": flavor["memory_mb"]}
+
+    @classmethod
+    def locked(cls, conn: sa.Connection, settings: Any, project_id: str,
+               flavor: dict[str, Any], sent: Cursor) -> "InstanceQuota":
+        """PostgreSQL: the check of a create of a fixed count from
+        :func:`send_lock_quota`'s row, sent after its inserts. Its usage is
+        the committed one, with the row locked until COMMIT (the inserts count
+        at COMMIT): :meth:`allowed` of the count is then what :meth:`recheck`
+        would say, and nothing else is read."""
+        quota = cls(conn, settings, project_id, flavor, sent=sent)
+        pending.hot_row_taken(conn)  # a group commit ends its transaction here
+        return quota
 
     @staticmethod
     def send(conn: sa.Connection, project_id: str) -> Cursor:

@@ -1,4 +1,5 @@
-"""The revocation generation, read fresh for every token validation.
+"""The revocation generation, read fresh for every token validation (and the
+catalog's with it: :attr:`GenerationReader.catalog`).
 
 A validation must see every revocation committed before its request arrived,
 through whichever API process (``cirrus up --api-workers N``, or ``cirrus api``
@@ -18,6 +19,12 @@ processes on one database): so each one reads the ``revocation_generation`` row
   own, as a statement prepared on it and sent through libpq directly (no
   cursor: ~0.12 ms of CPU against ~0.17–0.2 ms through ``execute``); with
   another driver, through the DB threads, ~0.45 ms.
+
+The same statement reads the catalog's generation (bumped with every change of
+a flavor or an image, migration 0042): :attr:`GenerationReader.catalog` is the
+highest any read returned, so once a request's token is checked it is at least
+the catalog's generation as the request arrived. The compute API keys its
+flavor and image lookups by it (``cirrus/compute/catalog_cache.py``).
 """
 from __future__ import annotations
 
@@ -30,36 +37,44 @@ from typing import Any
 import sqlalchemy as sa
 
 from cirrus.db.engine import Database
-from cirrus.identity.revocation import read_generation
 
 LOG = logging.getLogger(__name__)
-_SQL = "SELECT generation FROM revocation_generation WHERE id = 1"
+_SQL = "SELECT generation, catalog_generation FROM revocation_generation WHERE id = 1"
 # The name of _SQL prepared on the asyncio psycopg connection.
-_PREPARED = b"cirrus_revocation_generation"
+_PREPARED = b"cirrus_generations"
+_ROW = sa.text(_SQL)
+Generations = tuple[int, int]  # (revocation, catalog)
 # After the asyncio connection failed, reads go to the DB threads this long
 # before it is tried again (a connect per validation would cost more).
 REMOTE_RETRY = 30.0
 
 
 class GenerationReader:
-    """``await current()``: the generation as committed when it was called, or later."""
+    """``await current()``: the generation as committed when it was called, or
+    later; :attr:`catalog`: the catalog's generation as the latest read found
+    it (None before the first)."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
         self._here: Any = None  # SQLite: the loop's own DBAPI connection
         self._remote: Any = None  # psycopg: an asyncio connection of its own
         self._remote_retry_at = 0.0
-        self._reading: asyncio.Future[int] | None = None  # the read in flight
-        self._gathering: asyncio.Future[int] | None = None  # the next one, not begun
+        self._reading: asyncio.Future[Generations] | None = None  # the read in flight
+        self._gathering: asyncio.Future[Generations] | None = None  # the next one, not begun
+        self.catalog: int | None = None
 
     async def current(self) -> int:
-        if getattr(self._db, "is_sqlite", False):
-            value = self._read_here()
-            if value is not None:
-                return value
-        return await self._shared_read()
+        found = self._read_here() if getattr(self._db, "is_sqlite", False) else None
+        if found is None:
+            found = await self._shared_read()
+        revocations, catalog = found
+        # The highest seen: reads on the loop's thread and shared reads may
+        # end out of order, and a generation never goes back.
+        if self.catalog is None or catalog > self.catalog:
+            self.catalog = catalog
+        return revocations
 
-    def _read_here(self) -> int | None:
+    def _read_here(self) -> Generations | None:
         """The row, read on this thread; None when the database is busy."""
         if self._here is None:
             self._here = _own_connection(self._db.engine)
@@ -69,15 +84,15 @@ class GenerationReader:
             if "locked" not in str(exc) and "busy" not in str(exc):
                 raise
             return None
-        return int(rows[0][0]) if rows else 0
+        return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
 
-    async def _shared_read(self) -> int:
+    async def _shared_read(self) -> Generations:
         gathering = self._gathering
         if gathering is None:
             gathering = self._gathering = asyncio.ensure_future(self._read_next(self._reading))
         return await asyncio.shield(gathering)
 
-    async def _read_next(self, previous: asyncio.Future[int] | None) -> int:
+    async def _read_next(self, previous: asyncio.Future[Generations] | None) -> Generations:
         if previous is not None and not previous.done():
             await asyncio.wait([previous])  # one read at a time
         # From here on, callers gather for the next read, not this one: it may
@@ -87,13 +102,13 @@ class GenerationReader:
             value = await self._read_psycopg()
             if value is not None:
                 return value
-        return await self._db.read(read_generation)
+        return await self._db.read(_read_row)
 
     def _psycopg(self) -> bool:
         engine = getattr(self._db, "engine", None)
         return engine is not None and engine.dialect.driver == "psycopg"
 
-    async def _read_psycopg(self) -> int | None:
+    async def _read_psycopg(self) -> Generations | None:
         """The row over this reader's asyncio connection; None (read it on the
         DB threads) when that connection cannot be had or broke."""
         import psycopg
@@ -113,8 +128,14 @@ class GenerationReader:
         return value
 
 
-async def _read_prepared(conn: Any) -> int:
-    """The generation, read over ``conn`` (see :func:`_psycopg_connection`)
+def _read_row(conn: sa.Connection) -> Generations:
+    """Both generations, on a DB thread (0 for a database without the row)."""
+    row = conn.execute(_ROW).first()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
+async def _read_prepared(conn: Any) -> Generations:
+    """Both generations, read over ``conn`` (see :func:`_psycopg_connection`)
     by its prepared statement, through libpq; psycopg's errors as from
     ``execute``. Only one read at a time uses the connection."""
     from psycopg import errors, generators, pq
@@ -126,7 +147,9 @@ async def _read_prepared(conn: Any) -> int:
         raise errors.OperationalError(
             results[-1].get_error_message() if results else "no result")
     found = results[-1]
-    return int(found.get_value(0, 0)) if found.ntuples else 0
+    if not found.ntuples:
+        return 0, 0
+    return int(found.get_value(0, 0)), int(found.get_value(0, 1))
 
 
 def _own_connection(engine: sa.Engine) -> sqlite3.Connection:

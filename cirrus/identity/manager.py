@@ -51,6 +51,11 @@ class IdentityService:
         self._loading: asyncio.Future[None] | None = None
         self._opened: dict[str, tuple[TokenData, float]] = {}  # token → (data, kept until)
 
+    def catalog_generation(self) -> int | None:
+        """The catalog's generation as this process's latest token check read
+        it (``cirrus/compute/catalog_cache.py``); None before the first."""
+        return self._generation.catalog
+
     async def start(self) -> None:
         keys = await self.db.run(store.load_token_keys, True, new_key())
         self.provider = TokenProvider(keys)

@@ -85,11 +85,15 @@ revocation_events = sa.Table(
 )
 
 # One row: the number of revocations ever recorded. Every API process reads it
-# on each token validation and reloads the events when it has moved.
+# on each token validation and reloads the events when it has moved. With it,
+# in the same read, the catalog's generation: bumped by triggers on every
+# change of a flavor, its access, an image or its members (migration 0042),
+# the key of each API process's flavor and image lookups.
 revocation_generation = sa.Table(
     "revocation_generation", metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("generation", sa.BigInteger, nullable=False),
+    sa.Column("catalog_generation", sa.BigInteger, nullable=False, server_default="0"),
 )
 
 # Key material for Fernet tokens, so tokens survive a restart.

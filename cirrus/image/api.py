@@ -38,14 +38,21 @@ from cirrus.image.store import ImageStore
 Rows = list[dict[str, Any]]  # (``ImageAPI.list`` hides the builtin inside the class)
 
 
-def _visible(ctx: RequestContext, image: dict[str, Any], is_member: Callable[[], bool]) -> bool:
-    """Glance's rule; ``is_member`` (is the caller's project a member?) is asked
-    only for a shared image of another project."""
+def visibility(ctx: RequestContext, image: dict[str, Any]) -> bool | None:
+    """Glance's rule, as far as the record decides it: whether the caller sees
+    ``image``, or None for a shared image of another project (its members decide)."""
     if ctx.is_admin or image["visibility"] in ("public", "community"):
         return True
     if image["owner"] is not None and image["owner"] == ctx.project_id:
         return True
-    return image["visibility"] == "shared" and is_member()
+    return None if image["visibility"] == "shared" else False
+
+
+def _visible(ctx: RequestContext, image: dict[str, Any], is_member: Callable[[], bool]) -> bool:
+    """Glance's rule; ``is_member`` (is the caller's project a member?) is asked
+    only for a shared image of another project."""
+    seen = visibility(ctx, image)
+    return is_member() if seen is None else seen
 
 
 def _may_modify(ctx: RequestContext, owner: str | None) -> bool:
@@ -103,7 +110,19 @@ class ImageAPI:
         """The record in the caller's transaction, by visibility alone (the
         caller has passed its own policy); ImageNotFound (404) if missing or
         not visible. Whatever is not a UUID names no image."""
-        row = _IMAGE.first(conn, image_id=image_id) if schema.is_image_id(image_id) else None
+        return ImageAPI.seen(conn, ctx, image_id, ImageAPI.record(conn, image_id))
+
+    @staticmethod
+    def record(conn: sa.Connection, image_id: str) -> dict[str, Any] | None:
+        """The live record of ``image_id`` whoever asks, or None (also for
+        whatever is not a UUID)."""
+        return _IMAGE.first(conn, image_id=image_id) if schema.is_image_id(image_id) else None
+
+    @staticmethod
+    def seen(conn: sa.Connection, ctx: RequestContext, image_id: str,
+             row: dict[str, Any] | None) -> dict[str, Any]:
+        """``row`` (:meth:`record` of ``image_id``) if the caller may see it;
+        ImageNotFound (404) if not, or None."""
         if row is None or not _visible(ctx, row, lambda: _MEMBER.execute(
                 conn, image_id=image_id, member_id=ctx.project_id).fetchone() is not None):
             raise exc.ImageNotFound(image_id=schema.shown(image_id))

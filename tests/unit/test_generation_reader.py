@@ -59,3 +59,24 @@ async def test_a_broken_connection_reads_on_the_db_threads(
     committed = _revoke(db)
     assert await reader.current() == committed  # a new connection, prepared again
     assert reader._remote is not None and not reader._remote.closed
+
+
+async def test_the_catalog_generation_moves_with_each_flavor_or_image_change(db: Database) -> None:
+    """Read in the same statement (migration 0042's triggers bump it)."""
+    from cirrus.compute import flavors
+
+    reader = GenerationReader(db)
+    assert reader.catalog is None
+    await reader.current()
+    start = reader.catalog
+    assert start is not None
+    db.run_sync(flavors.create_flavor, {"flavorid": "c1", "name": "c1", "vcpus": 1,
+                                        "memory_mb": 64, "root_gb": 1, "ephemeral_gb": 0,
+                                        "swap": 0, "rxtx_factor": 1.0, "is_public": True,
+                                        "extra_specs": {}})
+    await reader.current()
+    assert reader.catalog is not None and reader.catalog > start
+    moved = reader.catalog
+    db.run_sync(flavors.delete_flavor, "c1")
+    await reader.current()
+    assert reader.catalog > moved
