@@ -42,22 +42,35 @@ class RouteIndex:
                     if text is not None:
                         key = (shape[0], pos)
                         self._literals[key] = self._literals.get(key, frozenset()) | {text}
-        self._table: dict[tuple[int, tuple[str, ...]], tuple[Route, ...]] = {}
+        # (count, first segment, second or None): every combination of the
+        # literals at each position and _OTHER, so a lookup always finds its key.
+        self._table: dict[tuple[int, str, str | None], tuple[Route, ...]] = {}
         for count in {shape[0] for shape, _ in shapes if shape is not None}:
-            choices = [sorted(self._literals.get((count, pos), ())) + [_OTHER]
-                       for pos in range(min(count, _KEYED))]
-            for key in product(*choices):
-                self._table[(count, key)] = tuple(
+            choices: list[list[str | None]] = [
+                [*sorted(self._literals.get((count, pos), ())), _OTHER] if pos < count else [None]
+                for pos in range(_KEYED)]
+            for first, second in product(*choices):
+                key = (first or "", second)
+                self._table[(count, *key)] = tuple(
                     route for shape, route in shapes if _may_match(shape, count, key))
         self._spanning = tuple(route for shape, route in shapes if shape is None)
 
     def candidates(self, path: str) -> tuple[Route, ...]:
         """The routes that may match ``path`` (a route path, from ``/``), in order."""
-        segments = path.split("/", _KEYED + 1)
         count = path.count("/")
-        key = tuple(s if s in self._literals.get((count, pos), ()) else _OTHER
-                    for pos, s in enumerate(segments[1:_KEYED + 1]))
-        return self._table.get((count, key), self._spanning)
+        if not count:
+            return self._spanning  # not a route path; every route's starts with /
+        parts = path.split("/", _KEYED + 1)
+        first, second = parts[1], parts[2] if count > 1 else None
+        found = self._table.get((count, first, second))  # the path's own literals
+        if found is not None:
+            return found
+        literals = self._literals
+        if first not in literals.get((count, 0), ()):
+            first = _OTHER
+        if second is not None and second not in literals.get((count, 1), ()):
+            second = _OTHER
+        return self._table.get((count, first, second), self._spanning)
 
     def match(self, method: str, path: str) -> tuple[Route, dict[str, Any]] | None:
         """The first route matching ``path`` and ``method`` with its path
@@ -77,7 +90,7 @@ class RouteIndex:
 
 
 def _may_match(shape: tuple[int, tuple[str | None, ...]] | None, count: int,
-               key: tuple[str, ...]) -> bool:
+               key: tuple[str, str | None]) -> bool:
     if shape is None:
         return True
     if shape[0] != count:
