@@ -31,11 +31,13 @@ class _HeldHead:
 
     def write(self, data: bytes) -> None:
         if self.held is not None:
-            data, self.held = self.held + data, None
+            # One writev on uvloop, without copying a large body onto the head.
+            held, self.held = self.held, None
+            self.transport.writelines((held, data))
         elif not self.head_seen and not data.startswith(b"HTTP/1.1 1"):
             self.held, self.head_seen = data, True
-            return
-        self.transport.write(data)
+        else:
+            self.transport.write(data)
 
     def flush(self) -> None:
         """Write what is held (the head of a response without a body)."""

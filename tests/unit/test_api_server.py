@@ -26,6 +26,9 @@ class Recording:
     def write(self, data: bytes) -> None:
         self.writes.append(data)
 
+    def writelines(self, data: tuple[bytes, ...]) -> None:
+        self.writes.append(b"".join(data))  # one call: one write
+
     def close(self) -> None:
         self.closed = True
 
