@@ -113,7 +113,8 @@ def build_app(state: dict[str, Any]) -> ApiApp:
         router = Router(guarded, redirect_slashes=not exact)
         routes.append(Mount(prefix, app=router, middleware=per_family.get(prefix)))
         if prefix != "/volume":  # its middleware checks the URL's project: the slow path
-            families.append(Family(prefix, router, RouteIndex(guarded),
+            lookup = RouteIndex([r for r in guarded if isinstance(r, Route)])
+            families.append(Family(prefix, router, lookup,
                                    negotiates_microversion=prefix == "/compute"))
     # Public static files with no data in them (cirrus/dashboard): the pages
     # call the APIs above with the user's token.

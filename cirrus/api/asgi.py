@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Awaitable, Callable
+from typing import Any, Awaitable, Callable
 
 from starlette.datastructures import State
 from starlette.exceptions import HTTPException
@@ -108,7 +108,8 @@ class ApiApp:
         self.families = families
         self.metrics = metrics
         self.state = State()
-        self._handlers = (dict(HANDLERS), {})
+        # What Starlette's routers' handlers look up (exception types, statuses).
+        self._handlers: tuple[dict[Any, Handler], dict[int, Handler]] = (dict(HANDLERS), {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve a request; an unexpected error before the response started

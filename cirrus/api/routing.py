@@ -40,8 +40,8 @@ class RouteIndex:
             if shape is not None:
                 for pos, text in enumerate(shape[1]):
                     if text is not None:
-                        key = (shape[0], pos)
-                        self._literals[key] = self._literals.get(key, frozenset()) | {text}
+                        at = (shape[0], pos)
+                        self._literals[at] = self._literals.get(at, frozenset()) | {text}
         # (count, first segment, second or None): every combination of the
         # literals at each position and _OTHER, so a lookup always finds its key.
         self._table: dict[tuple[int, str, str | None], tuple[Route, ...]] = {}
@@ -51,7 +51,7 @@ class RouteIndex:
                 for pos in range(_KEYED)]
             for first, second in product(*choices):
                 key = (first or "", second)
-                self._table[(count, *key)] = tuple(
+                self._table[(count, key[0], key[1])] = tuple(
                     route for shape, route in shapes if _may_match(shape, count, key))
         self._spanning = tuple(route for shape, route in shapes if shape is None)
 
