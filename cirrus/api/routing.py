@@ -74,14 +74,14 @@ class RouteIndex:
 
     def match(self, method: str, path: str) -> tuple[Route, dict[str, Any]] | None:
         """The first route matching ``path`` and ``method`` with its path
-        parameters; None if none does (no route, or only for other methods:
-        Starlette's router answers those, with its 404, 405 or redirect)."""
+        parameters (a table has a Route per method of a path, so the first
+        to match the path may not take the method), as Starlette's router
+        picks it; None if none does: the router answers those, with its 405,
+        redirect or 404."""
         for route in self.candidates(path):
             found = route.path_regex.match(path)
-            if found is None:
+            if found is None or (route.methods and method not in route.methods):
                 continue
-            if route.methods and method not in route.methods:
-                return None  # a 405 unless a later route takes the method
             params = found.groupdict()
             for name, value in params.items():
                 params[name] = route.param_convertors[name].convert(value)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from starlette.routing import Mount, Route
+from starlette.routing import Match, Mount, Route
 
 from cirrus.api.app import build_app
 from cirrus.api.routing import RouteIndex
@@ -47,15 +47,13 @@ def _paths(routes: list[Route]) -> set[str]:
 
 
 def _walk(routes: list[Route], method: str, path: str) -> tuple[Route, dict[str, Any]] | None:
-    """What ``RouteIndex.match`` must answer, from the whole table in order."""
+    """What ``RouteIndex.match`` must answer: the route Starlette's router
+    serves (its first full match, by ``Route.matches``), or None."""
+    scope = {"type": "http", "path": path, "root_path": "", "method": method}
     for route in routes:
-        found = route.path_regex.match(path)
-        if found is None:
-            continue
-        if route.methods and method not in route.methods:
-            return None
-        return route, {k: route.param_convertors[k].convert(v)
-                       for k, v in found.groupdict().items()}
+        match, child = route.matches(scope)
+        if match is Match.FULL:
+            return route, child["path_params"]
     return None
 
 
@@ -72,6 +70,18 @@ def test_the_index_answers_as_the_walk(prefix: str, routes: list[Route]) -> None
             assert index.match(method, path) == _walk(routes, method, path), (method, path)
             checked += 1
     assert checked > len(routes) * len(METHODS)
+
+
+def test_a_method_served_by_a_later_route_of_the_same_path_is_found() -> None:
+    # The tables have one Route per method: POST /servers is the second route
+    # of its path, after the listing's GET.
+    routes = dict(FAMILIES)["/compute"]
+    index = RouteIndex(routes)
+    listing = index.match("GET", "/v2.1/servers")
+    create = index.match("POST", "/v2.1/servers")
+    assert listing is not None and create is not None and listing[0] is not create[0]
+    assert create[0].methods == {"POST"}
+    assert index.match("PATCH", "/v2.1/servers") is None  # the router's 405
 
 
 def test_the_index_tries_few_routes() -> None:
