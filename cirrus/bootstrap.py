@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 import yaml
-from starlette.applications import Starlette
 
 from cirrus import observe
+from cirrus.api.asgi import ApiApp
 from cirrus.api.app import build_app
 from cirrus.config import Settings, split_bind
 from cirrus.console.serialproxy import SerialProxy
@@ -96,7 +96,7 @@ class Cloud:
         self.transport: Transport | None = None
         self.services: list[Service] = []
         self.state: dict[str, Any] = {}
-        self.app: Starlette | None = None
+        self.app: ApiApp | None = None
         self.serial_proxy: SerialProxy | None = None
         self.draining = False  # drain() was called: stop() fails the builds left
         # This cloud's own registry (docs/operations.md, "Metrics"); none, and

@@ -3,7 +3,7 @@
 As oslo.log does with oslo.context, each log record gets the request id, the
 global request id (the caller's ``X-OpenStack-Request-ID``, carried across
 the services), the project and the instance. They live in a context variable
-set once per API request (``AuthMiddleware``) and once per RPC message handled
+set once per API request (``cirrus.api.asgi.ApiApp``) and once per RPC message handled
 (``RPCDispatcher``); asyncio copies it into the tasks a request starts (a
 build runs in its own task and still logs as the request). A
 :class:`ContextFilter` on the handlers copies it onto each record, and

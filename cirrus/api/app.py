@@ -1,26 +1,24 @@
 """The one HTTP application: identity, compute, network, image and block storage APIs.
 
-Each API family contributes a route table; this module mounts them under
-their catalog prefixes and installs the error handlers and the token
-middleware. ``build_app`` is called by the composition root with the
+Each API family contributes a route table; this module guards each route
+with its policy rule and mounts the tables under their catalog prefixes in
+one :class:`cirrus.api.asgi.ApiApp` (which authenticates, negotiates, routes
+and maps errors). ``build_app`` is called by the composition root with the
 services the handlers use (``app.state``).
 """
 from __future__ import annotations
 
 from typing import Any, Awaitable, Callable, Sequence
 
-from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route, Router
 
 from cirrus import dashboard, policies, policy
-from cirrus.api import errors
-from cirrus.api.auth import AuthMiddleware
-from cirrus.exception import CirrusException, Forbidden
-from cirrus.metrics.api import RequestMetrics
+from cirrus.api.asgi import ApiApp, Family
+from cirrus.api.routing import RouteIndex
+from cirrus.exception import Forbidden
 
 
 # Called when a route rule refuses a request, before the 403: raises the 404
@@ -98,35 +96,30 @@ def guard_routes(prefix: str, table: Sequence[BaseRoute],
     return out
 
 
-def build_app(state: dict[str, Any]) -> Starlette:
-    """A Starlette app whose ``app.state`` holds ``state`` (settings, services)."""
-    routes: list[BaseRoute] = [Route("/", index, methods=["GET"])]
+def build_app(state: dict[str, Any]) -> ApiApp:
+    """The API app (:class:`ApiApp`) whose ``state`` holds ``state`` (settings, services)."""
     from cirrus.api.compute.microversion import MicroversionMiddleware
     from cirrus.volume.api.microversion import VolumeApiMiddleware
 
+    routes: list[BaseRoute] = [Route("/", index, methods=["GET"])]
     per_family = {"/compute": [Middleware(MicroversionMiddleware)],
                   "/volume": [Middleware(VolumeApiMiddleware)]}
+    families: list[Family] = []
     for prefix, table, locate in _route_tables():
-        middleware = per_family.get(prefix)
         # Nova's, Cinder's and Glance's routes match a path exactly: ``DELETE /images/``
         # is a 404 there, not a redirect to the collection (which would answer 405).
         exact = prefix in ("/compute", "/volume", "/image")
-        router = Router(guard_routes(prefix, table, locate), redirect_slashes=not exact)
-        routes.append(Mount(prefix, app=router, middleware=middleware))
+        guarded = guard_routes(prefix, table, locate)
+        router = Router(guarded, redirect_slashes=not exact)
+        routes.append(Mount(prefix, app=router, middleware=per_family.get(prefix)))
+        if prefix != "/volume":  # its middleware checks the URL's project: the slow path
+            lookup = RouteIndex([r for r in guarded if isinstance(r, Route)])
+            families.append(Family(prefix, router, lookup,
+                                   negotiates_microversion=prefix == "/compute"))
     # Public static files with no data in them (cirrus/dashboard): the pages
     # call the APIs above with the user's token.
     routes.append(Mount(dashboard.PREFIX, app=dashboard.static_app()))
-    # Outermost: the request's time includes authentication, and a 401 is counted.
-    metrics = ([Middleware(RequestMetrics, metrics=state["metrics"].api)]
-               if "metrics" in state else [])
-    app = Starlette(
-        routes=routes,
-        middleware=[*metrics, Middleware(AuthMiddleware)],
-        exception_handlers={
-            CirrusException: errors.cirrus_exception_handler,
-            HTTPException: errors.http_exception_handler,
-        },
-    )
+    app = ApiApp(routes, families, state["metrics"].api if "metrics" in state else None)
     for key, value in state.items():
         setattr(app.state, key, value)
     return app

@@ -73,7 +73,7 @@ def error_response(code: int, message: str, style: str, type_name: str = "",
 
 async def cirrus_exception_handler(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, CirrusException)
-    style = style_for_path(request.url.path)
+    style = style_for_path(request.scope["path"])
     headers = None
     if exc.code == 401:
         headers = {"WWW-Authenticate": f'Keystone uri="{request.base_url}identity"'}
@@ -83,7 +83,7 @@ async def cirrus_exception_handler(request: Request, exc: Exception) -> Response
 async def http_exception_handler(request: Request, exc: Exception) -> Response:
     code = getattr(exc, "status_code", 500)
     detail = getattr(exc, "detail", None) or _title(code)
-    return error_response(code, str(detail), style_for_path(request.url.path))
+    return error_response(code, str(detail), style_for_path(request.scope["path"]))
 
 
 def unexpected_response(path: str, request_id: str) -> Response:

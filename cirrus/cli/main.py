@@ -45,12 +45,15 @@ def settle_heap() -> None:
 
 def uvicorn_config(app: Any, settings: Settings) -> Any:
     """How the API is served: quiet, no lifespan, 5 s to drain, idle
-    connections kept :data:`KEEP_ALIVE_S`."""
+    connections kept :data:`KEEP_ALIVE_S`, each response written at once."""
     import uvicorn
 
+    from cirrus.api.server import ApiProtocol
+
+    # ApiProtocol: each response written in one call (cirrus/api/server.py).
     return uvicorn.Config(app, host=settings.host, port=settings.port, log_level="warning",
                           access_log=False, lifespan="off", timeout_graceful_shutdown=5,
-                          timeout_keep_alive=KEEP_ALIVE_S)
+                          timeout_keep_alive=KEEP_ALIVE_S, http=ApiProtocol)
 
 
 def _common(parser: argparse.ArgumentParser) -> None:

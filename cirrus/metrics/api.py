@@ -7,11 +7,9 @@ route under ``OTHER``, for the same reason.
 """
 from __future__ import annotations
 
-import time
-
 from prometheus_client import CollectorRegistry
 from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Scope
 
 from cirrus.metrics import buckets
 from cirrus.metrics.loop import Histogram, HistogramChild
@@ -69,28 +67,3 @@ class ApiMetrics:
             child = self._children[key] = self.request_seconds.labels(method, route, str(status))
         return child
 
-
-class RequestMetrics:
-    """ASGI middleware (outermost) timing every HTTP request into :class:`ApiMetrics`."""
-
-    def __init__(self, app: ASGIApp, metrics: ApiMetrics) -> None:
-        self.app = app
-        self.metrics = metrics
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        status = 500  # what the server answers if the app raises before responding
-
-        async def send_status(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        started = time.perf_counter()
-        try:
-            await self.app(scope, receive, send_status)
-        finally:
-            self.metrics.observe_request(scope, status, time.perf_counter() - started)

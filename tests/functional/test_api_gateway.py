@@ -111,3 +111,31 @@ async def test_unexpected_error_is_500_body_without_traceback(cloud: Cloud) -> N
         f"the cirrus log if possible (request {resp.headers['x-openstack-request-id']}).")}}
     assert "Traceback" not in resp.text
     assert after.status_code == 200  # the app serves on
+
+
+async def test_head_and_a_slash_redirect_carry_ids(api: Api) -> None:
+    async with await api.as_user("demo") as c:
+        head = await c.head(SERVERS, headers={"OpenStack-API-Version": "compute 2.37"})
+        get = await c.get(SERVERS, headers={"OpenStack-API-Version": "compute 2.37"})
+        redirect = await c.get("/identity/v3/projects/", follow_redirects=False)
+    assert head.status_code == 200 and head.content == b""
+    assert head.headers["content-length"] == get.headers["content-length"]
+    assert head.headers["openstack-api-version"] == "compute 2.37"
+    assert redirect.status_code == 307
+    assert redirect.headers["location"].endswith("/identity/v3/projects")
+    for resp in (head, redirect):
+        request_id(resp)
+
+
+async def test_a_repeated_header_counts_as_before(api: Api) -> None:
+    # The first microversion header and request id, the last token: a client
+    # sending one twice gets what it got from the middleware layers.
+    token = await api.token("demo")
+    async with api.client() as c:
+        resp = await c.get(SERVERS, headers=[
+            ("X-Auth-Token", "not-a-token"), ("X-Auth-Token", token),
+            ("OpenStack-API-Version", "compute 2.37"), ("OpenStack-API-Version", "compute 2.50"),
+            ("X-OpenStack-Request-ID", "req-11111111-2222-4333-8444-555555555555"),
+            ("X-OpenStack-Request-ID", "bogus")])
+    assert resp.status_code == 200, resp.text
+    assert resp.headers["openstack-api-version"] == "compute 2.37"

@@ -113,10 +113,11 @@ def response_headers(version: tuple[int, int]) -> dict[str, str]:
 
 
 @functools.lru_cache(maxsize=256)
-def _negotiate(value: bytes | None, legacy: bytes | None
-               ) -> tuple[tuple[int, int], list[tuple[bytes, bytes]]]:
+def negotiate(value: bytes | None, legacy: bytes | None
+              ) -> tuple[tuple[int, int], list[tuple[bytes, bytes]]]:
     """(version, response headers) for the raw request headers: clients send a
-    handful of distinct values, so each is parsed once (errors are not kept)."""
+    handful of distinct values, so each is parsed once (errors are not kept).
+    Raises :class:`InvalidVersion` (400) or :class:`VersionNotAcceptable` (406)."""
     version = _parse(_requested_in(value.decode("latin-1") if value is not None else None,
                                    legacy.decode("latin-1") if legacy is not None else None))
     return version, [(k.lower().encode(), v.encode())
@@ -124,7 +125,8 @@ def _negotiate(value: bytes | None, legacy: bytes | None
 
 
 class MicroversionMiddleware:
-    """Negotiates the version of every compute request and echoes it back."""
+    """Negotiates the version of every compute request and echoes it back
+    (on the slow path, :class:`cirrus.api.asgi.ApiApp` does it itself)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -144,7 +146,7 @@ class MicroversionMiddleware:
             elif name == b"x-openstack-nova-api-version":
                 legacy = raw if legacy is None else legacy
         try:
-            version, extra = _negotiate(value, legacy)
+            version, extra = negotiate(value, legacy)
         except CirrusException as exc:
             await error_response(exc.code, exc.format_message(), "compute")(scope, receive, send)
             return
