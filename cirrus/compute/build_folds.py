@@ -26,6 +26,7 @@ from cirrus.compute.models import (block_device_mappings, instance_actions as ac
                                    instance_actions_events as ev, instances)
 from cirrus.compute.states import TaskState, VmState
 from cirrus.db.base import utcnow
+from cirrus.db.onestatement import one_statement
 from cirrus.db.prepared import PreparedCache
 from cirrus.db.rows import RowReader, column_types
 
@@ -61,6 +62,7 @@ def _mark_active_statement(save_key: tuple[Any, ...]) -> sa.Select[Any]:
 _MARK_ACTIVE = PreparedCache(_mark_active_statement)
 
 
+@one_statement
 def mark_active(conn: sa.Connection, uuid: str, request_id: str, values: dict[str, Any],
                 event_id: int | None, details: str, steps: str | None) -> dict[str, Any]:
     """``values`` saved if the build is still SPAWNING, with the build event
@@ -88,6 +90,7 @@ def _record_host_statement(key: tuple[tuple[Any, ...], Binds]) -> sa.Select[Any]
 _RECORD_HOST = PreparedCache(_record_host_statement)
 
 
+@one_statement
 def record_host(conn: sa.Connection, uuid: str, request_id: str, values: dict[str, Any],
                 event: dict[str, Any]) -> bool:
     """``values`` (the host) saved if the instance still waits for one
@@ -123,6 +126,7 @@ _START_ROW = RowReader([*instances.c, *inst.CLAIM_COLUMNS,
                         *(c.label(label) for c, label in zip(_bdm.c, _BDM_LABELS))])
 
 
+@one_statement
 def start(conn: sa.Connection, uuid: str, request_id: str, host: str, node_id: int,
           event: dict[str, Any]) -> tuple[dict[str, Any], int | None, list[dict[str, Any]]] | None:
     """The build's start, if the instance waits on ``host`` (SCHEDULING,
