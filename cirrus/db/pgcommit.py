@@ -136,11 +136,15 @@ def _batch(conn: Connection, units: list[Unit[Any]]) -> tuple[list[Result], list
 
 
 def _autocommit(connect: Callable[[], Connection], unit: Unit[Any]) -> Result:
-    """A one-statement ``unit``, without a transaction."""
-    try:
-        return True, run_autocommit(connect, unit.fn, unit.args, unit.kwargs)
-    except Exception as error:  # noqa: BLE001 - handed to its caller
-        return False, error
+    """A one-statement ``unit``, without a transaction. A deadlock rolled its
+    statement back whole, so it runs once more, as a batched unit would."""
+    for last in (False, True):
+        try:
+            return True, run_autocommit(connect, unit.fn, unit.args, unit.kwargs)
+        except Exception as error:  # noqa: BLE001 - handed to its caller
+            if last or not is_deadlock(error):
+                return False, error
+    raise AssertionError("unreachable")
 
 
 def run_batch(connect: Callable[[], Connection], units: list[Unit[Any]]) -> list[Result]:

@@ -139,3 +139,38 @@ def test_the_declaration_reaches_bound_methods_and_survives_the_check() -> None:
     assert onestatement.is_one_statement(units.save)
     assert not onestatement.is_one_statement(units.other)
     assert onestatement.is_one_statement(onestatement.checked(units.save))
+
+
+class _Deadlock(Exception):
+    sqlstate = "40P01"
+
+
+@one_statement
+def _deadlocks_once(conn: sa.Connection, name: str, calls: list[int]) -> int:
+    """Inserts ``name`` on its second call; the first fails as a deadlock
+    would (the server rolled the statement back)."""
+    calls.append(1)
+    if len(calls) == 1:
+        raise sa.exc.OperationalError("UPDATE …", {}, _Deadlock())
+    _INSERT.execute(conn, w_name=name)
+    return len(calls)
+
+
+async def test_a_deadlocked_statement_runs_once_more(checked: Database) -> None:
+    calls: list[int] = []
+    assert await checked.run(_deadlocks_once, "d", calls) == 2
+    assert await checked.read(_names) == {"d"}
+
+
+
+@one_statement
+def _always_deadlocks(conn: sa.Connection, calls: list[int]) -> None:
+    calls.append(1)
+    raise sa.exc.OperationalError("UPDATE …", {}, _Deadlock())
+
+
+async def test_a_statement_deadlocked_twice_fails_its_caller(checked: Database) -> None:
+    calls: list[int] = []
+    with pytest.raises(sa.exc.OperationalError):
+        await checked.run(_always_deadlocks, calls)
+    assert calls == [1, 1]
