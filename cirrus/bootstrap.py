@@ -124,7 +124,8 @@ class Cloud:
                                    migrate.upgrade_if_needed if self.prepare_db
                                    else migrate.current, s.database_url)
         m = self.metrics
-        self.db = Database(s.database_url, m.db if m else None)
+        self.db = Database(s.database_url, m.db if m else None,
+                           check_units=s.db_check_units)
         transport = get_transport(s.transport_url, hub=self.bus_hub)
         self.transport = MeteredTransport(transport, m.bus) if m else transport
         await transport_step(s.transport_url, self.transport.start)

@@ -31,6 +31,9 @@ class Settings:
     # The URL clients are told to use (catalog, version documents); defaults to bind.
     public_url: str = ""
     database_url: str = ""  # default: sqlite file in state_dir
+    # Check that each write unit declared one statement sends one write
+    # (cirrus/db/onestatement.py): for tests, it wraps every such unit.
+    db_check_units: bool = False
     transport_url: str = "inprocess://"
     computes: int = 1
     # This process's compute host name (``cirrus compute --host``); when empty,

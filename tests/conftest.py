@@ -29,6 +29,7 @@ TEST_DEFAULTS: dict[str, Any] = {
     # turns the defaults on).
     "bootstrap_defaults": False,
     "password_hash_rounds": TEST_PASSWORD_HASH_ROUNDS,
+    "db_check_units": True,
 }
 
 

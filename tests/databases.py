@@ -49,6 +49,7 @@ TEST_PASSWORD_HASH_ROUNDS = 4
 STORAGE_SUITES = frozenset({
     # the lifecycle end to end, and the statements a build issues
     "functional/test_lifecycle.py", "functional/test_build_statements.py",
+    "functional/test_build_folds.py",
     # admission, claims and allocations: counted and locked in SQL
     "functional/test_build_admission.py", "functional/test_build_outcomes.py",
     "functional/test_build_start.py", "functional/test_claims.py",

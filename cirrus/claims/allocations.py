@@ -22,6 +22,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from cirrus.compute.models import allocations, compute_nodes
 from cirrus.db import pending
 from cirrus.db.base import utcnow
+from cirrus.db.onestatement import one_statement
 from cirrus.db.prepared import Prepared
 from cirrus.db.rows import PreparedRead
 
@@ -198,8 +199,26 @@ def move(conn: sa.Connection, from_consumer: str, to_consumer: str) -> bool:
     return bool(_MOVE.execute(conn, src=from_consumer, dst=to_consumer).rowcount == 1)
 
 
+# On PostgreSQL a release is one statement: the row deleted and what it held
+# subtracted from its node, read by the DELETE itself (see ``_DELETE``).
+def _release_statement() -> sa.Update:
+    gone = _DELETE.stmt.cte("gone")
+    return cn.update().where(cn.c.id == gone.c.node_id).values(
+        vcpus_used=cn.c.vcpus_used - gone.c.vcpus, memory_mb_used=cn.c.memory_mb_used - gone.c.memory_mb,
+        local_gb_used=cn.c.local_gb_used - gone.c.disk_gb, running_vms=cn.c.running_vms - 1,
+        updated_at=sa.bindparam("now")).add_cte(gone)
+
+
+_RELEASE = Prepared(_release_statement())
+
+
+@one_statement  # on PostgreSQL; SQLite has no DELETE inside WITH
 def release(conn: sa.Connection, consumer_uuid: str) -> None:
     """Give back what ``consumer_uuid`` holds. Idempotent."""
+    if conn.dialect.name == "postgresql":
+        if _RELEASE.execute(conn, consumer=consumer_uuid, now=utcnow()).rowcount:
+            pending.hot_row_taken(conn)
+        return
     deleted = _DELETE.execute(conn, consumer=consumer_uuid).fetchall()
     for node_id, vcpus, memory_mb, disk_gb in deleted:
         _UNCLAIM.execute(conn, node=node_id, want_vcpus=vcpus, want_ram=memory_mb,

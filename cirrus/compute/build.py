@@ -11,12 +11,13 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Literal, cast
+from typing import Any, AsyncIterator, cast
 
 import sqlalchemy as sa
 
 from cirrus.claims import Allocation
 from cirrus.compute import exception as exc
+from cirrus.compute import build_folds
 from cirrus.compute import instance as inst
 from cirrus.compute import instance_actions
 from cirrus.compute import timeline as boot_timeline
@@ -34,7 +35,8 @@ from cirrus.compute.timeline import BootTimeline
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
 from cirrus.exception import CirrusException
-from cirrus.db.prepared import Prepared, pipelined
+from cirrus.db.onestatement import one_statement
+from cirrus.db.prepared import Prepared
 from cirrus.image.api import ImageAPI
 from cirrus.network.api import API as NetworkAPI
 from cirrus.network.model import NetworkInfo
@@ -113,10 +115,10 @@ class Builder:
 
     async def _started(self, ctx: RequestContext, request: BuildRequest,
                        node: str) -> Started | None:
-        """``_start`` in its transaction; None if this delivery must not build."""
+        """The build's first write (``_start``); None if this delivery must not build."""
         uuid = request.instance_uuid
         try:
-            return await self.store.run(self._start, ctx, uuid, node, request.in_group)
+            return await self._start_units(ctx, uuid, node, request.in_group)
         except exc.InstanceNotFound:
             LOG.debug("instance %s disappeared before its build started", uuid)
         except exc.UnexpectedDeletingTaskStateError as error:
@@ -129,8 +131,44 @@ class Builder:
             LOG.info("not building %s: %s (a repeated or stale build request)", uuid, error)
         return None
 
-    def _start(self, conn: sa.Connection, ctx: RequestContext, uuid: str,
-               node: str, in_group: bool = True) -> Started:
+    async def _start_units(self, ctx: RequestContext, uuid: str, node: str,
+                           in_group: bool) -> Started:
+        """The build's start: on PostgreSQL, without a group, one statement
+        (``_start_folded``); should it match nothing, or elsewhere, the
+        checks one by one in a transaction (``_start``), which say why.
+        SQLite has no round trips to save, and there the save's subqueries
+        cost more than the claim's own read (docs/performance.md)."""
+        timeline = BootTimeline()
+        node_id = self.tracker.node_ids.get(node)
+        if not in_group and node_id is not None and self.store.db.is_postgresql:
+            started = await self.store.run(self._start_folded, ctx, uuid, node_id, timeline)
+            if started is not None:
+                return started
+        return await self.store.run(self._start, ctx, uuid, node, in_group, timeline)
+
+    @one_statement
+    def _start_folded(self, conn: sa.Connection, ctx: RequestContext, uuid: str, node_id: int,
+                      timeline: BootTimeline) -> Started | None:
+        """``_start`` with the claim checked by the guarded save itself (its
+        amounts returned), the build event and the mappings' read in the same
+        statement (``build_folds.start``); None, with nothing changed, if the
+        save matched nothing."""
+        host = self.store.host
+        with timeline.step(BootStep.CLAIM):
+            found = build_folds.start(conn, uuid, ctx.request_id, host, node_id, build_folds.build_event(
+                BUILD_EVENT, host, boot_timeline.as_datetime(timeline.start)))
+        if found is None:
+            return None
+        instance, event_id, mappings = found
+        claim = Allocation(consumer_uuid=uuid, node_id=node_id,
+                           vcpus=instance.pop("claim_vcpus"),
+                           memory_mb=instance.pop("claim_memory_mb"),
+                           disk_gb=instance.pop("claim_disk_gb"))
+        return Started(instance, claim=claim, bdms=mappings, event_id=event_id,
+                       timeline=timeline)
+
+    def _start(self, conn: sa.Connection, ctx: RequestContext, uuid: str, node: str,
+               in_group: bool = True, timeline: BootTimeline | None = None) -> Started:
         """The build's first transaction: the claim and late group checks, the
         guarded start (only an instance the conductor placed here and nobody
         started yet), its build event and the block device mappings.
@@ -146,44 +184,8 @@ class Builder:
         raise: it reschedules, with the build event to record the failure on.
         ``in_group``: the request placed the instance in a server group (else
         there is no group policy to check again).
-
-        On PostgreSQL, without a group, the claim is checked by the save
-        itself (guarded by it, returning its amounts), sent with the event's
-        insert and the mappings' read: one round trip, one statement fewer.
-        Should the save match nothing, ``_start_checked`` finds out why, the
-        checks one by one. SQLite has no round trips to save, and there the
-        save's subqueries cost more than the claim's own read
-        (docs/performance.md): it takes ``_start_checked`` straight away.
         """
-        timeline = BootTimeline()
-        node_id = self.tracker.node_ids.get(node)
-        if in_group or node_id is None or conn.dialect.name == "sqlite":
-            return self._start_checked(conn, ctx, uuid, node, in_group, timeline)
-        host = self.store.host
-        with timeline.step(BootStep.CLAIM), pipelined(conn):
-            saved = inst.send_save(
-                conn, uuid, {"vm_state": VmState.BUILDING, "task_state": TaskState.BLOCK_DEVICE_MAPPING},
-                expected_task_state=[TaskState.SCHEDULING], expected_vm_state=[VmState.BUILDING],
-                expected_host=host, returning=True, claimed_on=node_id)
-            event = instance_actions.send_event_start(
-                conn, ctx, uuid, BUILD_EVENT, host=host,
-                start=boot_timeline.as_datetime(timeline.start))
-            bdms = inst.send_bdms(conn, uuid)
-        instance, event_id, mappings = saved.row_or_none(), event(), bdms()
-        if instance is None:
-            return self._start_checked(conn, ctx, uuid, node, in_group, timeline, event_id)
-        claim = Allocation(consumer_uuid=uuid, node_id=node_id,
-                           vcpus=instance.pop("claim_vcpus"),
-                           memory_mb=instance.pop("claim_memory_mb"),
-                           disk_gb=instance.pop("claim_disk_gb"))
-        return Started(instance, claim=claim, bdms=mappings, event_id=event_id,
-                       timeline=timeline)
-
-    def _start_checked(self, conn: sa.Connection, ctx: RequestContext, uuid: str, node: str,
-                       in_group: bool, timeline: BootTimeline,
-                       event_id: int | None | Literal[False] = False) -> Started:
-        """``_start`` with the claim and group checks before the save.
-        ``event_id``: the build event opened already (False: none yet)."""
+        timeline = timeline or BootTimeline()
         error: Exception | None = None
         claim = None
         try:
@@ -199,10 +201,9 @@ class Builder:
                          "task_state": None if error else TaskState.BLOCK_DEVICE_MAPPING},
             expected_task_state=[TaskState.SCHEDULING], expected_vm_state=[VmState.BUILDING],
             expected_host=host)
-        if event_id is False:
-            event_id = instance_actions.event_start(
-                conn, ctx, uuid, BUILD_EVENT, host=host,
-                start=boot_timeline.as_datetime(timeline.start))
+        event_id = instance_actions.event_start(
+            conn, ctx, uuid, BUILD_EVENT, host=host,
+            start=boot_timeline.as_datetime(timeline.start))
         if error is not None:
             return Started(instance, error=error, event_id=event_id, timeline=timeline)
         return Started(instance, claim=claim, bdms=inst.bdms(conn, uuid), event_id=event_id,
@@ -269,17 +270,11 @@ class Builder:
         values.update(self._access_ips(instance, network_info))
 
         closing = BuildClosing.of(started)
-
-        def mark_active(conn: sa.Connection) -> None:
-            # One round trip on PostgreSQL: the closings are sent with the
-            # save, and undone with it should it find the build gone.
-            with pipelined(conn):
-                active = inst.send_save(conn, uuid, values,
-                                        expected_task_state=TaskState.SPAWNING)
-                close_build_event(conn, closing, self.store.host)
-                instance_actions.action_finish(conn, ctx, uuid)
-            active.check()
-        await self.store.run(mark_active)
+        if self.store.db.is_postgresql:  # one statement, no transaction
+            await self.store.run(build_folds.mark_active, uuid, ctx.request_id, values,
+                                 started.event_id, closing.details, closing.steps)
+        else:
+            await self.store.run(_mark_active, ctx, uuid, values, closing, self.store.host)
         boot_timeline.report_total(instance.get("created_at"), failed=False)
         LOG.debug("instance %s is ACTIVE on %s", uuid, node)
         self.notifier.info(ctx, "compute.instance.create.end",
@@ -394,3 +389,13 @@ class Builder:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 30.0)
         raise AssertionError("unreachable")
+
+
+def _mark_active(conn: sa.Connection, ctx: RequestContext, uuid: str, values: dict[str, Any],
+                 closing: BuildClosing, host: str) -> None:
+    """ACTIVE if the build is still SPAWNING, the build event closed, the
+    action finished: one transaction (SQLite; ``build_folds.mark_active`` on
+    PostgreSQL)."""
+    inst.save(conn, uuid, values, expected_task_state=TaskState.SPAWNING)
+    close_build_event(conn, closing, host)
+    instance_actions.action_finish(conn, ctx, uuid)

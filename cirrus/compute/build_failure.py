@@ -31,6 +31,7 @@ from cirrus.compute.store import Instance, InstanceStore
 from cirrus.compute.timeline import BootTimeline, report_total
 from cirrus.conductor.rpcapi import ComputeTaskAPI
 from cirrus.context import RequestContext
+from cirrus.db.onestatement import one_statement
 from cirrus.exception import CirrusException
 from cirrus.network.api import API as NetworkAPI
 from cirrus.notifications import Notifier
@@ -199,6 +200,7 @@ class BuildClosing:
         return cls(started, timeline.build_details(time.time()), timeline.steps_json())
 
 
+@one_statement  # an UPDATE
 def close_build_event(conn: sa.Connection, closing: BuildClosing, host: str,
                       error: BaseException | None = None) -> None:
     """The build event closed (unless closed already) with its timing and its

@@ -17,6 +17,7 @@ from cirrus.compute.models import (allocations, block_device_mappings, instance_
 from cirrus.compute.states import TaskState, VmState
 from cirrus.db.base import utcnow
 from cirrus.db.engine import fetch_all
+from cirrus.db.onestatement import one_statement
 from cirrus.db.prepared import Cursor, PreparedCache
 from cirrus.db.rows import PreparedRead, RowReader, column_types
 from cirrus.exception import CirrusException
@@ -75,14 +76,14 @@ def _one_of(column: sa.Column[Any], prefix: str, count: int) -> sa.ColumnElement
 # What a save guarded by the instance's claim (``claimed_on``) returns beside
 # the row: the claim's amounts on that node.
 _CLAIMED = allocations.alias("claimed")
-_CLAIM_COLUMNS = tuple(
+CLAIM_COLUMNS = tuple(
     sa.select(_CLAIMED.c[column]).where(_CLAIMED.c.consumer_uuid == instances.c.uuid)
     .scalar_subquery().label(f"claim_{column}") for column in ("vcpus", "memory_mb", "disk_gb"))
-_ROW_CLAIMED = RowReader([*instances.c, *_CLAIM_COLUMNS])
+_ROW_CLAIMED = RowReader([*instances.c, *CLAIM_COLUMNS])
 
 
-def _save_statement(key: tuple[Any, ...]) -> sa.Update:
-    """The guarded UPDATE of one shape of :func:`save` (see ``_save_params``);
+def save_statement(key: tuple[Any, ...]) -> sa.Update:
+    """The guarded UPDATE of one shape of :func:`save` (see ``save_params``);
     with ``returning``, the updated row comes back (with ``claimed``, and the
     claim's amounts)."""
     columns, task_states, vm_states, host, returning, claimed = key
@@ -105,12 +106,12 @@ def _save_statement(key: tuple[Any, ...]) -> sa.Update:
     update = i.update().where(*where).values({c: sa.bindparam(f"v_{c}") for c in columns})
     if not returning:
         return update
-    return update.returning(*i.c, *(_CLAIM_COLUMNS if claimed else ()))
+    return update.returning(*i.c, *(CLAIM_COLUMNS if claimed else ()))
 
 
 # One statement per shape (columns set, how many states expected), built and
 # compiled once: a boot makes six guarded saves on the single writer thread.
-_SAVES = PreparedCache(_save_statement)
+_SAVES = PreparedCache(save_statement)
 # Their parameter names, made once rather than formatted on every save (an
 # expectation lists at most every state of its enum).
 _VALUE_PARAMS = {c: f"v_{c}" for c in instances.c.keys()}
@@ -118,9 +119,9 @@ _TASK_PARAMS = tuple(f"w_ts{n}" for n in range(len(TaskState) + 1))
 _VM_PARAMS = tuple(f"w_vm{n}" for n in range(len(VmState) + 1))
 
 
-def _save_params(uuid: str, values: dict[str, Any], expected_task_state: Any,
-                 expected_vm_state: Any, expected_host: Any, returning: bool,
-                 claimed_on: int | None = None
+def save_params(uuid: str, values: dict[str, Any], expected_task_state: Any = _UNSET,
+                expected_vm_state: Any = _UNSET, expected_host: Any = _UNSET,
+                returning: bool = False, claimed_on: int | None = None
                  ) -> tuple[tuple[Any, ...], dict[str, Any], dict[str, Any]]:
     """The statement key, its parameters and the values a save writes."""
     values = {k: _plain(v) for k, v in values.items()}
@@ -167,7 +168,7 @@ class SentSave:
         """The values written; raises as :func:`save` does."""
         if self._cursor.rowcount == 1:
             return self._values
-        _refuse(self._conn, self._uuid, *self._expected)
+        refuse(self._conn, self._uuid, *self._expected)
 
     def row(self) -> dict[str, Any]:
         """The instance as :func:`get` gives it after the save (sent with
@@ -175,7 +176,7 @@ class SentSave:
         row = self.row_or_none()
         if row is not None:
             return row
-        _refuse(self._conn, self._uuid, *self._expected)
+        refuse(self._conn, self._uuid, *self._expected)
 
     def row_or_none(self) -> dict[str, Any] | None:
         """:meth:`row`, or None where it raises (the save matched no row)."""
@@ -198,15 +199,16 @@ def send_save(conn: sa.Connection, uuid: str, values: dict[str, Any], *,
     ``claimed_on``: only if the instance also holds a claim on that compute
     node; the row returned carries the claim's amounts (``claim_vcpus``,
     ``claim_memory_mb``, ``claim_disk_gb``). A save that matches nothing
-    does not say which guard failed (:func:`_refuse` reads the states only).
+    does not say which guard failed (:func:`refuse` reads the states only).
     """
-    key, params, values = _save_params(uuid, values, expected_task_state, expected_vm_state,
+    key, params, values = save_params(uuid, values, expected_task_state, expected_vm_state,
                                        expected_host, returning, claimed_on)
     cursor = _SAVES[key].execute(conn, **params)
     return SentSave(conn, uuid, values, (expected_task_state, expected_vm_state, expected_host),
                     cursor, _ROW_CLAIMED if claimed_on is not None else _ROW)
 
 
+@one_statement  # a guarded UPDATE; when it matches nothing, a read says why
 def save(conn: sa.Connection, uuid: str, values: dict[str, Any], *,
          expected_task_state: Any = _UNSET, expected_vm_state: Any = _UNSET,
          expected_host: Any = _UNSET) -> dict[str, Any]:
@@ -230,8 +232,8 @@ def save_and_get(conn: sa.Connection, uuid: str, values: dict[str, Any], *,
                      returning=True).row()
 
 
-def _refuse(conn: sa.Connection, uuid: str, expected_task_state: Any, expected_vm_state: Any,
-            expected_host: Any) -> NoReturn:
+def refuse(conn: sa.Connection, uuid: str, expected_task_state: Any = _UNSET,
+           expected_vm_state: Any = _UNSET, expected_host: Any = _UNSET) -> NoReturn:
     """Why a guarded save changed nothing, as the exception :func:`save` raises."""
     current = get(conn, uuid)  # raises InstanceNotFound
     actual = current["task_state"]

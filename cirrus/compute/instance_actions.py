@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from cirrus.compute.models import instance_actions, instance_actions_events
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
+from cirrus.db.onestatement import one_statement
 from cirrus.db.prepared import Cursor, Prepared, PreparedCache
 
 SUCCESS, ERROR = "Success", "Error"
@@ -23,15 +24,16 @@ act, ev = instance_actions, instance_actions_events
 Binds = tuple[tuple[str, str], ...]  # (column, parameter) pairs of a statement's shape
 
 
-def _binds(values: dict[str, Any]) -> tuple[Binds, dict[str, Any]]:
-    """Columns → parameters, and the parameters' values. Columns given the very
-    same timestamp (start, created, finished, updated: one ``utcnow()``) share
-    one parameter: each timestamp costs a bind conversion on SQLite."""
+def event_binds(values: dict[str, Any], prefix: str = "v_") -> tuple[Binds, dict[str, Any]]:
+    """Columns → parameters (``prefix`` and the column's name), and the
+    parameters' values. Columns given the very same timestamp (start,
+    created, finished, updated: one ``utcnow()``) share one parameter: each
+    timestamp costs a bind conversion on SQLite."""
     pairs, params = [], {}
     shared: dict[int, str] = {}  # id of a timestamp value → its parameter
     for column in sorted(values):
         value = values[column]
-        name = f"v_{column}"
+        name = f"{prefix}{column}"
         if isinstance(value, dt.datetime):
             name = shared.setdefault(id(value), name)
         pairs.append((column, name))
@@ -39,20 +41,21 @@ def _binds(values: dict[str, Any]) -> tuple[Binds, dict[str, Any]]:
     return tuple(pairs), params
 
 
-def _event_insert(binds: Binds) -> sa.Insert:
+def event_insert(binds: Binds, *only_if: sa.ColumnElement[bool]) -> sa.Insert:
     """An event with ``binds`` under the request's action (its latest), found
-    and inserted in one statement: nothing inserted when there is none."""
+    and inserted in one statement: nothing inserted when there is none (or
+    when a condition of ``only_if`` does not hold)."""
     # Typed parameters: in a SELECT list PostgreSQL cannot infer their types.
     given = (sa.bindparam(name, type_=ev.c[column].type) for column, name in binds)
     action = sa.select(act.c.id, *given).where(
-        act.c.instance_uuid == sa.bindparam("w_uuid"), act.c.request_id == sa.bindparam("w_request")
-    ).order_by(act.c.id.desc()).limit(1)
+        act.c.instance_uuid == sa.bindparam("w_uuid"), act.c.request_id == sa.bindparam("w_request"),
+        *only_if).order_by(act.c.id.desc()).limit(1)
     return ev.insert().from_select(["action_id", *(c for c, _ in binds)], action).returning(
         ev.c.id)
 
 
 # Every pipeline step records an event: statements built once (cirrus/db/prepared.py).
-_EVENT_INSERTS = PreparedCache(_event_insert)
+_EVENT_INSERTS = PreparedCache(event_insert)
 _EVENT_FINISHES = PreparedCache(lambda key: ev.update().where(
     ev.c.id == sa.bindparam("w_id"), *([ev.c.finish_time.is_(None)] if key[1] else []))
     .values({column: sa.bindparam(name) for column, name in key[0]}))
@@ -78,7 +81,7 @@ def _send_event(conn: sa.Connection, ctx: RequestContext, instance_uuid: str,
                 values: dict[str, Any]) -> Callable[[], int | None]:
     """The event's insert sent; the function returned reads the new event's
     id, None (nothing inserted) if the request has no action."""
-    binds, params = _binds(values)
+    binds, params = event_binds(values)
     cursor = _EVENT_INSERTS[binds].execute(conn, w_uuid=instance_uuid, w_request=ctx.request_id,
                                            **params)
 
@@ -120,6 +123,7 @@ def _outcome(exc: BaseException | None, details: Any) -> dict[str, Any]:
     return values
 
 
+@one_statement  # an INSERT … SELECT
 def event_start(conn: sa.Connection, ctx: RequestContext, instance_uuid: str, event: str,
                 host: str | None = None, start: dt.datetime | None = None) -> int | None:
     """Open ``event`` (at ``start``, default now) under the action of this
@@ -150,7 +154,7 @@ def event_finish(conn: sa.Connection, event_id: int | None, *, exc: BaseExceptio
     values = _outcome(exc, details)
     if steps is not None:
         values["steps"] = steps
-    binds, params = _binds(values)
+    binds, params = event_binds(values)
     return _EVENT_FINISHES[binds, if_open].execute(conn, w_id=event_id, **params).rowcount == 1
 
 
@@ -159,11 +163,16 @@ def record_event(conn: sa.Connection, ctx: RequestContext, instance_uuid: str, e
                  details: Any = None, start: dt.datetime | None = None) -> None:
     """A finished event (e.g. a scheduling decision, ``start`` when it began;
     default: it starts and finishes now): one insert with its outcome."""
+    _insert_event(conn, ctx, instance_uuid,
+                  finished_event(event, host=host, exc=exc, details=details, start=start))
+
+
+def finished_event(event: str, *, host: str | None = None, exc: BaseException | None = None,
+                   details: Any = None, start: dt.datetime | None = None) -> dict[str, Any]:
+    """The columns of :func:`record_event`'s finished event."""
     values = _outcome(exc, details)
-    _insert_event(conn, ctx, instance_uuid, {"event": event,
-                                             "start_time": start or values["finish_time"],
-                                             "host": host, "created_at": values["finish_time"],
-                                             **values})
+    return {"event": event, "start_time": start or values["finish_time"], "host": host,
+            "created_at": values["finish_time"], **values}
 
 
 def action_finish(conn: sa.Connection, ctx: RequestContext, instance_uuid: str,

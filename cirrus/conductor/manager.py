@@ -14,6 +14,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from cirrus.compute import build_folds
 from cirrus.compute import exception as exc
 from cirrus.compute import instance as inst
 from cirrus.compute import instance_actions
@@ -31,6 +32,7 @@ from cirrus.config import Settings
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
 from cirrus.db.engine import Database
+from cirrus.db.onestatement import one_statement
 from cirrus.db.prepared import Prepared
 from cirrus.db.rows import read_here
 from cirrus.network.api import make_network_api
@@ -124,8 +126,9 @@ class ConductorManager:
         details = scheduled.details(result.get("decision"))
         for uuid, dest in zip(uuids, result["destinations"]):
             ok = await self.db.run(self._record_host, ctx, uuid, dest, details, scheduled.start)
-            if not ok:
-                continue  # deleted meanwhile, or another delivery got there first
+            if not ok:  # deleted meanwhile, or another delivery got there first
+                await self.db.run(self._lost_the_instance, uuid)
+                continue
             await self.compute_rpcapi.build_and_run_instance(
                 ctx, dest["host"], instance_uuid=uuid, node=dest["nodename"],
                 request_spec=spec, filter_properties=filter_properties,
@@ -219,19 +222,25 @@ class ConductorManager:
     async def _schedule_instances(self, ctx: RequestContext, spec: dict[str, Any]) -> Selection:
         return await self.scheduler_client.select_destinations(ctx, spec)
 
+    @one_statement  # on PostgreSQL (build_folds.record_host)
     def _record_host(self, conn: sa.Connection, ctx: RequestContext, uuid: str,
                      dest: Destination, details: str, start: dt.datetime) -> bool:
-        """Put ``uuid`` on its host if it still waits for one; False otherwise."""
+        """Put ``uuid`` on its host if it still waits for one, with the
+        scheduling event; False, with nothing changed, otherwise."""
+        # The instance is in its host's zone (Nova's conductor sets it so).
+        zone = {"availability_zone": dest["availability_zone"]} \
+            if dest.get("availability_zone") else {}
+        values = {"host": dest["host"], "node": dest["nodename"], "launched_on": dest["host"],
+                  "scheduled_at": utcnow(), **zone}
+        if conn.dialect.name == "postgresql":
+            return build_folds.record_host(conn, uuid, ctx.request_id, values,
+                                           instance_actions.finished_event(
+                                               SCHEDULE_EVENT, host=self.host, details=details,
+                                               start=start))
         try:
-            # The instance is in its host's zone (Nova's conductor sets it so).
-            zone = {"availability_zone": dest["availability_zone"]} \
-                if dest.get("availability_zone") else {}
-            inst.save(conn, uuid, {"host": dest["host"], "node": dest["nodename"],
-                                   "launched_on": dest["host"], "scheduled_at": utcnow(), **zone},
-                      expected_task_state=[TaskState.SCHEDULING],
+            inst.save(conn, uuid, values, expected_task_state=[TaskState.SCHEDULING],
                       expected_vm_state=[VmState.BUILDING], expected_host=None)
         except (exc.InstanceNotFound, exc.UnexpectedTaskStateError):
-            self._lost_the_instance(conn, uuid)
             return False
         instance_actions.record_event(conn, ctx, uuid, SCHEDULE_EVENT, host=self.host,
                                       details=details, start=start)

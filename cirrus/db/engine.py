@@ -10,7 +10,8 @@ loop), each thread taking its share of the units queued into one transaction
 (``pgcommit``). Reads go to a small reader pool (WAL lets them proceed beside
 the writer); point reads may run on the loop (``rows.read_here``). On
 PostgreSQL a read runs without BEGIN and COMMIT (see ``Database._read_tx``),
-and a pooled connection is checked without a round trip (``_pg_alive``).
+so does a write unit declared one statement (``onestatement``), and a pooled
+connection is checked without a round trip (``_pg_alive``).
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from typing import Any, Callable, Concatenate, ParamSpec, Protocol, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from cirrus.db import checkpoint, pgcommit
+from cirrus.db import checkpoint, onestatement, pgcommit
 from cirrus.db.groupcommit import GroupCommit
 from cirrus.db.handoff import settled
 from cirrus.db.rows import json_dumps
@@ -117,12 +118,17 @@ def _pg_alive(dbapi_conn: Any, _record: Any, _proxy: Any) -> None:
 class Database:
     """Runs units of work, one transaction each (on SQLite possibly shared)."""
 
-    def __init__(self, url: str, observer: UnitObserver | None = None) -> None:
-        """``observer``: told each unit's time and each group commit's size."""
+    def __init__(self, url: str, observer: UnitObserver | None = None, *,
+                 check_units: bool = False) -> None:
+        """``observer``: told each unit's time and each group commit's size.
+        ``check_units``: a unit declared one statement that sends a second
+        write fails (``onestatement.NotOneStatement``); for tests."""
         self.url = url
         self.observer = observer
+        self.check_units = check_units
         self.engine = make_engine(url)
         self.is_sqlite = self.engine.dialect.name == "sqlite"
+        self.is_postgresql = self.engine.dialect.name == "postgresql"
         self._local = threading.local()
         self._held: list[Connection] = []
         self._reader = WorkerPool(self._read_tx, 2 if self.is_sqlite else PG_READERS, "db-r")
@@ -194,8 +200,12 @@ class Database:
     async def run(self, fn: Callable[Concatenate[Connection, P], T], *args: P.args,
                   **kwargs: P.kwargs) -> T:
         """Run ``fn(conn, *args, **kwargs)`` atomically in a write transaction
-        (on SQLite possibly shared with other units, each in its own savepoint).
-        A cancelled caller waits for the transaction to end before it unwinds."""
+        (on SQLite possibly shared with other units, each in its own savepoint;
+        on PostgreSQL, a unit declared ``onestatement.one_statement`` runs in
+        autocommit). A cancelled caller waits for the transaction to end
+        before it unwinds."""
+        if self.check_units and onestatement.is_one_statement(fn):
+            fn = onestatement.checked(fn)
         if self._group is not None:
             future = self._group.submit(fn, args, kwargs)
         else:

@@ -36,6 +36,9 @@ not the unit's own and are worked round:
 Any other failed COMMIT fails the whole batch: its outcome is unknown (the
 connection may have dropped after the server committed), so nothing is run
 again.
+
+A unit declared one statement (``cirrus.db.onestatement``) joins no batch:
+it runs in autocommit, one round trip, no BEGIN, COMMIT or savepoint.
 """
 from __future__ import annotations
 
@@ -46,6 +49,7 @@ from sqlalchemy.engine import Connection
 
 from cirrus.db import pending
 from cirrus.db.handoff import Unit
+from cirrus.db.onestatement import is_one_statement, run_autocommit
 
 LOG = logging.getLogger(__name__)
 
@@ -131,9 +135,34 @@ def _batch(conn: Connection, units: list[Unit[Any]]) -> tuple[list[Result], list
     return outcomes, units[len(outcomes):]
 
 
+def _autocommit(connect: Callable[[], Connection], unit: Unit[Any]) -> Result:
+    """A one-statement ``unit``, without a transaction. A deadlock rolled its
+    statement back whole, so it runs once more, as a batched unit would."""
+    for last in (False, True):
+        try:
+            return True, run_autocommit(connect, unit.fn, unit.args, unit.kwargs)
+        except Exception as error:  # noqa: BLE001 - handed to its caller
+            if last or not is_deadlock(error):
+                return False, error
+    raise AssertionError("unreachable")
+
+
 def run_batch(connect: Callable[[], Connection], units: list[Unit[Any]]) -> list[Result]:
-    """Run ``units`` (in order) in as few transactions as their outcomes allow;
-    an outcome per unit, in order. ``connect`` gives a pooled connection."""
+    """Run ``units``: an outcome per unit, in order. The one-statement units
+    each alone in autocommit, the others (in order) in as few transactions as
+    their outcomes allow. ``connect`` gives a pooled connection."""
+    single = [is_one_statement(unit.fn) for unit in units]
+    if not any(single):
+        return _in_transactions(connect, units)
+    shared = iter(_in_transactions(connect, [u for u, one in zip(units, single) if not one]))
+    return [_autocommit(connect, unit) if one else next(shared)
+            for unit, one in zip(units, single)]
+
+
+def _in_transactions(connect: Callable[[], Connection], units: list[Unit[Any]]) -> list[Result]:
+    """``units`` in as few transactions as their outcomes allow, in order."""
+    if not units:
+        return []
     if len(units) == 1:
         return [_alone(connect, units[0])]
     outcomes: list[Result] = []

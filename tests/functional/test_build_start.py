@@ -65,8 +65,7 @@ def _claimed(cloud: Cloud, conn: sa.Connection, uuid_: str) -> None:
 
 
 async def _start(cloud: Cloud, uuid_: str, in_group: bool = False) -> Started:
-    m = _manager(cloud)
-    return await cloud.db.run(m.builder._start, CTX, uuid_, HOST, in_group)
+    return await _manager(cloud).builder._start_units(CTX, uuid_, HOST, in_group)
 
 
 def _state_and_events(conn: sa.Connection, uuid_: str) -> tuple[tuple[str, str | None], list]:

@@ -64,7 +64,7 @@ SAVES: dict[str, tuple[Any, ...]] = {
 
 def _sent(engine: sa.Engine, save: tuple[Any, ...]) -> tuple[str, dict[str, Any]]:
     """The UPDATE ``inst.save`` sends for ``save``, with its parameters."""
-    key, params, _values = inst._save_params(*save)
+    key, params, _values = inst.save_params(*save)
     plan = inst._SAVES[key]._plan(engine.dialect)
     args = plan.bind(params)
     assert isinstance(args, dict)

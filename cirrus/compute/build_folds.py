@@ -1,0 +1,160 @@
+"""The build path's write units as one statement each, on PostgreSQL.
+
+Each unit here is a guarded save of the instance with what rides on it (the
+build event, the action, the mappings' read) in data-modifying CTEs: every
+other part happens only if the save matched (``EXISTS (SELECT FROM saved)``),
+so a save that matches nothing changes nothing at all, and the unit is one
+statement (``cirrus.db.onestatement``): no BEGIN, no COMMIT, one round trip.
+SQLite has no INSERT or UPDATE inside WITH; its callers keep their units of
+several statements (``Builder._start_checked``, the conductor's
+``_record_host``), group-committed.
+
+Parameters: the save's own (``w_uuid``, ``w_ts0``…, ``v_<column>``, see
+``instance.save_params``), the event's ``e_<column>``, the action's ``a_…``.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import sqlalchemy as sa
+
+from cirrus.compute import instance as inst
+from cirrus.compute import instance_actions
+from cirrus.compute.instance_actions import SUCCESS, Binds
+from cirrus.compute.models import (block_device_mappings, instance_actions as act,
+                                   instance_actions_events as ev, instances)
+from cirrus.compute.states import TaskState, VmState
+from cirrus.db.base import utcnow
+from cirrus.db.onestatement import one_statement
+from cirrus.db.prepared import PreparedCache
+from cirrus.db.rows import RowReader, column_types
+
+_bdm = block_device_mappings
+
+
+def _saved(save_key: tuple[Any, ...], *returning: sa.ColumnElement[Any]) -> sa.CTE:
+    """The guarded save of ``save_key``'s shape, as the CTE ``saved``."""
+    return inst.save_statement(save_key).returning(*(returning or (instances.c.uuid,))).cte("saved")
+
+
+def _count(cte: sa.CTE) -> sa.ScalarSelect[int]:
+    return sa.select(sa.func.count()).select_from(cte).scalar_subquery()
+
+
+# -- mark_active: ACTIVE, the build event closed, the action finished ---------------
+def _mark_active_statement(save_key: tuple[Any, ...]) -> sa.Select[Any]:
+    saved = _saved(save_key)
+    done = sa.exists().select_from(saved)
+    now = sa.bindparam("e_now", type_=ev.c.finish_time.type)
+    closed = ev.update().where(
+        ev.c.id == sa.bindparam("e_id", type_=sa.Integer), ev.c.finish_time.is_(None), done
+    ).values(finish_time=now, result=sa.bindparam("e_result"), updated_at=now,
+             details=sa.bindparam("e_details"), steps=sa.bindparam("e_steps")).cte("closed")
+    finished = act.update().where(
+        act.c.instance_uuid == sa.bindparam("w_uuid"),
+        act.c.request_id == sa.bindparam("a_request"), done
+    ).values(finish_time=sa.bindparam("a_now"), message=None,
+             updated_at=sa.bindparam("a_now")).cte("finished")
+    return sa.select(_count(saved)).add_cte(closed, finished)
+
+
+_MARK_ACTIVE = PreparedCache(_mark_active_statement)
+
+
+@one_statement
+def mark_active(conn: sa.Connection, uuid: str, request_id: str, values: dict[str, Any],
+                event_id: int | None, details: str, steps: str | None) -> dict[str, Any]:
+    """``values`` saved if the build is still SPAWNING, with the build event
+    (``event_id``) closed as a success unless closed already and the
+    request's action finished; the values written. Raises as
+    :func:`instance.save` does, with nothing changed."""
+    key, params, written = inst.save_params(uuid, values, TaskState.SPAWNING)
+    now = utcnow()
+    saved = _MARK_ACTIVE[key].execute(
+        conn, **params, e_id=event_id, e_now=now, e_result=SUCCESS, e_details=details,
+        e_steps=steps, a_request=request_id, a_now=now).fetchone()[0]
+    if saved != 1:
+        inst.refuse(conn, uuid, TaskState.SPAWNING)
+    return written
+
+
+# -- record_host: the conductor's placement and its scheduling event ----------------
+def _record_host_statement(key: tuple[tuple[Any, ...], Binds]) -> sa.Select[Any]:
+    save_key, event_binds = key
+    saved = _saved(save_key)
+    event = instance_actions.event_insert(event_binds, sa.exists().select_from(saved)).cte("event")
+    return sa.select(_count(saved)).add_cte(event)
+
+
+_RECORD_HOST = PreparedCache(_record_host_statement)
+
+
+@one_statement
+def record_host(conn: sa.Connection, uuid: str, request_id: str, values: dict[str, Any],
+                event: dict[str, Any]) -> bool:
+    """``values`` (the host) saved if the instance still waits for one
+    (SCHEDULING, BUILDING, no host), with the finished ``event`` (its
+    columns) recorded under the request's action; False, with nothing
+    changed, if it no longer waits."""
+    key, params, _ = inst.save_params(uuid, values, [TaskState.SCHEDULING], [VmState.BUILDING],
+                                      None)
+    event_binds, event_params = instance_actions.event_binds(event, prefix="e_")
+    saved = _RECORD_HOST[key, event_binds].execute(
+        conn, **params, **event_params, w_request=request_id).fetchone()[0]
+    return bool(saved == 1)
+
+
+# -- start: the guarded start with its claim check, the build event, the mappings -----
+_BDM_LABELS = tuple(f"bdm_{column.key}" for column in _bdm.c)
+
+
+def _start_statement(key: tuple[tuple[Any, ...], Binds]) -> sa.Select[Any]:
+    save_key, event_binds = key
+    saved = _saved(save_key, *instances.c, *inst.CLAIM_COLUMNS)
+    event = instance_actions.event_insert(event_binds, sa.exists().select_from(saved)).cte("event")
+    mappings = [column.label(label) for column, label in zip(_bdm.c, _BDM_LABELS)]
+    return sa.select(
+        *saved.c, sa.select(event.c.id).scalar_subquery().label("event_id"), *mappings
+    ).select_from(saved.outerjoin(_bdm, _bdm.c.instance_uuid == saved.c.uuid)).order_by(_bdm.c.id)
+
+
+_START = PreparedCache(_start_statement)
+_START_KEYS = (*(c.key for c in instances.c), *(c.key for c in inst.CLAIM_COLUMNS))
+_START_ROW = RowReader([*instances.c, *inst.CLAIM_COLUMNS,
+                        sa.literal_column("event_id", sa.Integer).label("event_id"),
+                        *(c.label(label) for c, label in zip(_bdm.c, _BDM_LABELS))])
+
+
+@one_statement
+def start(conn: sa.Connection, uuid: str, request_id: str, host: str, node_id: int,
+          event: dict[str, Any]) -> tuple[dict[str, Any], int | None, list[dict[str, Any]]] | None:
+    """The build's start, if the instance waits on ``host`` (SCHEDULING,
+    BUILDING) and holds a claim on ``node_id``: saved in
+    BLOCK_DEVICE_MAPPING, ``event`` (the build event's columns) opened under
+    the request's action, and the mappings read. The instance (with the
+    claim's amounts, ``claim_vcpus``…), the event's id (None: no action),
+    the mappings in the order they were made; None, with nothing changed, if
+    the save matched nothing (the caller finds out why)."""
+    key, params, _ = inst.save_params(
+        uuid, {"vm_state": VmState.BUILDING, "task_state": TaskState.BLOCK_DEVICE_MAPPING},
+        [TaskState.SCHEDULING], [VmState.BUILDING], host, claimed_on=node_id)
+    event_binds, event_params = instance_actions.event_binds(event, prefix="e_")
+    cursor = _START[key, event_binds].execute(conn, **params, **event_params,
+                                                   w_request=request_id)
+    try:
+        rows = _START_ROW.dicts(conn.dialect, column_types(cursor), cursor.fetchall())
+    finally:
+        cursor.close()
+    if not rows:
+        return None
+    first = rows[0]
+    instance = {name: first[name] for name in _START_KEYS}
+    mappings = [{column.key: row[label] for column, label in zip(_bdm.c, _BDM_LABELS)}
+                for row in rows if row["bdm_id"] is not None]
+    return instance, first["event_id"], mappings
+
+
+def build_event(name: str, host: str, start_time: dt.datetime) -> dict[str, Any]:
+    """The columns of an opened event (as ``instance_actions.event_start``)."""
+    return {"event": name, "start_time": start_time, "host": host, "created_at": start_time}
