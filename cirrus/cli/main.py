@@ -309,7 +309,9 @@ def cmd_process(args: argparse.Namespace) -> int:
         settings.compute_host = socket.gethostname()
     check_state_dir(settings.state_dir)
     setup_logging(settings)
-    asyncio.run(run_process(settings, args.role))
+    # uvloop as ``cirrus up``: the loop's own Python (select, handles, callbacks)
+    # was a fifth of a conductor's CPU on asyncio's (docs/performance.md).
+    event_loop_runner()(run_process(settings, args.role))
     return 0
 
 

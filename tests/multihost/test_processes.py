@@ -72,6 +72,13 @@ def test_compute_killed_during_a_burst(deployment: Deployment, token: str, image
         assert time.monotonic() < deadline, "no build reached the victim host"
         time.sleep(0.1)
     deployment.procs[SLOW_HOST].send_signal(signal.SIGKILL)
+    # The builds the kill caught: those still building on the victim in a
+    # listing read after it (a build seen building before the kill may have
+    # finished in between, the listing's own latency; one seen after cannot).
+    after_kill = servers(api)
+    building = [i for i in list(burst.accepted) if after_kill.get(i, {}).get(
+        "OS-EXT-SRV-ATTR:host") == SLOW_HOST and after_kill[i]["status"] == "BUILD"]
+    assert building, "every build on the victim finished before the kill"
     # Until it is seen down the dead host is still chosen: this build request
     # waits in its queue, unconsumed.
     queued = Burst(deployment.url, token, image, "queued", posts=1, workers=1,

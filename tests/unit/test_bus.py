@@ -205,9 +205,25 @@ async def test_amqp_call_waits_for_the_reconnect_and_gets_its_reply(amqp: Any) -
     (each connection has its own), so its reply finds it."""
     caller, _, topic, gate = amqp
     await _drop(caller)
+    await asyncio.sleep(0)  # the loop runs connection_lost: the caller knows it is down
+    assert not caller._ready.is_set()
     client = RPCClient(caller, topic, timeout=20).prepare(server="s")
     assert await client.call(RequestContext(), "record", value=1) is None
     assert gate.seen == [1]
+
+
+async def test_amqp_a_call_is_sent_at_most_once(amqp: Any) -> None:
+    """Calls are not confirmed: one written to a connection that dies before
+    its reply fails with ConnectionLost, and is not published again on the
+    next connection (a call's effect, a claim say, happens at most once)."""
+    caller, _, topic, gate = amqp
+    client = RPCClient(caller, topic, timeout=20).prepare(server="s")
+    await _drop(caller)  # the caller learns it in the next loop iteration
+    with pytest.raises(ConnectionLost):
+        await client.call(RequestContext(), "record", value="lost")
+    assert await client.call(RequestContext(), "record", value="after") is None
+    await asyncio.sleep(0.3)  # a republished first call would have arrived by now
+    assert gate.seen == ["after"]
 
 
 async def test_amqp_call_fails_fast_when_the_connection_drops(amqp: Any) -> None:

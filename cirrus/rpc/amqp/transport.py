@@ -6,10 +6,13 @@
 * ``call``: a per-process exclusive reply queue, correlation ids, a deadline
   that raises MessagingTimeout (never a hang); a call whose connection drops
   before the reply fails at once with ConnectionLost;
-* publisher confirms on every publish, and a publish that meets a dropped
+* publisher confirms on every cast and fan-out, and one that meets a dropped
   connection waits for the reconnect and publishes again (up to
   ``publish_timeout``) — so a request accepted while the broker restarts is
   not lost. A confirm lost with the connection can make that a duplicate;
+* calls are not confirmed: their reply says they arrived, and a call whose
+  connection drops once it is written fails with ConnectionLost whether or
+  not the broker took it — never published twice (a call is at most once);
 * casts are persistent and acked only after their handler returned, so a
   consumer that dies mid-way (or whose connection drops) gets the message
   again. Handlers must tolerate a second delivery, even one that overlaps the
@@ -20,9 +23,11 @@
   bindings and consumers declared so far are declared again on the new one
   before anything is published on it.
 
-Channel 1 has publisher confirms and carries casts, calls, fan-outs and every
-consumer; replies leave on channel 2, without confirms (nobody waits for a
-reply's confirm: a lost reply is the caller's timeout or ConnectionLost).
+Channel 1 has publisher confirms and carries casts, fan-outs and every
+consumer; calls and replies leave on channel 2, without confirms (nobody
+waits for their confirm: a lost call or reply is the caller's timeout or
+ConnectionLost). A confirm costs the broker a frame and the caller a future
+and a wake-up; the call's reply, which it waits for anyway, says more.
 """
 from __future__ import annotations
 
@@ -83,8 +88,8 @@ class AMQPTransport(Transport):
         self.prefetch = prefetch
         self.publish_timeout = publish_timeout
         self._conn: Connection | None = None
-        self._channel: Channel | None = None  # confirms: casts, calls, fan-outs, consuming
-        self._replies_out: Channel | None = None  # no confirms: replies to calls
+        self._channel: Channel | None = None  # confirms: casts, fan-outs, consuming
+        self._unconfirmed: Channel | None = None  # no confirms: calls and their replies
         self._ready = asyncio.Event()  # set while connected with everything declared
         self._exchanges: dict[str, str] = {EXCHANGE: "direct"}  # name → type
         self._queues: list[_Queue] = []
@@ -132,7 +137,7 @@ class AMQPTransport(Transport):
             self._channel = await conn.channel(1)
             await self._channel.confirm_select()
             await self._channel.qos(self.prefetch)
-            self._replies_out = await conn.channel(2)
+            self._unconfirmed = await conn.channel(2)
             for name, kind in list(self._exchanges.items()):
                 await self._channel.exchange_declare(name, kind, durable=True)
             for queue in list(self._queues):
@@ -264,8 +269,8 @@ class AMQPTransport(Transport):
             if not self._ready.is_set():
                 async with asyncio.timeout(REPLY_WAIT):
                     await self._ready.wait()
-            assert self._replies_out is not None, "ready: the replies' channel exists"
-            self._replies_out.publish("", reply_to, props, body)
+            assert self._unconfirmed is not None, "ready: the unconfirmed channel exists"
+            self._unconfirmed.publish("", reply_to, props, body)
         except LOST as exc:  # the caller saw ConnectionLost already
             LOG.info("reply to %s not sent: %r", reply_to, exc)
 
@@ -279,11 +284,9 @@ class AMQPTransport(Transport):
 
     # -- publishing ------------------------------------------------------------------
     async def _publish(self, exchange: str, key: str, body: bytes,
-                       props: bytes | Callable[[], bytes], deadline: float, method: Any) -> None:
+                       props: bytes, deadline: float, method: Any) -> None:
         """Publish and wait for the broker's confirm; across a lost connection,
-        wait for the reconnect and publish again until ``deadline``. ``props``
-        may be a function, for properties that name the current connection's
-        reply queue."""
+        wait for the reconnect and publish again until ``deadline``."""
         loop = asyncio.get_running_loop()
         while True:
             try:
@@ -298,8 +301,7 @@ class AMQPTransport(Transport):
                         raise ConnectionClosed("not connected")
                     if not conn.unblocked.is_set():  # the broker is out of memory or disk
                         await conn.unblocked.wait()
-                    confirm = channel.publish(exchange, key,
-                                              props() if callable(props) else props, body)
+                    confirm = channel.publish(exchange, key, props, body)
                     assert confirm is not None, "the publishing channel confirms"
                     await confirm
                 return
@@ -318,29 +320,46 @@ class AMQPTransport(Transport):
         key = f"{topic}.{server}" if server else topic
         body = encode(message)
         corr = str(next(self._ids))
-        deadline = self._deadline(timeout)
-        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[Any] = loop.create_future()
         self._replies[corr] = fut
-        expiration = str(int(timeout * 1000))
-
-        def props() -> bytes:
-            return wire.Properties(content_type=JSON, correlation_id=corr,
-                                   reply_to=self._reply_queue.name,
-                                   expiration=expiration).encode()
         try:
-            await self._publish(EXCHANGE, key, body, props, deadline, message.get("method"))
-            # From here on a lost connection means the reply is lost too.
-            self._sent.add(corr)
-            async with asyncio.timeout(max(0.0, deadline - asyncio.get_running_loop().time())):
+            # One deadline for the publish and the reply.
+            async with asyncio.timeout_at(loop.time() + timeout):
+                await self._send_call(key, body, corr, str(int(timeout * 1000)))
                 return await fut
         except MessagingTimeout:
-            raise  # ConnectionLost, or the publish gave up: already says why
+            raise  # ConnectionLost, or the transport stopped: already says why
         except TimeoutError as exc:
             raise MessagingTimeout(
                 f"timed out after {timeout}s waiting for {key} {message.get('method')}") from exc
         finally:
             self._replies.pop(corr, None)
             self._sent.discard(corr)
+
+    async def _send_call(self, key: str, body: bytes, corr: str, expiration: str) -> None:
+        """Write the call once connected (and not blocked), naming the current
+        connection's reply queue; from then on a lost connection means its
+        reply is lost too (``_on_lost`` fails it with ConnectionLost)."""
+        while True:
+            if not self._ready.is_set():
+                await self._ready.wait()
+            conn, channel = self._conn, self._unconfirmed
+            if self._stopping or conn is None or channel is None:
+                raise MessagingTimeout(f"call to {key} not sent: transport stopped")
+            if not conn.unblocked.is_set():  # the broker is out of memory or disk
+                await conn.unblocked.wait()
+                continue
+            props = wire.Properties(content_type=JSON, correlation_id=corr,
+                                    reply_to=self._reply_queue.name,
+                                    expiration=expiration).encode()
+            try:
+                channel.publish(EXCHANGE, key, props, body)
+            except ConnectionClosed:  # closed before _on_lost ran: nothing written
+                await asyncio.sleep(RETRY_PAUSE)
+                continue
+            self._sent.add(corr)
+            return
 
     async def fanout(self, topic: str, message: Message) -> None:
         name = f"{topic}_fanout"
