@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from cirrus.bootstrap import Cloud
 from cirrus.claims.allocations import held
 from cirrus.compute import instance as inst
+from cirrus.db.engine import Database
 from cirrus.network import exception as nexc
 from cirrus.network.models import ports
 from tests.functional.servers import create_server, server_body, upload_image, wait_for_status
@@ -50,6 +51,11 @@ class HeldNetwork:
         return getattr(self.inner, name)
 
 
+def _db(cloud: Cloud) -> Database:
+    assert cloud.db is not None
+    return cloud.db
+
+
 def _hold_network(cloud: Cloud) -> HeldNetwork:
     manager = next(s.endpoint for s in cloud.services if s.binary == "cirrus-compute")
     network = HeldNetwork(manager.builder.network)
@@ -60,7 +66,7 @@ def _hold_network(cloud: Cloud) -> HeldNetwork:
 async def _wait_task_state(cloud: Cloud, uuid: str, task_state: str,
                            timeout: float = 20.0) -> None:
     deadline = time.monotonic() + timeout
-    while (await cloud.db.read(inst.get, uuid))["task_state"] != task_state:
+    while (await _db(cloud).read(inst.get, uuid))["task_state"] != task_state:
         assert time.monotonic() < deadline, f"{uuid} never reached task_state {task_state}"
         await asyncio.sleep(0.01)
 
@@ -83,12 +89,12 @@ async def test_spawning_is_saved_while_the_network_allocation_runs(
         cloud: Cloud, demo: httpx.AsyncClient) -> None:
     network, uuid = await _boot_held(cloud, demo)
     assert not network.release.is_set()
-    assert await cloud.db.read(_ports_of, uuid) == 0  # nothing allocated yet
+    assert await _db(cloud).read(_ports_of, uuid) == 0  # nothing allocated yet
     network.release.set()
     server = await wait_for_status(demo, uuid, {"ACTIVE", "ERROR"})
     assert server["status"] == "ACTIVE"
     assert server["addresses"]  # spawned with the allocation's network info
-    assert await cloud.db.read(_ports_of, uuid) == 1
+    assert await _db(cloud).read(_ports_of, uuid) == 1
 
 
 async def test_an_allocation_failing_after_spawning_ends_in_error_with_its_claim_released(
@@ -99,8 +105,8 @@ async def test_an_allocation_failing_after_spawning_ends_in_error_with_its_claim
     server = await wait_for_status(demo, uuid, {"ACTIVE", "ERROR"})
     assert server["status"] == "ERROR"
     assert "No more available networks" in server["fault"]["message"]
-    assert await cloud.db.read(held, uuid) is None
-    assert await cloud.db.read(_ports_of, uuid) == 0
+    assert await _db(cloud).read(held, uuid) is None
+    assert await _db(cloud).read(_ports_of, uuid) == 0
 
 
 async def test_a_delete_while_the_allocation_is_held_leaves_no_port_or_claim(
@@ -110,5 +116,5 @@ async def test_a_delete_while_the_allocation_is_held_leaves_no_port_or_claim(
     assert resp.status_code == 204
     network.release.set()  # should the build still be waiting for it
     await wait_for_status(demo, uuid, {"DELETED"})
-    assert await cloud.db.read(held, uuid) is None
-    assert await cloud.db.read(_ports_of, uuid) == 0
+    assert await _db(cloud).read(held, uuid) is None
+    assert await _db(cloud).read(_ports_of, uuid) == 0
