@@ -27,7 +27,9 @@ from cirrus.network import exception as nexc
 from cirrus.network.models import ports
 from tests.functional.servers import create_server, server_body, upload_image, wait_for_status
 
-pytestmark = pytest.mark.parametrize("settings_overrides", [{"computes": 1}])
+# On both databases: on PostgreSQL the save and the allocation run on two writer threads.
+pytestmark = [pytest.mark.storage,
+              pytest.mark.parametrize("settings_overrides", [{"computes": 1}])]
 
 
 class HeldNetwork:
