@@ -55,7 +55,6 @@ _GROUP_OF = Prepared(sa.select(instance_groups.c.uuid, instance_groups.c.policy)
 
 @dataclass(frozen=True)
 class Resources:
-    instance: Instance  # as saved in SPAWNING
     network_info: NetworkInfo
     block_device_info: BlockDeviceInfo
 
@@ -242,10 +241,14 @@ class Builder:
             raise started.error
         image_meta = await self._image_meta(ctx, instance, request.request_spec)
         async with self._build_resources(ctx, instance, request, started) as resources:
-            instance = resources.instance
             if not instance.get("image_ref"):  # volume-backed: its boot volume's image
                 image_meta = await self.volumes.image_meta(
                     ctx, resources.block_device_info["block_device_mapping"])
+            # The row _start read, with what this save wrote: no need to read
+            # all of it back.
+            instance = {**instance, **await self.store.save(
+                uuid, {"vm_state": VmState.BUILDING, "task_state": TaskState.SPAWNING},
+                expected_task_state=TaskState.BLOCK_DEVICE_MAPPING)}
             with started.timeline.step(BootStep.SPAWN):
                 await self.driver.spawn(ctx, instance, image_meta, request.injected_files,
                                         request.admin_password,
@@ -313,13 +316,7 @@ class Builder:
     async def _build_resources(self, ctx: RequestContext, instance: Instance,
                                request: BuildRequest, started: Started
                                ) -> AsyncIterator[Resources]:
-        """The instance is in BLOCK_DEVICE_MAPPING already (``_start``); it is
-        saved in SPAWNING once its block devices are ready, while its network
-        allocation may still run — as Nova saves it while its
-        ``NetworkInfoAsyncWrapper`` allocates (seed 000): on PostgreSQL the two
-        units run side by side on two writer threads, on SQLite they share a
-        group commit, instead of the save waiting for the allocation's commit
-        (docs/performance.md, "the single boot's critical path")."""
+        """The instance is in BLOCK_DEVICE_MAPPING already (``_start``)."""
         uuid = instance["uuid"]
         timeline = started.timeline
         # Allocate networks while block devices are prepared (seed 000).
@@ -328,11 +325,6 @@ class Builder:
         try:
             with timeline.step(BootStep.BLOCK_DEVICES):
                 bdi = await self._prep_block_device(ctx, instance, started.bdms)
-            # The row _start read, with what this save wrote: no need to read
-            # all of it back.
-            instance = {**instance, **await self.store.save(
-                uuid, {"vm_state": VmState.BUILDING, "task_state": TaskState.SPAWNING},
-                expected_task_state=TaskState.BLOCK_DEVICE_MAPPING)}
             network_info = await net_task
         except BaseException:
             net_task.cancel()
@@ -340,7 +332,7 @@ class Builder:
                 await net_task
             raise
         try:
-            yield Resources(instance, network_info, bdi)
+            yield Resources(network_info, bdi)
         except Exception as error:
             # Spawn failed: nothing half-built may stay on the hypervisor. If
             # it cannot be cleaned up, no other host should get the build
