@@ -31,9 +31,9 @@ raises :class:`NotOneStatement` before it is sent.
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import Any, Callable, Iterator, TypeVar
 
-import psycopg
 import sqlalchemy as sa
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -69,16 +69,22 @@ def writes(sql: str) -> bool:
     return any(lock in head for lock in _LOCKS)
 
 
-class _Counting(psycopg.Cursor[Any]):
-    """A cursor that refuses its connection's second writing statement."""
+@functools.cache
+def _counting_cursor() -> type[Any]:
+    """The cursor class that refuses its connection's second writing
+    statement (made on first use: psycopg is installed only for PostgreSQL)."""
+    import psycopg
 
-    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
-        _count(self.connection, query)
-        return super().execute(query, params, **kwargs)
+    class Counting(psycopg.Cursor[Any]):
+        def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+            _count(self.connection, query)
+            return super().execute(query, params, **kwargs)
 
-    def executemany(self, query: Any, params_seq: Any, **kwargs: Any) -> None:
-        _count(self.connection, query)
-        super().executemany(query, params_seq, **kwargs)
+        def executemany(self, query: Any, params_seq: Any, **kwargs: Any) -> None:
+            _count(self.connection, query)
+            super().executemany(query, params_seq, **kwargs)
+
+    return Counting
 
 
 # Per checked connection: how many writing statements the unit sent so far.
@@ -98,13 +104,18 @@ def _count(connection: Any, query: Any) -> None:
 
 @contextlib.contextmanager
 def _checking(conn: sa.Connection) -> Iterator[None]:
-    driver = conn.connection.driver_connection
-    if not isinstance(driver, psycopg.Connection) or driver.cursor_factory is not psycopg.Cursor:
-        yield  # SQLite (group-committed anyway), or a cursor of someone else's
+    driver: Any = conn.connection.driver_connection
+    if not type(driver).__module__.startswith("psycopg"):
+        yield  # SQLite: group-committed anyway
+        return
+    import psycopg
+
+    if driver.cursor_factory is not psycopg.Cursor:
+        yield  # a cursor of someone else's
         return
     key = id(driver)
     _written[key] = 0
-    driver.cursor_factory = _Counting
+    driver.cursor_factory = _counting_cursor()
     try:
         yield
     finally:

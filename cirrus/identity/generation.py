@@ -102,7 +102,7 @@ class GenerationReader:
             value = await self._read_psycopg()
             if value is not None:
                 return value
-        return await self._db.read(_read_row)
+        return await self._db.read(read_generations)
 
     def _psycopg(self) -> bool:
         engine = getattr(self._db, "engine", None)
@@ -128,7 +128,7 @@ class GenerationReader:
         return value
 
 
-def _read_row(conn: sa.Connection) -> Generations:
+def read_generations(conn: sa.Connection) -> Generations:
     """Both generations, on a DB thread (0 for a database without the row)."""
     row = conn.execute(_ROW).first()
     return (int(row[0]), int(row[1])) if row else (0, 0)

@@ -25,7 +25,7 @@ from cirrus.db import migrate
 from cirrus.db.engine import Database, fetch_all
 from cirrus.db.rows import (PreparedRead, RowReader, fetch_dicts, json_dumps, json_loads,
                              read_here)
-from cirrus.identity import revocation
+from cirrus.identity import generation as generations, revocation
 from cirrus.identity.exception import Unauthorized
 from cirrus.identity.manager import IdentityService
 from cirrus.identity.revocation import RevokeEvent
@@ -203,8 +203,8 @@ class _RevocationStore:
     async def read(self, fn: Any, *args: Any) -> Any:
         self.reads[fn.__name__] += 1
         await asyncio.sleep(0.01)
-        if fn is revocation.read_generation:
-            return self.generation
+        if fn is generations.read_generations:
+            return self.generation, 0  # (revocation, catalog)
         assert fn is revocation.events_since
         return self.generation, [e for e in self.events if e[1] > args[0]]
 
@@ -255,7 +255,7 @@ async def test_concurrent_validations_share_the_generation_read_and_the_reload()
     identity, provider = _identity(store)
     token, _ = _token(provider, ttl=60)
     await asyncio.gather(*(identity.validate(token) for _ in range(20)))
-    assert store.reads == {"read_generation": 1}
+    assert store.reads == {"read_generations": 1}
     store.revoke(RevokeEvent(user_id="someone else"))
     await asyncio.gather(*(identity.validate(token) for _ in range(20)))
-    assert store.reads == {"read_generation": 2, "events_since": 1}
+    assert store.reads == {"read_generations": 2, "events_since": 1}
