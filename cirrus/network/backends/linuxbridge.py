@@ -92,6 +92,7 @@ class LinuxBridgeBackend(HostBackend):
     async def start(self) -> None:
         """Adopt this host's bridges, re-create DHCP and firewall state for the
         ports bound here, wait for taps of ports not yet up, then keep syncing."""
+        self.taps = TapWatcher(self.settings, self._tap_up)  # a stopped one stays stopped
         await self._prepare_netns()
         await self._adopt_bridges()
         await self.sync()

@@ -39,9 +39,15 @@ class TapWatcher:
         # until they are unbound or explicitly watched.
         self._settled: set[str] = set()
         self._task: asyncio.Task[Any] | None = None
+        # Set by stop(): a sync or bind still in flight then must not start
+        # the poll again (it would outlive the backend).
+        self._stopped = False
 
     def watch(self, port_id: str, dev: str, bridge: str, timeout: float) -> None:
-        """Start waiting (again) for ``dev`` to be enslaved to ``bridge``."""
+        """Start waiting (again) for ``dev`` to be enslaved to ``bridge``
+        (nothing once stopped)."""
+        if self._stopped:
+            return
         self._settled.discard(port_id)
         self._waits[port_id] = _Wait(dev, bridge, time.monotonic() + timeout)
         if self._task is None or self._task.done():
@@ -61,6 +67,8 @@ class TapWatcher:
         return port_id in self._settled
 
     async def stop(self) -> None:
+        """Stop polling for good; later :meth:`watch` calls do nothing."""
+        self._stopped = True
         self._waits.clear()
         if self._task is not None:
             self._task.cancel()
