@@ -57,6 +57,7 @@ class ConductorManager:
         self.settings = settings
         self.db = db
         self.host = host
+        self.transport = transport
         self.scheduler_client = SchedulerAPI(transport)
         self.compute_rpcapi = ComputeAPI(transport)
         self._network_api: Any = None
@@ -85,16 +86,11 @@ class ConductorManager:
 
         The bus may deliver this twice, even twice at once (a redelivery after a
         lost connection overlapping the first delivery). So only instances still
-        waiting for a host are scheduled, the host is recorded by a guarded save
-        that one delivery wins, and only the winner casts the build.
+        waiting for a host are scheduled (``_still_waiting``), the host is
+        recorded by a guarded save that one delivery wins, and only the winner
+        casts the build.
         """
-        # One instance (nearly every request): a point read, done in place on
-        # SQLite instead of a hop to a reader thread that costs more than it.
-        read = self.db.read if len(instance_uuids) > 1 else partial(read_here, self.db)
-        uuids = await read(_waiting_for_host, instance_uuids)
-        if len(uuids) < len(instance_uuids):
-            LOG.info("not scheduling %s: no longer waiting for a host (a repeated delivery)",
-                     sorted(set(instance_uuids) - set(uuids)))
+        uuids = await self._still_waiting(instance_uuids)
         if not uuids:
             return
         # The message is this delivery's own (decoded from the wire); only its
@@ -133,6 +129,33 @@ class ConductorManager:
                 ctx, dest["host"], instance_uuid=uuid, node=dest["nodename"],
                 request_spec=spec, filter_properties=filter_properties,
                 build_params=build_params)
+
+    async def _still_waiting(self, instance_uuids: list[str]) -> list[str]:
+        """Those of ``instance_uuids`` to schedule: the ones still waiting for a
+        host, read before the scheduler is asked. Without the read, a repeated
+        delivery would have the scheduler look at a claim the first delivery
+        holds, and move it should its host no longer pass the filters, before
+        ``_record_host`` refuses the instance.
+
+        A bus that delivers at most once (``at_most_once``: the in-process and
+        local ones) never repeats a request, so one instance goes to the
+        scheduler unread (the single boot's path: a round trip and two thread
+        hand-offs on PostgreSQL). One deleted or failed meanwhile is refused by
+        ``_record_host`` and its claim given back (``_lost_the_instance``), as
+        one deleted while the scheduler decides always was. Several are still
+        read: one of them gone would count against the others' room (a
+        NoValidHost for all).
+        """
+        if len(instance_uuids) == 1 and getattr(self.transport, "at_most_once", False):
+            return instance_uuids
+        # One instance (nearly every request): a point read, done in place on
+        # SQLite instead of a hop to a reader thread that costs more than it.
+        read = self.db.read if len(instance_uuids) > 1 else partial(read_here, self.db)
+        uuids = await read(_waiting_for_host, instance_uuids)
+        if len(uuids) < len(instance_uuids):
+            LOG.info("not scheduling %s: no longer waiting for a host (a repeated delivery)",
+                     sorted(set(instance_uuids) - set(uuids)))
+        return uuids
 
     async def unshelve_instance(self, ctx: RequestContext, instance_uuid: str,
                                 image_id: str | None, request_spec: dict[str, Any],

@@ -59,6 +59,8 @@ class Routes(Generic[T]):
 
 
 class InProcessTransport(Transport):
+    at_most_once = True  # a message is handed to one handler, once
+
     def __init__(self) -> None:
         self._routes: Routes[Handler] = Routes()
         self._tasks = Supervisor()  # the casts and fan-outs being handled

@@ -112,6 +112,8 @@ Target = Handler | _Peer
 class LocalTransport(Transport):
     """The hub (``hub=True``: serves ``path``) or a peer (connects to it)."""
 
+    at_most_once = True  # nothing is kept to be redelivered (the module's doc)
+
     def __init__(self, path: str, hub: bool = False) -> None:
         self.path = path
         self.hub = hub

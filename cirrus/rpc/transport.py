@@ -37,7 +37,14 @@ class RemoteError(Exception):
 
 
 class Transport(abc.ABC):
-    """Moves messages; knows nothing of methods or contexts."""
+    """Moves messages; knows nothing of methods or contexts.
+
+    A transport that never hands a handler the same message twice says so with
+    a class attribute ``at_most_once = True`` (the in-process and local buses;
+    not on the ABC, so a wrapper such as ``MeteredTransport`` passes on its
+    inner transport's). Without it, handlers assume a message may come again,
+    as a broker's redelivery does.
+    """
 
     @abc.abstractmethod
     async def start(self) -> None: ...

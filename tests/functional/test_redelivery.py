@@ -32,7 +32,14 @@ async def image(demo: httpx.AsyncClient) -> str:
 
 
 @pytest.fixture
-def every_cast_twice(cloud: Cloud, monkeypatch: pytest.MonkeyPatch) -> None:
+def like_a_broker(cloud: Cloud, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The in-process bus, which delivers at most once, stands for a broker
+    that may deliver again: handlers take the care they take there."""
+    monkeypatch.setattr(cloud.transport, "at_most_once", False)
+
+
+@pytest.fixture
+def every_cast_twice(cloud: Cloud, monkeypatch: pytest.MonkeyPatch, like_a_broker: None) -> None:
     transport = cloud.transport
     original = transport.cast
 
@@ -71,7 +78,8 @@ async def test_every_cast_delivered_twice_builds_each_server_once(
 
 
 async def test_stale_build_requests_leave_an_active_server_alone(
-        cloud: Cloud, demo: httpx.AsyncClient, admin: httpx.AsyncClient, image: str) -> None:
+        cloud: Cloud, demo: httpx.AsyncClient, admin: httpx.AsyncClient, image: str,
+        like_a_broker: None) -> None:
     resp = await demo.post(SERVERS, json=server_body(image, name="stale"))
     server_id = resp.json()["server"]["id"]
     await wait_for_status(demo, server_id, {"ACTIVE"})
@@ -140,3 +148,92 @@ async def test_a_repeated_scheduling_request_keeps_its_claim(
     assert raced["destinations"] == placed["destinations"]
     assert await db_count(cloud, allocations, allocations.c.consumer_uuid == twin) == 1
     assert await _usage(cloud) == 2
+
+
+@pytest.fixture
+def waiting_reads(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The conductor's reads of the instances still waiting for a host."""
+    from cirrus.conductor import manager
+
+    reads: list[list[str]] = []
+    real = manager._waiting_for_host
+
+    def counted(conn: sa.Connection, uuids: list[str]) -> list[str]:
+        reads.append(list(uuids))
+        return real(conn, uuids)
+    monkeypatch.setattr(manager, "_waiting_for_host", counted)
+    return reads
+
+
+async def _boot(demo: httpx.AsyncClient, image: str, name: str, count: int = 1) -> list[str]:
+    resp = await demo.post(SERVERS, json=server_body(image, name=name, min_count=count,
+                                                     max_count=count,
+                                                     return_reservation_id=True))
+    assert resp.status_code == 202, resp.text
+    listed = await demo.get(SERVERS, params={"reservation_id": resp.json()["reservation_id"]})
+    ids = [s["id"] for s in listed.json()["servers"]]
+    assert len(ids) == count
+    for server_id in ids:
+        server = await wait_for_status(demo, server_id, {"ACTIVE", "ERROR"})
+        assert server["status"] == "ACTIVE", server.get("fault")
+    return ids
+
+
+async def test_a_bus_that_delivers_once_schedules_one_instance_unread(
+        cloud: Cloud, demo: httpx.AsyncClient, admin: httpx.AsyncClient, image: str,
+        waiting_reads: list[list[str]]) -> None:
+    assert getattr(cloud.transport, "at_most_once", False)  # the in-process bus
+    one = await _boot(demo, image, "once")
+    assert waiting_reads == []  # nothing can come twice: no read before the scheduler
+    await assert_built_once(cloud, admin, one)
+    # Several are read still: one gone would take the others' room.
+    several = await _boot(demo, image, "several", count=2)
+    assert [sorted(r) for r in waiting_reads] == [sorted(several)]
+
+
+async def test_a_bus_that_may_deliver_again_reads_first(
+        cloud: Cloud, demo: httpx.AsyncClient, admin: httpx.AsyncClient, image: str,
+        like_a_broker: None, waiting_reads: list[list[str]]) -> None:
+    one = await _boot(demo, image, "broker")
+    assert waiting_reads == [one]
+    await assert_built_once(cloud, admin, one)
+
+
+async def test_a_request_for_an_instance_deleted_before_it_was_scheduled_leaves_no_claim(
+        cloud: Cloud, demo: httpx.AsyncClient, admin: httpx.AsyncClient, image: str,
+        waiting_reads: list[list[str]]) -> None:
+    # On a bus that delivers once, a request that finds its instance gone is
+    # scheduled unread: the claim the scheduler makes is given back, nothing
+    # is built and nothing is recorded, as when the delete comes while the
+    # scheduler decides.
+    [server_id] = await _boot(demo, image, "gone")
+    assert (await demo.delete(f"{SERVERS}/{server_id}")).status_code == 204
+    await wait_for_status(demo, server_id, {"DELETED"})
+    assert await _usage(cloud) == 0
+    conductor = next(s.endpoint for s in cloud.services if s.binary == "cirrus-conductor")
+    scheduler = next(s.endpoint for s in cloud.services if s.binary == "cirrus-scheduler")
+    asked: list[list[str]] = []
+    real_select = scheduler.select_destinations
+
+    async def select(ctx: Any, request_spec: dict[str, Any]) -> Any:
+        asked.append(list(request_spec["instance_uuids"]))
+        return await real_select(ctx, request_spec)
+    casts: list[str] = []
+
+    async def build_and_run_instance(*_: Any, **kwargs: Any) -> None:
+        casts.append(kwargs["instance_uuid"])
+    conductor.scheduler_client.select_destinations = select
+    conductor.compute_rpcapi.build_and_run_instance = build_and_run_instance
+
+    def events(conn: sa.Connection) -> int:
+        from cirrus.compute.models import instance_actions as act
+        from cirrus.compute.models import instance_actions_events as ev
+        return conn.execute(sa.select(sa.func.count()).select_from(ev).join(
+            act, act.c.id == ev.c.action_id).where(act.c.instance_uuid == server_id)).scalar_one()
+    before = await cloud.db.read(events)
+    await conductor.build_instances(admin_context(), [server_id], _spec(server_id), {}, {})
+    assert waiting_reads == [] and asked == [[server_id]] and casts == []
+    assert await db_count(cloud, allocations, allocations.c.consumer_uuid == server_id) == 0
+    assert await _usage(cloud) == 0
+    assert await cloud.db.read(events) == before
+    assert (await demo.get(f"{SERVERS}/{server_id}")).status_code == 404
