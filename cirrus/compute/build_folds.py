@@ -116,7 +116,7 @@ def _mark_active_set_sql(columns: tuple[str, ...]) -> sa.TextClause:
         return sql
     from sqlalchemy.dialects import postgresql
 
-    dialect = postgresql.dialect()
+    dialect = postgresql.dialect()  # type: ignore[no-untyped-call]
     arrays = [*_ROW_ARRAYS, *((f"v_{name}", instances.c[name]) for name in columns)]
     unnest = ", ".join(f"CAST(:{name} AS {column.type.compile(dialect)}[])"
                        for name, column in arrays)

@@ -38,6 +38,7 @@ import logging
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Callable, Generic, Hashable, TypeVar
 
 from sqlalchemy.engine import Connection
@@ -58,7 +59,7 @@ Submit = Callable[[Callable[..., Any], tuple[Any, ...], dict[str, Any]], "asynci
 MAX_ROWS = 64
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # a dict key by identity
 class SetUnit(Generic[RowT, R]):
     """A one-statement write unit that can also write many rows at once.
 
@@ -117,7 +118,7 @@ class Coalescer:
                 batch = self._open[slot] = _Batch(unit, slot, loop, [(row, future)])
         if not joined:
             carrier = self._submit(self._carry, (batch,), {})
-            carrier.add_done_callback(lambda done, b=batch: self._carried(b, done))
+            carrier.add_done_callback(partial(self._carried, batch))
         return await settled(future)
 
     @onestatement.one_statement
