@@ -125,6 +125,8 @@ def _mark_active_set_sql(columns: tuple[str, ...]) -> sa.TextClause:
     sql = _SET_SQL[columns] = sa.text(
         f"WITH d AS (SELECT * FROM unnest({unnest}) AS d({names})), "
         f"saved AS (UPDATE instances AS i SET {sets} FROM d WHERE i.uuid = d.uuid "
+        # The uuids again, as the primary key's index condition.
+        "AND i.uuid = ANY(CAST(:uuid AS VARCHAR(36)[])) "
         "AND i.deleted IS false AND i.task_state = :spawning RETURNING i.uuid), "
         "closed AS (UPDATE instance_actions_events AS e SET finish_time = d.e_now, "
         "result = :e_result, updated_at = d.e_now, details = d.e_details, steps = d.e_steps "
