@@ -44,7 +44,7 @@ from typing import Any, Callable, Generic, Hashable, TypeVar
 from sqlalchemy.engine import Connection
 
 from cirrus.db import onestatement
-from cirrus.db.handoff import deliver, settled
+from cirrus.db.handoff import DatabaseClosed, settle, settled
 from cirrus.db.pgcommit import is_deadlock
 
 LOG = logging.getLogger(__name__)
@@ -122,30 +122,29 @@ class Coalescer:
         return await settled(future)
 
     @onestatement.one_statement
-    def _carry(self, conn: Connection, batch: _Batch) -> None:
-        """On a writer thread: the batch's rows, each told its outcome (a
-        carrier never raises: ``pgcommit`` would run it again on a deadlock)."""
+    def _carry(self, conn: Connection, batch: _Batch) -> list[tuple[bool, Any]]:
+        """On a writer thread: each of the batch's rows' (ok, result or
+        exception), in order (a carrier never raises: ``pgcommit`` would run
+        it again on a deadlock)."""
         with self._lock:
             batch.taken = True
-            rows = list(batch.rows)
-        outcomes = self._execute(conn, batch.unit, [row for row, _ in rows])
-        deliver([(batch.loop, future, ok, value)
-                 for (_, future), (ok, value) in zip(rows, outcomes)])
+            rows = [row for row, _ in batch.rows]
+        return self._execute(conn, batch.unit, rows)
 
-    def _carried(self, batch: _Batch, carrier: asyncio.Future[Any]) -> None:
-        """On the loop, the carrier ended: forget the batch if still open; if
-        it never ran (the database closed), its rows fail as it did."""
+    def _carried(self, batch: _Batch, carrier: asyncio.Future[list[tuple[bool, Any]]]) -> None:
+        """On the loop, the carrier ended: each row told its outcome (with the
+        carrier's, one hand-over from the thread for the batch); a carrier
+        that never ran (the database closed) fails its rows as it failed."""
         with self._lock:
             batch.taken = True
             if self._open.get(batch.slot) is batch:
                 del self._open[batch.slot]
-            rows = list(batch.rows)
-        if carrier.cancelled() or carrier.exception() is None:
+        futures = [future for _, future in batch.rows]
+        if carrier.cancelled() or carrier.exception() is not None:
+            error = carrier.exception() if not carrier.cancelled() else DatabaseClosed()
+            settle([(future, False, error) for future in futures])
             return
-        error = carrier.exception()
-        for _, future in rows:
-            if not future.done():
-                future.set_exception(error)  # type: ignore[arg-type]
+        settle([(future, ok, value) for future, (ok, value) in zip(futures, carrier.result())])
 
     def _execute(self, conn: Connection, unit: SetUnit[Any, Any],
                  rows: list[Any]) -> list[tuple[bool, Any]]:
