@@ -129,6 +129,7 @@ class Coalescer:
         with self._lock:
             batch.taken = True
             rows = [row for row, _ in batch.rows]
+            self.sizes[len(rows)] += 1
         return self._execute(conn, batch.unit, rows)
 
     def _carried(self, batch: _Batch, carrier: asyncio.Future[list[tuple[bool, Any]]]) -> None:
@@ -149,7 +150,6 @@ class Coalescer:
     def _execute(self, conn: Connection, unit: SetUnit[Any, Any],
                  rows: list[Any]) -> list[tuple[bool, Any]]:
         """Each row's (ok, result or exception), in order."""
-        self.sizes[len(rows)] += 1
         if len(rows) == 1:
             return [self._one(conn, unit, rows[0])]
         keys = [unit.key(row) for row in rows]
