@@ -270,9 +270,10 @@ class Builder:
         values.update(self._access_ips(instance, network_info))
 
         closing = BuildClosing.of(started)
-        if self.store.db.is_postgresql:  # one statement, no transaction
-            await self.store.run(build_folds.mark_active, uuid, ctx.request_id, values,
-                                 started.event_id, closing.details, closing.steps)
+        if self.store.db.is_postgresql:  # one statement with other builds', no transaction
+            await build_folds.mark_active_together(self.store.db, uuid, ctx.request_id, values,
+                                                   started.event_id, closing.details,
+                                                   closing.steps)
         else:
             await self.store.run(_mark_active, ctx, uuid, values, closing, self.store.host)
         boot_timeline.report_total(instance.get("created_at"), failed=False)

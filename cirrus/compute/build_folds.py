@@ -15,7 +15,8 @@ Parameters: the save's own (``w_uuid``, ``w_ts0``…, ``v_<column>``, see
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Hashable
 
 import sqlalchemy as sa
 
@@ -26,6 +27,8 @@ from cirrus.compute.models import (block_device_mappings, instance_actions as ac
                                    instance_actions_events as ev, instances)
 from cirrus.compute.states import TaskState, VmState
 from cirrus.db.base import utcnow
+from cirrus.db.coalesce import SetUnit
+from cirrus.db.engine import Database
 from cirrus.db.onestatement import one_statement
 from cirrus.db.prepared import PreparedCache
 from cirrus.db.rows import RowReader, column_types
@@ -77,6 +80,97 @@ def mark_active(conn: sa.Connection, uuid: str, request_id: str, values: dict[st
     if saved != 1:
         inst.refuse(conn, uuid, TaskState.SPAWNING)
     return written
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveRow:
+    """One build's :func:`mark_active`, as its arguments."""
+
+    uuid: str
+    request_id: str
+    values: dict[str, Any]
+    event_id: int | None
+    details: str
+    steps: str | None
+
+
+@one_statement
+def _mark_active_one(conn: sa.Connection, row: ActiveRow) -> dict[str, Any]:
+    return mark_active(conn, row.uuid, row.request_id, row.values, row.event_id, row.details,
+                       row.steps)
+
+
+# The set statement's per-row arrays beside the saved columns' (``v_<column>``).
+_ROW_ARRAYS = (("uuid", instances.c.uuid), ("e_id", ev.c.id), ("e_now", ev.c.finish_time),
+               ("a_request", act.c.request_id), ("e_details", ev.c.details),
+               ("e_steps", ev.c.steps))
+_SET_SQL: dict[tuple[str, ...], sa.TextClause] = {}
+
+
+def _mark_active_set_sql(columns: tuple[str, ...]) -> sa.TextClause:
+    """:func:`mark_active` for many rows: the rows as arrays, unnested; each
+    row's event and action closed only if its own save matched (joined to
+    ``saved``); the uuids saved come back."""
+    sql = _SET_SQL.get(columns)
+    if sql is not None:
+        return sql
+    from sqlalchemy.dialects import postgresql
+
+    dialect = postgresql.dialect()  # type: ignore[no-untyped-call]
+    arrays = [*_ROW_ARRAYS, *((f"v_{name}", instances.c[name]) for name in columns)]
+    unnest = ", ".join(f"CAST(:{name} AS {column.type.compile(dialect)}[])"
+                       for name, column in arrays)
+    names = ", ".join(name for name, _ in arrays)
+    sets = ", ".join(f"{name} = d.v_{name}" for name in columns)
+    sql = _SET_SQL[columns] = sa.text(
+        f"WITH d AS (SELECT * FROM unnest({unnest}) AS d({names})), "
+        f"saved AS (UPDATE instances AS i SET {sets} FROM d WHERE i.uuid = d.uuid "
+        # The uuids again, as the primary key's index condition.
+        "AND i.uuid = ANY(CAST(:uuid AS VARCHAR(36)[])) "
+        "AND i.deleted IS false AND i.task_state = :spawning RETURNING i.uuid), "
+        "closed AS (UPDATE instance_actions_events AS e SET finish_time = d.e_now, "
+        "result = :e_result, updated_at = d.e_now, details = d.e_details, steps = d.e_steps "
+        "FROM d JOIN saved ON saved.uuid = d.uuid "
+        "WHERE e.id = d.e_id AND e.finish_time IS NULL), "
+        "finished AS (UPDATE instance_actions AS a SET finish_time = d.e_now, message = NULL, "
+        "updated_at = d.e_now FROM d JOIN saved ON saved.uuid = d.uuid "
+        "WHERE a.instance_uuid = d.uuid AND a.request_id = d.a_request) "
+        "SELECT uuid FROM saved")
+    return sql
+
+
+def _mark_active_set(conn: sa.Connection, rows: list[ActiveRow]) -> dict[Hashable, Any]:
+    """Every row's :func:`mark_active` (one shape, distinct uuids) in one
+    statement: the values written of each row saved, by uuid."""
+    written = [inst.save_params(row.uuid, row.values, TaskState.SPAWNING)[2] for row in rows]
+    columns = tuple(sorted(written[0]))
+    now = utcnow()
+    params: dict[str, Any] = {
+        "uuid": [row.uuid for row in rows], "e_id": [row.event_id for row in rows],
+        "e_now": [now] * len(rows), "a_request": [row.request_id for row in rows],
+        "e_details": [row.details for row in rows], "e_steps": [row.steps for row in rows],
+        "spawning": TaskState.SPAWNING.value, "e_result": SUCCESS}
+    for name in columns:
+        params[f"v_{name}"] = [values[name] for values in written]
+    saved = set(conn.execute(_mark_active_set_sql(columns), params).scalars())
+    return {row.uuid: values for row, values in zip(rows, written) if row.uuid in saved}
+
+
+MARK_ACTIVE = SetUnit[ActiveRow, dict[str, Any]](
+    "mark_active", key=lambda row: row.uuid, run_set=_mark_active_set, run_one=_mark_active_one)
+
+
+async def mark_active_together(db: Database, uuid: str, request_id: str, values: dict[str, Any],
+                               event_id: int | None, details: str,
+                               steps: str | None) -> dict[str, Any]:
+    """:func:`mark_active` as a unit of its own (PostgreSQL), written in one
+    statement with the other builds' marked at the same moment
+    (``cirrus.db.coalesce``); the same outcome as alone."""
+    row = ActiveRow(uuid, request_id, values, event_id, details, steps)
+    if db.coalescer is None:
+        return await db.run(_mark_active_one, row)
+    shape = tuple(sorted({*values, "updated_at"}))
+    return await db.coalescer.run(MARK_ACTIVE, shape, row)
 
 
 # -- record_host: the conductor's placement and its scheduling event ----------------

@@ -26,6 +26,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from cirrus.db import checkpoint, onestatement, pgcommit
+from cirrus.db.coalesce import Coalescer
 from cirrus.db.groupcommit import GroupCommit
 from cirrus.db.handoff import settled
 from cirrus.db.rows import json_dumps
@@ -144,6 +145,11 @@ class Database:
         else:
             self._writer = WorkerPool(self._tx, PG_WRITERS, "db-w", max_batch=pgcommit.MAX_BATCH,
                                       batch=partial(pgcommit.run_batch, self.engine.connect))
+        # PostgreSQL: same-shaped one-statement units of concurrent callers as
+        # one statement (``cirrus.db.coalesce``); None elsewhere.
+        self.coalescer: Coalescer | None = None
+        if self._writer is not None and self.is_postgresql:
+            self.coalescer = Coalescer(self._writer.submit, check_units=check_units)
 
     def _connection(self) -> Connection:
         """This thread's connection (reads, ``run_sync``). SQLite keeps one per
