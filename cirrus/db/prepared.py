@@ -107,24 +107,26 @@ class Prepared(Generic[S]):
         ``fetchone()``, ``lastrowid``)."""
         dialect = conn.dialect
         plan = self._plan(dialect)
-        args = plan.bind(params)
         fairy = conn.connection
         driver = fairy.dbapi_connection if plan.plain_driver else fairy.driver_connection
         assert driver is not None, "a checked-out connection has its driver's"
+        cursor: Any
         raw = plan.raw
         if raw is not None and driver.cursor_factory is raw_cursor.plain:
             # Not with another cursor factory (the one-statement check's):
             # that one sees the text it was given.
-            plan, args = raw, raw.bind(params)
+            plan = raw
             cursor = raw_cursor.raw(driver)
         else:
             cursor = driver.cursor()
+        args = plan.bind(params)
         try:
             cursor.execute(plan.sql, args)
         except dialect.loaded_dbapi.Error as error:
             raise sa.exc.DBAPIError.instance(plan.sql, args, error,
                                              dialect.loaded_dbapi.Error) from error
-        return cursor
+        result: Cursor = cursor
+        return result
 
 
 def _compile(stmt: sa.ClauseElement, dialect: Any) -> _Plan:
