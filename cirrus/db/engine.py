@@ -161,8 +161,8 @@ class Database:
     def _connection(self) -> Connection:
         """This thread's connection (reads, ``run_sync``). SQLite keeps one per
         DB thread for good: checking a connection out of the pool and resetting
-        it on return cost more than a small transaction. Other databases use
-        the pool as usual."""
+        it on return cost more than a small transaction. PostgreSQL's DB
+        threads keep theirs through ``_own``."""
         conn = getattr(self._local, "conn", None)
         if conn is None or conn.closed or conn.invalidated:
             conn = self._local.conn = self.engine.connect()
@@ -204,6 +204,10 @@ class Database:
             try:
                 if conn.in_transaction():  # autobegun by a statement outside begin()
                     conn.rollback()
+                # A transaction the driver was left in behind SQLAlchemy's
+                # back would refuse the next use's autocommit switch.
+                if getattr(getattr(driver, "pgconn", None), "transaction_status", 0):
+                    driver.rollback()
             except Exception:  # noqa: BLE001 - a broken connection: the next use replaces it
                 self._drop(conn)
 

@@ -119,3 +119,21 @@ async def test_close_lets_go_of_every_connection(url: str) -> None:  # noqa: F81
             "AND pid <> pg_backend_pid()")).scalar_one()
     admin.dispose()
     assert others == 0
+
+
+def _leave_driver_in_transaction(conn: sa.Connection) -> int:
+    """A statement sent on the driver itself, outside SQLAlchemy's transaction:
+    psycopg (not in autocommit) opens a transaction SQLAlchemy knows nothing of."""
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    driver.autocommit = False
+    row = driver.execute("SELECT pg_backend_pid()").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+async def test_a_transaction_left_on_the_driver_is_rolled_back(db: Database) -> None:
+    for n in range(2 * PG_READERS):
+        await db.read(_leave_driver_in_transaction)
+        assert await db.read(_txid) is None  # autocommit switched back on
+    assert await db.run(_insert_alone, "after") is not None
