@@ -193,9 +193,9 @@ class Database:
         if conn is None:
             conn = local.own = self.engine.connect()
             self._held.append(conn)
-        driver = conn.connection.dbapi_connection
-        if driver.autocommit != autocommit:  # type: ignore[union-attr]
-            driver.autocommit = autocommit  # type: ignore[union-attr]
+        driver: Any = conn.connection.dbapi_connection
+        if driver.autocommit != autocommit:
+            driver.autocommit = autocommit
         local.busy = True
         try:
             yield conn

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from cirrus.db.engine import PG_READERS, PG_WRITERS, Database
 from cirrus.db.onestatement import one_statement
-from tests.unit.test_pg_database import ITEMS, _backend_pid, _insert, url  # noqa: F401
+from tests.unit.test_pg_database import ITEMS, _backend_pid, url  # noqa: F401
 
 
 @pytest.fixture
