@@ -10,17 +10,20 @@ loop), each thread taking its share of the units queued into one transaction
 (``pgcommit``). Reads go to a small reader pool (WAL lets them proceed beside
 the writer); point reads may run on the loop (``rows.read_here``). On
 PostgreSQL a read runs without BEGIN and COMMIT (see ``Database._read_tx``),
-so does a write unit declared one statement (``onestatement``), and a pooled
-connection is checked without a round trip (``_pg_alive``).
+so does a write unit declared one statement (``onestatement``), and a
+connection is checked without a round trip (``_pg_alive``). Each PostgreSQL DB
+thread keeps a connection of its own (``Database._own``): a pool checkout and
+checkin per unit cost more of the process's CPU than the unit's statements.
 """
 from __future__ import annotations
 
+import contextlib
 import select
 import threading
 import time
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Concatenate, ParamSpec, Protocol, TypeVar
+from typing import Any, Callable, Concatenate, Iterator, ParamSpec, Protocol, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -116,6 +119,15 @@ def _pg_alive(dbapi_conn: Any, _record: Any, _proxy: Any) -> None:
         raise sa.exc.DisconnectionError("the server closed the connection")
 
 
+def _still_open(conn: Connection) -> bool:
+    """Whether a held connection's server is still there (``_pg_alive``)."""
+    try:
+        _pg_alive(conn.connection.dbapi_connection, None, None)
+    except sa.exc.DisconnectionError:
+        return False
+    return True
+
+
 class Database:
     """Runs units of work, one transaction each (on SQLite possibly shared)."""
 
@@ -144,7 +156,8 @@ class Database:
                                       on_batch=observer.batch if observer else None)
         else:
             self._writer = WorkerPool(self._tx, PG_WRITERS, "db-w", max_batch=pgcommit.MAX_BATCH,
-                                      batch=partial(pgcommit.run_batch, self.engine.connect))
+                                      batch=partial(pgcommit.run_batch, partial(self._own, False),
+                                                    autocommit=partial(self._own, True)))
         # PostgreSQL: same-shaped one-statement units of concurrent callers as
         # one statement (``cirrus.db.coalesce``); None elsewhere.
         self.coalescer: Coalescer | None = None
@@ -154,13 +167,66 @@ class Database:
     def _connection(self) -> Connection:
         """This thread's connection (reads, ``run_sync``). SQLite keeps one per
         DB thread for good: checking a connection out of the pool and resetting
-        it on return cost more than a small transaction. Other databases use
-        the pool as usual."""
+        it on return cost more than a small transaction. PostgreSQL's DB
+        threads keep theirs through ``_own``."""
         conn = getattr(self._local, "conn", None)
         if conn is None or conn.closed or conn.invalidated:
             conn = self._local.conn = self.engine.connect()
             self._held.append(conn)
         return conn
+
+    @contextlib.contextmanager
+    def _own(self, autocommit: bool) -> Iterator[Connection]:
+        """This DB thread's own connection (PostgreSQL), for one unit or one
+        batch: in autocommit or not (psycopg's flag, switched without a round
+        trip), and left with no transaction open. Checked before each use as
+        the pool checks its connections (``_pg_alive``): one the server closed
+        (a restart, a killed backend), or that a statement found broken, is
+        dropped and the pool gives a fresh one. Not nested: a use inside
+        another takes a pooled connection (the flag cannot change inside a
+        transaction)."""
+        local = self._local
+        if getattr(local, "busy", False):
+            with self.engine.connect() as pooled:
+                if autocommit:
+                    pooled.execution_options(isolation_level="AUTOCOMMIT")
+                yield pooled
+            return
+        conn: Connection | None = getattr(local, "own", None)
+        if conn is not None and (conn.closed or conn.invalidated or not _still_open(conn)):
+            self._drop(conn)
+            conn = None
+        if conn is None:
+            conn = local.own = self.engine.connect()
+            self._held.append(conn)
+        driver: Any = conn.connection.dbapi_connection
+        if driver.autocommit != autocommit:
+            driver.autocommit = autocommit
+        local.busy = True
+        try:
+            yield conn
+        finally:
+            local.busy = False
+            try:
+                if conn.in_transaction():  # autobegun by a statement outside begin()
+                    conn.rollback()
+                # A transaction the driver was left in behind SQLAlchemy's
+                # back would refuse the next use's autocommit switch.
+                if getattr(getattr(driver, "pgconn", None), "transaction_status", 0):
+                    driver.rollback()
+            except Exception:  # noqa: BLE001 - a broken connection: the next use replaces it
+                self._drop(conn)
+
+    def _drop(self, conn: Connection) -> None:
+        """Let go of a DB thread's own connection (broken, or closed by the server)."""
+        if getattr(self._local, "own", None) is conn:
+            self._local.own = None
+        with contextlib.suppress(ValueError):
+            self._held.remove(conn)
+        with contextlib.suppress(Exception):
+            if not conn.invalidated:
+                conn.invalidate()
+            conn.close()
 
     def _loop_connection(self) -> Connection:
         """The write connection of a loop's thread (group commits). It never
@@ -199,8 +265,7 @@ class Database:
         # them (each may see commits made after the one before), and none may
         # rely on it; without a transaction it sees exactly what it saw in one
         # (tests/unit/test_pg_database.py). Row locks are for write units.
-        with self.engine.connect() as conn:
-            conn.execution_options(isolation_level="AUTOCOMMIT")
+        with self._own(True) as conn:
             return fn(conn, *args, **kwargs)
 
     async def run(self, fn: Callable[Concatenate[Connection, P], T], *args: P.args,

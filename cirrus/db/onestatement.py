@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Callable, ContextManager, Iterator, TypeVar
 
 import sqlalchemy as sa
 
@@ -133,10 +133,14 @@ def checked(fn: F) -> F:
     return one_statement(run)  # type: ignore[return-value]
 
 
-def run_autocommit(connect: Callable[[], sa.Connection], fn: Callable[..., Any],
-                   args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """``fn(conn, *args, **kwargs)`` on a pooled connection in autocommit: no
-    BEGIN, no COMMIT, each statement its own transaction."""
+def run_autocommit(connect: Callable[[], ContextManager[sa.Connection]], fn: Callable[..., Any],
+                   args: tuple[Any, ...], kwargs: dict[str, Any], *,
+                   ready: bool = False) -> Any:
+    """``fn(conn, *args, **kwargs)`` on a connection in autocommit: no BEGIN,
+    no COMMIT, each statement its own transaction. ``ready``: ``connect``
+    gives connections in autocommit already (a DB thread's own,
+    ``engine.Database``); else a pooled one is switched for the unit."""
     with connect() as conn:
-        conn.execution_options(isolation_level="AUTOCOMMIT")
+        if not ready:
+            conn.execution_options(isolation_level="AUTOCOMMIT")
         return fn(conn, *args, **kwargs)

@@ -43,7 +43,7 @@ it runs in autocommit, one round trip, no BEGIN, COMMIT or savepoint.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import Any, Callable, ContextManager
 
 from sqlalchemy.engine import Connection
 
@@ -57,6 +57,9 @@ MAX_BATCH = 8  # units per transaction: a failed COMMIT fails no more than these
 DEADLOCK = "40P01"
 
 Result = tuple[bool, Any]  # (ok, the unit's result or its exception)
+# Gives a connection for one use (``with connect() as conn``): ``Engine.connect``,
+# or a DB thread's own connection (``engine.Database``).
+Connect = Callable[[], ContextManager[Connection]]
 
 
 class _RunAlone(Exception):
@@ -84,7 +87,7 @@ def _savepoint(driver: Any, sql: str) -> None:
         raise _RunAlone(str(error)) from error
 
 
-def _alone(connect: Callable[[], Connection], unit: Unit[Any]) -> Result:
+def _alone(connect: Connect, unit: Unit[Any]) -> Result:
     """``unit`` in a transaction of its own."""
     try:
         with connect() as conn, conn.begin():
@@ -135,31 +138,33 @@ def _batch(conn: Connection, units: list[Unit[Any]]) -> tuple[list[Result], list
     return outcomes, units[len(outcomes):]
 
 
-def _autocommit(connect: Callable[[], Connection], unit: Unit[Any]) -> Result:
+def _autocommit(connect: Connect, unit: Unit[Any], ready: bool) -> Result:
     """A one-statement ``unit``, without a transaction. A deadlock rolled its
     statement back whole, so it runs once more, as a batched unit would."""
     for last in (False, True):
         try:
-            return True, run_autocommit(connect, unit.fn, unit.args, unit.kwargs)
+            return True, run_autocommit(connect, unit.fn, unit.args, unit.kwargs, ready=ready)
         except Exception as error:  # noqa: BLE001 - handed to its caller
             if last or not is_deadlock(error):
                 return False, error
     raise AssertionError("unreachable")
 
 
-def run_batch(connect: Callable[[], Connection], units: list[Unit[Any]]) -> list[Result]:
+def run_batch(connect: Connect, units: list[Unit[Any]], *,
+              autocommit: Connect | None = None) -> list[Result]:
     """Run ``units``: an outcome per unit, in order. The one-statement units
     each alone in autocommit, the others (in order) in as few transactions as
-    their outcomes allow. ``connect`` gives a pooled connection."""
+    their outcomes allow. ``connect`` gives a connection (not in autocommit);
+    ``autocommit`` one in autocommit, or None: ``connect``'s, switched."""
     single = [is_one_statement(unit.fn) for unit in units]
     if not any(single):
         return _in_transactions(connect, units)
     shared = iter(_in_transactions(connect, [u for u, one in zip(units, single) if not one]))
-    return [_autocommit(connect, unit) if one else next(shared)
-            for unit, one in zip(units, single)]
+    return [_autocommit(autocommit or connect, unit, autocommit is not None) if one
+            else next(shared) for unit, one in zip(units, single)]
 
 
-def _in_transactions(connect: Callable[[], Connection], units: list[Unit[Any]]) -> list[Result]:
+def _in_transactions(connect: Connect, units: list[Unit[Any]]) -> list[Result]:
     """``units`` in as few transactions as their outcomes allow, in order."""
     if not units:
         return []

@@ -16,7 +16,9 @@ processing (JSON, datetimes), read with SQLAlchemy as usual.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
+import re
 import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, ContextManager, Generic, Iterator, Protocol, Sequence, TypeVar
@@ -40,6 +42,9 @@ class _Plan:
     # Whether the driver's connection is the DBAPI connection itself (the
     # dialect's default), read without SQLAlchemy's property chain.
     plain_driver: bool
+    # The same statement with ``$n`` placeholders for psycopg's raw-query
+    # cursor (its parameters in ``$n`` order, positional), or None.
+    raw: _Plan | None = None
 
     def bind(self, params: dict[str, Any]) -> Any:
         """The arguments for ``cursor.execute``: a list, or a dict of names."""
@@ -102,17 +107,26 @@ class Prepared(Generic[S]):
         ``fetchone()``, ``lastrowid``)."""
         dialect = conn.dialect
         plan = self._plan(dialect)
-        args = plan.bind(params)
         fairy = conn.connection
         driver = fairy.dbapi_connection if plan.plain_driver else fairy.driver_connection
         assert driver is not None, "a checked-out connection has its driver's"
-        cursor = driver.cursor()
+        cursor: Any
+        raw = plan.raw
+        if raw is not None and driver.cursor_factory is raw_cursor.plain:
+            # Not with another cursor factory (the one-statement check's):
+            # that one sees the text it was given.
+            plan = raw
+            cursor = raw_cursor.raw(driver)
+        else:
+            cursor = driver.cursor()
+        args = plan.bind(params)
         try:
             cursor.execute(plan.sql, args)
         except dialect.loaded_dbapi.Error as error:
             raise sa.exc.DBAPIError.instance(plan.sql, args, error,
                                              dialect.loaded_dbapi.Error) from error
-        return cursor
+        result: Cursor = cursor
+        return result
 
 
 def _compile(stmt: sa.ClauseElement, dialect: Any) -> _Plan:
@@ -137,8 +151,74 @@ def _compile(stmt: sa.ClauseElement, dialect: Any) -> _Plan:
             value = process(value)
         fixed.append((name, value))
     plain = type(dialect).get_driver_connection is DefaultDialect.get_driver_connection
-    return _Plan(compiled.string, bool(dialect.positional), tuple(names), tuple(fixed),
+    plan = _Plan(compiled.string, bool(dialect.positional), tuple(names), tuple(fixed),
                  tuple(processors), plain)
+    if dialect.driver == "psycopg" and not dialect.positional and raw_cursor.available():
+        raw = _dollar(compiled.string, names)
+        if raw is not None:
+            sql, order = raw
+            by_name = dict(fixed)
+            position = {name: i for i, name in enumerate(order)}
+            plan = dataclasses.replace(plan, raw=_Plan(
+                sql, True, order, tuple((name, by_name[name]) for name in order),
+                tuple((position[name], name, process)
+                      for _, name, process in processors if name in position),
+                plain))
+    return plan
+
+
+# psycopg's placeholders as SQLAlchemy's pyformat compiler writes them: a
+# named ``%(name)s``, or ``%%`` for a literal percent sign.
+_PLACEHOLDER = re.compile(r"%(?:\(([^)]+)\))?(.)", re.DOTALL)
+
+
+def _dollar(sql: str, names: Sequence[str]) -> tuple[str, tuple[str, ...]] | None:
+    """``sql`` with ``$n`` placeholders (a name used twice keeps its number)
+    and the names in ``$n`` order; None for anything but ``%(name)s`` and
+    ``%%`` (left to psycopg's own conversion)."""
+    known = set(names)
+    order: list[str] = []
+    number: dict[str, int] = {}
+    odd = False
+
+    def replace(match: re.Match[str]) -> str:
+        nonlocal odd
+        name, kind = match.group(1), match.group(2)
+        if name is None and kind == "%":
+            return "%"
+        if name is None or kind != "s" or name not in known:
+            odd = True
+            return ""
+        if name not in number:
+            order.append(name)
+            number[name] = len(order)
+        return f"${number[name]}"
+
+    text = _PLACEHOLDER.sub(replace, sql)
+    return None if odd else (text, tuple(order))
+
+
+class _RawCursor:
+    """psycopg's plain cursor class and its raw-query one, found on first use
+    (psycopg is installed only for PostgreSQL; RawCursor since 3.2)."""
+
+    def __init__(self) -> None:
+        self.plain: Any = None
+        self.raw: Any = None
+        self._looked = False
+
+    def available(self) -> bool:
+        if not self._looked:
+            self._looked = True
+            try:
+                import psycopg
+                self.plain, self.raw = psycopg.Cursor, psycopg.RawCursor
+            except (ImportError, AttributeError):
+                self.plain = self.raw = None
+        return self.raw is not None
+
+
+raw_cursor = _RawCursor()
 
 
 def _faster(dialect: Any, type_: Any, process: Callable[[Any], Any]) -> Callable[[Any], Any]:
