@@ -139,8 +139,8 @@ def _create_statement(key: tuple[int, int]) -> sa.Select[Any]:
                    "created_at": "c_now"} for i in range(count)], gate).cte("caches"),
         _rows_of(actions_table, _ACTION_COLUMNS,
                  [{"instance_uuid": _uuid(i), "action": "a_action", "request_id": "a_request",
-                   "user_id": "a_user", "project_id": "a_project", "start_time": "c_now",
-                   "created_at": "c_now"} for i in range(count)], gate).cte("actions")]
+                   "user_id": "a_user", "project_id": "a_project", "start_time": "a_now",
+                   "created_at": "a_now"} for i in range(count)], gate).cte("actions")]
     if bdm_count:
         records.append(_rows_of(
             block_device_mappings, BDM_COLUMNS,
@@ -183,7 +183,7 @@ def create_in_one_statement(conn: sa.Connection, settings: Settings, ctx: Reques
             params.update({f"b_{c}_{i}_{j}": bdm[c] for c in BDM_COLUMNS
                            if c not in ("instance_uuid", "uuid")})
             params[f"b_uuid_{i}_{j}"] = str(uuidlib.uuid4())
-    params.update(c_network_info=[], c_now=now, a_action="create",
+    params.update(c_network_info=[], c_now=now, a_now=utcnow(), a_action="create",
                   a_request=ctx.request_id, a_user=ctx.user_id, a_project=ctx.project_id)
     result = _CREATE[count, len(bdms)].execute(conn, **params).fetchall()
     ids = {uuid: id_ for *_, uuid, id_ in result if id_ is not None}
