@@ -164,17 +164,19 @@ class _RawCreate:
         self._by_key: dict[tuple[Any, tuple[int, int]], Any] = {}
 
     def execute(self, conn: sa.Connection, key: tuple[int, int], params: dict[str, Any]
-                ) -> Cursor:
+                ) -> Any:
+        """The statement of shape ``key`` run with ``params``: its cursor."""
         import psycopg
 
-        dialect = conn.dialect
+        dialect: Any = conn.dialect
         plan = self._by_key.get((type(dialect), key))
         if plan is None:
             raw = type(dialect)(paramstyle="numeric_dollar",
-                                json_serializer=dialect._json_serializer)  # type: ignore[attr-defined]
+                                json_serializer=dialect._json_serializer)
             plan = self._by_key[type(dialect), key] = Prepared(_create_statement(key))._plan(raw)
         args = plan.bind(params)
-        cursor = psycopg.RawCursor(conn.connection.driver_connection)
+        driver: Any = conn.connection.driver_connection
+        cursor = psycopg.RawCursor(driver)
         try:
             cursor.execute(plan.sql, args)
         except psycopg.Error as error:
