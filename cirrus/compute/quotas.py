@@ -135,7 +135,10 @@ def locked_gate() -> tuple[sa.CTE, sa.CTE]:
                            sa.bindparam(f"q_default_{r}", type_=sa.Integer)).label(f"limit_{r}")
           for r in INSTANCE_RESOURCES)).cte("quota")
     zero = sa.literal_column("0", sa.Integer)
+    # As allowed(): an unlimited resource, or one the flavor takes none of
+    # (even if the project is over its limit already), does not count.
     fits = [sa.or_(quota.c[f"limit_{r}"] < zero,
+                   sa.bindparam(f"q_want_{r}", type_=sa.Integer) == zero,
                    quota.c[r] + sa.bindparam(f"q_want_{r}", type_=sa.Integer)
                    <= quota.c[f"limit_{r}"])
             for r in INSTANCE_RESOURCES]

@@ -145,6 +145,28 @@ async def test_a_refused_create_writes_nothing_and_says_why(
         assert _usage_row(conn, "p-over") == usage == (1, 2, 512)
 
 
+async def test_a_resource_the_flavor_takes_none_of_does_not_refuse(cloud: Cloud) -> None:
+    """PostgreSQL: a project over its cores limit (lowered below its usage)
+    may still create a fixed count of a flavor of no vCPUs, as
+    ``InstanceQuota.allowed`` says (and main's pipelined path did). The
+    transaction path's ``recheck`` refuses it (it does not skip a resource
+    the flavor takes none of): a difference older than this statement."""
+    if not cloud.db.is_postgresql:
+        pytest.skip("the transaction path's recheck refuses it")
+    ctx = RequestContext(user_id="u", project_id="p-zero", request_id="req-zero")
+    first = _request(1)
+    await cloud.db.run(_create, cloud, ctx, first, _prepared(ctx, first, 1))
+    await cloud.db.run(quotas.set_limits, "p-zero", {"cores": 1})  # 2 used
+    req = _request(2)
+    no_cores = {**FLAVOR, "vcpus": 0}
+    rows = records.instance_rows(ctx, req, no_cores, IMAGE, "nova", None, "r-1", 2, AT)
+    made = await cloud.db.run(provision.provision_instances, cloud.settings, ctx, req, no_cores,
+                              IMAGE, "nova", None, None, "r-1", 2, rows)
+    assert len(made) == 2
+    with cloud.db.engine.connect() as conn:
+        assert _usage_row(conn, "p-zero") == (3, 2, 1536)
+
+
 def _create(conn: sa.Connection, cloud: Cloud, ctx: RequestContext, req: CreateRequest,
             rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The create as the API runs it for a fixed count (its unit inside)."""
