@@ -19,7 +19,8 @@ from cirrus.compute import block_device, records
 from cirrus.compute import exception as exc
 from cirrus.compute.admission import BuildAdmission
 from cirrus.compute.api_lookups import MAX_METADATA_ITEMS, Lookups, parse_availability_zone
-from cirrus.compute.provision import destroy_records, provision_instances
+from cirrus.compute.provision import (create_in_one_statement, destroy_records,
+                                      one_statement_fits, provision_instances)
 from cirrus.compute.records import CreateRequest
 from cirrus.compute.scope import require_project
 from cirrus.conductor.rpcapi import ComputeTaskAPI
@@ -140,8 +141,13 @@ class CreateActions(Lookups):
             # lock (all of them fit, nearly always; built again inside if not).
             prepared = records.instance_rows(ctx, req, flavor, image, az, key_data,
                                              reservation_id, max_count, utcnow())
-            rows = await self.db.run(self._provision_instances, ctx, req, flavor, image, az,
-                                     key_data, group, reservation_id, max_count, prepared)
+            if one_statement_fits(self.db.is_postgresql, req, group, max_count, prepared):
+                # One statement in autocommit: the usage row locked for it alone.
+                rows = await self.db.run(create_in_one_statement, self.settings, ctx, req,
+                                         flavor, image, prepared)
+            else:
+                rows = await self.db.run(self._provision_instances, ctx, req, flavor, image, az,
+                                         key_data, group, reservation_id, max_count, prepared)
         await self._reserve_volumes(ctx, req, rows)
         request_spec = records.request_spec(ctx, rows, flavor, image, requested_az, forced_host,
                                             forced_node, req.scheduler_hints, group, destination)

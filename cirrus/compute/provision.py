@@ -17,12 +17,13 @@ import sqlalchemy as sa
 from cirrus.compute import instance as inst
 from cirrus.compute import instance_actions, quotas, records, tags
 from cirrus.compute import exception as exc
-from cirrus.compute.models import (block_device_mappings, instance_group_members,
-                                   instance_info_caches, instances)
+from cirrus.compute.models import (block_device_mappings, instance_actions as actions_table,
+                                   instance_group_members, instance_info_caches, instances)
 from cirrus.compute.records import CreateRequest
 from cirrus.config import Settings
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
+from cirrus.db.onestatement import one_statement
 from cirrus.db.prepared import Cursor, Prepared, pipelined
 
 
@@ -73,9 +74,9 @@ def provision_instances(conn: sa.Connection, settings: Settings, ctx: RequestCon
     servers, built beforehand (names depend on how many fit, so they are
     built again if fewer do)."""
     assert ctx.project_id is not None and ctx.user_id is not None
-    if (prepared is not None and len(prepared) == max_count == req.min_count
-            and group is None and not req.tags and conn.dialect.name == "postgresql"):
-        return _provision_in_one_flight(conn, settings, ctx, req, flavor, image, prepared)
+    if one_statement_fits(conn.dialect.name == "postgresql", req, group, max_count, prepared):
+        assert prepared is not None
+        return create_in_one_statement(conn, settings, ctx, req, flavor, image, prepared)
     quota = quotas.InstanceQuota(conn, settings, ctx.project_id, flavor)
     count = quota.allowed(req.min_count, max_count)
     rows = prepared if prepared is not None and len(prepared) == count else \
@@ -98,29 +99,134 @@ def provision_instances(conn: sa.Connection, settings: Settings, ctx: RequestCon
     quota.recheck(conn, len(rows))
     return rows
 
-def _provision_in_one_flight(conn: sa.Connection, settings: Settings, ctx: RequestContext,
-                             req: CreateRequest, flavor: dict[str, Any],
-                             image: dict[str, Any] | None, rows: list[dict[str, Any]]
-                             ) -> list[dict[str, Any]]:
-    """PostgreSQL, a create of exactly ``len(rows)`` servers: the records
-    and the quota's one statement (the project's usage row locked and read
-    with its limits) sent in one round trip, and read after. The quota is
-    checked then, not before the inserts: if it refuses, they roll back with
-    the transaction. The usage read is the committed one (the inserts count
-    at COMMIT), so the check of ``len(rows)`` is the recheck too."""
+# -- PostgreSQL: a create of a fixed count as one statement ------------------------
+# The project's usage row locked, the quota checked against its limits, and the
+# instances, their info caches, block device mappings and ``create`` actions
+# inserted only if it passes: data-modifying CTEs (as cirrus/compute/
+# build_folds.py), run in autocommit (cirrus/db/onestatement.py). The row is
+# locked for the statement alone, not until a COMMIT one round trip later.
+_ACTION_COLUMNS = ("instance_uuid", "action", "request_id", "user_id", "project_id",
+                   "start_time", "created_at")
+
+
+def _rows_of(table: sa.Table, columns: tuple[str, ...], names: list[dict[str, str]],
+             gate: sa.CTE) -> sa.Insert:
+    """An INSERT … SELECT into ``table`` of one row per entry of ``names``
+    (column → parameter name), each joined to ``gate`` (none if it has no
+    row). Typed parameters: in a SELECT list PostgreSQL cannot infer their
+    types."""
+    selects = [sa.select(*(sa.bindparam(row[c], type_=table.c[c].type) for c in columns)
+                         ).select_from(gate) for row in names]
+    source = selects[0] if len(selects) == 1 else sa.union_all(*selects)
+    return table.insert().from_select(list(columns), source)
+
+
+# Where a record takes the instance's uuid: the instance's own parameter.
+def _uuid(i: int) -> str:
+    return f"v_uuid_{i}"
+
+
+def _create_statement(key: tuple[int, int]) -> sa.Select[Any]:
+    """``count`` servers with ``bdm_count`` mappings each, if the quota passes."""
+    count, bdm_count = key
+    quota, gate = quotas.locked_gate()
+    made = _rows_of(instances, INSTANCE_COLUMNS,
+                    [{c: f"v_{c}_{i}" for c in INSTANCE_COLUMNS} for i in range(count)],
+                    gate).returning(instances.c.uuid, instances.c.id).cte("made")
+    records = [
+        _rows_of(instance_info_caches, ("instance_uuid", "network_info", "created_at"),
+                 [{"instance_uuid": _uuid(i), "network_info": "c_network_info",
+                   "created_at": "c_now"} for i in range(count)], gate).cte("caches"),
+        _rows_of(actions_table, _ACTION_COLUMNS,
+                 [{"instance_uuid": _uuid(i), "action": "a_action", "request_id": "a_request",
+                   "user_id": "a_user", "project_id": "a_project", "start_time": "a_now",
+                   "created_at": "a_now"} for i in range(count)], gate).cte("actions")]
+    if bdm_count:
+        records.append(_rows_of(
+            block_device_mappings, BDM_COLUMNS,
+            [{c: _uuid(i) if c == "instance_uuid" else f"b_{c}_{i}_{j}" for c in BDM_COLUMNS}
+             for i in range(count) for j in range(bdm_count)], gate).cte("mappings"))
+    return sa.select(*quota.c, made.c.uuid, made.c.id).select_from(
+        quota.outerjoin(made, sa.true())).add_cte(*records)
+
+
+class _RawCreate:
+    """:func:`_create_statement` of each shape compiled once with ``$n``
+    placeholders and run on psycopg's ``RawCursor``. psycopg converts a
+    statement's ``%(name)s`` placeholders on every execution unless it is at
+    most 4 KB with at most 50 parameters (its cache's bounds); this one is
+    4.5–8 KB with 56 parameters and more, and its conversion cost ~1 ms of
+    CPU a create (more than everything it saved). A raw cursor sends the text
+    as it is. Binding (the dialect's processors: JSON, datetimes) is
+    :class:`Prepared`'s."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[tuple[Any, tuple[int, int]], Any] = {}
+
+    def execute(self, conn: sa.Connection, key: tuple[int, int], params: dict[str, Any]
+                ) -> Any:
+        """The statement of shape ``key`` run with ``params``: its cursor."""
+        import psycopg
+
+        dialect: Any = conn.dialect
+        plan = self._by_key.get((type(dialect), key))
+        if plan is None:
+            raw = type(dialect)(paramstyle="numeric_dollar",
+                                json_serializer=dialect._json_serializer)
+            plan = self._by_key[type(dialect), key] = Prepared(_create_statement(key))._plan(raw)
+        args = plan.bind(params)
+        driver: Any = conn.connection.driver_connection
+        cursor = psycopg.RawCursor(driver)
+        try:
+            cursor.execute(plan.sql, args)
+        except psycopg.Error as error:
+            raise sa.exc.DBAPIError.instance(plan.sql, args, error, psycopg.Error) from error
+        return cursor
+
+
+_CREATE = _RawCreate()
+
+
+def one_statement_fits(postgresql: bool, req: CreateRequest, group: dict[str, Any] | None,
+                       max_count: int, prepared: list[dict[str, Any]] | None) -> bool:
+    """Whether the create goes as :func:`create_in_one_statement`: PostgreSQL,
+    a fixed count (``min_count`` = ``max_count``, its records built), no
+    server group, no tags. Anything else takes :func:`provision_instances`'
+    transaction (a count that may shrink, the group's member quota, tags)."""
+    return (postgresql and prepared is not None and len(prepared) == max_count == req.min_count
+            and group is None and not req.tags)
+
+
+@one_statement
+def create_in_one_statement(conn: sa.Connection, settings: Settings, ctx: RequestContext,
+                            req: CreateRequest, flavor: dict[str, Any],
+                            image: dict[str, Any] | None, rows: list[dict[str, Any]]
+                            ) -> list[dict[str, Any]]:
+    """PostgreSQL, a create of exactly ``len(rows)`` servers (no group, no
+    tags): the quota and the records in one statement, in autocommit. Over
+    quota, nothing is written and TooManyInstances says so as
+    :meth:`quotas.InstanceQuota.allowed` of the count does."""
     assert ctx.project_id is not None
-    with pipelined(conn):
-        ids = [_INSERT_INSTANCE.execute(conn, **_params(row, INSTANCE_COLUMNS))
-               for row in rows]
-        actions = _send_records(conn, ctx, req, flavor, image, rows)
-        # Last: it locks the project's usage row until COMMIT.
-        locked = quotas.send_lock_quota(conn, ctx.project_id)
-    quotas.InstanceQuota.locked(conn, settings, ctx.project_id, flavor, locked).allowed(
-        len(rows), len(rows))
-    for row, cursor in zip(rows, ids):
-        row["id"] = cursor.fetchone()[0]
-    for action in actions:
-        action.fetchone()
+    count = len(rows)
+    now = rows[0]["created_at"]
+    bdms = records.bdm_rows(req, image, flavor, now)
+    params = quotas.gate_params(settings, ctx.project_id, flavor, count)
+    for i, row in enumerate(rows):
+        params.update({f"v_{c}_{i}": row[c] for c in INSTANCE_COLUMNS})
+        for j, bdm in enumerate(bdms):
+            params.update({f"b_{c}_{i}_{j}": bdm[c] for c in BDM_COLUMNS
+                           if c not in ("instance_uuid", "uuid")})
+            params[f"b_uuid_{i}_{j}"] = str(uuidlib.uuid4())
+    params.update(c_network_info=[], c_now=now, a_now=utcnow(), a_action="create",
+                  a_request=ctx.request_id, a_user=ctx.user_id, a_project=ctx.project_id)
+    result = _CREATE.execute(conn, (count, len(bdms)), params).fetchall()
+    ids = {uuid: id_ for *_, uuid, id_ in result if id_ is not None}
+    if len(ids) != count:  # refused: nothing was written
+        quota = quotas.InstanceQuota(None, settings, ctx.project_id, flavor, row=result[0])
+        quota.allowed(count, count)  # raises TooManyInstances
+        raise AssertionError("the quota statement refused a create its check allows")
+    for row in rows:
+        row["id"] = ids[row["uuid"]]
     return rows
 
 

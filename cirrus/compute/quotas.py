@@ -16,6 +16,10 @@ so concurrent creates cannot both pass:
   and adds what was inserted to what it holds then: every other create or
   delete of the project commits either before that read (and is in it) or
   after this transaction (and waits for the row).
+- PostgreSQL, a create of a fixed count: the lock, the check and the inserts
+  are one statement in autocommit (:func:`locked_gate`,
+  ``provision.create_in_one_statement``): the row is held for that statement
+  only.
 """
 from __future__ import annotations
 
@@ -111,22 +115,44 @@ _LOCK_USAGE = Prepared(postgresql.insert(project_usages).values(
     *(project_usages.c[r] for r in INSTANCE_RESOURCES)))
 
 
-# The same lock, returning the project's own limits too (NULL where it has
-# none): a create of a fixed count needs no other quota statement
-# (:meth:`InstanceQuota.locked`). In the row's shape of _INSTANCE_QUOTA.
-_LOCK_QUOTA = Prepared(postgresql.insert(project_usages).values(
-    project_id=sa.bindparam("v_project")).on_conflict_do_update(
-    index_elements=[project_usages.c.project_id],
-    set_={"instances": project_usages.c.instances}).returning(
-    *(project_usages.c[r] for r in INSTANCE_RESOURCES),
-    *(_own_limit(r, "v_project") for r in INSTANCE_RESOURCES)))
+def locked_gate() -> tuple[sa.CTE, sa.CTE]:
+    """PostgreSQL, for a create of a fixed count as one statement: the CTE
+    ``quota`` (the project's usage row locked as by :data:`_LOCK_USAGE`, the
+    committed usage and the limits: the project's own, else the default
+    class's, else the settings' bound as ``q_default_<resource>``) and the
+    CTE ``gate``, one row if ``q_want_<resource>`` more (count × the
+    flavor's amount) fit, as :meth:`InstanceQuota.allowed` of the count says
+    it, else none. Parameters: ``v_project`` and those above. The row stays
+    locked for the statement only (in autocommit, it is its transaction)."""
+    locked = postgresql.insert(project_usages).values(
+        project_id=sa.bindparam("v_project")).on_conflict_do_update(
+        index_elements=[project_usages.c.project_id],
+        set_={"instances": project_usages.c.instances}).returning(
+        *(project_usages.c[r] for r in INSTANCE_RESOURCES)).cte("locked")
+    quota = sa.select(
+        *(locked.c[r] for r in INSTANCE_RESOURCES),
+        *(sa.func.coalesce(_own_limit(r, "v_project"),
+                           sa.bindparam(f"q_default_{r}", type_=sa.Integer)).label(f"limit_{r}")
+          for r in INSTANCE_RESOURCES)).cte("quota")
+    zero = sa.literal_column("0", sa.Integer)
+    # As allowed(): an unlimited resource, or one the flavor takes none of
+    # (even if the project is over its limit already), does not count.
+    fits = [sa.or_(quota.c[f"limit_{r}"] < zero,
+                   sa.bindparam(f"q_want_{r}", type_=sa.Integer) == zero,
+                   quota.c[r] + sa.bindparam(f"q_want_{r}", type_=sa.Integer)
+                   <= quota.c[f"limit_{r}"])
+            for r in INSTANCE_RESOURCES]
+    return quota, sa.select(sa.literal_column("1").label("fits")).select_from(quota).where(
+        *fits).cte("gate")
 
 
-def send_lock_quota(conn: sa.Connection, project_id: str) -> Cursor:
-    """PostgreSQL: the project's usage row locked and read with its limits,
-    sent (in a pipeline, as the transaction's last statement); read by
-    :meth:`InstanceQuota.locked`."""
-    return _LOCK_QUOTA.execute(conn, v_project=project_id)
+def gate_params(settings: Any, project_id: str, flavor: dict[str, Any],
+                count: int) -> dict[str, Any]:
+    """The parameters of :func:`locked_gate` for ``count`` servers of ``flavor``."""
+    per = {"instances": 1, "cores": flavor["vcpus"], "ram": flavor["memory_mb"]}
+    return {"v_project": project_id,
+            **{f"q_default_{r}": int(getattr(settings, f"quota_{r}")) for r in INSTANCE_RESOURCES},
+            **{f"q_want_{r}": per[r] * count for r in INSTANCE_RESOURCES}}
 
 
 def locked_usage(conn: sa.Connection, project_id: str) -> dict[str, int]:
@@ -155,28 +181,21 @@ class InstanceQuota:
     Reads the project's usage and limits once; :meth:`allowed` says how many
     instances fit, :meth:`recheck` (after the insert) whether they still do."""
 
-    def __init__(self, conn: sa.Connection, settings: Any, project_id: str,
-                 flavor: dict[str, Any], sent: Cursor | None = None) -> None:
-        """``sent``: the read of :meth:`send`, if it went ahead in a pipeline."""
+    def __init__(self, conn: sa.Connection | None, settings: Any, project_id: str,
+                 flavor: dict[str, Any], sent: Cursor | None = None,
+                 row: Any = None) -> None:
+        """``sent``: the read of :meth:`send`, if it went ahead in a pipeline;
+        ``row``: that read's row (or :func:`locked_gate`'s ``quota``), read
+        already (``conn`` then unused)."""
         self.settings = settings
         self.project_id = project_id
-        row = (sent or self.send(conn, project_id)).fetchone()
+        if row is None:
+            assert conn is not None
+            row = (sent or self.send(conn, project_id)).fetchone()
         self.used = {"instances": int(row[0]), "cores": int(row[1]), "ram": int(row[2])}
         self.limits = {res: int(getattr(settings, f"quota_{res}")) if own is None else own
                        for res, own in zip(INSTANCE_RESOURCES, row[3:])}
         self.per = {"instances": 1, "cores": flavor["vcpus"], "ram": flavor["memory_mb"]}
-
-    @classmethod
-    def locked(cls, conn: sa.Connection, settings: Any, project_id: str,
-               flavor: dict[str, Any], sent: Cursor) -> "InstanceQuota":
-        """PostgreSQL: the check of a create of a fixed count from
-        :func:`send_lock_quota`'s row, sent after its inserts. Its usage is
-        the committed one, with the row locked until COMMIT (the inserts count
-        at COMMIT): :meth:`allowed` of the count is then what :meth:`recheck`
-        would say, and nothing else is read."""
-        quota = cls(conn, settings, project_id, flavor, sent=sent)
-        pending.hot_row_taken(conn)  # a group commit ends its transaction here
-        return quota
 
     @staticmethod
     def send(conn: sa.Connection, project_id: str) -> Cursor:
