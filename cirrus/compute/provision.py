@@ -150,41 +150,27 @@ def _create_statement(key: tuple[int, int]) -> sa.Select[Any]:
         quota.outerjoin(made, sa.true())).add_cte(*records)
 
 
-class _RawCreate:
-    """:func:`_create_statement` of each shape compiled once with ``$n``
-    placeholders and run on psycopg's ``RawCursor``. psycopg converts a
-    statement's ``%(name)s`` placeholders on every execution unless it is at
-    most 4 KB with at most 50 parameters (its cache's bounds); this one is
-    4.5–8 KB with 56 parameters and more, and its conversion cost ~1 ms of
-    CPU a create (more than everything it saved). A raw cursor sends the text
-    as it is. Binding (the dialect's processors: JSON, datetimes) is
-    :class:`Prepared`'s."""
+class _Creates:
+    """:func:`_create_statement` of each shape, built once as a
+    :class:`Prepared` statement. It is 4.5–8 KB with 56 parameters and more,
+    over psycopg's cache of converted placeholders (4 KB, 50 parameters), so
+    it relies on ``Prepared`` converting it once and running it on psycopg's
+    ``RawCursor`` (``cirrus/db/prepared.py``): converted at every call, it cost
+    ~1 ms of CPU a create, more than the one statement saved."""
 
     def __init__(self) -> None:
-        self._by_key: dict[tuple[Any, tuple[int, int]], Any] = {}
+        self._by_key: dict[tuple[int, int], Prepared[Any]] = {}
 
     def execute(self, conn: sa.Connection, key: tuple[int, int], params: dict[str, Any]
-                ) -> Any:
+                ) -> Cursor:
         """The statement of shape ``key`` run with ``params``: its cursor."""
-        import psycopg
-
-        dialect: Any = conn.dialect
-        plan = self._by_key.get((type(dialect), key))
-        if plan is None:
-            raw = type(dialect)(paramstyle="numeric_dollar",
-                                json_serializer=dialect._json_serializer)
-            plan = self._by_key[type(dialect), key] = Prepared(_create_statement(key))._plan(raw)
-        args = plan.bind(params)
-        driver: Any = conn.connection.driver_connection
-        cursor = psycopg.RawCursor(driver)
-        try:
-            cursor.execute(plan.sql, args)
-        except psycopg.Error as error:
-            raise sa.exc.DBAPIError.instance(plan.sql, args, error, psycopg.Error) from error
-        return cursor
+        statement = self._by_key.get(key)
+        if statement is None:
+            statement = self._by_key[key] = Prepared(_create_statement(key))
+        return statement.execute(conn, **params)
 
 
-_CREATE = _RawCreate()
+_CREATE = _Creates()
 
 
 def one_statement_fits(postgresql: bool, req: CreateRequest, group: dict[str, Any] | None,
