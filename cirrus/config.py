@@ -177,6 +177,14 @@ class Settings:
     ram_weight_multiplier: float = 1.0
     cpu_weight_multiplier: float = 1.0
     disk_weight_multiplier: float = 1.0
+    # Nova's IoOpsWeigher multiplier (Nova's default -1.0: fewer builds in
+    # progress win). 0 here: the host index has no num_io_ops dimension yet,
+    # so a non-zero value makes every decision a full scan. See
+    # docs/configuration.md.
+    io_ops_weight_multiplier: float = 0.0
+    # Nova's IoOpsFilter limit (opt-in filter): hosts with this many builds
+    # in progress or more are filtered out.
+    max_io_ops_per_host: int = 8
     host_subset_size: int = 1
     scheduler_cache_seconds: float = 1.0
     # Comma-separated filter names (Nova's enabled_filters); empty: the default

@@ -19,6 +19,13 @@ Aggregates: a change to an aggregate's hosts or metadata moves the aggregate's
 a look that finds an aggregate changed since the last one reads every host's
 aggregate metadata again (a small table, read only then).
 
+Builds in progress (Nova's ``num_io_ops``, for IoOpsWeigher and IoOpsFilter):
+only when one of them is in use (:attr:`HostManager.count_io_ops`), every
+look also counts each node's instances still BUILDING (one grouped read of
+the instances placed on a node, not deleted). A build's end (ACTIVE, ERROR)
+or a delete takes the instance out of the count at the next look; no column,
+trigger or migration, and nothing read when neither is enabled.
+
 Claims this scheduler makes are applied at once (:meth:`HostManager.consume`).
 Hosts are kept by node id — the order the full scan weighs them in — and in a
 :class:`~cirrus.scheduler.host_index.HostIndex` over the hosts that pass the
@@ -36,7 +43,7 @@ import sqlalchemy as sa
 
 from cirrus.compute import aggregates as agg_db
 from cirrus.compute.hosts import is_up
-from cirrus.compute.models import compute_nodes
+from cirrus.compute.models import compute_nodes, instances
 from cirrus.db.base import utcnow
 from cirrus.db.engine import Database
 from cirrus.scheduler.filters import BaseHostFilter
@@ -65,6 +72,18 @@ _USAGE = ("vcpus", "memory_mb", "local_gb", "vcpus_used", "memory_mb_used", "loc
 def _touched(table: sa.Table, since: dt.datetime) -> sa.ColumnElement[bool]:
     """Rows written since ``since`` (an insert stamps only ``created_at``)."""
     return sa.func.coalesce(table.c.updated_at, table.c.created_at) >= since
+
+
+def io_ops_by_node(conn: sa.Connection) -> dict[str, int]:
+    """Builds in progress per node name: instances placed on a node and still
+    BUILDING (Nova counts builds, resizes and snapshots; a resize here leaves
+    BUILDING behind, so only builds count)."""
+    inst = instances
+    query = (sa.select(inst.c.node, sa.func.count())
+             .where(inst.c.vm_state == "building", inst.c.deleted.is_(False),
+                    inst.c.node.is_not(None))
+             .group_by(inst.c.node))
+    return {node: count for node, count in conn.execute(query)}
 
 
 def _compute_services(conn: sa.Connection, since: dt.datetime | None = None) -> list[Any]:
@@ -123,8 +142,14 @@ def load_host_states(conn: sa.Connection, down_time: float) -> list[HostState]:
     return hosts
 
 
-def _load(conn: sa.Connection, down_time: float) -> tuple[list[HostState], tuple[int, int | None]]:
-    return load_host_states(conn, down_time), _shape(conn)
+def _load(conn: sa.Connection, down_time: float, io_ops: bool = False
+          ) -> tuple[list[HostState], tuple[int, int | None]]:
+    hosts = load_host_states(conn, down_time)
+    if io_ops:
+        counts = io_ops_by_node(conn)
+        for host in hosts:
+            host.num_io_ops = counts.get(host.nodename, 0)
+    return hosts, _shape(conn)
 
 
 class Changes(NamedTuple):
@@ -134,16 +159,19 @@ class Changes(NamedTuple):
     services: list[Any]  # compute service rows changed
     shape: tuple[int, int | None]  # the node table's
     aggregates: dict[str, dict[str, str]] | None  # every host's, if any aggregate changed
+    io_ops: dict[str, int] | None = None  # builds in progress by node name, when counted
 
 
-def _read_changes(conn: sa.Connection, since: dt.datetime, stale: Sequence[int]) -> Changes:
+def _read_changes(conn: sa.Connection, since: dt.datetime, stale: Sequence[int],
+                  io_ops: bool = False) -> Changes:
     """What changed since ``since``."""
     changed = _touched(cn, since)
     if stale:
         changed = sa.or_(changed, cn.c.id.in_(list(stale)))
     nodes = list(conn.execute(sa.select(*NODE_COLUMNS).where(changed)))
     aggregates = agg_db.metadata_by_host(conn) if agg_db.changed_since(conn, since) else None
-    return Changes(nodes, _compute_services(conn, since), _shape(conn), aggregates)
+    return Changes(nodes, _compute_services(conn, since), _shape(conn), aggregates,
+                   io_ops_by_node(conn) if io_ops else None)
 
 
 class HostManager:
@@ -166,6 +194,8 @@ class HostManager:
         self._consumed: dict[int, float] = {}  # node → when we last applied a claim
         self._oldest_seen: dt.datetime | None = None  # no up host has an older heartbeat
         self._lock = asyncio.Lock()
+        # Count builds in progress at each look (IoOpsWeigher/IoOpsFilter in use).
+        self.count_io_ops = False
 
     def use_static_filters(self, filters: Iterable[BaseHostFilter]) -> None:
         """The filters whose verdict depends on the host alone: the index holds
@@ -208,7 +238,8 @@ class HostManager:
                 await self._reload()
                 return
             started, since = time.monotonic(), utcnow()
-            changes = await self.db.read(_read_changes, self._since, sorted(self._stale))
+            changes = await self.db.read(_read_changes, self._since, sorted(self._stale),
+                                         self.count_io_ops)
             if not self._apply(changes, started):
                 await self._reload()
                 return
@@ -217,7 +248,8 @@ class HostManager:
 
     async def _reload(self) -> None:
         since = utcnow()
-        hosts, shape = await self.db.read(_load, self.settings.service_down_time)
+        hosts, shape = await self.db.read(_load, self.settings.service_down_time,
+                                          self.count_io_ops)
         self.load(hosts)
         self._shape = shape
         self._since = since - SYNC_OVERLAP
@@ -258,6 +290,11 @@ class HostManager:
             for name in _USAGE:
                 setattr(host, name, getattr(row, name))
             changed[host.node_id] = host
+        if changes.io_ops is not None:
+            for host in self.hosts:
+                if self._consumed.get(host.node_id, float("-inf")) > started:
+                    continue  # our claim landed after the count was read
+                host.num_io_ops = changes.io_ops.get(host.nodename, 0)
         now = utcnow()
         down_time = self.settings.service_down_time
         for service in changes.services:

@@ -34,6 +34,10 @@ class HostState:
     # aggregates with every value (comma-separated values split), for the
     # aggregate filters; loaded with the host, never read per request.
     aggregate_metadata: dict[str, frozenset[str]] = field(default_factory=dict)
+    # Nova's num_io_ops: builds in progress on the node (instances placed on
+    # it still BUILDING), counted at each look when IoOpsWeigher or
+    # IoOpsFilter is in use; a claim adds one at once.
+    num_io_ops: int = 0
 
     @property
     def free_ram_mb(self) -> float:
@@ -53,3 +57,4 @@ class HostState:
         self.memory_mb_used += memory_mb
         self.local_gb_used += disk_gb
         self.running_vms += 1
+        self.num_io_ops += 1

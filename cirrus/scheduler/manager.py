@@ -28,6 +28,7 @@ from cirrus.rpc import Transport
 from cirrus import claims
 from cirrus.scheduler.exception import NoValidHost
 from cirrus.scheduler.filters import DEFAULT_FILTERS, FILTERS, BaseHostFilter, enabled
+from cirrus.scheduler.filters.resources import IoOpsFilter
 from cirrus.scheduler.groups import group_and_hints, needs_group_and_hints
 from cirrus.scheduler.host_manager import HostManager
 from cirrus.scheduler.host_state import HostState
@@ -145,11 +146,15 @@ class FilterScheduler:
         self.settings = settings
         self.db = db
         self.host_manager = host_manager
-        self.filters: list[BaseHostFilter] = [FILTERS[n]() for n in filter_names]
+        self.filters: list[BaseHostFilter] = [
+            IoOpsFilter(settings.max_io_ops_per_host) if n == IoOpsFilter.name else FILTERS[n]()
+            for n in filter_names]
         self.weighers: list[BaseWeigher] = [cls() for cls in WEIGHERS.values()]
         self.use_index = use_index  # False: every decision scans every host
         self.index_min_hosts = index_min_hosts  # fewer hosts: the full scan decides
         host_manager.use_static_filters(f for f in self.filters if f.static)
+        host_manager.count_io_ops = host_manager.count_io_ops or (
+            IoOpsFilter.name in filter_names or settings.io_ops_weight_multiplier != 0)
 
     def _filter(self, hosts: list[HostState], spec: Spec, forced: bool
                 ) -> tuple[list[HostState], list[FilterStep]]:

@@ -14,17 +14,19 @@ from cirrus.scheduler.filters.base import BaseHostFilter, FilterResult
 from cirrus.scheduler.filters.host import (AvailabilityZoneFilter, ComputeFilter,
                                            ImagePropertiesFilter, RequestedDestinationFilter,
                                            RetryFilter)
-from cirrus.scheduler.filters.resources import CoreFilter, DiskFilter, RamFilter
+from cirrus.scheduler.filters.resources import CoreFilter, DiskFilter, IoOpsFilter, RamFilter
 
 FILTERS: dict[str, type[BaseHostFilter]] = {cls.name: cls for cls in (
     RetryFilter, RequestedDestinationFilter, ComputeFilter, AvailabilityZoneFilter,
-    AggregateMultiTenancyIsolation, RamFilter, CoreFilter, DiskFilter,
+    AggregateMultiTenancyIsolation, RamFilter, CoreFilter, DiskFilter, IoOpsFilter,
     ImagePropertiesFilter, AggregateInstanceExtraSpecsFilter, ServerGroupAffinityFilter,
     ServerGroupAntiAffinityFilter, SameHostFilter, DifferentHostFilter)}
 
 # Filters that run only when enabled_filters names them (Nova too leaves the
 # aggregate filters to the operator); every other runs by default.
-OPT_IN = frozenset({AggregateInstanceExtraSpecsFilter.name, AggregateMultiTenancyIsolation.name})
+# IoOpsFilter too: Nova does not enable it by default either.
+OPT_IN = frozenset({AggregateInstanceExtraSpecsFilter.name, AggregateMultiTenancyIsolation.name,
+                    IoOpsFilter.name})
 DEFAULT_FILTERS = tuple(name for name in FILTERS if name not in OPT_IN)
 
 

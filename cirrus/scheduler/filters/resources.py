@@ -1,4 +1,4 @@
-"""RAM, vCPU and disk with allocation ratios."""
+"""RAM, vCPU and disk with allocation ratios; builds in progress."""
 from __future__ import annotations
 
 from cirrus.scheduler.filters.base import PASS, BaseHostFilter, FilterResult
@@ -42,4 +42,22 @@ class DiskFilter(BaseHostFilter):
         free = host.free_disk_gb
         if free < spec.disk_gb:
             return FilterResult.reject(f"disk: {free:.0f} GiB free < {spec.disk_gb} requested")
+        return PASS
+
+
+class IoOpsFilter(BaseHostFilter):
+    """Nova's IoOpsFilter: hosts with ``max_io_ops_per_host`` builds in
+    progress or more are filtered out (opt-in: name it in enabled_filters).
+    Not static: the count moves with every claim and every build's end, and
+    the host index keeps no such dimension."""
+
+    name = "IoOpsFilter"
+
+    def __init__(self, max_io_ops_per_host: int = 8) -> None:
+        self.max_io_ops_per_host = max_io_ops_per_host
+
+    def host_passes(self, host: HostState, spec: Spec) -> FilterResult:
+        if host.num_io_ops >= self.max_io_ops_per_host:
+            return FilterResult.reject(
+                f"io ops: {host.num_io_ops} builds in progress >= {self.max_io_ops_per_host}")
         return PASS

@@ -43,6 +43,15 @@ class DiskWeigher(BaseWeigher):
     name, setting, attr = "DiskWeigher", "disk_weight_multiplier", "free_disk_gb"
 
 
+class IoOpsWeigher(BaseWeigher):
+    """Nova's IoOpsWeigher: the host's builds in progress. With a negative
+    multiplier (Nova's default -1.0) idle hosts win, so that the hosts' build
+    queues stay even. Not a host-index dimension: a non-zero multiplier makes
+    decisions scan every host."""
+
+    name, setting, attr = "IoOpsWeigher", "io_ops_weight_multiplier", "num_io_ops"
+
+
 class ServerGroupSoftAffinityWeigher(BaseWeigher):
     """soft-affinity: hosts with more group members weigh more;
     soft-anti-affinity: fewer."""
@@ -62,7 +71,7 @@ class ServerGroupSoftAffinityWeigher(BaseWeigher):
 
 
 WEIGHERS: dict[str, type[BaseWeigher]] = {cls.name: cls for cls in (
-    RAMWeigher, CPUWeigher, DiskWeigher, ServerGroupSoftAffinityWeigher)}
+    RAMWeigher, CPUWeigher, DiskWeigher, IoOpsWeigher, ServerGroupSoftAffinityWeigher)}
 
 
 def normalize(values: list[float]) -> list[float]:
