@@ -5,7 +5,6 @@ replaced before the next unit, as the pool would."""
 from __future__ import annotations
 
 import asyncio
-from typing import Iterator
 
 import pytest
 import sqlalchemy as sa
@@ -13,14 +12,13 @@ import sqlalchemy as sa
 from cirrus.db.engine import PG_READERS, PG_WRITERS, Database
 from cirrus.db.onestatement import one_statement
 from tests.unit.test_pg_database import ITEMS, _backend_pid, url  # noqa: F401
+from tests.unit.test_pg_one_statement import checked  # noqa: F401 - fixture
 
 
 @pytest.fixture
-def db(url: str) -> Iterator[Database]:  # noqa: F811 - the fixture imported
-    database = Database(url, check_units=True)
-    ITEMS.metadata.create_all(database.engine)
-    yield database
-    database.close()
+def db(checked: Database) -> Database:  # noqa: F811 - the fixture imported
+    """A database whose units are checked (test_pg_one_statement's)."""
+    return checked
 
 
 def _txid(conn: sa.Connection) -> int | None:
