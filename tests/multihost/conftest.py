@@ -23,6 +23,7 @@ import pytest
 import sqlalchemy as sa
 
 from tests.client.conftest import free_port
+from tests.databases import drop_database
 
 AMQP = os.environ.get("CIRRUS_TEST_TRANSPORT_URL", "amqp://cirrus:cirrus@127.0.0.1:5672/cirrus")
 PG = os.environ.get("CIRRUS_TEST_PG_URL", "postgresql+psycopg://cirrus:cirrus@127.0.0.1:5432/cirrus")
@@ -169,7 +170,7 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
             except subprocess.TimeoutExpired:
                 proc.kill()
         with admin.connect() as conn:
-            conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            drop_database(conn, name)
         admin.dispose()
         if transport_url != AMQP:
             drop_vhost(name)
