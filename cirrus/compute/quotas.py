@@ -124,11 +124,7 @@ def locked_gate() -> tuple[sa.CTE, sa.CTE]:
     flavor's amount) fit, as :meth:`InstanceQuota.allowed` of the count says
     it, else none. Parameters: ``v_project`` and those above. The row stays
     locked for the statement only (in autocommit, it is its transaction)."""
-    locked = postgresql.insert(project_usages).values(
-        project_id=sa.bindparam("v_project")).on_conflict_do_update(
-        index_elements=[project_usages.c.project_id],
-        set_={"instances": project_usages.c.instances}).returning(
-        *(project_usages.c[r] for r in INSTANCE_RESOURCES)).cte("locked")
+    locked = _LOCK_USAGE.stmt.cte("locked")
     quota = sa.select(
         *(locked.c[r] for r in INSTANCE_RESOURCES),
         *(sa.func.coalesce(_own_limit(r, "v_project"),
