@@ -146,9 +146,8 @@ class FilterScheduler:
         self.settings = settings
         self.db = db
         self.host_manager = host_manager
-        self.filters: list[BaseHostFilter] = [
-            IoOpsFilter(settings.max_io_ops_per_host) if n == IoOpsFilter.name else FILTERS[n]()
-            for n in filter_names]
+        self.filters: list[BaseHostFilter] = [FILTERS[n].from_settings(settings)
+                                              for n in filter_names]
         self.weighers: list[BaseWeigher] = [cls() for cls in WEIGHERS.values()]
         self.use_index = use_index  # False: every decision scans every host
         self.index_min_hosts = index_min_hosts  # fewer hosts: the full scan decides

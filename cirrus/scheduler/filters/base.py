@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from cirrus.scheduler.host_state import HostState
 from cirrus.scheduler.spec import Spec
@@ -30,6 +31,12 @@ class BaseHostFilter:
     # (the spec argument may then be None). The host index holds only the
     # hosts that pass every static filter, so a search never visits the rest.
     static = False
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> "BaseHostFilter":
+        """The filter as the scheduler builds it; one with an option of its
+        own (``IoOpsFilter``'s ``max_io_ops_per_host``) reads it here."""
+        return cls()
 
     def applies(self, spec: Spec) -> bool:
         """Whether this filter has anything to say for ``spec`` (saves a loop)."""

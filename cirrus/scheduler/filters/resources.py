@@ -1,6 +1,8 @@
 """RAM, vCPU and disk with allocation ratios; builds in progress."""
 from __future__ import annotations
 
+from typing import Any
+
 from cirrus.scheduler.filters.base import PASS, BaseHostFilter, FilterResult
 from cirrus.scheduler.host_state import HostState
 from cirrus.scheduler.spec import Spec
@@ -55,6 +57,10 @@ class IoOpsFilter(BaseHostFilter):
 
     def __init__(self, max_io_ops_per_host: int = 8) -> None:
         self.max_io_ops_per_host = max_io_ops_per_host
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> "IoOpsFilter":
+        return cls(settings.max_io_ops_per_host)
 
     def host_passes(self, host: HostState, spec: Spec) -> FilterResult:
         if host.num_io_ops >= self.max_io_ops_per_host:
