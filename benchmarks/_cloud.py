@@ -11,7 +11,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import httpx
 
@@ -157,15 +157,17 @@ def _wait_hypervisors(url: str, count: int, timeout: float = 120) -> None:
 
 
 @contextlib.contextmanager
-def running_deployment(computes: int, conductors: int, env: dict[str, str] | None = None
+def running_deployment(computes: int, conductors: int, env: dict[str, str] | None = None,
+                       database: str | None = None
                        ) -> Iterator[tuple[str, list[subprocess.Popen[Any]]]]:
     """``cirrus api``, ``conductors`` × ``cirrus conductor``, one ``cirrus scheduler``
-    and ``computes`` × ``cirrus compute`` on a fresh PostgreSQL database and
-    RabbitMQ vhost; yields (url, processes) once every compute host is up."""
+    and ``computes`` × ``cirrus compute`` on a fresh PostgreSQL database (or
+    ``database``, empty) and RabbitMQ vhost; yields (url, processes) once every
+    compute host is up."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    with fresh_database() as db_url, fresh_vhost() as mq_url, \
-            tempfile.TemporaryDirectory() as state:
+    with (contextlib.nullcontext(database) if database else fresh_database()) as db_url, \
+            fresh_vhost() as mq_url, tempfile.TemporaryDirectory() as state:
         full_env = {**os.environ, **(env or {}), "CIRRUS_DATABASE_URL": db_url,
                     "CIRRUS_TRANSPORT_URL": mq_url}
         base = [sys.executable, "-m", "cirrus.cli.main"]
