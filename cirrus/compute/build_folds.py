@@ -199,6 +199,95 @@ def record_host(conn: sa.Connection, uuid: str, request_id: str, values: dict[st
     return bool(saved == 1)
 
 
+@dataclass(frozen=True, slots=True)
+class HostRow:
+    """One instance's :func:`record_host`, as its arguments."""
+
+    uuid: str
+    request_id: str
+    values: dict[str, Any]
+    event: dict[str, Any]
+
+
+@one_statement
+def _record_host_one(conn: sa.Connection, row: HostRow) -> bool:
+    return record_host(conn, row.uuid, row.request_id, row.values, row.event)
+
+
+_HOST_SET_SQL: dict[tuple[tuple[str, ...], tuple[str, ...]], sa.TextClause] = {}
+
+
+def _pg_type(column: sa.Column[Any]) -> str:
+    from sqlalchemy.dialects import postgresql
+
+    return str(column.type.compile(postgresql.dialect()))  # type: ignore[no-untyped-call]
+
+
+def _record_host_set_sql(columns: tuple[str, ...], event_columns: tuple[str, ...]
+                         ) -> sa.TextClause:
+    """:func:`record_host` for many rows: the rows as arrays, unnested; each
+    row's save guarded as alone; each saved row's event inserted under its
+    own request's latest action (``acts``, joined to ``saved``: nothing for
+    a row whose save matched nothing); the uuids saved come back."""
+    sql = _HOST_SET_SQL.get((columns, event_columns))
+    if sql is not None:
+        return sql
+    arrays = [("uuid", instances.c.uuid), ("request", act.c.request_id),
+              *((f"v_{name}", instances.c[name]) for name in columns),
+              *((f"e_{name}", ev.c[name]) for name in event_columns)]
+    unnest = ", ".join(f"CAST(:{name} AS {_pg_type(column)}[])" for name, column in arrays)
+    names = ", ".join(name for name, _ in arrays)
+    sets = ", ".join(f"{name} = d.v_{name}" for name in columns)
+    ev_columns = ", ".join(event_columns)
+    ev_values = ", ".join(f"acts.e_{name}" for name in event_columns)
+    sql = _HOST_SET_SQL[columns, event_columns] = sa.text(
+        f"WITH d AS (SELECT * FROM unnest({unnest}) AS d({names})), "
+        f"saved AS (UPDATE instances AS i SET {sets} FROM d WHERE i.uuid = d.uuid "
+        "AND i.uuid = ANY(CAST(:uuid AS VARCHAR(36)[])) AND i.deleted IS false "
+        "AND i.task_state = :w_task_state AND i.vm_state = :w_vm_state AND i.host IS NULL "
+        "RETURNING i.uuid), "
+        "acts AS (SELECT d.*, (SELECT a.id FROM instance_actions AS a "
+        "WHERE a.instance_uuid = d.uuid AND a.request_id = d.request "
+        "ORDER BY a.id DESC LIMIT 1) AS action_id FROM d JOIN saved ON saved.uuid = d.uuid), "
+        f"event AS (INSERT INTO instance_actions_events (action_id, {ev_columns}) "
+        f"SELECT acts.action_id, {ev_values} FROM acts WHERE acts.action_id IS NOT NULL) "
+        "SELECT uuid FROM saved")
+    return sql
+
+
+def _record_host_set(conn: sa.Connection, rows: list[HostRow]) -> dict[Hashable, bool]:
+    """Every row's :func:`record_host` (one shape, distinct uuids) in one
+    statement, by uuid: True if saved, False (nothing of it written) if not."""
+    written = [inst.save_params(row.uuid, row.values)[2] for row in rows]
+    columns = tuple(sorted(written[0]))
+    event_columns = tuple(sorted(rows[0].event))
+    params: dict[str, Any] = {
+        "uuid": [row.uuid for row in rows], "request": [row.request_id for row in rows],
+        "w_task_state": TaskState.SCHEDULING.value, "w_vm_state": VmState.BUILDING.value}
+    for name in columns:
+        params[f"v_{name}"] = [values[name] for values in written]
+    for name in event_columns:
+        params[f"e_{name}"] = [row.event[name] for row in rows]
+    saved = set(conn.execute(_record_host_set_sql(columns, event_columns), params).scalars())
+    return {row.uuid: row.uuid in saved for row in rows}
+
+
+RECORD_HOST = SetUnit[HostRow, bool](
+    "record_host", key=lambda row: row.uuid, run_set=_record_host_set, run_one=_record_host_one)
+
+
+async def record_host_together(db: Database, uuid: str, request_id: str,
+                               values: dict[str, Any], event: dict[str, Any]) -> bool:
+    """:func:`record_host` as a unit of its own (PostgreSQL), written in one
+    statement with the other instances' placed at the same moment
+    (``cirrus.db.coalesce``); the same outcome as alone."""
+    row = HostRow(uuid, request_id, values, event)
+    if db.coalescer is None:
+        return await db.run(_record_host_one, row)
+    return await db.coalescer.run(RECORD_HOST, (tuple(sorted(values)), tuple(sorted(event))),
+                                  row)
+
+
 # -- start: the guarded start with its claim check, the build event, the mappings -----
 _BDM_LABELS = tuple(f"bdm_{column.key}" for column in _bdm.c)
 
