@@ -35,7 +35,6 @@ from cirrus.compute.timeline import BootTimeline
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
 from cirrus.exception import CirrusException
-from cirrus.db.onestatement import one_statement
 from cirrus.db.prepared import Prepared
 from cirrus.image.api import ImageAPI
 from cirrus.network.api import API as NetworkAPI
@@ -134,29 +133,30 @@ class Builder:
     async def _start_units(self, ctx: RequestContext, uuid: str, node: str,
                            in_group: bool) -> Started:
         """The build's start: on PostgreSQL, without a group, one statement
-        (``_start_folded``); should it match nothing, or elsewhere, the
+        (``_start_together``); should it match nothing, or elsewhere, the
         checks one by one in a transaction (``_start``), which say why.
         SQLite has no round trips to save, and there the save's subqueries
         cost more than the claim's own read (docs/performance.md)."""
         timeline = BootTimeline()
         node_id = self.tracker.node_ids.get(node)
         if not in_group and node_id is not None and self.store.db.is_postgresql:
-            started = await self.store.run(self._start_folded, ctx, uuid, node_id, timeline)
+            started = await self._start_together(ctx, uuid, node_id, timeline)
             if started is not None:
                 return started
         return await self.store.run(self._start, ctx, uuid, node, in_group, timeline)
 
-    @one_statement
-    def _start_folded(self, conn: sa.Connection, ctx: RequestContext, uuid: str, node_id: int,
-                      timeline: BootTimeline) -> Started | None:
+    async def _start_together(self, ctx: RequestContext, uuid: str, node_id: int,
+                              timeline: BootTimeline) -> Started | None:
         """``_start`` with the claim checked by the guarded save itself (its
         amounts returned), the build event and the mappings' read in the same
-        statement (``build_folds.start``); None, with nothing changed, if the
-        save matched nothing."""
+        statement (``build_folds.start``), written with the other builds'
+        started at the same moment (``build_folds.start_together``); None,
+        with nothing changed, if the save matched nothing."""
         host = self.store.host
         with timeline.step(BootStep.CLAIM):
-            found = build_folds.start(conn, uuid, ctx.request_id, host, node_id, build_folds.build_event(
-                BUILD_EVENT, host, boot_timeline.as_datetime(timeline.start)))
+            found = await build_folds.start_together(
+                self.store.db, uuid, ctx.request_id, host, node_id,
+                build_folds.build_event(BUILD_EVENT, host, boot_timeline.as_datetime(timeline.start)))
         if found is None:
             return None
         instance, event_id, mappings = found

@@ -199,6 +199,95 @@ def record_host(conn: sa.Connection, uuid: str, request_id: str, values: dict[st
     return bool(saved == 1)
 
 
+@dataclass(frozen=True, slots=True)
+class HostRow:
+    """One instance's :func:`record_host`, as its arguments."""
+
+    uuid: str
+    request_id: str
+    values: dict[str, Any]
+    event: dict[str, Any]
+
+
+@one_statement
+def _record_host_one(conn: sa.Connection, row: HostRow) -> bool:
+    return record_host(conn, row.uuid, row.request_id, row.values, row.event)
+
+
+_HOST_SET_SQL: dict[tuple[tuple[str, ...], tuple[str, ...]], sa.TextClause] = {}
+
+
+def _pg_type(column: sa.Column[Any]) -> str:
+    from sqlalchemy.dialects import postgresql
+
+    return str(column.type.compile(postgresql.dialect()))  # type: ignore[no-untyped-call]
+
+
+def _record_host_set_sql(columns: tuple[str, ...], event_columns: tuple[str, ...]
+                         ) -> sa.TextClause:
+    """:func:`record_host` for many rows: the rows as arrays, unnested; each
+    row's save guarded as alone; each saved row's event inserted under its
+    own request's latest action (``acts``, joined to ``saved``: nothing for
+    a row whose save matched nothing); the uuids saved come back."""
+    sql = _HOST_SET_SQL.get((columns, event_columns))
+    if sql is not None:
+        return sql
+    arrays = [("uuid", instances.c.uuid), ("request", act.c.request_id),
+              *((f"v_{name}", instances.c[name]) for name in columns),
+              *((f"e_{name}", ev.c[name]) for name in event_columns)]
+    unnest = ", ".join(f"CAST(:{name} AS {_pg_type(column)}[])" for name, column in arrays)
+    names = ", ".join(name for name, _ in arrays)
+    sets = ", ".join(f"{name} = d.v_{name}" for name in columns)
+    ev_columns = ", ".join(event_columns)
+    ev_values = ", ".join(f"acts.e_{name}" for name in event_columns)
+    sql = _HOST_SET_SQL[columns, event_columns] = sa.text(
+        f"WITH d AS (SELECT * FROM unnest({unnest}) AS d({names})), "
+        f"saved AS (UPDATE instances AS i SET {sets} FROM d WHERE i.uuid = d.uuid "
+        "AND i.uuid = ANY(CAST(:uuid AS VARCHAR(36)[])) AND i.deleted IS false "
+        "AND i.task_state = :w_task_state AND i.vm_state = :w_vm_state AND i.host IS NULL "
+        "RETURNING i.uuid), "
+        "acts AS (SELECT d.*, (SELECT a.id FROM instance_actions AS a "
+        "WHERE a.instance_uuid = d.uuid AND a.request_id = d.request "
+        "ORDER BY a.id DESC LIMIT 1) AS action_id FROM d JOIN saved ON saved.uuid = d.uuid), "
+        f"event AS (INSERT INTO instance_actions_events (action_id, {ev_columns}) "
+        f"SELECT acts.action_id, {ev_values} FROM acts WHERE acts.action_id IS NOT NULL) "
+        "SELECT uuid FROM saved")
+    return sql
+
+
+def _record_host_set(conn: sa.Connection, rows: list[HostRow]) -> dict[Hashable, bool]:
+    """Every row's :func:`record_host` (one shape, distinct uuids) in one
+    statement, by uuid: True if saved, False (nothing of it written) if not."""
+    written = [inst.save_params(row.uuid, row.values)[2] for row in rows]
+    columns = tuple(sorted(written[0]))
+    event_columns = tuple(sorted(rows[0].event))
+    params: dict[str, Any] = {
+        "uuid": [row.uuid for row in rows], "request": [row.request_id for row in rows],
+        "w_task_state": TaskState.SCHEDULING.value, "w_vm_state": VmState.BUILDING.value}
+    for name in columns:
+        params[f"v_{name}"] = [values[name] for values in written]
+    for name in event_columns:
+        params[f"e_{name}"] = [row.event[name] for row in rows]
+    saved = set(conn.execute(_record_host_set_sql(columns, event_columns), params).scalars())
+    return {row.uuid: row.uuid in saved for row in rows}
+
+
+RECORD_HOST = SetUnit[HostRow, bool](
+    "record_host", key=lambda row: row.uuid, run_set=_record_host_set, run_one=_record_host_one)
+
+
+async def record_host_together(db: Database, uuid: str, request_id: str,
+                               values: dict[str, Any], event: dict[str, Any]) -> bool:
+    """:func:`record_host` as a unit of its own (PostgreSQL), written in one
+    statement with the other instances' placed at the same moment
+    (``cirrus.db.coalesce``); the same outcome as alone."""
+    row = HostRow(uuid, request_id, values, event)
+    if db.coalescer is None:
+        return await db.run(_record_host_one, row)
+    return await db.coalescer.run(RECORD_HOST, (tuple(sorted(values)), tuple(sorted(event))),
+                                  row)
+
+
 # -- start: the guarded start with its claim check, the build event, the mappings -----
 _BDM_LABELS = tuple(f"bdm_{column.key}" for column in _bdm.c)
 
@@ -240,8 +329,37 @@ def start(conn: sa.Connection, uuid: str, request_id: str, host: str, node_id: i
         rows = _START_ROW.dicts(conn.dialect, column_types(cursor), cursor.fetchall())
     finally:
         cursor.close()
-    if not rows:
-        return None
+    return _found(rows) if rows else None
+
+
+def build_event(name: str, host: str, start_time: dt.datetime) -> dict[str, Any]:
+    """The columns of an opened event (as ``instance_actions.event_start``)."""
+    return {"event": name, "start_time": start_time, "host": host, "created_at": start_time}
+
+
+# -- start, together: concurrent builds' starts in one statement (PostgreSQL) -------
+Found = tuple[dict[str, Any], int | None, list[dict[str, Any]]]
+
+
+@dataclass(frozen=True, slots=True)
+class StartRow:
+    """One build's :func:`start`, as its arguments."""
+
+    uuid: str
+    request_id: str
+    host: str
+    node_id: int
+    event: dict[str, Any]
+
+
+@one_statement
+def _start_one(conn: sa.Connection, row: StartRow) -> Found | None:
+    return start(conn, row.uuid, row.request_id, row.host, row.node_id, row.event)
+
+
+def _found(rows: list[dict[str, Any]]) -> Found:
+    """One instance's rows of the start (one per mapping, or one without) as
+    :func:`start` returns them."""
     first = rows[0]
     instance = {name: first[name] for name in _START_KEYS}
     mappings = [{column.key: row[label] for column, label in zip(_bdm.c, _BDM_LABELS)}
@@ -249,6 +367,98 @@ def start(conn: sa.Connection, uuid: str, request_id: str, host: str, node_id: i
     return instance, first["event_id"], mappings
 
 
-def build_event(name: str, host: str, start_time: dt.datetime) -> dict[str, Any]:
-    """The columns of an opened event (as ``instance_actions.event_start``)."""
-    return {"event": name, "start_time": start_time, "host": host, "created_at": start_time}
+_START_SET_SQL: dict[tuple[str, ...], sa.TextClause] = {}
+
+
+def _start_set_sql(event_columns: tuple[str, ...]) -> sa.TextClause:
+    """:func:`start` for many rows: the rows as arrays, unnested; each row's
+    save guarded as alone (its own host and claim's node); each saved row's
+    event inserted under its own request's latest action (``acts``, read
+    once, joined to ``saved``: nothing for a row whose save matched
+    nothing); the same columns out as :func:`start`'s, by instance then
+    mapping."""
+    sql = _START_SET_SQL.get(event_columns)
+    if sql is not None:
+        return sql
+    from sqlalchemy.dialects import postgresql
+
+    dialect = postgresql.dialect()  # type: ignore[no-untyped-call]
+
+    def typed(column: sa.Column[Any]) -> str:
+        return str(column.type.compile(dialect))
+
+    arrays = [("uuid", instances.c.uuid), ("request", act.c.request_id),
+              ("host", instances.c.host), ("node", sa.Column("node", sa.Integer)),
+              *((f"e_{name}", ev.c[name]) for name in event_columns)]
+    unnest = ", ".join(f"CAST(:{name} AS {typed(column)}[])" for name, column in arrays)
+    names = ", ".join(name for name, _ in arrays)
+    returning = ", ".join(
+        [f"i.{column.key}" for column in instances.c]
+        + [f"(SELECT c.{name} FROM allocations AS c WHERE c.consumer_uuid = i.uuid) "
+           f"AS claim_{name}" for name in ("vcpus", "memory_mb", "disk_gb")])
+    out = ", ".join([f"saved.{key}" for key in _START_KEYS] + ["event.id AS event_id"]
+                    + [f"b.{column.key} AS {label}" for column, label in zip(_bdm.c, _BDM_LABELS)])
+    ev_columns = ", ".join(event_columns)
+    ev_values = ", ".join(f"acts.e_{name}" for name in event_columns)
+    sql = _START_SET_SQL[event_columns] = sa.text(
+        f"WITH d AS (SELECT * FROM unnest({unnest}) AS d({names})), "
+        "saved AS (UPDATE instances AS i SET vm_state = :v_vm_state, "
+        "task_state = :v_task_state, updated_at = :v_updated_at FROM d "
+        "WHERE i.uuid = d.uuid AND i.uuid = ANY(CAST(:uuid AS VARCHAR(36)[])) "
+        "AND i.deleted IS false AND i.task_state = :w_task_state "
+        "AND i.vm_state = :w_vm_state AND i.host = d.host "
+        "AND EXISTS (SELECT FROM allocations AS c "
+        "WHERE c.consumer_uuid = i.uuid AND c.node_id = d.node) "
+        f"RETURNING {returning}), "
+        "acts AS (SELECT d.*, (SELECT a.id FROM instance_actions AS a "
+        "WHERE a.instance_uuid = d.uuid AND a.request_id = d.request "
+        "ORDER BY a.id DESC LIMIT 1) AS action_id FROM d JOIN saved ON saved.uuid = d.uuid), "
+        f"event AS (INSERT INTO instance_actions_events (action_id, {ev_columns}) "
+        f"SELECT acts.action_id, {ev_values} FROM acts WHERE acts.action_id IS NOT NULL "
+        "RETURNING instance_actions_events.id, instance_actions_events.action_id) "
+        f"SELECT {out} FROM saved JOIN acts ON acts.uuid = saved.uuid "
+        "LEFT JOIN event ON event.action_id = acts.action_id "
+        "LEFT JOIN block_device_mappings AS b ON b.instance_uuid = saved.uuid "
+        "ORDER BY saved.uuid, b.id")
+    return sql
+
+
+def _start_set(conn: sa.Connection, rows: list[StartRow]) -> dict[Hashable, Found | None]:
+    """Every row's :func:`start` (one shape, distinct uuids) in one statement,
+    by uuid: what :func:`start` returns, None for a row whose save matched
+    nothing (as :func:`start` alone: nothing of it written)."""
+    columns = tuple(sorted(rows[0].event))
+    params: dict[str, Any] = {
+        "uuid": [row.uuid for row in rows], "request": [row.request_id for row in rows],
+        "host": [row.host for row in rows], "node": [row.node_id for row in rows],
+        "v_vm_state": VmState.BUILDING.value,
+        "v_task_state": TaskState.BLOCK_DEVICE_MAPPING.value, "v_updated_at": utcnow(),
+        "w_task_state": TaskState.SCHEDULING.value, "w_vm_state": VmState.BUILDING.value}
+    for name in columns:
+        params[f"e_{name}"] = [row.event[name] for row in rows]
+    result = conn.execute(_start_set_sql(columns), params)
+    cursor = result.cursor
+    try:
+        read = _START_ROW.dicts(conn.dialect, column_types(cursor), cursor.fetchall())
+    finally:
+        result.close()
+    by_uuid: dict[Hashable, list[dict[str, Any]]] = {}
+    for one in read:
+        by_uuid.setdefault(one["uuid"], []).append(one)
+    return {row.uuid: _found(by_uuid[row.uuid]) if row.uuid in by_uuid else None
+            for row in rows}
+
+
+START = SetUnit[StartRow, Found | None](
+    "start", key=lambda row: row.uuid, run_set=_start_set, run_one=_start_one)
+
+
+async def start_together(db: Database, uuid: str, request_id: str, host: str, node_id: int,
+                         event: dict[str, Any]) -> Found | None:
+    """:func:`start` as a unit of its own (PostgreSQL), written in one
+    statement with the other builds' started at the same moment
+    (``cirrus.db.coalesce``); the same outcome as alone."""
+    row = StartRow(uuid, request_id, host, node_id, event)
+    if db.coalescer is None:
+        return await db.run(_start_one, row)
+    return await db.coalescer.run(START, tuple(sorted(event)), row)

@@ -121,7 +121,13 @@ class ConductorManager:
         # The decision's text once per request, and outside the write lock.
         details = scheduled.details(result.get("decision"))
         for uuid, dest in zip(uuids, result["destinations"]):
-            ok = await self.db.run(self._record_host, ctx, uuid, dest, details, scheduled.start)
+            if self.db.is_postgresql:  # one statement with other instances', no transaction
+                ok = await build_folds.record_host_together(
+                    self.db, uuid, ctx.request_id, self._host_values(dest),
+                    self._schedule_event(details, scheduled.start))
+            else:
+                ok = await self.db.run(self._record_host, ctx, uuid, dest, details,
+                                       scheduled.start)
             if not ok:  # deleted meanwhile, or another delivery got there first
                 await self.db.run(self._lost_the_instance, uuid)
                 continue
@@ -245,21 +251,29 @@ class ConductorManager:
     async def _schedule_instances(self, ctx: RequestContext, spec: dict[str, Any]) -> Selection:
         return await self.scheduler_client.select_destinations(ctx, spec)
 
+    @staticmethod
+    def _host_values(dest: Destination) -> dict[str, Any]:
+        """What placing an instance on ``dest`` saves."""
+        # The instance is in its host's zone (Nova's conductor sets it so).
+        zone = {"availability_zone": dest["availability_zone"]} \
+            if dest.get("availability_zone") else {}
+        return {"host": dest["host"], "node": dest["nodename"], "launched_on": dest["host"],
+                "scheduled_at": utcnow(), **zone}
+
+    def _schedule_event(self, details: str, start: dt.datetime) -> dict[str, Any]:
+        """The scheduling event's columns, finished."""
+        return instance_actions.finished_event(SCHEDULE_EVENT, host=self.host, details=details,
+                                               start=start)
+
     @one_statement  # on PostgreSQL (build_folds.record_host)
     def _record_host(self, conn: sa.Connection, ctx: RequestContext, uuid: str,
                      dest: Destination, details: str, start: dt.datetime) -> bool:
         """Put ``uuid`` on its host if it still waits for one, with the
         scheduling event; False, with nothing changed, otherwise."""
-        # The instance is in its host's zone (Nova's conductor sets it so).
-        zone = {"availability_zone": dest["availability_zone"]} \
-            if dest.get("availability_zone") else {}
-        values = {"host": dest["host"], "node": dest["nodename"], "launched_on": dest["host"],
-                  "scheduled_at": utcnow(), **zone}
+        values = self._host_values(dest)
         if conn.dialect.name == "postgresql":
             return build_folds.record_host(conn, uuid, ctx.request_id, values,
-                                           instance_actions.finished_event(
-                                               SCHEDULE_EVENT, host=self.host, details=details,
-                                               start=start))
+                                           self._schedule_event(details, start))
         try:
             inst.save(conn, uuid, values, expected_task_state=[TaskState.SCHEDULING],
                       expected_vm_state=[VmState.BUILDING], expected_host=None)
