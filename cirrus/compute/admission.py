@@ -44,9 +44,13 @@ from cirrus.utils import spawn
 LOG = logging.getLogger(__name__)
 RECOUNT_S = 0.02  # while creates wait: 50 index-only counts a second
 
+# The states as literals, not parameters: PostgreSQL's connections run prepared
+# statements by their generic plan (``db.engine._planned_once``), and only a
+# plan with the values in it can use the partial index of waiting instances.
 _BACKLOG = Prepared(sa.select(sa.func.count()).select_from(instances).where(
-    instances.c.vm_state == VmState.BUILDING.value,
-    instances.c.task_state == TaskState.SCHEDULING.value, instances.c.deleted.is_(False)))
+    instances.c.vm_state == sa.literal_column(f"'{VmState.BUILDING.value}'"),
+    instances.c.task_state == sa.literal_column(f"'{TaskState.SCHEDULING.value}'"),
+    instances.c.deleted.is_(False)))
 
 
 def count_backlog(conn: sa.Connection) -> int:

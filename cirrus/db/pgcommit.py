@@ -82,7 +82,7 @@ def is_deadlock(error: BaseException) -> bool:
 
 def _savepoint(driver: Any, sql: str) -> None:
     try:
-        driver.execute(sql)
+        driver.execute(sql, prepare=False)  # two statements: never prepared
     except Exception as error:  # noqa: BLE001 - whatever the driver says, the batch is lost
         raise _RunAlone(str(error)) from error
 

@@ -121,19 +121,33 @@ def _explain(engine: sa.Engine, sql: str, mode: str) -> str:
 
 def test_the_backlog_count_reads_only_its_partial_index(engine: sa.Engine) -> None:
     """Build admission's count of waiting instances (migration 0004) reads the
-    state index alone, which on PostgreSQL holds only those; its statement,
-    prepared on a pooled connection, keeps a plan with its values (a generic
-    one could not use the index), so it never reads the table."""
+    state index alone, which on PostgreSQL holds only those. Its statement is
+    prepared on a pooled connection and run by its generic plan, as every
+    statement there (``db.engine._planned_once``): with its states as
+    literals, that plan still uses the index and never reads the table."""
     with engine.connect() as conn:
-        for _ in range(12):  # psycopg prepares it at the 5th, the server plans it
+        for _ in range(3):
             assert count_backlog(conn) == 2 * LIVE  # waiting, and placed not started
-        plans = conn.execute(sa.text(
-            "SELECT generic_plans, custom_plans FROM pg_prepared_statements "
+        prepared = conn.execute(sa.text(
+            "SELECT name, generic_plans, custom_plans FROM pg_prepared_statements "
             "WHERE statement LIKE 'SELECT count(*)%instances.vm_state%'")).one()
-    assert plans.generic_plans == 0 and plans.custom_plans > 0, plans
-    text = _explain(engine, "EXPLAIN SELECT count(*) FROM instances WHERE vm_state = 'building' "
-                    "AND task_state = 'scheduling' AND deleted IS false", "auto")
+        assert prepared.generic_plans > 0 and prepared.custom_plans == 0, prepared
+        text = "\n".join(r[0] for r in conn.execute(sa.text(f"EXPLAIN EXECUTE {prepared.name}")))
     assert "Index Only Scan using ix_instances_vm_state_task_state_deleted_id_uuid" in text, text
+
+
+def test_a_statement_is_prepared_and_planned_once(engine: sa.Engine) -> None:
+    """Every statement on cirrus's PostgreSQL connections is prepared at its
+    first execution and run by one generic plan from then on: never planned
+    again per execution."""
+    with engine.connect() as conn:
+        for _ in range(7):
+            conn.execute(sa.select(inst.instances.c.uuid).where(
+                inst.instances.c.uuid == f"spawning-{LIVE - 1}")).all()
+        prepared = conn.execute(sa.text(
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements "
+            "WHERE statement LIKE 'SELECT instances.uuid %'")).one()
+    assert (prepared.generic_plans, prepared.custom_plans) == (7, 0), prepared
 
 
 @pytest.mark.parametrize("mode", ["force_generic_plan", "force_custom_plan"])

@@ -58,7 +58,10 @@ def test_rows_as_from_sqlalchemy(conn: sa.Connection) -> None:
     _fill(conn)
     cursor = MATCH.execute(conn, add=1)
     assert type(cursor) is psycopg.RawCursor
-    assert b"$1" in cursor._query.query  # sent with PostgreSQL's placeholders
+    # Sent with PostgreSQL's placeholders, and prepared at once (make_engine).
+    sent = conn.execute(sa.text("SELECT statement FROM pg_prepared_statements "
+                                "WHERE statement LIKE 'SELECT raw_things.name%'")).scalars().all()
+    assert len(sent) == 1 and "$1" in sent[0], sent
     rows = [tuple(r) for r in cursor.fetchall()]
     assert rows == [tuple(r) for r in conn.execute(MATCH.stmt, {"add": 1})]
     assert rows == [("apple", 2, "50%")]  # 1 < 3; avocado 5, apricot 7 ≥ 3
