@@ -273,29 +273,39 @@ def _path_of(href: str) -> str:
     return parts.path + ("?" + parts.query if parts.query else "")
 
 
+async def single_boot(api: Lean, image: str, network: Any, name: str
+                      ) -> tuple[str, float, float, float]:
+    """One server booted on the idle cloud, polled with GET /servers/{id}
+    every 2 ms (finer than the bulk poll, and light: one cheap read per poll),
+    then deleted: (its id, and the ``time.time()`` of the POST's send, of its
+    answer, and of the poll that saw it ACTIVE)."""
+    sent = time.time()
+    code, body = await api.call("POST", SERVERS, _server_body(name, image, network))
+    answered = time.time()
+    if code != 202:
+        raise RuntimeError(f"POST failed: {code} {body}")
+    server_id = body["server"]["id"]
+    while True:
+        status = (await api.call("GET", f"{SERVERS}/{server_id}"))[1]["server"]["status"]
+        if status in ("ACTIVE", "ERROR"):
+            break
+        await asyncio.sleep(0.002)
+    seen = time.time()
+    if status != "ACTIVE":
+        raise RuntimeError(f"single boot {server_id} ended {status}")
+    await api.call("DELETE", f"{SERVERS}/{server_id}")
+    while (await api.call("GET", f"{SERVERS}/{server_id}"))[0] != 404:
+        await asyncio.sleep(0.01)
+    return server_id, sent, answered, seen
+
+
 async def single_boots(api: Lean, image: str, network: Any, count: int) -> list[float]:
     """POST→ACTIVE of ``count`` servers booted one at a time on the idle cloud
-    (issue 8: under 25 ms), each polled with GET /servers/{id} every 2 ms —
-    finer than the bulk poll, and light: one cheap read per poll. Each server
-    is deleted before the next boots."""
+    (issue 8: under 25 ms), each deleted before the next boots."""
     times = []
     for i in range(count):
-        start = time.perf_counter()
-        code, body = await api.call("POST", SERVERS, _server_body(f"single-{i}", image, network))
-        if code != 202:
-            raise RuntimeError(f"POST failed: {code} {body}")
-        server_id = body["server"]["id"]
-        while True:
-            status = (await api.call("GET", f"{SERVERS}/{server_id}"))[1]["server"]["status"]
-            if status in ("ACTIVE", "ERROR"):
-                break
-            await asyncio.sleep(0.002)
-        if status != "ACTIVE":
-            raise RuntimeError(f"single boot {server_id} ended {status}")
-        times.append(time.perf_counter() - start)
-        await api.call("DELETE", f"{SERVERS}/{server_id}")
-        while (await api.call("GET", f"{SERVERS}/{server_id}"))[0] != 404:
-            await asyncio.sleep(0.01)
+        _id, sent, _answered, seen = await single_boot(api, image, network, f"single-{i}")
+        times.append(seen - sent)
     return times
 
 

@@ -30,7 +30,6 @@ import json
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Iterator
 
@@ -39,7 +38,7 @@ import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _cloud  # noqa: E402
-from boot import SERVERS, Lean, _server_body, cloud_env, ensure_image  # noqa: E402
+from boot import Lean, cloud_env, ensure_image, single_boot  # noqa: E402
 
 Boot = tuple[str, float, float, float]  # server id, POST sent, answered, ACTIVE seen
 _EVENTS = sa.text(
@@ -56,30 +55,10 @@ async def single_boots(url: str, count: int) -> list[Boot]:
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120) as client:
         image = await ensure_image(client)
     api = await Lean(url, headers).open()
-    boots = []
     try:
-        for i in range(count):
-            sent = time.time()
-            code, body = await api.call("POST", SERVERS, _server_body(f"trace-{i}", image, "auto"))
-            answered = time.time()
-            if code != 202:
-                raise RuntimeError(f"POST failed: {code} {body}")
-            server_id = body["server"]["id"]
-            while True:
-                status = (await api.call("GET", f"{SERVERS}/{server_id}"))[1]["server"]["status"]
-                if status in ("ACTIVE", "ERROR"):
-                    break
-                await asyncio.sleep(0.002)
-            seen = time.time()
-            if status != "ACTIVE":
-                raise RuntimeError(f"boot {server_id} ended {status}")
-            boots.append((server_id, sent, answered, seen))
-            await api.call("DELETE", f"{SERVERS}/{server_id}")
-            while (await api.call("GET", f"{SERVERS}/{server_id}"))[0] != 404:
-                await asyncio.sleep(0.01)
+        return [await single_boot(api, image, "auto", f"trace-{i}") for i in range(count)]
     finally:
         await api.close()
-    return boots
 
 
 def _epoch(stamp: dt.datetime | str | None) -> float:
