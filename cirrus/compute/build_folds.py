@@ -167,10 +167,7 @@ async def mark_active_together(db: Database, uuid: str, request_id: str, values:
     statement with the other builds' marked at the same moment
     (``cirrus.db.coalesce``); the same outcome as alone."""
     row = ActiveRow(uuid, request_id, values, event_id, details, steps)
-    if db.coalescer is None:
-        return await db.run(_mark_active_one, row)
-    shape = tuple(sorted({*values, "updated_at"}))
-    return await db.coalescer.run(MARK_ACTIVE, shape, row)
+    return await db.run_row(MARK_ACTIVE, tuple(sorted({*values, "updated_at"})), row)
 
 
 # -- record_host: the conductor's placement and its scheduling event ----------------
@@ -282,10 +279,7 @@ async def record_host_together(db: Database, uuid: str, request_id: str,
     statement with the other instances' placed at the same moment
     (``cirrus.db.coalesce``); the same outcome as alone."""
     row = HostRow(uuid, request_id, values, event)
-    if db.coalescer is None:
-        return await db.run(_record_host_one, row)
-    return await db.coalescer.run(RECORD_HOST, (tuple(sorted(values)), tuple(sorted(event))),
-                                  row)
+    return await db.run_row(RECORD_HOST, (tuple(sorted(values)), tuple(sorted(event))), row)
 
 
 # -- start: the guarded start with its claim check, the build event, the mappings -----
@@ -459,6 +453,4 @@ async def start_together(db: Database, uuid: str, request_id: str, host: str, no
     statement with the other builds' started at the same moment
     (``cirrus.db.coalesce``); the same outcome as alone."""
     row = StartRow(uuid, request_id, host, node_id, event)
-    if db.coalescer is None:
-        return await db.run(_start_one, row)
-    return await db.coalescer.run(START, tuple(sorted(event)), row)
+    return await db.run_row(START, tuple(sorted(event)), row)

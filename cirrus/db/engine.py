@@ -23,19 +23,20 @@ import threading
 import time
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Concatenate, Iterator, ParamSpec, Protocol, TypeVar
+from typing import Any, Callable, Concatenate, Hashable, Iterator, ParamSpec, Protocol, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from cirrus.db import checkpoint, onestatement, pgcommit
-from cirrus.db.coalesce import Coalescer
+from cirrus.db.coalesce import Coalescer, SetUnit
 from cirrus.db.groupcommit import GroupCommit
 from cirrus.db.handoff import settled
 from cirrus.db.rows import json_dumps
 from cirrus.db.workers import WorkerPool
 
 T = TypeVar("T")
+RowT = TypeVar("RowT")
 P = ParamSpec("P")
 # A unit of work: a function of a connection (and its own arguments).
 
@@ -307,6 +308,21 @@ class Database:
         started = time.perf_counter()
         try:
             return await settled(future)
+        finally:
+            self.observer.unit(True, time.perf_counter() - started)
+
+    async def run_row(self, unit: SetUnit[RowT, T], shape: Hashable, row: RowT) -> T:
+        """``unit``'s ``row`` written: on PostgreSQL through :attr:`coalescer`,
+        in one statement with the same-shaped rows of concurrent callers;
+        elsewhere ``unit.run_one`` as a unit of its own. The same outcome
+        either way, and timed as a write unit (the observer's metrics)."""
+        if self.coalescer is None:
+            return await self.run(unit.run_one, row)
+        if self.observer is None:
+            return await self.coalescer.run(unit, shape, row)
+        started = time.perf_counter()
+        try:
+            return await self.coalescer.run(unit, shape, row)
         finally:
             self.observer.unit(True, time.perf_counter() - started)
 
