@@ -194,6 +194,6 @@ def test_one_servers_view_in_one_statement_reads_what_four_read(
 def test_one_servers_view_in_one_statement_of_a_missing_or_deleted_server(db: Database) -> None:
     if not db.is_postgresql:
         pytest.skip("PostgreSQL's statement")
-    for uuid in (_uuid(5), _uuid(99)):  # deleted (STATES[5]), never there
+    for gone in (_uuid(5), _uuid(99)):  # deleted (STATES[5]), never there
         with pytest.raises(queries.exc.InstanceNotFound):
-            db.run_sync(lambda conn: queries.get_for_view_in_one(conn, uuid, groups=False))
+            db.run_sync(lambda conn: queries.get_for_view_in_one(conn, gone, groups=False))
