@@ -159,3 +159,41 @@ def test_one_servers_tags_volumes_and_groups_read_as_for_many(db: Database) -> N
     assert one["volumes_attached"] == many["volumes_attached"] == [
         ("vol-1", True), ("vol-2", False), ("vol-3", True)]
     assert groups == ["g1", "g2"]
+
+
+def _apart(conn: sa.Connection, uuid: str, groups: bool) -> dict[str, Any]:
+    row = queries.get_for_view(conn, uuid)
+    queries.with_tags(conn, [row])
+    queries.with_volumes(conn, [row])
+    if groups:
+        row["server_groups"] = queries.server_groups_of(conn, uuid)
+    return row
+
+
+@pytest.mark.parametrize("groups", [False, True])
+@pytest.mark.parametrize("i", [1, 2, 3, 4])  # tags, volumes, groups; none; no info cache
+def test_one_servers_view_in_one_statement_reads_what_four_read(
+        db: Database, i: int, groups: bool) -> None:
+    if not db.is_postgresql:
+        pytest.skip("the one statement is PostgreSQL's (SQLite reads on the loop's thread)")
+    want = db.run_sync(_apart, _uuid(i), groups)
+    got = db.run_sync(lambda conn: queries.get_for_view_in_one(conn, _uuid(i), groups=groups))
+    if groups:
+        got["server_groups"].sort()
+        want["server_groups"].sort()
+    assert got == want
+    assert list(got) == list(want)  # the same keys in the same order
+    if i == 1:
+        assert got["tags"] == ["a", "b", "c"]
+        assert got["volumes_attached"] == [("vol-1", True), ("vol-2", False), ("vol-3", True)]
+        assert sorted(got.get("server_groups", ["g1", "g2"])) == ["g1", "g2"]
+    else:
+        assert got["tags"] == [] and got["volumes_attached"] == []
+
+
+def test_one_servers_view_in_one_statement_of_a_missing_or_deleted_server(db: Database) -> None:
+    if not db.is_postgresql:
+        pytest.skip("PostgreSQL's statement")
+    for gone in (_uuid(5), _uuid(99)):  # deleted (STATES[5]), never there
+        with pytest.raises(queries.exc.InstanceNotFound):
+            db.run_sync(lambda conn: queries.get_for_view_in_one(conn, gone, groups=False))

@@ -171,6 +171,14 @@ class _OneServer:
 
 
 def _load_one(conn: Any, uuid: str, version: tuple[int, int]) -> _OneServer:
+    if conn.dialect.name == "postgresql":
+        # One statement (a round trip) for the row, its tags, volumes and
+        # groups; the rare fault still its own.
+        row = queries.get_for_view_in_one(conn, uuid, groups=version >= GROUPS_SHOWN)
+        groups = row.pop("server_groups", [])
+        if version < TAGS_SHOWN:
+            del row["tags"]
+        return _OneServer(row, queries.latest_fault(conn, row), groups)
     row = queries.get_for_view(conn, uuid)
     if version >= TAGS_SHOWN:
         queries.with_tags(conn, [row])
