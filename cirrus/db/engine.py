@@ -101,9 +101,10 @@ def _planned_once(parsed: sa.engine.URL) -> dict[str, Any]:
     per connection: prepared at its first execution (psycopg's default waits
     for the fifth), and run by its generic plan from then on (the server's
     default plans the first five executions of a prepared statement afresh
-    too). Until then every execution was parsed and planned: on a boot's
-    path, on an idle cloud, ~6 ms of planning a boot, as much as the
-    statements' execution (the start fold: 1.2 ms planned, 0.55 ms run).
+    too). Until then a small or idle cloud parsed and planned every
+    execution: ~11 ms of planning a single boot (its polls and delete
+    included), as much as the statements' execution (the start fold: 1.2 ms
+    planned, 0.55 ms run; docs/performance.md, round eight).
     The statements are key lookups a generic plan serves as well
     (tests/unit/test_pg_instance_plans.py); the one that needs its values
     planned in (the backlog count, ``compute/admission.py``) has them as
@@ -117,9 +118,9 @@ def _planned_once(parsed: sa.engine.URL) -> dict[str, Any]:
 
 # DB threads on PostgreSQL. Their units mostly wait on the network, so more than
 # the cores; writers batch what queues behind them (``pgcommit``). Each thread
-# is a backend that plans each statement afresh until psycopg has prepared it
-# there: 8 + 6 per process planned twice as often as 4 + 3 (docs/performance.md,
-# "Distributed (issue 22)", round four).
+# is a backend with prepared statements of its own, each planned there once
+# (``_planned_once``); round four measured 8 + 6 per process planning twice as
+# often as 4 + 3, before statements were prepared at their first execution.
 PG_WRITERS = 4
 PG_READERS = 3
 
