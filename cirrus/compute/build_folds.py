@@ -100,6 +100,33 @@ def _mark_active_one(conn: sa.Connection, row: ActiveRow) -> dict[str, Any]:
                        row.steps)
 
 
+def _rows_cte(arrays: list[tuple[str, sa.Column[Any]]]) -> str:
+    """``d``, a set statement's first CTE: the batch's rows, one array
+    parameter per column (``:name``, typed as ``column``), unnested."""
+    from sqlalchemy.dialects import postgresql
+
+    dialect = postgresql.dialect()  # type: ignore[no-untyped-call]
+    unnest = ", ".join(f"CAST(:{name} AS {column.type.compile(dialect)}[])"
+                       for name, column in arrays)
+    names = ", ".join(name for name, _ in arrays)
+    return f"WITH d AS (SELECT * FROM unnest({unnest}) AS d({names})), "
+
+
+def _events_of_saved(event_columns: tuple[str, ...], returning: str = "") -> str:
+    """The CTEs that open each saved row's event (columns ``d.e_<name>``)
+    under its request's latest action (``d.request``): ``acts`` joined to
+    ``saved``, so nothing for a row whose save matched nothing; ``event``
+    the insert (``returning`` its RETURNING clause, if any)."""
+    ev_columns = ", ".join(event_columns)
+    ev_values = ", ".join(f"acts.e_{name}" for name in event_columns)
+    return ("acts AS (SELECT d.*, (SELECT a.id FROM instance_actions AS a "
+            "WHERE a.instance_uuid = d.uuid AND a.request_id = d.request "
+            "ORDER BY a.id DESC LIMIT 1) AS action_id FROM d JOIN saved ON saved.uuid = d.uuid), "
+            f"event AS (INSERT INTO instance_actions_events (action_id, {ev_columns}) "
+            f"SELECT acts.action_id, {ev_values} FROM acts WHERE acts.action_id IS NOT NULL"
+            f"{returning}) ")
+
+
 # The set statement's per-row arrays beside the saved columns' (``v_<column>``).
 _ROW_ARRAYS = (("uuid", instances.c.uuid), ("e_id", ev.c.id), ("e_now", ev.c.finish_time),
                ("a_request", act.c.request_id), ("e_details", ev.c.details),
@@ -114,17 +141,11 @@ def _mark_active_set_sql(columns: tuple[str, ...]) -> sa.TextClause:
     sql = _SET_SQL.get(columns)
     if sql is not None:
         return sql
-    from sqlalchemy.dialects import postgresql
-
-    dialect = postgresql.dialect()  # type: ignore[no-untyped-call]
     arrays = [*_ROW_ARRAYS, *((f"v_{name}", instances.c[name]) for name in columns)]
-    unnest = ", ".join(f"CAST(:{name} AS {column.type.compile(dialect)}[])"
-                       for name, column in arrays)
-    names = ", ".join(name for name, _ in arrays)
     sets = ", ".join(f"{name} = d.v_{name}" for name in columns)
     sql = _SET_SQL[columns] = sa.text(
-        f"WITH d AS (SELECT * FROM unnest({unnest}) AS d({names})), "
-        f"saved AS (UPDATE instances AS i SET {sets} FROM d WHERE i.uuid = d.uuid "
+        _rows_cte(arrays)
+        + f"saved AS (UPDATE instances AS i SET {sets} FROM d WHERE i.uuid = d.uuid "
         # The uuids again, as the primary key's index condition.
         "AND i.uuid = ANY(CAST(:uuid AS VARCHAR(36)[])) "
         "AND i.deleted IS false AND i.task_state = :spawning RETURNING i.uuid), "
@@ -214,12 +235,6 @@ def _record_host_one(conn: sa.Connection, row: HostRow) -> bool:
 _HOST_SET_SQL: dict[tuple[tuple[str, ...], tuple[str, ...]], sa.TextClause] = {}
 
 
-def _pg_type(column: sa.Column[Any]) -> str:
-    from sqlalchemy.dialects import postgresql
-
-    return str(column.type.compile(postgresql.dialect()))  # type: ignore[no-untyped-call]
-
-
 def _record_host_set_sql(columns: tuple[str, ...], event_columns: tuple[str, ...]
                          ) -> sa.TextClause:
     """:func:`record_host` for many rows: the rows as arrays, unnested; each
@@ -232,23 +247,15 @@ def _record_host_set_sql(columns: tuple[str, ...], event_columns: tuple[str, ...
     arrays = [("uuid", instances.c.uuid), ("request", act.c.request_id),
               *((f"v_{name}", instances.c[name]) for name in columns),
               *((f"e_{name}", ev.c[name]) for name in event_columns)]
-    unnest = ", ".join(f"CAST(:{name} AS {_pg_type(column)}[])" for name, column in arrays)
-    names = ", ".join(name for name, _ in arrays)
     sets = ", ".join(f"{name} = d.v_{name}" for name in columns)
-    ev_columns = ", ".join(event_columns)
-    ev_values = ", ".join(f"acts.e_{name}" for name in event_columns)
     sql = _HOST_SET_SQL[columns, event_columns] = sa.text(
-        f"WITH d AS (SELECT * FROM unnest({unnest}) AS d({names})), "
-        f"saved AS (UPDATE instances AS i SET {sets} FROM d WHERE i.uuid = d.uuid "
+        _rows_cte(arrays)
+        + f"saved AS (UPDATE instances AS i SET {sets} FROM d WHERE i.uuid = d.uuid "
         "AND i.uuid = ANY(CAST(:uuid AS VARCHAR(36)[])) AND i.deleted IS false "
         "AND i.task_state = :w_task_state AND i.vm_state = :w_vm_state AND i.host IS NULL "
         "RETURNING i.uuid), "
-        "acts AS (SELECT d.*, (SELECT a.id FROM instance_actions AS a "
-        "WHERE a.instance_uuid = d.uuid AND a.request_id = d.request "
-        "ORDER BY a.id DESC LIMIT 1) AS action_id FROM d JOIN saved ON saved.uuid = d.uuid), "
-        f"event AS (INSERT INTO instance_actions_events (action_id, {ev_columns}) "
-        f"SELECT acts.action_id, {ev_values} FROM acts WHERE acts.action_id IS NOT NULL) "
-        "SELECT uuid FROM saved")
+        + _events_of_saved(event_columns)
+        + "SELECT uuid FROM saved")
     return sql
 
 
@@ -374,29 +381,18 @@ def _start_set_sql(event_columns: tuple[str, ...]) -> sa.TextClause:
     sql = _START_SET_SQL.get(event_columns)
     if sql is not None:
         return sql
-    from sqlalchemy.dialects import postgresql
-
-    dialect = postgresql.dialect()  # type: ignore[no-untyped-call]
-
-    def typed(column: sa.Column[Any]) -> str:
-        return str(column.type.compile(dialect))
-
     arrays = [("uuid", instances.c.uuid), ("request", act.c.request_id),
               ("host", instances.c.host), ("node", sa.Column("node", sa.Integer)),
               *((f"e_{name}", ev.c[name]) for name in event_columns)]
-    unnest = ", ".join(f"CAST(:{name} AS {typed(column)}[])" for name, column in arrays)
-    names = ", ".join(name for name, _ in arrays)
     returning = ", ".join(
         [f"i.{column.key}" for column in instances.c]
         + [f"(SELECT c.{name} FROM allocations AS c WHERE c.consumer_uuid = i.uuid) "
            f"AS claim_{name}" for name in ("vcpus", "memory_mb", "disk_gb")])
     out = ", ".join([f"saved.{key}" for key in _START_KEYS] + ["event.id AS event_id"]
                     + [f"b.{column.key} AS {label}" for column, label in zip(_bdm.c, _BDM_LABELS)])
-    ev_columns = ", ".join(event_columns)
-    ev_values = ", ".join(f"acts.e_{name}" for name in event_columns)
     sql = _START_SET_SQL[event_columns] = sa.text(
-        f"WITH d AS (SELECT * FROM unnest({unnest}) AS d({names})), "
-        "saved AS (UPDATE instances AS i SET vm_state = :v_vm_state, "
+        _rows_cte(arrays)
+        + "saved AS (UPDATE instances AS i SET vm_state = :v_vm_state, "
         "task_state = :v_task_state, updated_at = :v_updated_at FROM d "
         "WHERE i.uuid = d.uuid AND i.uuid = ANY(CAST(:uuid AS VARCHAR(36)[])) "
         "AND i.deleted IS false AND i.task_state = :w_task_state "
@@ -404,13 +400,9 @@ def _start_set_sql(event_columns: tuple[str, ...]) -> sa.TextClause:
         "AND EXISTS (SELECT FROM allocations AS c "
         "WHERE c.consumer_uuid = i.uuid AND c.node_id = d.node) "
         f"RETURNING {returning}), "
-        "acts AS (SELECT d.*, (SELECT a.id FROM instance_actions AS a "
-        "WHERE a.instance_uuid = d.uuid AND a.request_id = d.request "
-        "ORDER BY a.id DESC LIMIT 1) AS action_id FROM d JOIN saved ON saved.uuid = d.uuid), "
-        f"event AS (INSERT INTO instance_actions_events (action_id, {ev_columns}) "
-        f"SELECT acts.action_id, {ev_values} FROM acts WHERE acts.action_id IS NOT NULL "
-        "RETURNING instance_actions_events.id, instance_actions_events.action_id) "
-        f"SELECT {out} FROM saved JOIN acts ON acts.uuid = saved.uuid "
+        + _events_of_saved(event_columns, " RETURNING instance_actions_events.id, "
+                           "instance_actions_events.action_id")
+        + f"SELECT {out} FROM saved JOIN acts ON acts.uuid = saved.uuid "
         "LEFT JOIN event ON event.action_id = acts.action_id "
         "LEFT JOIN block_device_mappings AS b ON b.instance_uuid = saved.uuid "
         "ORDER BY saved.uuid, b.id")
