@@ -32,7 +32,6 @@ from cirrus.config import Settings
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
 from cirrus.db.engine import Database
-from cirrus.db.onestatement import one_statement
 from cirrus.db.prepared import Prepared
 from cirrus.db.rows import read_here
 from cirrus.network.api import make_network_api
@@ -265,17 +264,15 @@ class ConductorManager:
         return instance_actions.finished_event(SCHEDULE_EVENT, host=self.host, details=details,
                                                start=start)
 
-    @one_statement  # on PostgreSQL (build_folds.record_host)
     def _record_host(self, conn: sa.Connection, ctx: RequestContext, uuid: str,
                      dest: Destination, details: str, start: dt.datetime) -> bool:
         """Put ``uuid`` on its host if it still waits for one, with the
-        scheduling event; False, with nothing changed, otherwise."""
-        values = self._host_values(dest)
-        if conn.dialect.name == "postgresql":
-            return build_folds.record_host(conn, uuid, ctx.request_id, values,
-                                           self._schedule_event(details, start))
+        scheduling event; False, with nothing changed, otherwise. (SQLite's
+        unit; PostgreSQL writes the same in one statement shared with other
+        placements, ``build_folds.record_host_together``.)"""
         try:
-            inst.save(conn, uuid, values, expected_task_state=[TaskState.SCHEDULING],
+            inst.save(conn, uuid, self._host_values(dest),
+                      expected_task_state=[TaskState.SCHEDULING],
                       expected_vm_state=[VmState.BUILDING], expected_host=None)
         except (exc.InstanceNotFound, exc.UnexpectedTaskStateError):
             return False
