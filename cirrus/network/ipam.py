@@ -6,6 +6,7 @@ import functools
 import ipaddress
 import itertools
 import random
+import socket
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
@@ -42,6 +43,8 @@ _INSERT = Prepared(ip_allocations.insert().values(**_ROW))
 # whether the row went in.
 _INSERT_IF_FREE = Prepared(postgresql.insert(ip_allocations).values(**_ROW)
                            .on_conflict_do_nothing().returning(ip_allocations.c.ip_address))
+_USED = Prepared(sa.select(ip_allocations.c.ip_address).where(
+    ip_allocations.c.subnet_id == sa.bindparam("w_subnet")))
 _MAC_USED = Prepared(sa.select(ports.c.id).where(
     ports.c.network_id == sa.bindparam("w_network"), ports.c.mac_address == sa.bindparam("w_mac")))
 
@@ -79,12 +82,31 @@ _SPREAD = random.Random()
 
 
 def _pool_addresses(pools: list[dict[str, str]]) -> Iterator[str]:
+    return _free_in_pools(pools, set())
+
+
+def _free_in_pools(pools: list[dict[str, str]], used: set[int]) -> Iterator[str]:
+    """The addresses of ``pools`` in order whose integers are not in ``used``,
+    made into text only as they are taken (a walk passes every used one)."""
     for pool in pools:
-        start, end = ipaddress.ip_address(pool["start"]), ipaddress.ip_address(pool["end"])
-        current = start
-        while _between(current, start, end):
-            yield str(current)
-            current += 1
+        kind, first, last = _pool_range(pool["start"], pool["end"])
+        for value in range(first, last + 1):
+            if value not in used:
+                yield str(kind(value))
+
+
+def _address_value(address: str) -> int:
+    """The integer of an address as the database holds it (canonical text):
+    ``inet_pton`` reads it in a fraction of ``ipaddress``'s time, and a walk
+    reads every address of the subnet."""
+    try:
+        family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        return int.from_bytes(socket.inet_pton(family, address), "big")
+    except OSError:  # another spelling (a scope): the slow reading
+        try:
+            return int(ipaddress.ip_address(address))
+        except ValueError:
+            return -1  # no address: stands for none of the pools'
 
 
 def in_pools(address: str, pools: list[dict[str, str]]) -> bool:
@@ -94,19 +116,23 @@ def in_pools(address: str, pools: list[dict[str, str]]) -> bool:
 
 
 @functools.lru_cache(maxsize=1024)
-def _pool_bounds(start: str, end: str) -> tuple[Any, int]:
-    """A pool's first address and size, parsed once per pool (every boot
-    allocates from the same few pools; parsing was most of nth_in_pools)."""
-    first = ipaddress.ip_address(start)
-    return first, int(ipaddress.ip_address(end)) - int(first) + 1
+def _pool_range(start: str, end: str) -> tuple[type[Address], int, int]:
+    """A pool as its address type and first and last integers, parsed once
+    per pool (every boot allocates from the same few pools); empty (last
+    before first) if its ends are of two IP versions."""
+    low, high = ipaddress.ip_address(start), ipaddress.ip_address(end)
+    if low.version != high.version:
+        return type(low), 1, 0
+    return type(low), int(low), int(high)
 
 
 def nth_in_pools(pools: list[dict[str, str]], n: int) -> str | None:
     """The ``n``-th address (from 0) of ``pools`` in order, or None past their end."""
     for pool in pools:
-        first, size = _pool_bounds(pool["start"], pool["end"])
+        kind, first, last = _pool_range(pool["start"], pool["end"])
+        size = max(0, last - first + 1)
         if n < size:
-            return str(first + n)
+            return str(kind(first + n))
         n -= size
     return None
 
@@ -318,10 +344,11 @@ def _walk(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
     allocations, past those of ``in_flight`` (indices); where allocations race
     (``contended``), one of the first few free ones at random, so that the
     racers do not all try the same."""
-    used = set(conn.execute(sa.select(ip_allocations.c.ip_address).where(
-        ip_allocations.c.subnet_id == subnet["id"])).scalars())
-    used.update(address for address in (nth_in_pools(pools, i) for i in in_flight) if address)
-    free = (candidate for candidate in _pool_addresses(pools) if candidate not in used)
+    used = {_address_value(address)
+            for address, in _USED.execute(conn, w_subnet=subnet["id"]).fetchall()}
+    used.update(_address_value(address)
+                for address in (nth_in_pools(pools, i) for i in in_flight) if address)
+    free = _free_in_pools(pools, used)
     first = [candidate for _, candidate in zip(range(SPREAD_WINDOW if contended else 0), free)]
     _SPREAD.shuffle(first)
     for candidate in itertools.chain(first, free):

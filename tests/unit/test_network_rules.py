@@ -65,6 +65,26 @@ def test_pool_addresses_walk_one_pool(pool: dict[str, str], addresses: list[str]
     assert list(ipam._pool_addresses([pool])) == addresses
 
 
+@pytest.mark.parametrize("address", ["10.0.0.2", "0.0.0.0", "255.255.255.255", "::1",
+                                     "2001:db8::a:1", "2001:DB8::A:1", "fe80::1%eth0"])
+def test_an_address_value_is_its_integer(address: str) -> None:
+    """The walk reads every used address by ``inet_pton``; any spelling
+    ``ipaddress`` reads gives the same integer (a scope: the slow way)."""
+    import ipaddress
+    assert ipam._address_value(address) == int(ipaddress.ip_address(address))
+
+
+def test_an_unreadable_used_address_matches_no_pool_address() -> None:
+    assert ipam._address_value("not-an-address") == -1
+    assert list(ipam._free_in_pools([{"start": "10.0.0.1", "end": "10.0.0.2"}],
+                                    {ipam._address_value("junk")})) == ["10.0.0.1", "10.0.0.2"]
+
+
+def test_nth_in_pools_skips_a_pool_across_ip_versions() -> None:
+    pools = [{"start": "0.0.0.1", "end": "::3"}, {"start": "::fe", "end": "::100"}]
+    assert [ipam.nth_in_pools(pools, n) for n in range(4)] == ["::fe", "::ff", "::100", None]
+
+
 def _subnet(conn: sa.Connection) -> dict[str, Any]:
     ctx = RequestContext(project_id="p", roles=["admin"])
     net = create_network(conn, ctx, {"name": "n", "project_id": "p"})
