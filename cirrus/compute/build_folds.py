@@ -149,19 +149,15 @@ def _events_of_saved(event_columns: tuple[str, ...], returning: str = "") -> str
 _ROW_FIELDS = (("uuid", instances.c.uuid), ("e_id", ev.c.id), ("e_now", ev.c.finish_time),
                ("a_request", act.c.request_id), ("e_details", ev.c.details),
                ("e_steps", ev.c.steps))
-_SET_SQL: dict[tuple[str, ...], sa.TextClause] = {}
 
 
 def _mark_active_set_sql(columns: tuple[str, ...]) -> sa.TextClause:
     """:func:`mark_active` for many rows: the rows from one JSON parameter; each
     row's event and action closed only if its own save matched (joined to
     ``saved``); the uuids saved come back."""
-    sql = _SET_SQL.get(columns)
-    if sql is not None:
-        return sql
     fields = [*_ROW_FIELDS, *((f"v_{name}", instances.c[name]) for name in columns)]
     sets = ", ".join(f"{name} = d.v_{name}" for name in columns)
-    sql = _SET_SQL[columns] = sa.text(
+    return sa.text(
         _rows_cte(fields)
         + f"saved AS (UPDATE instances AS i SET {sets} FROM d WHERE i.uuid = d.uuid "
         # The uuids again, as the primary key's index condition.
@@ -175,7 +171,11 @@ def _mark_active_set_sql(columns: tuple[str, ...]) -> sa.TextClause:
         "updated_at = d.e_now FROM d JOIN saved ON saved.uuid = d.uuid "
         "WHERE a.instance_uuid = d.uuid AND a.request_id = d.a_request) "
         "SELECT uuid FROM saved")
-    return sql
+
+
+# Run as prepared statements (``$n`` placeholders, psycopg's raw cursor):
+# through ``conn.execute`` psycopg parsed the long text at every execute.
+_MARK_ACTIVE_SET = PreparedCache(_mark_active_set_sql)
 
 
 def _mark_active_set(conn: sa.Connection, rows: list[ActiveRow]) -> dict[Hashable, Any]:
@@ -192,7 +192,7 @@ def _mark_active_set(conn: sa.Connection, rows: list[ActiveRow]) -> dict[Hashabl
                              "e_steps": row.steps,
                              **{f"v_{name}": values[name] for name in columns}}
                             for row, values in zip(rows, written)])}
-    saved = set(conn.execute(_mark_active_set_sql(columns), params).scalars())
+    saved = {uuid for uuid, in _MARK_ACTIVE_SET[columns].execute(conn, **params).fetchall()}
     return {row.uuid: values for row, values in zip(rows, written) if row.uuid in saved}
 
 
@@ -251,23 +251,17 @@ def _record_host_one(conn: sa.Connection, row: HostRow) -> bool:
     return record_host(conn, row.uuid, row.request_id, row.values, row.event)
 
 
-_HOST_SET_SQL: dict[tuple[tuple[str, ...], tuple[str, ...]], sa.TextClause] = {}
-
-
-def _record_host_set_sql(columns: tuple[str, ...], event_columns: tuple[str, ...]
-                         ) -> sa.TextClause:
+def _record_host_set_sql(key: tuple[tuple[str, ...], tuple[str, ...]]) -> sa.TextClause:
     """:func:`record_host` for many rows: the rows from one JSON parameter; each
     row's save guarded as alone; each saved row's event inserted under its
     own request's latest action (``acts``, joined to ``saved``: nothing for
     a row whose save matched nothing); the uuids saved come back."""
-    sql = _HOST_SET_SQL.get((columns, event_columns))
-    if sql is not None:
-        return sql
+    columns, event_columns = key
     fields = [("uuid", instances.c.uuid), ("request", act.c.request_id),
               *((f"v_{name}", instances.c[name]) for name in columns),
               *((f"e_{name}", ev.c[name]) for name in event_columns)]
     sets = ", ".join(f"{name} = d.v_{name}" for name in columns)
-    sql = _HOST_SET_SQL[columns, event_columns] = sa.text(
+    return sa.text(
         _rows_cte(fields)
         + f"saved AS (UPDATE instances AS i SET {sets} FROM d WHERE i.uuid = d.uuid "
         "AND i.uuid = ANY(CAST(:uuid AS VARCHAR(36)[])) AND i.deleted IS false "
@@ -275,7 +269,9 @@ def _record_host_set_sql(columns: tuple[str, ...], event_columns: tuple[str, ...
         "RETURNING i.uuid), "
         + _events_of_saved(event_columns)
         + "SELECT uuid FROM saved")
-    return sql
+
+
+_RECORD_HOST_SET = PreparedCache(_record_host_set_sql)
 
 
 def _record_host_set(conn: sa.Connection, rows: list[HostRow]) -> dict[Hashable, bool]:
@@ -291,7 +287,8 @@ def _record_host_set(conn: sa.Connection, rows: list[HostRow]) -> dict[Hashable,
                              **{f"v_{name}": values[name] for name in columns},
                              **{f"e_{name}": row.event[name] for name in event_columns}}
                             for row, values in zip(rows, written)])}
-    saved = set(conn.execute(_record_host_set_sql(columns, event_columns), params).scalars())
+    saved = {uuid for uuid, in
+             _RECORD_HOST_SET[columns, event_columns].execute(conn, **params).fetchall()}
     return {row.uuid: row.uuid in saved for row in rows}
 
 
@@ -387,9 +384,6 @@ def _found(rows: list[dict[str, Any]]) -> Found:
     return instance, first["event_id"], mappings
 
 
-_START_SET_SQL: dict[tuple[str, ...], sa.TextClause] = {}
-
-
 def _start_set_sql(event_columns: tuple[str, ...]) -> sa.TextClause:
     """:func:`start` for many rows: the rows from one JSON parameter; each row's
     save guarded as alone (its own host and claim's node); each saved row's
@@ -397,9 +391,6 @@ def _start_set_sql(event_columns: tuple[str, ...]) -> sa.TextClause:
     once, joined to ``saved``: nothing for a row whose save matched
     nothing); the same columns out as :func:`start`'s, by instance then
     mapping."""
-    sql = _START_SET_SQL.get(event_columns)
-    if sql is not None:
-        return sql
     fields = [("uuid", instances.c.uuid), ("request", act.c.request_id),
               ("host", instances.c.host), ("node", sa.Column("node", sa.Integer)),
               *((f"e_{name}", ev.c[name]) for name in event_columns)]
@@ -409,7 +400,7 @@ def _start_set_sql(event_columns: tuple[str, ...]) -> sa.TextClause:
            f"AS claim_{name}" for name in ("vcpus", "memory_mb", "disk_gb")])
     out = ", ".join([f"saved.{key}" for key in _START_KEYS] + ["event.id AS event_id"]
                     + [f"b.{column.key} AS {label}" for column, label in zip(_bdm.c, _BDM_LABELS)])
-    sql = _START_SET_SQL[event_columns] = sa.text(
+    return sa.text(
         _rows_cte(fields)
         + "saved AS (UPDATE instances AS i SET vm_state = :v_vm_state, "
         "task_state = :v_task_state, updated_at = :v_updated_at FROM d "
@@ -425,7 +416,9 @@ def _start_set_sql(event_columns: tuple[str, ...]) -> sa.TextClause:
         "LEFT JOIN event ON event.action_id = acts.action_id "
         "LEFT JOIN block_device_mappings AS b ON b.instance_uuid = saved.uuid "
         "ORDER BY saved.uuid, b.id")
-    return sql
+
+
+_START_SET = PreparedCache(_start_set_sql)
 
 
 def _start_set(conn: sa.Connection, rows: list[StartRow]) -> dict[Hashable, Found | None]:
@@ -442,12 +435,11 @@ def _start_set(conn: sa.Connection, rows: list[StartRow]) -> dict[Hashable, Foun
                              "node": row.node_id,
                              **{f"e_{name}": row.event[name] for name in columns}}
                             for row in rows])}
-    result = conn.execute(_start_set_sql(columns), params)
-    cursor = result.cursor
+    cursor = _START_SET[columns].execute(conn, **params)
     try:
         read = _START_ROW.dicts(conn.dialect, column_types(cursor), cursor.fetchall())
     finally:
-        result.close()
+        cursor.close()
     by_uuid: dict[Hashable, list[dict[str, Any]]] = {}
     for one in read:
         by_uuid.setdefault(one["uuid"], []).append(one)
