@@ -45,6 +45,21 @@ _INSERT_IF_FREE = Prepared(postgresql.insert(ip_allocations).values(**_ROW)
                            .on_conflict_do_nothing().returning(ip_allocations.c.ip_address))
 _USED = Prepared(sa.select(ip_allocations.c.ip_address).where(
     ip_allocations.c.subnet_id == sa.bindparam("w_subnet")))
+# PostgreSQL, a guessed address: taken only if no other transaction is trying
+# it (an advisory lock on the subnet and address, held to the transaction's
+# end). Without it, computes in separate processes guessing the same address
+# each waited for the first one's COMMIT to learn it was taken (3 ms a lost
+# guess, most of a boot's guesses at 50 in flight: docs/performance.md, round
+# nine); a busy address is skipped at once, as this process's ``InFlight``
+# skips its own. The unique key still decides.
+_TRY_LOCK = sa.func.pg_try_advisory_xact_lock(sa.func.hashtext(sa.bindparam("v_subnet")),
+                                              sa.func.hashtext(sa.bindparam("v_address")))
+_LOCK = sa.select(_TRY_LOCK.label("held")).cte("lock")
+_GUESS = postgresql.insert(ip_allocations).from_select(
+    list(_ROW), sa.select(*_ROW.values()).select_from(_LOCK).where(_LOCK.c.held)
+).on_conflict_do_nothing().returning(ip_allocations.c.ip_address).cte("guess")
+_INSERT_GUESS = Prepared(sa.select(sa.select(_LOCK.c.held).scalar_subquery(),
+                                   sa.select(_GUESS.c.ip_address).scalar_subquery()))
 _MAC_USED = Prepared(sa.select(ports.c.id).where(
     ports.c.network_id == sa.bindparam("w_network"), ports.c.mac_address == sa.bindparam("w_mac")))
 
@@ -225,6 +240,28 @@ def _insert(conn: sa.Connection, subnet: dict[str, Any], port_id: str, address: 
         return False
 
 
+# What a guess met: it went in, another transaction is trying it (PostgreSQL:
+# skip it, the count says nothing new), or it is taken.
+IN, BUSY, TAKEN = "in", "busy", "taken"
+# Busy addresses a guess passes over before it counts as a lost one: about
+# the allocations in flight at once.
+BUSY_SKIPS = 64
+
+
+def _try_insert(conn: sa.Connection, subnet: dict[str, Any], port_id: str, address: str) -> str:
+    """Record the guessed ``address`` for ``port_id`` unless another
+    transaction is trying it (PostgreSQL's advisory lock): IN, BUSY or TAKEN."""
+    if conn.dialect.name != "postgresql":
+        return IN if _insert(conn, subnet, port_id, address) else TAKEN
+    held, got = _INSERT_GUESS.execute(
+        conn, v_network=subnet["network_id"], v_address=address, v_subnet=subnet["id"],
+        v_port=port_id).fetchone()
+    if got is None:
+        return TAKEN if held else BUSY
+    pending.add(conn, f"allocated:{subnet['id']}", {"n": 1})
+    return IN
+
+
 def allocate_ip(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
                 address: str | None = None, taken: dict[str, int] | None = None,
                 claims: Claims | None = None) -> str:
@@ -310,20 +347,29 @@ def _allocate_next(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
         count = with_earlier_units(conn, subnet["id"],
                                    _TAKEN.execute(conn, w_subnet=subnet["id"]).fetchone()[0])
     contended = False
-    for attempt in range(GUESSES):
+    attempt = skips = floor = 0
+    while attempt < GUESSES:
         # From the third guess on, a racing herd is spread over a window
         # above the count: every racer lost the count-th address to one
         # winner, then the next one to another; trying the same one again
         # would let one more of them through per round.
         spread = _SPREAD.randrange(SPREAD_WINDOW) if attempt >= 2 else 0
-        index = count + spread
+        index = max(count + spread, floor)
         if claims is not None:
             index = claims.claim(subnet["id"], index)
         guess = nth_in_pools(pools, index)
         if guess is None:
             break
-        if _insert(conn, subnet, port_id, guess):
+        outcome = _try_insert(conn, subnet, port_id, guess)
+        if outcome == IN:
             return guess
+        if outcome == BUSY and skips < BUSY_SKIPS:
+            # Another process's allocation in flight: the next address, as
+            # past this process's own (``claims``).
+            skips += 1
+            floor = index + 1
+            continue
+        attempt += 1
         # Taken: by a hole's neighbour, or (PostgreSQL, computes allocating
         # side by side) by a transaction that committed after our count was
         # read. Its insert is in the counter now: count again, not the walk
@@ -352,8 +398,8 @@ def _walk(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
     first = [candidate for _, candidate in zip(range(SPREAD_WINDOW if contended else 0), free)]
     _SPREAD.shuffle(first)
     for candidate in itertools.chain(first, free):
-        if _insert(conn, subnet, port_id, candidate):
-            return candidate  # a taken one was a concurrent allocation: next
+        if _try_insert(conn, subnet, port_id, candidate) == IN:
+            return candidate  # a taken or busy one: a concurrent allocation's; next
     raise exc.IpAddressGenerationFailure(net_id=subnet["network_id"])
 
 

@@ -251,34 +251,54 @@ def _allocate_claimed(conn: sa.Connection, subnet: dict[str, Any], claims: ipam.
     return ipam.allocate_ip(conn, subnet, port["id"], taken=taken, claims=claims)
 
 
-@pytest.mark.parametrize("shared, second", [(True, "10.6.0.3"), (False, None)])
-def test_allocations_in_flight_in_one_process_guess_past_each_other(
-        engine: sa.Engine, shared: bool, second: str | None) -> None:
-    """Two transactions of one process read the same count: the second skips
-    the address the first holds uncommitted instead of waiting for its COMMIT
-    to lose it (without a shared InFlight it waits: lock_timeout). Released
-    once the transactions end, the next one alone guesses from the counter."""
-    subnet = _subnet_of_new_network(engine, "10.6.0.0/28")
+@pytest.mark.parametrize("shared", [True, False])
+def test_allocations_in_flight_guess_past_each_other(engine: sa.Engine, shared: bool) -> None:
+    """Two transactions read the same count: the second skips the address the
+    first holds uncommitted instead of waiting for its COMMIT to lose it
+    (lock_timeout would say it waited) — in one process by their shared
+    InFlight, in two (``shared`` False) by the address's advisory lock.
+    Released once the transactions end, the next one alone guesses from the
+    counter."""
+    subnet = _subnet_of_new_network(engine, "10.6.0.0/28" if shared else "10.5.0.0/28")
+    prefix = "10.6.0." if shared else "10.5.0."
     in_flight = ipam.InFlight()
     first_claims = ipam.Claims(in_flight)
     with engine.connect() as first:
         first.begin()
-        assert _allocate_claimed(first, subnet, first_claims) == "10.6.0.2"
+        assert _allocate_claimed(first, subnet, first_claims) == prefix + "2"
         other = ipam.Claims(in_flight if shared else ipam.InFlight())
         with engine.connect() as conn, conn.begin():
             conn.execute(sa.text("SET LOCAL lock_timeout = '300ms'"))
-            if second is None:
-                with pytest.raises(sa.exc.OperationalError, match="lock timeout"):
-                    _allocate_claimed(conn, subnet, other)
-            else:
-                assert _allocate_claimed(conn, subnet, other) == second
+            assert _allocate_claimed(conn, subnet, other) == prefix + "3"
         other.release()
         first.commit()
     first_claims.release()
     assert in_flight.held(subnet["id"]) == set()
     with engine.begin() as conn:
-        expected = "10.6.0.4" if shared else "10.6.0.3"
-        assert _allocate_claimed(conn, subnet, ipam.Claims(in_flight)) == expected
+        assert _allocate_claimed(conn, subnet, ipam.Claims(in_flight)) == prefix + "4"
+
+
+def test_a_guess_is_busy_while_another_transaction_tries_it_then_taken(
+        engine: sa.Engine) -> None:
+    """``_try_insert``: BUSY (no wait) while another transaction holds the
+    address uncommitted, TAKEN once it committed, IN for a free one; an
+    explicit address (``_insert``) still waits for the holder, as it must
+    learn whether the address is taken."""
+    subnet = _subnet_of_new_network(engine, "10.4.0.0/28")
+    values = {"network_id": subnet["network_id"], "fixed_ips": []}
+    with engine.connect() as first:
+        first.begin()
+        port = port_db.create_port(first, ADMIN, values, "fa:16:3e:00:00:00")
+        assert ipam._try_insert(first, subnet, port["id"], "10.4.0.9") == ipam.IN
+        with engine.connect() as conn, conn.begin():
+            conn.execute(sa.text("SET LOCAL lock_timeout = '300ms'"))
+            other = port_db.create_port(conn, ADMIN, values, "fa:16:3e:00:00:00")
+            assert ipam._try_insert(conn, subnet, other["id"], "10.4.0.9") == ipam.BUSY
+            assert ipam._try_insert(conn, subnet, other["id"], "10.4.0.10") == ipam.IN
+        first.commit()
+    with engine.connect() as conn, conn.begin():
+        other = port_db.create_port(conn, ADMIN, values, "fa:16:3e:00:00:00")
+        assert ipam._try_insert(conn, subnet, other["id"], "10.4.0.9") == ipam.TAKEN
 
 
 def _auto_allocation(conn: sa.Connection, uuid_: str, limit: int) -> Any:
@@ -374,3 +394,20 @@ def test_a_port_and_its_first_address_go_in_one_statement(
         assert [ip["ip_address"] for ip in fixed] == ["10.3.0.4"]
         assert port_db.fixed_ips_of(conn, [third["id"]])[third["id"]] == fixed
     assert in_flight.held(subnet["id"]) == {0, 1} and other.held(subnet["id"]) == {0, 1, 2}
+
+
+def test_a_first_guess_another_process_holds_is_passed_without_waiting(
+        engine: sa.Engine) -> None:
+    """Two processes' computes read the same count: the second's port goes in
+    with the next address, its first guess skipped on the first's advisory
+    lock instead of waiting for the first's COMMIT (lock_timeout)."""
+    subnet = _subnet_of_new_network(engine, "10.2.0.0/28")
+    with engine.connect() as first:
+        first.begin()
+        _, fixed = _create_guessing(first, subnet, {subnet["id"]: 0}, ipam.InFlight())
+        assert [ip["ip_address"] for ip in fixed] == ["10.2.0.2"]
+        with engine.connect() as conn, conn.begin():
+            conn.execute(sa.text("SET LOCAL lock_timeout = '300ms'"))
+            _, fixed = _create_guessing(conn, subnet, {subnet["id"]: 0}, ipam.InFlight())
+            assert [ip["ip_address"] for ip in fixed] == ["10.2.0.3"]
+        first.commit()
