@@ -2,6 +2,7 @@
 a candidate that loses a race is simply the next one tried."""
 from __future__ import annotations
 
+import enum
 import functools
 import ipaddress
 import itertools
@@ -240,26 +241,33 @@ def _insert(conn: sa.Connection, subnet: dict[str, Any], port_id: str, address: 
         return False
 
 
-# What a guess met: it went in, another transaction is trying it (PostgreSQL:
-# skip it, the count says nothing new), or it is taken.
-IN, BUSY, TAKEN = "in", "busy", "taken"
+class Guess(enum.Enum):
+    """What a guessed address met: it went in, another transaction is trying
+    it (PostgreSQL: skip it, the count says nothing new), or it is taken."""
+
+    IN = "in"
+    BUSY = "busy"
+    TAKEN = "taken"
+
+
 # Busy addresses a guess passes over before it counts as a lost one: about
 # the allocations in flight at once.
 BUSY_SKIPS = 64
 
 
-def _try_insert(conn: sa.Connection, subnet: dict[str, Any], port_id: str, address: str) -> str:
+def _try_insert(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
+                address: str) -> Guess:
     """Record the guessed ``address`` for ``port_id`` unless another
-    transaction is trying it (PostgreSQL's advisory lock): IN, BUSY or TAKEN."""
+    transaction is trying it (PostgreSQL's advisory lock)."""
     if conn.dialect.name != "postgresql":
-        return IN if _insert(conn, subnet, port_id, address) else TAKEN
+        return Guess.IN if _insert(conn, subnet, port_id, address) else Guess.TAKEN
     held, got = _INSERT_GUESS.execute(
         conn, v_network=subnet["network_id"], v_address=address, v_subnet=subnet["id"],
         v_port=port_id).fetchone()
     if got is None:
-        return TAKEN if held else BUSY
+        return Guess.TAKEN if held else Guess.BUSY
     pending.add(conn, f"allocated:{subnet['id']}", {"n": 1})
-    return IN
+    return Guess.IN
 
 
 def allocate_ip(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
@@ -361,9 +369,9 @@ def _allocate_next(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
         if guess is None:
             break
         outcome = _try_insert(conn, subnet, port_id, guess)
-        if outcome == IN:
+        if outcome is Guess.IN:
             return guess
-        if outcome == BUSY and skips < BUSY_SKIPS:
+        if outcome is Guess.BUSY and skips < BUSY_SKIPS:
             # Another process's allocation in flight: the next address, as
             # past this process's own (``claims``).
             skips += 1
@@ -397,9 +405,17 @@ def _walk(conn: sa.Connection, subnet: dict[str, Any], port_id: str,
     free = _free_in_pools(pools, used)
     first = [candidate for _, candidate in zip(range(SPREAD_WINDOW if contended else 0), free)]
     _SPREAD.shuffle(first)
+    busy = []
     for candidate in itertools.chain(first, free):
-        if _try_insert(conn, subnet, port_id, candidate) == IN:
-            return candidate  # a taken or busy one: a concurrent allocation's; next
+        outcome = _try_insert(conn, subnet, port_id, candidate)
+        if outcome is Guess.IN:
+            return candidate
+        if outcome is Guess.BUSY:  # a concurrent allocation's, which may yet roll back
+            busy.append(candidate)
+    # Nothing else free: wait for those in flight to learn which are taken.
+    for candidate in busy:
+        if _insert(conn, subnet, port_id, candidate):
+            return candidate
     raise exc.IpAddressGenerationFailure(net_id=subnet["network_id"])
 
 

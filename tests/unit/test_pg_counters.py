@@ -289,16 +289,16 @@ def test_a_guess_is_busy_while_another_transaction_tries_it_then_taken(
     with engine.connect() as first:
         first.begin()
         port = port_db.create_port(first, ADMIN, values, "fa:16:3e:00:00:00")
-        assert ipam._try_insert(first, subnet, port["id"], "10.4.0.9") == ipam.IN
+        assert ipam._try_insert(first, subnet, port["id"], "10.4.0.9") is ipam.Guess.IN
         with engine.connect() as conn, conn.begin():
             conn.execute(sa.text("SET LOCAL lock_timeout = '300ms'"))
             other = port_db.create_port(conn, ADMIN, values, "fa:16:3e:00:00:00")
-            assert ipam._try_insert(conn, subnet, other["id"], "10.4.0.9") == ipam.BUSY
-            assert ipam._try_insert(conn, subnet, other["id"], "10.4.0.10") == ipam.IN
+            assert ipam._try_insert(conn, subnet, other["id"], "10.4.0.9") is ipam.Guess.BUSY
+            assert ipam._try_insert(conn, subnet, other["id"], "10.4.0.10") is ipam.Guess.IN
         first.commit()
     with engine.connect() as conn, conn.begin():
         other = port_db.create_port(conn, ADMIN, values, "fa:16:3e:00:00:00")
-        assert ipam._try_insert(conn, subnet, other["id"], "10.4.0.9") == ipam.TAKEN
+        assert ipam._try_insert(conn, subnet, other["id"], "10.4.0.9") is ipam.Guess.TAKEN
 
 
 def _auto_allocation(conn: sa.Connection, uuid_: str, limit: int) -> Any:
@@ -411,3 +411,37 @@ def test_a_first_guess_another_process_holds_is_passed_without_waiting(
             _, fixed = _create_guessing(conn, subnet, {subnet["id"]: 0}, ipam.InFlight())
             assert [ip["ip_address"] for ip in fixed] == ["10.2.0.3"]
         first.commit()
+
+
+def test_a_walk_that_finds_only_busy_addresses_waits_for_them(engine: sa.Engine) -> None:
+    """Past every free address, the walk goes back to those another
+    transaction was trying and waits for it: rolled back, the address is
+    this one's (not IpAddressGenerationFailure while one may come free)."""
+    subnet = _subnet_of_new_network(engine, "10.1.0.0/29")  # pool 10.1.0.2-10.1.0.6
+    values = {"network_id": subnet["network_id"], "fixed_ips": []}
+    with engine.begin() as conn:
+        for address in ("10.1.0.2", "10.1.0.3", "10.1.0.5", "10.1.0.6"):
+            ipam.allocate_ip(conn, subnet, port_db.create_port(
+                conn, ADMIN, values, "fa:16:3e:00:00:00")["id"], address=address)
+    with engine.connect() as first, ThreadPoolExecutor(1) as pool:
+        first.begin()
+        held = port_db.create_port(first, ADMIN, values, "fa:16:3e:00:00:00")
+        assert ipam._try_insert(first, subnet, held["id"], "10.1.0.4") is ipam.Guess.IN
+
+        def walk() -> str:
+            with engine.connect() as conn, conn.begin():
+                port = port_db.create_port(conn, ADMIN, values, "fa:16:3e:00:00:00")
+                return ipam._walk(conn, subnet, port["id"], subnet["allocation_pools"], False)
+
+        walking = pool.submit(walk)
+        with engine.connect() as watch:  # the walker waits on the held address's row
+            for _ in range(500):
+                waiting = watch.execute(sa.text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                    "AND datname = current_database()")).scalar()
+                if waiting:
+                    break
+                threading.Event().wait(0.01)
+            assert waiting == 1
+        first.rollback()
+        assert walking.result(timeout=30) == "10.1.0.4"
