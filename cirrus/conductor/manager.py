@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from functools import partial
 from typing import Any
 
 import sqlalchemy as sa
@@ -32,8 +31,6 @@ from cirrus.config import Settings
 from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
 from cirrus.db.engine import Database
-from cirrus.db.prepared import Prepared
-from cirrus.db.rows import read_here
 from cirrus.network.api import make_network_api
 from cirrus.rpc import ConnectionLost, Transport
 from cirrus.claims import release
@@ -137,26 +134,23 @@ class ConductorManager:
 
     async def _still_waiting(self, instance_uuids: list[str]) -> list[str]:
         """Those of ``instance_uuids`` to schedule: the ones still waiting for a
-        host, read before the scheduler is asked. Without the read, a repeated
-        delivery would have the scheduler look at a claim the first delivery
-        holds, and move it should its host no longer pass the filters, before
-        ``_record_host`` refuses the instance.
+        host, read before the scheduler is asked — when there are several:
+        one of them gone would count against the others' room (a NoValidHost
+        for all).
 
-        A bus that delivers at most once (``at_most_once``: the in-process and
-        local ones) never repeats a request, so one instance goes to the
-        scheduler unread (the single boot's path: a round trip and two thread
-        hand-offs on PostgreSQL). One deleted or failed meanwhile is refused by
-        ``_record_host`` and its claim given back (``_lost_the_instance``), as
-        one deleted while the scheduler decides always was. Several are still
-        read: one of them gone would count against the others' room (a
-        NoValidHost for all).
+        One instance (nearly every request) goes to the scheduler unread, on
+        any bus (the single boot's path: a round trip and two thread hand-offs
+        on PostgreSQL). A repeated delivery finds the claim the first one
+        holds, kept as it is if its host still passes, and kept too if the
+        instance is placed already (the scheduler's ``_held_answer``), never
+        moved from under a build; the host save, which one delivery wins,
+        refuses the others. One deleted or failed meanwhile is refused there
+        and its claim given back (``_lost_the_instance``), as one deleted
+        while the scheduler decides always was.
         """
-        if len(instance_uuids) == 1 and getattr(self.transport, "at_most_once", False):
+        if len(instance_uuids) == 1:
             return instance_uuids
-        # One instance (nearly every request): a point read, done in place on
-        # SQLite instead of a hop to a reader thread that costs more than it.
-        read = self.db.read if len(instance_uuids) > 1 else partial(read_here, self.db)
-        uuids = await read(_waiting_for_host, instance_uuids)
+        uuids = await self.db.read(_waiting_for_host, instance_uuids)
         if len(uuids) < len(instance_uuids):
             LOG.info("not scheduling %s: no longer waiting for a host (a repeated delivery)",
                      sorted(set(instance_uuids) - set(uuids)))
@@ -335,14 +329,8 @@ def _waiting(match: sa.ColumnElement[bool]) -> sa.Select[Any]:
         i.c.task_state == TaskState.SCHEDULING.value, i.c.host.is_(None))
 
 
-# Nearly every request builds one instance: that check is built once.
-_ONE_WAITING = Prepared(_waiting(instances.c.uuid == sa.bindparam("w_uuid")))
-
-
 def _waiting_for_host(conn: sa.Connection, uuids: list[str]) -> list[str]:
     """Those of ``uuids`` that still wait to be scheduled, in the given order."""
-    if len(uuids) == 1:
-        return list(uuids) if _ONE_WAITING.execute(conn, w_uuid=uuids[0]).fetchall() else []
     waiting = set(conn.execute(_waiting(instances.c.uuid.in_(uuids))).scalars())
     return [u for u in uuids if u in waiting]
 

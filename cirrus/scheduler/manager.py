@@ -23,7 +23,9 @@ import sqlalchemy as sa
 
 from cirrus.config import Settings
 from cirrus.context import RequestContext
+from cirrus.compute.models import instances
 from cirrus.db.engine import Database
+from cirrus.db.prepared import Prepared
 from cirrus.rpc import Transport
 from cirrus import claims
 from cirrus.scheduler.exception import NoValidHost
@@ -102,16 +104,31 @@ def _claim_first(conn: sa.Connection, consumer: str, node_ids: list[int], spec: 
     return None, "full", failed
 
 
+# An instance whose host is recorded: a delivery of its request placed it.
+_PLACED = Prepared(sa.select(instances.c.id).where(
+    instances.c.uuid == sa.bindparam("w_uuid"), instances.c.deleted.is_(False),
+    instances.c.host.is_not(None)))
+
+
 def _held_answer(conn: sa.Connection, consumer: str, held: int, node_ids: list[int],
                  complete: bool, twin: bool) -> tuple[int | None, str, list[int]] | None:
     """``_claim_first``'s answer for the claim ``consumer`` holds already on
-    ``held``; None once it is given back, to be claimed afresh."""
+    ``held``; None once it is given back, to be claimed afresh.
+
+    A claim on a host no longer among the candidates is moved — unless the
+    instance is placed already: then it is the claim of the build another
+    delivery of this request cast, and stays (``placed``: no host, and the
+    conductor, whose host save that delivery won, leaves the instance
+    alone). So the conductor need not read whether an instance still waits
+    before it asks (``ConductorManager._still_waiting``)."""
     if held in node_ids:
         return held, "held", []
     if twin:
         return None, "twin", []
     if not complete:
         return None, "elsewhere", []
+    if _PLACED.execute(conn, w_uuid=consumer).fetchall():
+        return None, "placed", []
     claims.release(conn, consumer)
     return None
 
@@ -275,6 +292,9 @@ class FilterScheduler:
                 hm.mark_stale(failed)
             if node_id is None:
                 await self._undo(claimed, chosen_hosts, spec)
+                if status == "placed":  # a repeated request: its build is under way
+                    raise NoValidHost(reason=f"Instance {uuid} is placed already.",
+                                      decision=decision)
                 raise NoValidHost(reason="There are not enough hosts available. Every "
                                          "claim failed: the hosts filled up meanwhile.",
                                   decision=decision)

@@ -179,24 +179,62 @@ async def _boot(demo: httpx.AsyncClient, image: str, name: str, count: int = 1) 
     return ids
 
 
-async def test_a_bus_that_delivers_once_schedules_one_instance_unread(
+@pytest.mark.parametrize("broker", [False, True])
+async def test_one_instance_is_scheduled_unread_several_are_read(
         cloud: Cloud, demo: httpx.AsyncClient, admin: httpx.AsyncClient, image: str,
-        waiting_reads: list[list[str]]) -> None:
-    assert getattr(cloud.transport, "at_most_once", False)  # the in-process bus
+        waiting_reads: list[list[str]], monkeypatch: pytest.MonkeyPatch, broker: bool) -> None:
+    """On any bus (``broker``: one that may deliver again) one instance goes
+    to the scheduler unread: a repeated delivery keeps the first one's claim
+    (see the next test). Several are read still: one gone would take the
+    others' room."""
+    if broker:
+        monkeypatch.setattr(cloud.transport, "at_most_once", False)
     one = await _boot(demo, image, "once")
-    assert waiting_reads == []  # nothing can come twice: no read before the scheduler
+    assert waiting_reads == []
     await assert_built_once(cloud, admin, one)
-    # Several are read still: one gone would take the others' room.
     several = await _boot(demo, image, "several", count=2)
     assert [sorted(r) for r in waiting_reads] == [sorted(several)]
 
 
-async def test_a_bus_that_may_deliver_again_reads_first(
+async def test_a_repeated_request_keeps_the_claim_of_a_placed_instance_whose_host_no_longer_passes(
         cloud: Cloud, demo: httpx.AsyncClient, admin: httpx.AsyncClient, image: str,
-        like_a_broker: None, waiting_reads: list[list[str]]) -> None:
-    one = await _boot(demo, image, "broker")
-    assert waiting_reads == [one]
-    await assert_built_once(cloud, admin, one)
+        like_a_broker: None) -> None:
+    """The scheduler moves a held claim whose host is no longer a candidate
+    only while the instance waits for a host: once a delivery placed it, the
+    claim is that build's and stays, and the request gets no host (its
+    instance is left alone by the conductor)."""
+    from cirrus.scheduler.manager import _claim_first
+    from cirrus.scheduler.spec import Spec
+
+    [server_id] = await _boot(demo, image, "placed")
+    before = await cloud.db.read(_allocation_of, server_id)
+    assert before is not None
+    spec = Spec.from_request(_spec(server_id))
+    # No candidate at all (the host went away meanwhile): placed, kept.
+    assert await cloud.db.run(_claim_first, server_id, [], spec, True) == (None, "placed", [])
+    assert await cloud.db.read(_allocation_of, server_id) == before
+    # A consumer whose instance waits for no host (it has none) is moved as before.
+    waiting = str(uuidlib.uuid4())
+    node_id = before[0]
+    assert (await cloud.db.run(_claim_first, waiting, [node_id], spec, True))[:2] == (node_id, "new")
+    assert await cloud.db.run(_claim_first, waiting, [], spec, True) == (None, "full", [])
+    assert await cloud.db.read(_allocation_of, waiting) is None
+    # Through the conductor: nothing cast, the server untouched.
+    conductor = next(s.endpoint for s in cloud.services if s.binary == "cirrus-conductor")
+    casts: list[str] = []
+
+    async def build_and_run_instance(*_: Any, **kwargs: Any) -> None:
+        casts.append(kwargs["instance_uuid"])
+    conductor.compute_rpcapi.build_and_run_instance = build_and_run_instance
+    await conductor.build_instances(admin_context(), [server_id], _spec(server_id), {}, {})
+    assert casts == [] and await cloud.db.read(_allocation_of, server_id) == before
+    await assert_built_once(cloud, admin, [server_id])
+
+
+def _allocation_of(conn: sa.Connection, consumer: str) -> tuple[int, int] | None:
+    row = conn.execute(sa.select(allocations.c.node_id, allocations.c.vcpus).where(
+        allocations.c.consumer_uuid == consumer)).first()
+    return None if row is None else (row[0], row[1])
 
 
 async def test_a_request_for_an_instance_deleted_before_it_was_scheduled_leaves_no_claim(
