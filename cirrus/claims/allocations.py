@@ -32,14 +32,15 @@ _vcpus: sa.BindParameter[int] = sa.bindparam("want_vcpus")
 _memory: sa.BindParameter[int] = sa.bindparam("want_ram")
 _disk: sa.BindParameter[int] = sa.bindparam("want_disk")
 
-_CLAIM = Prepared(cn.update().where(
-    cn.c.id == sa.bindparam("node"),
-    cn.c.vcpus_used + _vcpus <= cn.c.vcpus * cn.c.cpu_allocation_ratio,
-    cn.c.memory_mb_used + _memory <= (cn.c.memory_mb - cn.c.reserved_memory_mb) * cn.c.ram_allocation_ratio,
-    cn.c.local_gb_used + _disk <= cn.c.local_gb * cn.c.disk_allocation_ratio,
-).values(vcpus_used=cn.c.vcpus_used + _vcpus, memory_mb_used=cn.c.memory_mb_used + _memory,
-         local_gb_used=cn.c.local_gb_used + _disk, running_vms=cn.c.running_vms + 1,
-         updated_at=sa.bindparam("now")))
+# The node's room for the claim, and what the claim adds to its usage.
+_ROOM = (cn.c.vcpus_used + _vcpus <= cn.c.vcpus * cn.c.cpu_allocation_ratio,
+         cn.c.memory_mb_used + _memory
+         <= (cn.c.memory_mb - cn.c.reserved_memory_mb) * cn.c.ram_allocation_ratio,
+         cn.c.local_gb_used + _disk <= cn.c.local_gb * cn.c.disk_allocation_ratio)
+_RAISE = dict(vcpus_used=cn.c.vcpus_used + _vcpus, memory_mb_used=cn.c.memory_mb_used + _memory,
+              local_gb_used=cn.c.local_gb_used + _disk, running_vms=cn.c.running_vms + 1,
+              updated_at=sa.bindparam("now"))
+_CLAIM = Prepared(cn.update().where(cn.c.id == sa.bindparam("node"), *_ROOM).values(**_RAISE))
 
 _UNCLAIM = Prepared(cn.update().where(cn.c.id == sa.bindparam("node")).values(
     vcpus_used=cn.c.vcpus_used - _vcpus, memory_mb_used=cn.c.memory_mb_used - _memory,
@@ -68,22 +69,32 @@ _DELETE = Prepared(allocations.delete().where(
     allocations.c.node_id, allocations.c.vcpus, allocations.c.memory_mb, allocations.c.disk_gb))
 
 
-# On PostgreSQL the boot's claim is one statement (``claim_unless_held``): the
-# consumer's claim looked for, its row inserted and the node's usage raised,
-# each only if the one before found what it needs; its one row says what
-# happened. (SQLite has no INSERT or UPDATE inside WITH: three statements.)
+# On PostgreSQL the boot's claim is one statement that writes nothing unless
+# it claims (``claim_unless_held``): the consumer's claim looked for; the
+# node's row locked only if it has room (``room``, its guard checked again on
+# the newest row once locked); the consumer's row inserted only then; the
+# node's usage raised only if the row went in (a twin's row came first: no).
+# So it needs no transaction: in autocommit the node's row is locked for the
+# statement alone, not until a COMMIT a round trip later, which every claim
+# on the node waited for. (SQLite has no INSERT or UPDATE inside WITH: three
+# statements, in its one writer's transaction.)
 def _claim_unless_held_statement() -> sa.Select[Any]:
     held_cte = sa.select(allocations.c.node_id).where(
         allocations.c.consumer_uuid == sa.bindparam("consumer", type_=sa.String)).cte("held")
+    room = sa.select(cn.c.id).where(
+        cn.c.id == sa.bindparam("node", type_=sa.Integer), *_ROOM,
+        ~sa.exists(held_cte.select())).with_for_update(key_share=True).cte("room")
     row = sa.select(*(sa.bindparam(name, type_=allocations.c[column].type)
-                      for column, name in _ROW_BINDS)).where(
-        ~sa.exists(held_cte.select()))
+                      for column, name in _ROW_BINDS)).select_from(room)
     inserted = postgresql.insert(allocations).from_select(
         [column for column, _ in _ROW_BINDS], row).on_conflict_do_nothing().returning(
         allocations.c.node_id).cte("inserted")
-    raised = _CLAIM.stmt.where(sa.exists(inserted.select())).returning(cn.c.id).cte("raised")
+    raised = cn.update().where(cn.c.id == sa.bindparam("node", type_=sa.Integer),
+                               sa.exists(inserted.select())).values(**_RAISE).returning(
+        cn.c.id).cte("raised")
     return sa.select(
         sa.select(held_cte.c.node_id).scalar_subquery().label("held"),
+        sa.select(sa.func.count()).select_from(room).scalar_subquery().label("room"),
         sa.select(sa.func.count()).select_from(inserted).scalar_subquery().label("inserted"),
         sa.select(sa.func.count()).select_from(raised).scalar_subquery().label("raised"))
 
@@ -146,6 +157,7 @@ class Attempt(NamedTuple):
     claimed: bool
 
 
+@one_statement  # on PostgreSQL; SQLite's three statements run in its writer's transaction
 def claim_unless_held(conn: sa.Connection, node_id: int, consumer_uuid: str, vcpus: int,
                       memory_mb: int, disk_gb: int) -> Attempt:
     """Claim on ``node_id`` (as :func:`claim`) unless ``consumer_uuid`` holds
@@ -160,18 +172,19 @@ def claim_unless_held(conn: sa.Connection, node_id: int, consumer_uuid: str, vcp
         if node is not None:
             return Attempt(node, False)
         return Attempt(None, claim(conn, node_id, consumer_uuid, vcpus, memory_mb, disk_gb))
-    found, inserted, raised = _CLAIM_UNLESS_HELD.execute(
+    found, room, inserted, raised = _CLAIM_UNLESS_HELD.execute(
         conn, consumer=consumer_uuid, node=node_id, want_vcpus=vcpus, want_ram=memory_mb,
         want_disk=disk_gb, now=utcnow()).fetchone()
     if found is not None:
         return Attempt(found, False)
+    if not room:
+        return Attempt(None, False)  # nothing was written
     if not inserted:
         raise AlreadyClaimed(consumer_uuid)
+    if raised != 1:  # the room's lock was held from its check to the update
+        raise AssertionError(f"claim of {consumer_uuid} inserted without raising node {node_id}")
     pending.hot_row_taken(conn)
-    if not raised:
-        # No room: take back the row just made; same transaction, so no one saw it.
-        _DELETE.execute(conn, consumer=consumer_uuid).fetchall()
-    return Attempt(None, bool(raised))
+    return Attempt(None, True)
 
 
 def held(conn: sa.Connection, consumer_uuid: str) -> int | None:

@@ -279,7 +279,7 @@ class FilterScheduler:
                 raise NoValidHost(reason=self._reason(choice.report, choice.total),
                                   decision=decision)
             order = self._order(choice)
-            node_id, status, failed = await self.db.run(
+            node_id, status, failed = await self._claim(
                 claim_first, uuid, [h.node_id for h in order], spec, choice.complete)
             hm.mark_stale(failed)
             if node_id is None and not choice.complete:
@@ -307,6 +307,23 @@ class FilterScheduler:
             destinations.append({"host": host.host, "nodename": host.nodename, "node_id": node_id,
                                  "availability_zone": host.availability_zone})
         return {"destinations": destinations, "decision": decision}
+
+    async def _claim(self, claim_first: Any, uuid: str, node_ids: list[int], spec: Spec,
+                     complete: bool) -> tuple[int | None, str, list[int]]:
+        """``claim_first``'s answer. On PostgreSQL a boot's claim on its first
+        node goes first alone, in autocommit (``claims.claim_unless_held``, one
+        statement: the node's row locked for that statement only, not until a
+        COMMIT a round trip later); only if it did not claim (a held claim, a
+        twin, no room) does the whole ``_claim_first`` run, in a transaction."""
+        if claim_first is _claim_first and self.db.is_postgresql and node_ids:
+            try:
+                attempt = await self.db.run(claims.claim_unless_held, node_ids[0], uuid,
+                                            spec.vcpus, spec.memory_mb, spec.disk_gb)
+            except claims.AlreadyClaimed:
+                attempt = None
+            if attempt is not None and attempt.claimed:
+                return node_ids[0], "new", []
+        return await self.db.run(claim_first, uuid, node_ids, spec, complete)
 
     async def _undo(self, claimed: list[str], hosts: list[str], spec: Spec) -> None:
         if claimed:
