@@ -53,9 +53,18 @@ _USED = Prepared(sa.select(ip_allocations.c.ip_address).where(
 # guess, most of a boot's guesses at 50 in flight: docs/performance.md, round
 # nine); a busy address is skipped at once, as this process's ``InFlight``
 # skips its own. The unique key still decides.
-_TRY_LOCK = sa.func.pg_try_advisory_xact_lock(sa.func.hashtext(sa.bindparam("v_subnet")),
-                                              sa.func.hashtext(sa.bindparam("v_address")))
-_LOCK = sa.select(_TRY_LOCK.label("held")).cte("lock")
+def guess_lock(subnet: sa.BindParameter[str], address: sa.BindParameter[str],
+               name: str = "lock") -> sa.CTE:
+    """The CTE ``name`` whose one column ``held`` says whether this
+    transaction holds the guess lock on (``subnet``, ``address``) — taken if
+    free, never waited for. Every statement that inserts a guessed address
+    takes it through here, so all of them key the lock alike."""
+    return sa.select(sa.func.pg_try_advisory_xact_lock(
+        sa.func.hashtext(subnet), sa.func.hashtext(address)).label("held")).cte(name)
+
+
+_LOCK = guess_lock(sa.bindparam("v_subnet", type_=sa.String),
+                   sa.bindparam("v_address", type_=sa.String))
 _GUESS = postgresql.insert(ip_allocations).from_select(
     list(_ROW), sa.select(*_ROW.values()).select_from(_LOCK).where(_LOCK.c.held)
 ).on_conflict_do_nothing().returning(ip_allocations.c.ip_address).cte("guess")
@@ -95,10 +104,6 @@ def default_pools(cidr: str, gateway: str | None) -> list[dict[str, str]]:
 
 # Only spreads racers; seeded by no one else (see _MAC_RANDOM).
 _SPREAD = random.Random()
-
-
-def _pool_addresses(pools: list[dict[str, str]]) -> Iterator[str]:
-    return _free_in_pools(pools, set())
 
 
 def _free_in_pools(pools: list[dict[str, str]], used: set[int]) -> Iterator[str]:

@@ -51,11 +51,10 @@ _INSERT_IF_MAC_FREE = Prepared(postgresql.insert(ports).values(_VALUES).on_confl
 _NEW_PORT = postgresql.insert(ports).values(_VALUES).on_conflict_do_nothing(
     index_elements=[ports.c.network_id, ports.c.mac_address]).returning(
     ports.c.id, ports.c.network_id, ports.c.seq).cte("new_port")
-# The guess only if no other transaction is trying it (``ipam._INSERT_GUESS``):
+# The guess only if no other transaction is trying it (``ipam.guess_lock``):
 # a busy one is skipped at once instead of waited on.
-_ADDRESS_LOCK = sa.select(sa.func.pg_try_advisory_xact_lock(
-    sa.func.hashtext(sa.bindparam("a_subnet", type_=sa.String)),
-    sa.func.hashtext(sa.bindparam("a_address", type_=sa.String))).label("held")).cte("address_lock")
+_ADDRESS_LOCK = ipam.guess_lock(sa.bindparam("a_subnet", type_=sa.String),
+                                sa.bindparam("a_address", type_=sa.String), "address_lock")
 _NEW_ADDRESS = postgresql.insert(ip_allocations).from_select(
     ["network_id", "ip_address", "subnet_id", "port_id"],
     sa.select(_NEW_PORT.c.network_id, sa.bindparam("a_address", type_=sa.String),

@@ -62,7 +62,7 @@ def test_in_pools(address: str, inside: bool) -> None:
     ({"start": "0.0.0.1", "end": "::3"}, []),  # a pool across IP versions holds nothing
 ])
 def test_pool_addresses_walk_one_pool(pool: dict[str, str], addresses: list[str]) -> None:
-    assert list(ipam._pool_addresses([pool])) == addresses
+    assert list(ipam._free_in_pools([pool], set())) == addresses
 
 
 @pytest.mark.parametrize("address", ["10.0.0.2", "0.0.0.0", "255.255.255.255", "::1",
