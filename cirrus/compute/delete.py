@@ -12,10 +12,10 @@ from cirrus.compute import exception as exc
 from cirrus.compute.boot_volumes import BootVolumes
 from cirrus.compute.builds import RunningBuilds
 from cirrus.compute.events import InstanceEvents
-from cirrus.compute.models import instance_group_members
 from cirrus.compute.store import Instance, InstanceStore, finish_action
 from cirrus.context import RequestContext
 from cirrus.network.api import API as NetworkAPI
+from cirrus.network.model import VIF
 from cirrus.notifications import Notifier
 from cirrus.utils import KeyedLocks
 from cirrus.virt.driver import ComputeDriver
@@ -43,13 +43,13 @@ class Terminate:
         await self.builds.cancel(uuid, BUILD_CANCEL_TIMEOUT)
         async with self.locks(uuid):
             try:
-                instance = await self.store.get(uuid)
+                instance, network_info = await self.store.get_with_network_info(uuid)
             except exc.InstanceNotFound:
                 return
             event_id = await self.store.event_start(ctx, uuid, EVENT)
             self.notifier.info(ctx, "compute.instance.delete.start", {"instance_id": uuid})
             try:
-                await self._shutdown_instance(ctx, instance)
+                await self._shutdown_instance(ctx, instance, network_info)
             except Exception as error:  # noqa: BLE001 - recorded as the fault
                 LOG.exception("failed to delete %s", uuid)
                 await self.store.run(_record_failure, ctx, uuid, error, self.store.host, event_id)
@@ -58,8 +58,8 @@ class Terminate:
             self.events.clear(uuid)
             self.notifier.info(ctx, "compute.instance.delete.end", {"instance_id": uuid})
 
-    async def _shutdown_instance(self, ctx: RequestContext, instance: Instance) -> None:
-        network_info = await self.store.cached_network_info(instance["uuid"])
+    async def _shutdown_instance(self, ctx: RequestContext, instance: Instance,
+                                 network_info: list[VIF]) -> None:
         await self.driver.destroy(ctx, instance, network_info, None)
         await self.network.deallocate_for_instance(
             ctx, instance, requested_networks=instance.get("requested_networks"))
@@ -73,8 +73,7 @@ def _complete_deletion(conn: sa.Connection, ctx: RequestContext, uuid: str,
     where one is done and the other not. The release last: it locks the
     host's usage row, which every claim and release on the host waits for,
     until COMMIT."""
-    conn.execute(instance_group_members.delete().where(
-        instance_group_members.c.instance_uuid == uuid))
+    inst.leave_groups(conn, uuid)
     inst.soft_delete(conn, uuid)
     finish_action(conn, ctx, uuid, event_id)
     claims.release(conn, uuid)

@@ -13,12 +13,12 @@ import sqlalchemy as sa
 
 from cirrus.compute import exception as exc
 from cirrus.compute.models import (allocations, block_device_mappings, instance_faults,
-                                   instances, tags)
+                                   instance_group_members, instances, tags)
 from cirrus.compute.states import TaskState, VmState
 from cirrus.db.base import utcnow
 from cirrus.db.engine import fetch_all
 from cirrus.db.onestatement import one_statement
-from cirrus.db.prepared import Cursor, PreparedCache
+from cirrus.db.prepared import Cursor, Prepared, PreparedCache
 from cirrus.db.rows import PreparedRead, RowReader, column_types
 from cirrus.exception import CirrusException
 
@@ -270,14 +270,27 @@ def set_error(conn: sa.Connection, uuid: str, error: BaseException, host: str | 
     add_fault(conn, uuid, error, host, message)
 
 
+# A delete's statements, compiled once (round ten: built per call, the three
+# cost ~1 ms of a host's CPU a delete).
+_SOFT_DELETE = Prepared(instances.update().where(instances.c.uuid == sa.bindparam("w_uuid")).values(
+    deleted=True, deleted_at=sa.bindparam("v_now"), terminated_at=sa.bindparam("v_now"),
+    vm_state=VmState.DELETED.value, task_state=None, power_state=0,
+    updated_at=sa.bindparam("v_now")))
+_DROP_TAGS = Prepared(tags.delete().where(tags.c.resource_id == sa.bindparam("w_uuid")))
+_LEAVE_GROUPS = Prepared(instance_group_members.delete().where(
+    instance_group_members.c.instance_uuid == sa.bindparam("w_uuid")))
+
+
 def soft_delete(conn: sa.Connection, uuid: str) -> None:
     """Mark deleted (kept for actions and accounting, hidden from users); its
     tags go, as Nova's ``instance_destroy`` deletes them."""
-    now = utcnow()
-    conn.execute(instances.update().where(instances.c.uuid == uuid).values(
-        deleted=True, deleted_at=now, terminated_at=now, vm_state=VmState.DELETED.value,
-        task_state=None, power_state=0, updated_at=now))
-    conn.execute(tags.delete().where(tags.c.resource_id == uuid))
+    _SOFT_DELETE.execute(conn, w_uuid=uuid, v_now=utcnow())
+    _DROP_TAGS.execute(conn, w_uuid=uuid)
+
+
+def leave_groups(conn: sa.Connection, uuid: str) -> None:
+    """The instance taken out of its server groups (a delete's)."""
+    _LEAVE_GROUPS.execute(conn, w_uuid=uuid)
 
 
 _BDMS = PreparedRead(sa.select(block_device_mappings).where(

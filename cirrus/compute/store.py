@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from cirrus.compute import instance as inst
 from cirrus.compute import instance_actions
-from cirrus.compute.queries import info_caches
+from cirrus.compute.queries import cached_network_info
 from cirrus.context import RequestContext
 from cirrus.db.engine import Database
 from cirrus.network.model import VIF
@@ -56,8 +56,11 @@ class InstanceStore:
 
     async def cached_network_info(self, uuid: str) -> list[VIF]:
         """The instance's network info cache (no call to the network service)."""
-        caches = await self.db.read(info_caches, [uuid])
-        return caches.get(uuid, [])
+        return await self.db.read(cached_network_info, uuid)
+
+    async def get_with_network_info(self, uuid: str) -> tuple[Instance, list[VIF]]:
+        """The live instance and its network info cache, in one read."""
+        return await self.db.read(_with_network_info, uuid)
 
     async def event_start(self, ctx: RequestContext, uuid: str, event: str) -> int | None:
         """Open the instance-action event ``event`` of the request, on this host."""
@@ -70,6 +73,10 @@ class InstanceStore:
     async def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``fn(conn, *args, **kwargs)`` in one read transaction."""
         return await self.db.read(fn, *args, **kwargs)
+
+
+def _with_network_info(conn: sa.Connection, uuid: str) -> tuple[Instance, list[VIF]]:
+    return inst.get(conn, uuid), cached_network_info(conn, uuid)
 
 
 def finish_action(conn: sa.Connection, ctx: RequestContext, uuid: str, event_id: int | None,

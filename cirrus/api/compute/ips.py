@@ -21,8 +21,8 @@ class NetworkNotAttached(NotFound):
 async def _addresses(request: Request) -> dict[str, list[dict[str, Any]]]:
     row = await request.app.state.compute_api.get(context(request),
                                                   request.path_params["server_id"])
-    caches = await request.app.state.db.read(queries.info_caches, [row["uuid"]])
-    return views.basic_addresses(views.addresses(caches.get(row["uuid"], [])))
+    network_info = await request.app.state.db.read(queries.cached_network_info, row["uuid"])
+    return views.basic_addresses(views.addresses(network_info))
 
 
 async def index(request: Request) -> Response:

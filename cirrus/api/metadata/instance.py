@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from cirrus.compute import exception as cexc
 from cirrus.compute import instance as inst
-from cirrus.compute.queries import info_caches
+from cirrus.compute.queries import cached_network_info
 from cirrus.db.engine import Database
 from cirrus.network.model import VIF
 from cirrus.network.models import floatingips
@@ -35,7 +35,7 @@ def load(conn: sa.Connection, uuid: str) -> InstanceMetadata | None:
         row = inst.get(conn, uuid)
     except cexc.InstanceNotFound:
         return None
-    network_info = info_caches(conn, [uuid]).get(uuid, [])
+    network_info = cached_network_info(conn, uuid)
     return InstanceMetadata(row, list(network_info),
                             floating_addresses(conn, [vif["id"] for vif in network_info]))
 
