@@ -270,8 +270,8 @@ def set_error(conn: sa.Connection, uuid: str, error: BaseException, host: str | 
     add_fault(conn, uuid, error, host, message)
 
 
-# A delete's statements, compiled once (round ten: built per call, the three
-# cost ~1 ms of a host's CPU a delete).
+# A delete's statements, compiled once (round ten: built per call, they were
+# ~7 % of the all-in-one engine's samples over a run with its deletes).
 _SOFT_DELETE = Prepared(instances.update().where(instances.c.uuid == sa.bindparam("w_uuid")).values(
     deleted=True, deleted_at=sa.bindparam("v_now"), terminated_at=sa.bindparam("v_now"),
     vm_state=VmState.DELETED.value, task_state=None, power_state=0,
