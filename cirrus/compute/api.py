@@ -8,6 +8,7 @@ actions that are cast to the host.
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Callable
 
 import sqlalchemy as sa
@@ -37,6 +38,7 @@ from cirrus.conductor.rpcapi import ComputeTaskAPI
 from cirrus.config import Settings
 from cirrus.context import RequestContext
 from cirrus.db.engine import Database
+from cirrus.db.rows import read_here
 from cirrus.notifications import Notifier
 from cirrus.network.exception import PortLimitExceeded
 from cirrus.rpc import Transport
@@ -85,7 +87,8 @@ class API(VolumeActions, AssistedSnapshotActions, StateActions, ImageActions, Ad
         another project's, as Nova's project-scoped read. Whether the caller
         may then act on it is a 403 that comes after this 404, for every
         route on a server (``cirrus/api/compute/routes.py``)."""
-        row = await self.db.read(inst.get, uuid, read_deleted=read_deleted)
+        # A point read: on SQLite right on the loop (no DB thread hand-off).
+        row = await read_here(self.db, partial(inst.get, read_deleted=read_deleted), uuid)
         if not ctx.is_admin and row["project_id"] != require_project(ctx):
             raise exc.InstanceNotFound(instance_id=uuid)
         return row

@@ -130,19 +130,23 @@ class BootVolumes:
             if bdm["destination_type"] == "volume" and bdm.get("attachment_id"):
                 await self.volume_api.attachment_complete(ctx, bdm["attachment_id"])
 
-    async def cleanup_volumes(self, ctx: RequestContext, uuid: str) -> None:
+    async def cleanup_volumes(self, ctx: RequestContext, uuid: str,
+                              bdms: list[bdm_db.Bdm] | None = None) -> None:
         """See :func:`cleanup_volumes`."""
-        await cleanup_volumes(ctx, self.store.db, self.volume_api, uuid)
+        await cleanup_volumes(ctx, self.store.db, self.volume_api, uuid, bdms)
 
 
 async def cleanup_volumes(ctx: RequestContext, db: Database, volume_api: VolumeAPI,
-                          uuid: str) -> None:
+                          uuid: str, bdms: list[bdm_db.Bdm] | None = None) -> None:
     """Nova's ``_cleanup_volumes`` (on the host) and ``_local_cleanup_bdm_volumes``
     (in the API, for a server on no host or a host that is down): each volume
     detached from the instance (its attachment deleted) and those with
     ``delete_on_termination`` deleted. Errors are logged and the rest goes
-    on: a delete must finish."""
-    for bdm in await db.read(bdm_db.volume_bdms, uuid):
+    on: a delete must finish. ``bdms``: the instance's volume mappings
+    (:func:`bdm_db.volume_bdms`) if the caller read them already."""
+    if bdms is None:
+        bdms = await db.read(bdm_db.volume_bdms, uuid)
+    for bdm in bdms:
         try:
             if bdm.get("attachment_id"):
                 await _ignore_missing(volume_api.attachment_delete(ctx, bdm["attachment_id"]))

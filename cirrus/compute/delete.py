@@ -7,11 +7,13 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from cirrus import claims
+from cirrus.compute import bdms as bdm_db
 from cirrus.compute import instance as inst
 from cirrus.compute import exception as exc
 from cirrus.compute.boot_volumes import BootVolumes
 from cirrus.compute.builds import RunningBuilds
 from cirrus.compute.events import InstanceEvents
+from cirrus.compute.queries import cached_network_info
 from cirrus.compute.store import Instance, InstanceStore, finish_action
 from cirrus.context import RequestContext
 from cirrus.network.api import API as NetworkAPI
@@ -43,13 +45,13 @@ class Terminate:
         await self.builds.cancel(uuid, BUILD_CANCEL_TIMEOUT)
         async with self.locks(uuid):
             try:
-                instance, network_info = await self.store.get_with_network_info(uuid)
+                found = await self.store.read(_to_delete, uuid)
             except exc.InstanceNotFound:
                 return
             event_id = await self.store.event_start(ctx, uuid, EVENT)
             self.notifier.info(ctx, "compute.instance.delete.start", {"instance_id": uuid})
             try:
-                await self._shutdown_instance(ctx, instance, network_info)
+                await self._shutdown_instance(ctx, found)
             except Exception as error:  # noqa: BLE001 - recorded as the fault
                 LOG.exception("failed to delete %s", uuid)
                 await self.store.run(_record_failure, ctx, uuid, error, self.store.host, event_id)
@@ -58,12 +60,28 @@ class Terminate:
             self.events.clear(uuid)
             self.notifier.info(ctx, "compute.instance.delete.end", {"instance_id": uuid})
 
-    async def _shutdown_instance(self, ctx: RequestContext, instance: Instance,
-                                 network_info: list[VIF]) -> None:
-        await self.driver.destroy(ctx, instance, network_info, None)
+    async def _shutdown_instance(self, ctx: RequestContext, found: ToDelete) -> None:
+        instance = found.instance
+        await self.driver.destroy(ctx, instance, found.network_info, None)
         await self.network.deallocate_for_instance(
             ctx, instance, requested_networks=instance.get("requested_networks"))
-        await self.volumes.cleanup_volumes(ctx, instance["uuid"])
+        await self.volumes.cleanup_volumes(ctx, instance["uuid"], found.volume_bdms)
+
+
+@dataclass(frozen=True)
+class ToDelete:
+    """What a delete reads first, in one read (as Nova's ``terminate_instance``
+    reads the mappings before ``_shutdown_instance``): the live instance, its
+    network info cache and its volume mappings."""
+
+    instance: Instance
+    network_info: list[VIF]
+    volume_bdms: list[bdm_db.Bdm]
+
+
+def _to_delete(conn: sa.Connection, uuid: str) -> ToDelete:
+    return ToDelete(inst.get(conn, uuid), cached_network_info(conn, uuid),
+                    bdm_db.volume_bdms(conn, uuid))
 
 
 def _complete_deletion(conn: sa.Connection, ctx: RequestContext, uuid: str,

@@ -58,10 +58,6 @@ class InstanceStore:
         """The instance's network info cache (no call to the network service)."""
         return await self.db.read(cached_network_info, uuid)
 
-    async def get_with_network_info(self, uuid: str) -> tuple[Instance, list[VIF]]:
-        """The live instance and its network info cache, in one read."""
-        return await self.db.read(_with_network_info, uuid)
-
     async def event_start(self, ctx: RequestContext, uuid: str, event: str) -> int | None:
         """Open the instance-action event ``event`` of the request, on this host."""
         return await self.db.run(instance_actions.event_start, ctx, uuid, event, self.host)
@@ -73,10 +69,6 @@ class InstanceStore:
     async def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``fn(conn, *args, **kwargs)`` in one read transaction."""
         return await self.db.read(fn, *args, **kwargs)
-
-
-def _with_network_info(conn: sa.Connection, uuid: str) -> tuple[Instance, list[VIF]]:
-    return inst.get(conn, uuid), cached_network_info(conn, uuid)
 
 
 def finish_action(conn: sa.Connection, ctx: RequestContext, uuid: str, event_id: int | None,
