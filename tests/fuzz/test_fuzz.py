@@ -73,6 +73,7 @@ def test_every_example_is_accepted(tmp_path: Path) -> None:
     # A live migration's abort and force-complete name one that is running;
     # the fuzz world runs none, so its example is checked as far as the lookup.
     busy = {"POST /compute/v2.1/servers/{server_id}/action": 409,
+            "POST /compute/v2.1/servers/{server_id}/os-interface": 409,
             "DELETE /compute/v2.1/servers/{server_id}/tags": 409,
             "DELETE /compute/v2.1/servers/{server_id}/migrations/{migration_id}": 404,
             "POST /compute/v2.1/servers/{server_id}/migrations/{migration_id}/action": 404,
