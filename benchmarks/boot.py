@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _cloud import (fresh_database, percentile, rss_mb, running_cloud, with_children,  # noqa: E402
                     running_deployment, token)
 from _load import Connection  # noqa: E402
+from _probe import SpeedProbe, in_probes  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 # Quotas set (and checked, as in a default cloud) but out of the way.
@@ -109,6 +110,7 @@ class CpuMeter:
                       for proc in self.procs}
         self.database = self._database_name()
         self.before: dict[str, float] = {}
+        self.probe = SpeedProbe()
 
     def _database_name(self) -> str | None:
         for proc in self.procs:
@@ -133,16 +135,22 @@ class CpuMeter:
         return out
 
     def start(self) -> None:
+        self.probe.start()
         self.before = self._sample()
 
     def per_boot_ms(self, boots: int) -> dict[str, float]:
         """CPU ms per boot of each process since ``start`` (a backend that
         started meanwhile counts from zero, one that ended is missed)."""
         after = self._sample()
+        probe_ms = self.probe.stop()
         spent = {name: (value - self.before.get(name, 0.0)) * 1000 / max(1, boots)
                  for name, value in after.items()}
-        return {**{f"cpu_ms_per_boot {name}": round(ms, 2) for name, ms in spent.items()},
-                "cpu_ms_per_boot all": round(sum(spent.values()), 2)}
+        figures = {**{f"cpu_ms_per_boot {name}": round(ms, 2) for name, ms in spent.items()},
+                   "cpu_ms_per_boot all": round(sum(spent.values()), 2)}
+        if probe_ms:  # the machine's speed meanwhile (benchmarks/_probe.py)
+            figures["probe_ms"] = round(probe_ms, 3)
+            figures["boot_cpu_in_probes"] = round(in_probes(sum(spent.values()), probe_ms), 2)
+        return figures
 
 
 def _server_body(name: str, image: str, network: Any, **extra: Any) -> dict[str, Any]:
@@ -346,13 +354,13 @@ async def run(url: str, n: int, c: int, network: Any, pids: list[int],
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120) as client:
         image = await ensure_image(client)
     api = await Lean(url, headers).open()
+    cpu = CpuMeter(pids)
     try:
         cold = await single_boots(api, image, network, warm)
         single = await single_boots(api, image, network, singles)
         t0 = time.perf_counter()
         posting = asyncio.Event()
         posted: dict[str, float] = {}
-        cpu = CpuMeter(pids)
         cpu.start()
         poller = asyncio.ensure_future(wait_active(api, posted, max(60, n / 5), posting))
         try:
@@ -379,6 +387,7 @@ async def run(url: str, n: int, c: int, network: Any, pids: list[int],
             await wait_active(api, multi_ids, timeout=120)
         multi_s = time.perf_counter() - m0
     finally:
+        cpu.probe.stop()  # stopped already unless the boots failed
         await api.close()
     ids = list(posted) + list(multi_ids)
     x0 = time.perf_counter()
