@@ -247,9 +247,7 @@ class Builder:
                     ctx, resources.block_device_info["block_device_mapping"])
             # The row _start read, with what this save wrote: no need to read
             # all of it back.
-            instance = {**instance, **await self.store.save(
-                uuid, {"vm_state": VmState.BUILDING, "task_state": TaskState.SPAWNING},
-                expected_task_state=TaskState.BLOCK_DEVICE_MAPPING)}
+            instance = {**instance, **await build_folds.spawning_together(self.store.db, uuid)}
             with started.timeline.step(BootStep.SPAWN):
                 await self.driver.spawn(ctx, instance, image_meta, request.injected_files,
                                         request.admin_password,

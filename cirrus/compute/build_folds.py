@@ -31,7 +31,7 @@ from cirrus.db.base import utcnow
 from cirrus.db.coalesce import SetUnit
 from cirrus.db.engine import Database
 from cirrus.db.onestatement import one_statement
-from cirrus.db.prepared import PreparedCache
+from cirrus.db.prepared import Prepared, PreparedCache
 from cirrus.db.rows import RowReader, column_types
 
 _bdm = block_device_mappings
@@ -208,6 +208,44 @@ async def mark_active_together(db: Database, uuid: str, request_id: str, values:
     (``cirrus.db.coalesce``); the same outcome as alone."""
     row = ActiveRow(uuid, request_id, values, event_id, details, steps)
     return await db.run_row(MARK_ACTIVE, tuple(sorted({*values, "updated_at"})), row)
+
+
+# -- spawning: the build's save before the guest is spawned ------------------------
+_SPAWNING = {"vm_state": VmState.BUILDING, "task_state": TaskState.SPAWNING}
+
+
+@one_statement
+def _spawning_one(conn: sa.Connection, uuid: str) -> dict[str, Any]:
+    return inst.save(conn, uuid, dict(_SPAWNING),
+                     expected_task_state=TaskState.BLOCK_DEVICE_MAPPING)
+
+
+_SPAWNING_SET = Prepared(sa.text(
+    "UPDATE instances SET vm_state = :vm, task_state = :spawning, updated_at = :now "
+    "WHERE uuid = ANY(CAST(:uuid AS VARCHAR(36)[])) AND deleted IS false "
+    "AND task_state = :expected RETURNING uuid"))
+
+
+def _spawning_set(conn: sa.Connection, uuids: list[str]) -> dict[Hashable, Any]:
+    """Every build's SPAWNING save in one statement: the values written, by
+    the uuids saved (one ``updated_at`` for all)."""
+    written = inst.save_params(uuids[0], dict(_SPAWNING))[2]
+    saved = _SPAWNING_SET.execute(
+        conn, uuid=uuids, vm=written["vm_state"], spawning=written["task_state"],
+        now=written["updated_at"], expected=TaskState.BLOCK_DEVICE_MAPPING.value).fetchall()
+    return {uuid: dict(written) for uuid, in saved}
+
+
+SPAWNING = SetUnit[str, dict[str, Any]](
+    "spawning", key=lambda uuid: uuid, run_set=_spawning_set, run_one=_spawning_one)
+
+
+async def spawning_together(db: Database, uuid: str) -> dict[str, Any]:
+    """The build's save from BLOCK_DEVICE_MAPPING to SPAWNING, the values
+    written; on PostgreSQL in one statement with the other builds' saved at
+    the same moment (``cirrus.db.coalesce``), elsewhere alone. The same
+    outcome either way: raises as :func:`instance.save` does."""
+    return await db.run_row(SPAWNING, (), uuid)
 
 
 # -- record_host: the conductor's placement and its scheduling event ----------------
