@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Awaitable
 
+import pytest
 import sqlalchemy as sa
 
 from cirrus.bootstrap import Cloud
@@ -18,6 +19,8 @@ from cirrus.compute import instance as inst
 from cirrus.compute.states import TaskState
 from tests.functional.test_active_together import _coalescer, _with_writers_busy
 from tests.functional.test_build_folds import _spawning
+
+pytestmark = pytest.mark.storage  # on PostgreSQL too (tests/databases.py)
 
 MAPPING = TaskState.BLOCK_DEVICE_MAPPING.value
 
