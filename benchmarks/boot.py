@@ -35,10 +35,11 @@ import httpx
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cloud import (fresh_database, percentile, rss_mb, running_cloud, with_children,  # noqa: E402
-                    running_deployment, token)
+from _cloud import (BENCH_PG, fresh_database, percentile, rss_mb, running_cloud,  # noqa: E402
+                    running_deployment, token, with_children)
 from _load import Connection  # noqa: E402
 from _probe import SpeedProbe, in_probes  # noqa: E402
+from _statements import StatementCounter  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 # Quotas set (and checked, as in a default cloud) but out of the way.
@@ -138,7 +139,7 @@ class CpuMeter:
         self.probe.start()
         self.before = self._sample()
 
-    def per_boot_ms(self, boots: int) -> dict[str, float]:
+    def per_boot_ms(self, boots: int) -> dict[str, Any]:
         """CPU ms per boot of each process since ``start`` (a backend that
         started meanwhile counts from zero, one that ended is missed)."""
         after = self._sample()
@@ -361,6 +362,9 @@ async def run(url: str, n: int, c: int, network: Any, pids: list[int],
         t0 = time.perf_counter()
         posting = asyncio.Event()
         posted: dict[str, float] = {}
+        # PostgreSQL: the statements of the boot phase, counted by the server
+        counter = StatementCounter(BENCH_PG, cpu.database) if cpu.database else None
+        statements_before = counter.snapshot() if counter else None
         cpu.start()
         poller = asyncio.ensure_future(wait_active(api, posted, max(60, n / 5), posting))
         try:
@@ -371,6 +375,8 @@ async def run(url: str, n: int, c: int, network: Any, pids: list[int],
         wall = time.perf_counter() - t0
         await report_unfinished(api, [i for i in posted if i not in active])
         cpu_per_boot = cpu.per_boot_ms(len(active))
+        if counter is not None:
+            cpu_per_boot.update(counter.figures(statements_before, len(active)))
         to_active = [active[i] - posted[i] for i in active]
         d0 = time.perf_counter()
         await api.call("GET", f"{SERVERS}/detail", params={"limit": 1000})
@@ -456,6 +462,8 @@ def print_side_by_side(results: dict[str, dict[str, Any]]) -> None:
     label = max(28, *(len(k) + 1 for k in keys))
     print(f"{'':{label}s}" + "".join(f"{n:>{width}s}" for n in names))
     for key in keys:
+        if any(isinstance(r.get(key), list) for r in results.values()):
+            continue  # a list (the top statements): in the JSON only
         print(f"{key:{label}s}" + "".join(f"{str(results[n].get(key, '')):>{width}s}"
                                           for n in names))
 
@@ -508,7 +516,8 @@ def main() -> int:
             result = asyncio.run(run(url, args.n, args.c, args.network,
                                      with_children(proc.pid), args.singles, args.warm_singles))
     for key, value in result.items():
-        print(f"{key:36s} {value}")
+        if not isinstance(value, list):  # the top statements: in the JSON only
+            print(f"{key:36s} {value}")
     (RESULTS / f"boot{suffix}.json").write_text(json.dumps(result, indent=2))
     return 0 if result["errors"] == 0 and result["active"] == args.n else 1
 

@@ -29,5 +29,8 @@ as_pg "psql -h 127.0.0.1 -U postgres -tc \"SELECT 1 FROM pg_roles WHERE rolname=
     as_pg "psql -h 127.0.0.1 -U postgres -c \"CREATE ROLE cirrus LOGIN CREATEDB PASSWORD 'cirrus'\"" >/dev/null
 as_pg "psql -h 127.0.0.1 -U postgres -tc \"SELECT 1 FROM pg_database WHERE datname='cirrus'\"" | grep -q 1 || \
     as_pg "psql -h 127.0.0.1 -U postgres -c 'CREATE DATABASE cirrus OWNER cirrus'" >/dev/null
+# Statement counts for benchmarks/boot.py (benchmarks/_statements.py) and docs/performance.md.
+as_pg "psql -h 127.0.0.1 -U postgres -d cirrus -c 'CREATE EXTENSION IF NOT EXISTS pg_stat_statements'" \
+    >/dev/null 2>&1 || true
 python3 -m pip install --quiet --disable-pip-version-check 'psycopg[binary]' >/dev/null 2>&1 || true
 echo "PostgreSQL ready: $URL"
