@@ -39,6 +39,8 @@ def test_boot_benchmark_short() -> None:
                      r["single_boot_p50_ms"], r["single_boot_min_ms"],
                      r["single_boot_first_ms"])
     assert r["single_boot_min_ms"] <= r["single_boot_p50_ms"]
+    # the machine's speed, sampled beside the boot phase (benchmarks/_probe.py)
+    assert _positive(r["probe_ms"], r["boot_cpu_in_probes"])
 
 
 def test_schedule_benchmark_short() -> None:
