@@ -12,6 +12,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from cirrus.bootstrap import Cloud
 from cirrus.console.serialproxy import token_of
 from tests.functional.servers import create_server, server_body, upload_image, wait_for_status
+from tests.functional.test_moves import act, host_of, wait_for_migration
 
 V26 = {"OpenStack-API-Version": "compute 2.6"}
 SERIAL = {"remote_console": {"protocol": "serial", "type": "serial"}}
@@ -142,8 +143,6 @@ async def test_each_guest_answers_on_its_console_across_a_live_migration(
     bug 1455252: the serial ports must follow it). Tempest's own copy cannot
     pass against any cloud — it sends its text where its websocket wants
     bytes — and is excluded from the run (scripts/tempest)."""
-    from tests.functional.test_moves import act, host_of, wait_for_migration
-
     image = await upload_image(demo, name="console")
     first = (await create_server(demo, server_body(image, "first")))["id"]
     await wait_for_status(demo, first, {"ACTIVE"})

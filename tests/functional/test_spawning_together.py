@@ -45,12 +45,8 @@ async def test_a_build_is_saved_spawning_on_either_database(cloud: Cloud) -> Non
 
 async def test_a_save_whose_guard_fails_raises_on_either_database(cloud: Cloud) -> None:
     uuid_, _ = await cloud.db.run(_spawning, TaskState.DELETING.value)
-    try:
+    with pytest.raises(exc.UnexpectedDeletingTaskStateError):
         await _together(cloud, uuid_)
-    except exc.UnexpectedDeletingTaskStateError:
-        pass
-    else:
-        raise AssertionError("saved over a delete")
     assert (await cloud.db.read(_states, uuid_))[:2] == ("building", "deleting")
 
 
