@@ -8,6 +8,7 @@ fail after the checks, rolls back what it did (``deallocate.undo``).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,7 @@ from cirrus.context import RequestContext
 from cirrus.db.engine import fetch_all
 from cirrus.db.rows import PreparedRead
 from cirrus.network import exception as exc
+from cirrus.network import allocate_at_once as at_once
 from cirrus.network import info_cache, ipam
 from cirrus.network import ports as port_db
 from cirrus.network import quotas
@@ -89,6 +91,47 @@ class Known:
     default_groups: list[str] | None = None
 
 
+@dataclass
+class OnePort:
+    """An ``auto`` boot's port as ``allocate_at_once`` writes it: the network
+    and its one subnet (as read), the port's row, the pool index its address
+    is guessed at (held in the allocation's claims) and the subnet's counter
+    the guess came from."""
+
+    network: dict[str, Any]
+    subnet: dict[str, Any]
+    row: dict[str, Any]
+    index: int
+    counted: int
+
+    @property
+    def address(self) -> str | None:
+        """The guessed address (None: past the pools' end)."""
+        return ipam.nth_in_pools(self.subnet["allocation_pools"] or [], self.index)
+
+    def info(self) -> NetworkInfo:
+        """The info cache of the instance with this port alone, as the
+        transaction's ``fresh_network_info`` builds it."""
+        net_id = self.network["id"]
+        fixed = {self.row["id"]: [{"subnet_id": self.subnet["id"], "ip_address": self.address}]}
+        return info_cache.fresh_network_info([self.row], fixed, {net_id: self.network},
+                                             {net_id: [self.subnet]})
+
+    def next_guess(self, attempt: at_once.Attempt, claims: ipam.Claims) -> OnePort | None:
+        """The guess after ``attempt``'s: past a busy address, the next; past
+        a taken one, from the counter ``attempt`` read if it moved (a
+        concurrent allocation committed) — if not, a hole the counter cannot
+        see past (None: the transaction walks the subnet)."""
+        if attempt.outcome is at_once.Outcome.BUSY:
+            start, counted = self.index + 1, self.counted
+        elif attempt.outcome is at_once.Outcome.TAKEN and attempt.allocated > self.counted:
+            start, counted = max(attempt.allocated, self.index + 1), attempt.allocated
+        else:
+            return None
+        return dataclasses.replace(self, index=claims.claim(self.subnet["id"], start),
+                                   counted=counted)
+
+
 class PortAllocator:
     """The allocation's unit of work for the computes of one network API."""
 
@@ -114,6 +157,50 @@ class PortAllocator:
         return self._create_and_update_ports(
             conn, ctx, instance, requests, ordered, {n["id"]: n for n in nets}, security_groups,
             host, progress, known)
+
+    # -- the common case in one statement (PostgreSQL, ``allocate_at_once``) ----------
+    def plan_one_port(self, conn: sa.Connection, ctx: RequestContext, instance: dict[str, Any],
+                      requests: list[dict[str, Any]], security_groups: list[str],
+                      host: str | None, claims: ipam.Claims) -> OnePort | None:
+        """An ``auto`` request's port as one statement writes it, after the
+        network's one read: the project's auto network existing, with one
+        subnet of guessed addresses, its ``default`` group the one asked for.
+        None for any other case, and for whatever the transaction's checks
+        would refuse (they run there, and say why)."""
+        if [r.get("network_id") for r in requests] != ["auto"] or security_groups != ["default"]:
+            return None
+        known = Known()
+        found = self._auto_requests_and_networks(conn, ctx, instance, known)
+        if found is None or known.default_groups is None:
+            return None
+        _, (_, _, nets) = found
+        network = nets[0]
+        subnets = known.subnets[network["id"]]
+        sg_ids = known.default_groups
+        if len(subnets) != 1 or ipam.is_auto_address(subnets[0]) or (
+                network["router_external"] and not network["shared"] and not ctx.is_admin) or (
+                sg_ids and not network["port_security_enabled"]):
+            return None
+        subnet = subnets[0]
+        values, status = _port_values(instance, network, sg_ids, self._binding(instance, host))
+        row = port_db.new_port_row(ctx.elevated(), values, network, self.settings.base_mac,
+                                   status=status)
+        index = claims.claim(subnet["id"], known.taken[subnet["id"]])
+        return OnePort(network, subnet, row, index, known.taken[subnet["id"]])
+
+    def write_one_port(self, conn: sa.Connection, instance: dict[str, Any],
+                       plan: OnePort) -> at_once.Attempt:
+        """``plan``'s port, address and info cache in one statement
+        (``allocate_at_once``); OTHER past the pools' end (the transaction
+        says the subnet is full) or on a MAC taken on the network."""
+        address = plan.address
+        if address is None:
+            return at_once.Attempt(at_once.Outcome.OTHER, None, plan.counted)
+        try:
+            return at_once.insert_port_and_cache(conn, self.settings, plan.row, plan.subnet,
+                                                 address, instance, plan.info())
+        except sa.exc.IntegrityError:  # a MAC clash, or the network gone: nothing went in
+            return at_once.Attempt(at_once.Outcome.OTHER, None, plan.counted)
 
     def _checked_requests(self, conn: sa.Connection, ctx: RequestContext,
                           instance: dict[str, Any], requests: list[dict[str, Any]],
@@ -301,11 +388,7 @@ class PortAllocator:
                 taken.update(counts)
             if sg_ids and (not network["port_security_enabled"] or not subnets[network["id"]]):
                 raise exc.SecurityGroupCannotBeApplied()
-            values: dict[str, Any] = {
-                "network_id": network["id"], "project_id": instance["project_id"],
-                "security_groups": sg_ids if network["port_security_enabled"] else [],
-                "dns_name": instance.get("hostname") or "", **binding}
-            status = values.pop("status", "DOWN")
+            values, status = _port_values(instance, network, sg_ids, binding)
             if req.get("fixed_ip"):
                 values["fixed_ips"] = [{"ip_address": req["fixed_ip"]}]
             port, ips = port_db.create_port_with_ips(
@@ -324,6 +407,17 @@ class PortAllocator:
         ports created for it carry the binding already); the caller tells the
         backend."""
         return [port_db.update_port(conn, ctx.elevated(), pid, binding)[1] for pid in port_ids]
+
+def _port_values(instance: dict[str, Any], network: dict[str, Any], sg_ids: list[str],
+                 binding: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """A new port's values for ``instance`` on ``network`` (bound by
+    ``binding``), and its status."""
+    values: dict[str, Any] = {
+        "network_id": network["id"], "project_id": instance["project_id"],
+        "security_groups": sg_ids if network["port_security_enabled"] else [],
+        "dns_name": instance.get("hostname") or "", **binding}
+    return values, values.pop("status", "DOWN")
+
 
 def _network_of(conn: sa.Connection, network_id: str,
                 known: dict[str, dict[str, Any]]) -> dict[str, Any]:

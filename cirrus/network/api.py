@@ -18,13 +18,15 @@ from cirrus.compute.models import instances
 from cirrus.config import Settings
 from cirrus.context import RequestContext
 from cirrus.db.engine import Database, fetch_all
+from cirrus.db.onestatement import one_statement
 from cirrus.db.rows import read_here
 from cirrus.network import deallocate, info_cache, ipam, port_binding, validate
 from cirrus.network import exception as exc
 from cirrus.network import ports as port_db
 from cirrus.network import security_group_api
 from cirrus.network import security_groups as sg_db
-from cirrus.network.allocate import PortAllocator, Progress, available_networks
+from cirrus.network import allocate_at_once as at_once
+from cirrus.network.allocate import OnePort, PortAllocator, Progress, available_networks
 from cirrus.network.backends import get_backend
 from cirrus.network.binding import Binder, EventSink
 from cirrus.network.model import NetworkInfo
@@ -108,6 +110,9 @@ class API:
         no read of its own before the write (a hop to a DB thread and back
         cost more than the read). A request that fails its checks changes
         nothing and rolls nothing back; any later failure rolls back as before.
+        On PostgreSQL an ``auto`` boot's one port is first tried as a read and
+        one statement (``allocate_at_once``), the transaction only where that
+        wrote nothing.
         """
         requests = list(requested_networks or [])
         if requests and requests[0].get("network_id") == "none":
@@ -119,9 +124,16 @@ class API:
             # same transaction stores the info cache (get_instance_nw_info).
             async with self._locks(instance["uuid"]):
                 try:
-                    bound, info = await self.db.run(
-                        self._allocate, ctx, instance, requests, security_groups or ["default"],
-                        bind_host_id, progress)
+                    done: tuple[list[tuple[Any, Any, Any]], NetworkInfo] | None = None
+                    if self.db.is_postgresql:
+                        done = await self._allocate_at_once(
+                            ctx, instance, requests, security_groups or ["default"],
+                            bind_host_id, progress)
+                    if done is None:
+                        done = await self.db.run(
+                            self._allocate, ctx, instance, requests,
+                            security_groups or ["default"], bind_host_id, progress)
+                    bound, info = done
                 finally:  # the transaction has ended: the counter holds the addresses, or nothing
                     progress.claims.release()
             for port, network, subnets in bound:
@@ -131,6 +143,51 @@ class API:
                 await self._rollback(ctx, instance, progress.created, progress.preexisting)
             raise
         return info
+
+    async def _allocate_at_once(self, ctx: RequestContext, instance: dict[str, Any],
+                                requests: list[dict[str, Any]], security_groups: list[str],
+                                host: str | None, progress: Progress
+                                ) -> tuple[list[tuple[Any, Any, Any]], NetworkInfo] | None:
+        """PostgreSQL, an ``auto`` boot's one port: the network's read and one
+        statement (``allocate_at_once``), a few guesses at most, each its
+        own statement; None (nothing written) where the transaction must run."""
+        plan, attempt = await self.db.run(self._first_port, ctx, instance, requests,
+                                          security_groups, host, progress.claims)
+        for _ in range(at_once.GUESSES - 1):
+            if plan is None or attempt.outcome not in (at_once.Outcome.BUSY,
+                                                       at_once.Outcome.TAKEN):
+                break
+            plan = plan.next_guess(attempt, progress.claims)
+            if plan is not None:
+                attempt = await self.db.run(self._port_again, instance, plan)
+        if plan is not None and attempt.outcome is at_once.Outcome.OVER_QUOTA:
+            raise exc.PortLimitExceeded()  # nothing was written
+        if plan is None or attempt.outcome is not at_once.Outcome.STORED:
+            # Nothing written: the transaction guesses afresh, as if alone
+            # (a hole below the count filled by its walk, not passed).
+            progress.claims.release()
+            return None
+        assert attempt.seq is not None
+        plan.row["seq"] = attempt.seq
+        progress.preexisting = []
+        progress.created.append(plan.row["id"])
+        return [(plan.row, plan.network, [plan.subnet])], plan.info()
+
+    @one_statement  # a read, then allocate_at_once's statement
+    def _first_port(self, conn: sa.Connection, ctx: RequestContext, instance: dict[str, Any],
+                    requests: list[dict[str, Any]], security_groups: list[str],
+                    host: str | None, claims: ipam.Claims
+                    ) -> tuple[OnePort | None, at_once.Attempt]:
+        plan = self.allocator.plan_one_port(conn, ctx, instance, requests, security_groups, host,
+                                            claims)
+        if plan is None:
+            return None, at_once.Attempt(at_once.Outcome.OTHER, None, 0)
+        return plan, self.allocator.write_one_port(conn, instance, plan)
+
+    @one_statement  # allocate_at_once's statement
+    def _port_again(self, conn: sa.Connection, instance: dict[str, Any],
+                    plan: OnePort) -> at_once.Attempt:
+        return self.allocator.write_one_port(conn, instance, plan)
 
     def _allocate(self, conn: sa.Connection, ctx: RequestContext, instance: dict[str, Any],
                   requests: list[dict[str, Any]], security_groups: list[str], host: str | None,

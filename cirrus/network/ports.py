@@ -63,6 +63,20 @@ _NEW_ADDRESS = postgresql.insert(ip_allocations).from_select(
 ).on_conflict_do_nothing().returning(ip_allocations.c.ip_address).cte("new_address")
 _INSERT_WITH_ADDRESS = Prepared(sa.select(sa.select(_NEW_PORT.c.seq).scalar_subquery(),
                                           sa.select(_NEW_ADDRESS.c.ip_address).scalar_subquery()))
+
+
+def insert_port_from(source: Any) -> Any:
+    """INSERT of the port given as ``v_<column>`` binds (``seq`` the next, as
+    :data:`_VALUES`), once for each row of ``source`` (a CTE: none, nothing
+    goes in); RETURNING its ``seq``. No ON CONFLICT: a MAC taken on the
+    network fails the statement."""
+    values = [_VALUES["seq"] if c.name == "seq" else sa.bindparam(f"v_{c.name}", type_=c.type)
+              for c in ports.columns]
+    return ports.insert().from_select([c.name for c in ports.columns],
+                                      sa.select(*values).select_from(source)
+                                      ).returning(ports.c.seq)
+
+
 _GET = PreparedRead(sa.select(ports).where(ports.c.id == sa.bindparam("w_id")))
 _DELETE = Prepared(ports.delete().where(ports.c.id == sa.bindparam("w_id")))
 _DISASSOCIATE = Prepared(floatingips.update().where(
@@ -271,6 +285,46 @@ def subnet_for_address(nets: list[dict[str, Any]], address: Any) -> str | None:
                  if ip.version == s["ip_version"] and ip in ipaddress.ip_network(s["cidr"])), None)
 
 
+def new_port_row(ctx: RequestContext, values: dict[str, Any], network: dict[str, Any],
+                 base_mac: str, default_sg: str | None = None, status: str = "DOWN"
+                 ) -> dict[str, Any]:
+    """The row a port of ``values`` on ``network`` is inserted as (a new id, a
+    generated MAC unless one is requested; ``seq`` 0 until the insert sets
+    it), after the create's checks: an external network only for its owner or
+    an admin, security groups and address pairs only with port security."""
+    if network["router_external"] and not network["shared"] and not ctx.is_admin \
+            and network["project_id"] != ctx.project_id:
+        raise exc.ExternalNetworkAttachForbidden(network_uuid=network["id"])
+    port_id = new_id()
+    psec = values.get("port_security_enabled", network["port_security_enabled"])
+    groups = values.get("security_groups")
+    if groups is None:
+        groups = [default_sg] if (psec and default_sg) else []
+    if groups and not psec:
+        raise exc.SecurityGroupCannotBeApplied()
+    if values.get("allowed_address_pairs") and not psec:
+        raise exc.AddressPairAndPortSecurityRequired()
+    mac = values.get("mac_address")
+    return {"id": port_id, "seq": 0, "network_id": network["id"],
+            "project_id": values.get("project_id") or ctx.project_id,
+            "name": values.get("name", ""),
+            "mac_address": mac.lower() if mac is not None else ipam.generate_mac(base_mac),
+            "device_id": values.get("device_id", ""),
+            "device_owner": values.get("device_owner", ""),
+            "admin_state_up": values.get("admin_state_up", True), "status": status,
+            "binding_host_id": values.get("binding_host_id", ""),
+            "binding_vif_type": "bridge" if values.get("binding_host_id") else "unbound",
+            "binding_vnic_type": values.get("binding_vnic_type", "normal"),
+            "binding_profile": values.get("binding_profile", {}),
+            "binding_vif_details": {"port_filter": True} if values.get("binding_host_id") else {},
+            "security_groups": groups, "extra_dhcp_opts": values.get("extra_dhcp_opts", []),
+            "allowed_address_pairs": values.get("allowed_address_pairs", []),
+            "dns_name": values.get("dns_name", ""), "dns_domain": values.get("dns_domain", ""),
+            "port_security_enabled": psec,
+            "description": values.get("description", ""), "created_at": utcnow(),
+            "updated_at": None}
+
+
 def create_port(conn: sa.Connection, ctx: RequestContext, values: dict[str, Any],
                 base_mac: str, default_sg: str | None = None, *, status: str = "DOWN",
                 network: dict[str, Any] | None = None,
@@ -295,35 +349,8 @@ def create_port_with_ips(conn: sa.Connection, ctx: RequestContext, values: dict[
     would read them back). ``taken``, ``claims``: see ``ipam.allocate_ip``."""
     if network is None or network["id"] != values["network_id"]:
         network = get_network(conn, ctx, values["network_id"])
-    if network["router_external"] and not network["shared"] and not ctx.is_admin \
-            and network["project_id"] != ctx.project_id:
-        raise exc.ExternalNetworkAttachForbidden(network_uuid=network["id"])
-    port_id = new_id()
-    psec = values.get("port_security_enabled", network["port_security_enabled"])
-    groups = values.get("security_groups")
-    if groups is None:
-        groups = [default_sg] if (psec and default_sg) else []
-    if groups and not psec:
-        raise exc.SecurityGroupCannotBeApplied()
-    if values.get("allowed_address_pairs") and not psec:
-        raise exc.AddressPairAndPortSecurityRequired()
+    row = new_port_row(ctx, values, network, base_mac, default_sg, status)
     mac = values.get("mac_address")
-    row = {"id": port_id, "seq": 0, "network_id": network["id"],
-           "project_id": values.get("project_id") or ctx.project_id, "name": values.get("name", ""),
-           "mac_address": mac.lower() if mac is not None else ipam.generate_mac(base_mac),
-           "device_id": values.get("device_id", ""), "device_owner": values.get("device_owner", ""),
-           "admin_state_up": values.get("admin_state_up", True), "status": status,
-           "binding_host_id": values.get("binding_host_id", ""),
-           "binding_vif_type": "bridge" if values.get("binding_host_id") else "unbound",
-           "binding_vnic_type": values.get("binding_vnic_type", "normal"),
-           "binding_profile": values.get("binding_profile", {}),
-           "binding_vif_details": {"port_filter": True} if values.get("binding_host_id") else {},
-           "security_groups": groups, "extra_dhcp_opts": values.get("extra_dhcp_opts", []),
-           "allowed_address_pairs": values.get("allowed_address_pairs", []),
-           "dns_name": values.get("dns_name", ""), "dns_domain": values.get("dns_domain", ""),
-           "port_security_enabled": psec,
-           "description": values.get("description", ""), "created_at": utcnow(),
-           "updated_at": None}
     subnet = _guessed_subnet(conn, values, subnets, taken, claims)
     if subnet is not None:
         assert taken is not None and claims is not None

@@ -116,6 +116,27 @@ def ports_over_limit(conn: sa.Connection, settings: Settings, project_id: str,
     return 0 <= limit < used
 
 
+# PostgreSQL: the project's own port limit (NULL: the default) and its
+# committed ports, the counter row locked, as a CTE for a statement that
+# creates a port only if it fits (``allocate_at_once``).
+LOCKED_PORT_ROOM = sa.select(_OWN_PORT_LIMIT.label("own_limit"),
+                             _LOCKED_PORTS.c.ports).cte("port_room")
+
+
+def ports_fit(room: Any, added: int, default_limit: Any) -> Any:
+    """SQL: whether ``added`` more ports fit in ``room``
+    (:data:`LOCKED_PORT_ROOM`), ``default_limit`` the limit where the project
+    has none of its own; as :func:`over_limit` decides."""
+    limit = sa.func.coalesce(room.c.own_limit, default_limit)
+    return sa.or_(limit < 0, room.c.ports + added <= limit)
+
+
+def over_limit(settings: Settings, own: Any, in_use: int, added: int) -> bool:
+    """Whether ``added`` ports more than ``in_use`` exceed the project's limit
+    (its ``own``, None for the default)."""
+    return 0 <= _limit(settings, own) < in_use + added
+
+
 def locked_use_with(column: Any) -> Prepared[Any]:
     """PostgreSQL: :func:`port_limit_and_locked_use`'s statement with
     ``column`` a third value (a scalar subquery of a data-modifying CTE: a
@@ -131,7 +152,7 @@ def ports_over_limit_with(conn: sa.Connection, settings: Settings, project_id: s
     result = statement.execute(conn, **{**params, "w_project": project_id})
     pending.hot_row_taken(conn)  # a group commit ends its transaction here
     limit, in_use, value = result.fetchone()
-    return 0 <= _limit(settings, limit) < int(in_use) + added, value
+    return over_limit(settings, limit, int(in_use), added), value
 
 
 def _limit_and_use(settings: Settings, result: Any) -> tuple[int, int]:

@@ -1,0 +1,300 @@
+"""An ``auto`` boot's port in one statement on PostgreSQL
+(``cirrus.network.allocate_at_once``): what it stores is what the
+transaction would, it writes all or nothing, and every case it does not
+handle reaches the transaction with nothing written."""
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any, Iterator
+
+import pytest
+import sqlalchemy as sa
+
+from cirrus.compute.models import instance_info_caches
+from cirrus.config import Settings
+from cirrus.context import RequestContext
+from cirrus.db import migrate
+from cirrus.db.base import utcnow
+from cirrus.db.engine import Database
+from cirrus.network import allocate_at_once as at_once
+from cirrus.network import exception as exc
+from cirrus.network import info_cache, ipam
+from cirrus.network import ports as port_db
+from cirrus.network import security_groups as sg_db
+from cirrus.network.allocate import OnePort
+from cirrus.network.api import API
+from cirrus.network.auto_allocate import get_or_create_auto_network
+from cirrus.network.backends.noop import NoopBackend
+from cirrus.network.binding import Binder
+from cirrus.network.models import ip_allocations, ports, subnets
+from cirrus.network.segments import SegmentConfig
+from tests.databases import scratch_postgres
+from tests.unit.test_compute_rules import insert_instance
+
+AUTO = [{"network_id": "auto"}]
+
+
+@pytest.fixture(scope="module")
+def url() -> Iterator[str]:
+    with scratch_postgres("cirrus_atonce") as url:
+        migrate.upgrade(url)
+        yield url
+
+
+@pytest.fixture
+def db(url: str) -> Iterator[Database]:
+    database = Database(url, check_units=True)  # the units' one statement, checked
+    yield database
+    database.close()
+
+
+def _project(db: Database, cidr: str = "10.8.0.0/24") -> str:
+    """A new project with its auto network (one subnet of ``cidr``) and its
+    default security group."""
+    project = f"p-{uuid.uuid4().hex[:8]}"
+
+    def make(conn: sa.Connection) -> None:
+        get_or_create_auto_network(conn, Settings(auto_allocate_cidr=cidr), project,
+                                   SegmentConfig())
+        sg_db.resolve(conn, project, ["default"])
+    db.run_sync(make)
+    return project
+
+
+def _instance(db: Database, project: str) -> dict[str, Any]:
+    uuid_ = str(uuid.uuid4())
+
+    def make(conn: sa.Connection) -> None:
+        insert_instance(conn, uuid_, project=project)
+        conn.execute(instance_info_caches.insert().values(instance_uuid=uuid_, network_info=[],
+                                                          created_at=utcnow()))
+    db.run_sync(make)
+    return {"uuid": uuid_, "project_id": project, "hostname": "vm", "availability_zone": "nova"}
+
+
+def _api(db: Database, limit: int = 50, in_flight: ipam.InFlight | None = None) -> API:
+    return API(Settings(quota_ports=limit), db, Binder(db, NoopBackend()),
+               in_flight or ipam.InFlight())
+
+
+def _claims() -> ipam.Claims:
+    return ipam.Claims(ipam.InFlight())
+
+
+def _ctx(project: str) -> RequestContext:
+    return RequestContext(project_id=project, user_id="u", roles=["member"])
+
+
+def _plan(db: Database, api: API, instance: dict[str, Any],
+          claims: ipam.Claims | None = None) -> OnePort:
+    ctx = _ctx(instance["project_id"])
+    plan = db.run_sync(lambda conn: api.allocator.plan_one_port(
+        conn, ctx, instance, AUTO, ["default"], "h1", claims or ipam.Claims(ipam.InFlight())))
+    assert plan is not None
+    return plan
+
+
+def _write(db: Database, api: API, instance: dict[str, Any], plan: OnePort) -> at_once.Attempt:
+    return db.run_sync(lambda conn: api.allocator.write_one_port(conn, instance, plan))
+
+
+def _ports_of(db: Database, uuid_: str) -> list[str]:
+    return db.run_sync(lambda conn: [r.id for r in conn.execute(
+        sa.select(ports.c.id).where(ports.c.device_id == uuid_))])
+
+
+def _addresses(db: Database, subnet_id: str) -> list[str]:
+    return db.run_sync(lambda conn: sorted(r.ip_address for r in conn.execute(
+        sa.select(ip_allocations.c.ip_address).where(ip_allocations.c.subnet_id == subnet_id))))
+
+
+def _allocated(db: Database, subnet_id: str) -> int:
+    return int(db.run_sync(lambda conn: conn.execute(
+        sa.select(subnets.c.allocated).where(subnets.c.id == subnet_id)).scalar_one()))
+
+
+def _cached(db: Database, uuid_: str) -> list[dict[str, Any]]:
+    return db.run_sync(info_cache.cache_of, uuid_)
+
+
+def _nothing_written(db: Database, instance: dict[str, Any], plan: OnePort,
+                     addresses_before: list[str]) -> None:
+    assert _ports_of(db, instance["uuid"]) == []
+    assert _addresses(db, plan.subnet["id"]) == addresses_before
+    assert _cached(db, instance["uuid"]) == []
+
+
+def test_the_statement_stores_what_the_general_build_reads_back(db: Database) -> None:
+    """The port, its address and the info cache in one statement; the cache
+    equals the general build from the stored rows (what the transaction's
+    fallback would store), and the counters count the port and address."""
+    project = _project(db)
+    api, instance = _api(db), _instance(db, project)
+    plan = _plan(db, api, instance)
+    attempt = _write(db, api, instance, plan)
+    assert attempt.outcome is at_once.Outcome.STORED and attempt.seq is not None
+    stored = _cached(db, instance["uuid"])
+    assert [vif["id"] for vif in stored] == [plan.row["id"]]
+    assert stored[0]["network"]["subnets"][0]["ips"][0]["address"] == plan.address == "10.8.0.2"
+    rebuilt = db.run_sync(info_cache.build_network_info_model, instance["uuid"], project, set())
+    assert list(rebuilt) == stored
+    assert _allocated(db, plan.subnet["id"]) == 1
+    assert db.run_sync(port_db.ports_of_project, project) == 1
+    row = db.run_sync(port_db.port_by_id, plan.row["id"])
+    assert row["binding_host_id"] == "h1" and row["status"] == "ACTIVE"
+    assert row["device_id"] == instance["uuid"] and row["seq"] == attempt.seq
+
+
+def test_over_the_port_quota_nothing_is_written(db: Database) -> None:
+    project = _project(db)
+    first, second = _instance(db, project), _instance(db, project)
+    api = _api(db, limit=1)
+    assert _write(db, api, first, _plan(db, api, first)).outcome is at_once.Outcome.STORED
+    plan = _plan(db, api, second)
+    before = _addresses(db, plan.subnet["id"])
+    assert _write(db, api, second, plan).outcome is at_once.Outcome.OVER_QUOTA
+    _nothing_written(db, second, plan, before)
+    with pytest.raises(exc.PortLimitExceeded):  # and through the API, as the transaction says
+        asyncio.run(api.allocate_for_instance(_ctx(project), second, requested_networks=AUTO,
+                                              bind_host_id="h1"))
+    _nothing_written(db, second, plan, before)
+
+
+def test_a_busy_guess_is_passed_for_the_next(db: Database) -> None:
+    """Another allocation in flight on the guess (its advisory lock held):
+    nothing written; the next guess goes in."""
+    project = _project(db)
+    api, instance = _api(db), _instance(db, project)
+    claims = ipam.Claims(ipam.InFlight())
+    plan = _plan(db, api, instance, claims)
+    with db.engine.connect() as other, other.begin():
+        other.execute(sa.select(sa.func.pg_advisory_xact_lock(
+            sa.func.hashtext(plan.subnet["id"]), sa.func.hashtext(plan.address))))
+        attempt = _write(db, api, instance, plan)
+    assert attempt.outcome is at_once.Outcome.BUSY
+    _nothing_written(db, instance, plan, [])
+    again = plan.next_guess(attempt, claims)
+    assert again is not None and again.address == "10.8.0.3"
+    assert _write(db, api, instance, again).outcome is at_once.Outcome.STORED
+    assert _cached(db, instance["uuid"])[0]["network"]["subnets"][0]["ips"][0]["address"] \
+        == "10.8.0.3"
+
+
+def test_a_guess_taken_since_the_count_counts_again(db: Database) -> None:
+    """A concurrent allocation committed the guess: nothing written; the
+    retry counts from the counter the statement read."""
+    project = _project(db)
+    api, racer, instance = _api(db), _instance(db, project), _instance(db, project)
+    claims = ipam.Claims(ipam.InFlight())
+    plan = _plan(db, api, instance, claims)
+    # The racer, planned by another process (its own claims), commits first.
+    assert _write(db, api, racer, _plan(db, api, racer)).outcome is at_once.Outcome.STORED
+    attempt = _write(db, api, instance, plan)
+    assert attempt.outcome is at_once.Outcome.TAKEN and attempt.allocated == 1
+    _nothing_written(db, instance, plan, ["10.8.0.2"])
+    again = plan.next_guess(attempt, claims)
+    assert again is not None and again.address == "10.8.0.3"
+    assert _write(db, api, instance, again).outcome is at_once.Outcome.STORED
+
+
+def test_a_hole_is_left_to_the_transaction(db: Database) -> None:
+    """A guess taken while the counter did not move (addresses released below
+    it): the counter cannot say where to go; the transaction (its guesses,
+    its walk) allocates."""
+    project = _project(db)
+    api = _api(db)
+    first, second, third = (_instance(db, project) for _ in range(3))
+    for inst in (first, second):
+        assert _write(db, api, inst, _plan(db, api, inst)).outcome is at_once.Outcome.STORED
+    db.run_sync(lambda conn: port_db.delete_port_row(
+        conn, port_db.port_by_id(conn, _ports_of(db, first["uuid"])[0])))
+    plan = _plan(db, api, third)  # the count is 1: it guesses .3, second's
+    attempt = _write(db, api, third, plan)
+    assert attempt.outcome is at_once.Outcome.TAKEN
+    assert plan.next_guess(attempt, _claims()) is None
+    _nothing_written(db, third, plan, ["10.8.0.3"])
+    info = asyncio.run(api.allocate_for_instance(_ctx(project), third, requested_networks=AUTO,
+                                                 bind_host_id="h1"))
+    address = info[0]["network"]["subnets"][0]["ips"][0]["address"]
+    assert address != "10.8.0.3" and _addresses(db, plan.subnet["id"]) == sorted(
+        ["10.8.0.3", address])
+    assert _cached(db, third["uuid"]) == list(info)
+
+
+def test_a_taken_mac_fails_the_statement_whole(db: Database) -> None:
+    """A MAC taken on the network fails the statement: its address, taken
+    in the same statement, is not left behind."""
+    project = _project(db)
+    api, instance, other = _api(db), _instance(db, project), _instance(db, project)
+    plan = _plan(db, api, instance)
+    clash = _plan(db, api, other)
+    clash.row["mac_address"] = plan.row["mac_address"]
+    clash = OnePort(clash.network, clash.subnet, clash.row, clash.index + 1, clash.counted)
+    assert _write(db, api, other, clash).outcome is at_once.Outcome.STORED
+    assert _write(db, api, instance, plan).outcome is at_once.Outcome.OTHER
+    _nothing_written(db, instance, plan, ["10.8.0.3"])
+
+
+def test_an_instance_with_a_port_already_gets_the_transaction(db: Database) -> None:
+    """Other ports on the instance: the one statement writes nothing, the
+    transaction lists them all in the cache."""
+    project = _project(db)
+    api, instance = _api(db), _instance(db, project)
+    ctx = _ctx(project)
+    asyncio.run(api.allocate_for_instance(ctx, instance, requested_networks=AUTO,
+                                          bind_host_id="h1"))
+    plan = _plan(db, api, instance)
+    assert _write(db, api, instance, plan).outcome is at_once.Outcome.OTHER
+    assert len(_ports_of(db, instance["uuid"])) == 1
+    info = asyncio.run(api.allocate_for_instance(ctx, instance, requested_networks=AUTO,
+                                                 bind_host_id="h1"))
+    assert len(info) == 2 and _cached(db, instance["uuid"]) == list(info)
+    assert sorted(vif["id"] for vif in info) == sorted(_ports_of(db, instance["uuid"]))
+
+
+def test_other_requests_take_the_transaction(db: Database) -> None:
+    """Only an ``auto`` request of the ``default`` group is planned."""
+    project = _project(db)
+    api, instance = _api(db), _instance(db, project)
+    ctx = _ctx(project)
+
+    def plan(requests: list[dict[str, Any]], groups: list[str]) -> OnePort | None:
+        return db.run_sync(lambda conn: api.allocator.plan_one_port(
+            conn, ctx, instance, requests, groups, "h1", _claims()))
+    net_id = _plan(db, api, instance).network["id"]
+    assert plan([{"network_id": net_id}], ["default"]) is None
+    assert plan(AUTO, ["default", "other"]) is None
+    assert plan(AUTO + AUTO, ["default"]) is None
+    assert plan(AUTO, ["default"]) is not None
+    assert plan(AUTO, ["default"]) is not None
+    no_network = _instance(db, f"none-{uuid.uuid4().hex[:6]}")
+    assert db.run_sync(lambda conn: api.allocator.plan_one_port(
+        conn, _ctx(no_network["project_id"]), no_network, AUTO, ["default"], "h1",
+        _claims())) is None
+
+
+def test_racing_computes_never_share_an_address(db: Database) -> None:
+    """Sixteen allocations at once from four computes, each its own process's
+    in-flight claims (they cannot see each other's guesses): every port its
+    own address, each instance's cache its port's, the counter exact."""
+    project = _project(db, "10.9.0.0/24")
+    apis = [_api(db, in_flight=ipam.InFlight()) for _ in range(4)]
+    insts = [_instance(db, project) for _ in range(16)]
+    ctx = _ctx(project)
+
+    async def race() -> list[Any]:
+        return await asyncio.gather(*(
+            apis[i % 4].allocate_for_instance(ctx, inst, requested_networks=AUTO,
+                                              bind_host_id="h1")
+            for i, inst in enumerate(insts)))
+    infos = asyncio.run(race())
+    addresses = [info[0]["network"]["subnets"][0]["ips"][0]["address"] for info in infos]
+    assert len(set(addresses)) == 16
+    subnet_id = db.run_sync(lambda conn: conn.execute(sa.select(subnets.c.id).where(
+        subnets.c.project_id == project)).scalar_one())
+    assert sorted(addresses) == _addresses(db, subnet_id)
+    assert _allocated(db, subnet_id) == 16
+    for inst, info in zip(insts, infos):
+        assert _cached(db, inst["uuid"]) == list(info)
+        assert [vif["id"] for vif in info] == _ports_of(db, inst["uuid"])
