@@ -118,18 +118,17 @@ class OnePort:
                                              {net_id: [self.subnet]})
 
     def next_guess(self, attempt: at_once.Attempt, claims: ipam.Claims) -> OnePort | None:
-        """The guess after ``attempt``'s: past a busy address, the next; past
-        a taken one, from the counter ``attempt`` read if it moved (a
-        concurrent allocation committed) — if not, a hole the counter cannot
-        see past (None: the transaction walks the subnet)."""
-        if attempt.outcome is at_once.Outcome.BUSY:
-            start, counted = self.index + 1, self.counted
-        elif attempt.outcome is at_once.Outcome.TAKEN and attempt.allocated > self.counted:
-            start, counted = max(attempt.allocated, self.index + 1), attempt.allocated
-        else:
+        """The guess after ``attempt``'s: past a busy address or one a racer
+        committed while the statement ran, the next; past one taken before,
+        from the counter ``attempt`` read if it moved (a concurrent
+        allocation committed) — if not, a hole the counter cannot see past
+        (None: the transaction walks the subnet)."""
+        if not (attempt.outcome is at_once.Outcome.BUSY or attempt.just_taken or (
+                attempt.outcome is at_once.Outcome.TAKEN and attempt.allocated > self.counted)):
             return None
+        start = max(self.index + 1, attempt.allocated)
         return dataclasses.replace(self, index=claims.claim(self.subnet["id"], start),
-                                   counted=counted)
+                                   counted=max(self.counted, attempt.allocated))
 
 
 class PortAllocator:
@@ -191,15 +190,21 @@ class PortAllocator:
     def write_one_port(self, conn: sa.Connection, instance: dict[str, Any],
                        plan: OnePort) -> at_once.Attempt:
         """``plan``'s port, address and info cache in one statement
-        (``allocate_at_once``); OTHER past the pools' end (the transaction
-        says the subnet is full) or on a MAC taken on the network."""
+        (``allocate_at_once``); OTHER, nothing written, past the pools' end
+        (the transaction says the subnet is full) or where the statement
+        failed (:func:`allocate_at_once.failed_whole`)."""
         address = plan.address
         if address is None:
             return at_once.Attempt(at_once.Outcome.OTHER, None, plan.counted)
         try:
             return at_once.insert_port_and_cache(conn, self.settings, plan.row, plan.subnet,
                                                  address, instance, plan.info())
-        except sa.exc.IntegrityError:  # a MAC clash, or the network gone: nothing went in
+        except sa.exc.DBAPIError as error:
+            # The statement failed whole, nothing went in: a MAC clash, the
+            # network gone, a deadlock with a racer (the transaction's order
+            # of locks has none).
+            if not at_once.failed_whole(error):
+                raise
             return at_once.Attempt(at_once.Outcome.OTHER, None, plan.counted)
 
     def _checked_requests(self, conn: sa.Connection, ctx: RequestContext,

@@ -160,17 +160,16 @@ class API:
             plan = plan.next_guess(attempt, progress.claims)
             if plan is not None:
                 attempt = await self.db.run(self._port_again, instance, plan)
-        if plan is not None and attempt.outcome is at_once.Outcome.OVER_QUOTA:
-            raise exc.PortLimitExceeded()  # nothing was written
-        if plan is None or attempt.outcome is not at_once.Outcome.STORED:
+        if plan is None or attempt.seq is None:
             # Nothing written: the transaction guesses afresh, as if alone
             # (a hole below the count filled by its walk, not passed).
             progress.claims.release()
             return None
-        assert attempt.seq is not None
         plan.row["seq"] = attempt.seq
         progress.preexisting = []
-        progress.created.append(plan.row["id"])
+        progress.created.append(plan.row["id"])  # undone if anything fails from here
+        if attempt.outcome is at_once.Outcome.OVER_QUOTA:
+            raise exc.PortLimitExceeded()
         return [(plan.row, plan.network, [plan.subnet])], plan.info()
 
     @one_statement  # a read, then allocate_at_once's statement

@@ -116,16 +116,26 @@ def ports_over_limit(conn: sa.Connection, settings: Settings, project_id: str,
     return 0 <= limit < used
 
 
-# PostgreSQL: the project's own port limit (NULL: the default) and its
-# committed ports, the counter row locked, as a CTE for a statement that
-# creates a port only if it fits (``allocate_at_once``).
-LOCKED_PORT_ROOM = sa.select(_OWN_PORT_LIMIT.label("own_limit"),
-                             _LOCKED_PORTS.c.ports).cte("port_room")
+def locked_port_room(source: Any) -> Any:
+    """PostgreSQL: a CTE ``port_room`` of the project's own port limit
+    (``own_limit``, NULL: the default) and its committed ports (``ports``),
+    the counter row locked to the transaction's end (made if it has none) —
+    taken only once ``source`` (a CTE) yields a row. So a statement that
+    inserts first takes the row after its inserts and any wait they had on
+    a racer's row, as the allocation's transaction takes it last: holding
+    the counter while waiting on a row whose transaction updates the counter
+    at its COMMIT would be a deadlock (``allocate_at_once``)."""
+    locked = postgresql.insert(port_usages).from_select(
+        ["project_id"], sa.select(sa.bindparam("w_project", type_=sa.String)).select_from(
+            source).limit(1)).on_conflict_do_update(
+        index_elements=[port_usages.c.project_id], set_={"ports": port_usages.c.ports}
+    ).returning(port_usages.c.ports).cte("locked_after")
+    return sa.select(_OWN_PORT_LIMIT.label("own_limit"), locked.c.ports).cte("port_room")
 
 
 def ports_fit(room: Any, added: int, default_limit: Any) -> Any:
     """SQL: whether ``added`` more ports fit in ``room``
-    (:data:`LOCKED_PORT_ROOM`), ``default_limit`` the limit where the project
+    (:func:`locked_port_room`), ``default_limit`` the limit where the project
     has none of its own; as :func:`over_limit` decides."""
     limit = sa.func.coalesce(room.c.own_limit, default_limit)
     return sa.or_(limit < 0, room.c.ports + added <= limit)

@@ -5,7 +5,9 @@ handle reaches the transaction with nothing written."""
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterator
 
 import pytest
@@ -146,19 +148,25 @@ def test_the_statement_stores_what_the_general_build_reads_back(db: Database) ->
     assert row["device_id"] == instance["uuid"] and row["seq"] == attempt.seq
 
 
-def test_over_the_port_quota_nothing_is_written(db: Database) -> None:
+def test_over_the_port_quota_the_port_is_undone(db: Database) -> None:
+    """A port past the limit (a race past the API's check) goes in, the
+    counter taken only after it; no cache is stored, and the allocation
+    undoes it and refuses, as the transaction does."""
     project = _project(db)
     first, second = _instance(db, project), _instance(db, project)
     api = _api(db, limit=1)
     assert _write(db, api, first, _plan(db, api, first)).outcome is at_once.Outcome.STORED
     plan = _plan(db, api, second)
-    before = _addresses(db, plan.subnet["id"])
-    assert _write(db, api, second, plan).outcome is at_once.Outcome.OVER_QUOTA
-    _nothing_written(db, second, plan, before)
-    with pytest.raises(exc.PortLimitExceeded):  # and through the API, as the transaction says
+    attempt = _write(db, api, second, plan)
+    assert attempt.outcome is at_once.Outcome.OVER_QUOTA and attempt.seq is not None
+    assert _cached(db, second["uuid"]) == [] and _ports_of(db, second["uuid"]) == [plan.row["id"]]
+    db.run_sync(lambda conn: port_db.delete_port_row(conn, port_db.port_by_id(
+        conn, plan.row["id"])))
+    with pytest.raises(exc.PortLimitExceeded):  # through the API: refused, nothing left
         asyncio.run(api.allocate_for_instance(_ctx(project), second, requested_networks=AUTO,
                                               bind_host_id="h1"))
-    _nothing_written(db, second, plan, before)
+    _nothing_written(db, second, plan, ["10.8.0.2"])
+    assert db.run_sync(port_db.ports_of_project, project) == 1
 
 
 def test_a_busy_guess_is_passed_for_the_next(db: Database) -> None:
@@ -196,6 +204,47 @@ def test_a_guess_taken_since_the_count_counts_again(db: Database) -> None:
     again = plan.next_guess(attempt, claims)
     assert again is not None and again.address == "10.8.0.3"
     assert _write(db, api, instance, again).outcome is at_once.Outcome.STORED
+
+
+def test_a_guess_a_racer_commits_meanwhile_is_passed_for_the_next(db: Database) -> None:
+    """A racer's uncommitted address (a port created with it as a fixed IP:
+    no guess lock) makes the statement wait; committed while it ran, the
+    guess is taken but the counter the statement read cannot show it — not a
+    hole: the next address is tried, not the transaction's walk. And the
+    statement waits holding no counter row: the racer's COMMIT, which
+    updates the project's port counter, goes through (with the counter
+    taken first, this was a deadlock)."""
+    project = _project(db)
+    api, instance = _api(db), _instance(db, project)
+    claims = _claims()
+    plan = _plan(db, api, instance, claims)
+    with db.engine.connect() as racer, ThreadPoolExecutor(1) as pool:
+        racer.begin()
+        port_db.create_port(racer, RequestContext(project_id=project, roles=["admin"]),
+                            {"network_id": plan.network["id"],
+                             "fixed_ips": [{"ip_address": plan.address}]}, "fa:16:3e:00:00:00")
+        writing = pool.submit(_write, db, api, instance, plan)
+        _until_waiting_on_a_lock(db)
+        racer.commit()
+        attempt = writing.result(timeout=30)
+    assert attempt.outcome is at_once.Outcome.TAKEN and attempt.just_taken
+    assert attempt.allocated == 0  # the counter as the statement saw it
+    again = plan.next_guess(attempt, claims)
+    assert again is not None and again.address == "10.8.0.3"
+    assert _write(db, api, instance, again).outcome is at_once.Outcome.STORED
+
+
+def _until_waiting_on_a_lock(db: Database) -> None:
+    """Until a backend of this database waits on a lock (the statement on the
+    racer's row); 30 s at most."""
+    for _ in range(3000):
+        with db.engine.connect() as conn:
+            if conn.execute(sa.text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND wait_event_type = 'Lock'")).scalar():
+                return
+        time.sleep(0.01)
+    raise AssertionError("the statement never waited on the racer's row")
 
 
 def test_a_hole_is_left_to_the_transaction(db: Database) -> None:
