@@ -189,6 +189,24 @@ def test_a_busy_guess_is_passed_for_the_next(db: Database) -> None:
         == "10.8.0.3"
 
 
+def test_past_its_guesses_the_transaction_allocates(db: Database) -> None:
+    """Every guess the one statement may try busy: nothing written by it,
+    the transaction (its busy skips) allocates past them."""
+    project = _project(db)
+    api, instance = _api(db), _instance(db, project)
+    busy = [f"10.8.0.{i}" for i in range(2, 2 + at_once.GUESSES)]
+    subnet_id = _plan(db, api, instance).subnet["id"]
+    with db.engine.connect() as other, other.begin():
+        for address in busy:
+            other.execute(sa.select(sa.func.pg_advisory_xact_lock(
+                sa.func.hashtext(subnet_id), sa.func.hashtext(address))))
+        info = asyncio.run(api.allocate_for_instance(_ctx(project), instance,
+                                                     requested_networks=AUTO, bind_host_id="h1"))
+    address = info[0]["network"]["subnets"][0]["ips"][0]["address"]
+    assert address not in busy and _addresses(db, subnet_id) == [address]
+    assert _cached(db, instance["uuid"]) == list(info)
+
+
 def test_a_guess_taken_since_the_count_counts_again(db: Database) -> None:
     """A concurrent allocation committed the guess: nothing written; the
     retry counts from the counter the statement read."""
