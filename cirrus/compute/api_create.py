@@ -115,9 +115,15 @@ class CreateActions(Lookups):
         if isinstance(group, Exception):
             raise group
         image = await self._validate_bdm(ctx, req, flavor, image, az)
+        # PostgreSQL's one-statement create (a fixed count, no group, no tags)
+        # checks an ``auto`` request's port quota in its statement: no read here.
+        ports_each = self.network.ports_a_create_can_check(req.requested_networks) if (
+            self.db.is_postgresql and req.min_count == req.max_count and group is None
+            and not req.tags) else 0
         try:  # an unknown group is a 400 now, not a build rescheduled on every host
-            max_net = await self.network.validate_networks(ctx, req.requested_networks, req.max_count,
-                                                           security_groups=req.security_groups)
+            max_net = await self.network.validate_networks(
+                ctx, req.requested_networks, req.max_count,
+                security_groups=req.security_groups, ports_checked_later=bool(ports_each))
         except SecurityGroupNotFound as error:
             raise exc.SecurityGroupNotFoundForProject(security_group_id=error.kwargs.get("id", ""),
                                                       project_id=ctx.project_id) from None
@@ -125,13 +131,13 @@ class CreateActions(Lookups):
             raise exc.SecurityGroupNotUnique(name=error.kwargs.get("name", "")) from None
         except NotFound as error:  # a missing network or port is a bad request here
             raise exc.InvalidRequest(reason=error.format_message()) from None
-        if max_net == 0:  # seed 000: no port left for even one server
+        if max_net < req.min_count:  # seed 000: not ports for as many as asked (Nova's rule)
             raise PortLimitExceeded()
         if isinstance(found.quota_fit, Exception):
             raise found.quota_fit  # before a single record is built
         max_count = min(req.max_count, max_net, found.quota_fit or req.max_count)
         if max_count < req.min_count:
-            max_count = req.min_count  # the network API raises if truly impossible
+            max_count = req.min_count  # the create's quota check raises if truly impossible
         reservation_id = "r-" + uuidlib.uuid4().hex[:8]
         # The scheduler gets the zone asked for (none: any host will do, as in
         # Nova); the record the default until a host's zone replaces it.
@@ -144,8 +150,11 @@ class CreateActions(Lookups):
             if one_statement_fits(self.db.is_postgresql, req, group, max_count, prepared):
                 # One statement in autocommit: the usage row locked for it alone.
                 rows = await self.db.run(create_in_one_statement, self.settings, ctx, req,
-                                         flavor, image, prepared)
+                                         flavor, image, prepared, ports_each)
             else:
+                if ports_each and await self.network.within_port_quota(
+                        ctx, ports_each, max_count) < max_count:  # left to the statement
+                    raise PortLimitExceeded()
                 rows = await self.db.run(self._provision_instances, ctx, req, flavor, image, az,
                                          key_data, group, reservation_id, max_count, prepared)
         await self._reserve_volumes(ctx, req, rows)

@@ -25,6 +25,9 @@ from cirrus.context import RequestContext
 from cirrus.db.base import utcnow
 from cirrus.db.onestatement import one_statement
 from cirrus.db.prepared import Cursor, Prepared, pipelined
+from cirrus.network import quotas as port_quotas
+from cirrus.network import validate
+from cirrus.network.exception import PortLimitExceeded
 
 
 # Every create writes these records: statements built once (cirrus/db/prepared.py).
@@ -126,10 +129,16 @@ def _uuid(i: int) -> str:
     return f"v_uuid_{i}"
 
 
-def _create_statement(key: tuple[int, int]) -> sa.Select[Any]:
-    """``count`` servers with ``bdm_count`` mappings each, if the quota passes."""
-    count, bdm_count = key
-    quota, gate = quotas.locked_gate()
+def _create_statement(key: tuple[int, int, bool]) -> sa.Select[Any]:
+    """``count`` servers with ``bdm_count`` mappings each, if the quota passes
+    (with ``ports``, the port quota's first look as well: ``p_want`` new
+    ports, ``p_default`` the limit where the project has none)."""
+    count, bdm_count, ports = key
+    quota, gate = quotas.locked_gate(
+        port_quotas.port_use_columns(sa.bindparam("v_project", type_=sa.String)),
+        lambda q: port_quotas.ports_fit(q, sa.bindparam("p_want", type_=sa.Integer),
+                                        sa.bindparam("p_default", type_=sa.Integer))
+    ) if ports else quotas.locked_gate()
     made = _rows_of(instances, INSTANCE_COLUMNS,
                     [{c: f"v_{c}_{i}" for c in INSTANCE_COLUMNS} for i in range(count)],
                     gate).returning(instances.c.uuid, instances.c.id).cte("made")
@@ -159,9 +168,9 @@ class _Creates:
     ~1 ms of CPU a create, more than the one statement saved."""
 
     def __init__(self) -> None:
-        self._by_key: dict[tuple[int, int], Prepared[Any]] = {}
+        self._by_key: dict[tuple[int, int, bool], Prepared[Any]] = {}
 
-    def execute(self, conn: sa.Connection, key: tuple[int, int], params: dict[str, Any]
+    def execute(self, conn: sa.Connection, key: tuple[int, int, bool], params: dict[str, Any]
                 ) -> Cursor:
         """The statement of shape ``key`` run with ``params``: its cursor."""
         statement = self._by_key.get(key)
@@ -186,12 +195,16 @@ def one_statement_fits(postgresql: bool, req: CreateRequest, group: dict[str, An
 @one_statement
 def create_in_one_statement(conn: sa.Connection, settings: Settings, ctx: RequestContext,
                             req: CreateRequest, flavor: dict[str, Any],
-                            image: dict[str, Any] | None, rows: list[dict[str, Any]]
-                            ) -> list[dict[str, Any]]:
+                            image: dict[str, Any] | None, rows: list[dict[str, Any]],
+                            ports_each: int = 0) -> list[dict[str, Any]]:
     """PostgreSQL, a create of exactly ``len(rows)`` servers (no group, no
     tags): the quota and the records in one statement, in autocommit. Over
     quota, nothing is written and TooManyInstances says so as
-    :meth:`quotas.InstanceQuota.allowed` of the count does."""
+    :meth:`quotas.InstanceQuota.allowed` of the count does. ``ports_each``:
+    the new ports each server needs, checked against the port quota here
+    (the network API's ``validate_networks`` left it to this statement);
+    PortLimitExceeded as ``validate.ports_fit`` says it, before the
+    instances' quota, as Nova checks the networks first."""
     assert ctx.project_id is not None
     count = len(rows)
     now = rows[0]["created_at"]
@@ -205,9 +218,16 @@ def create_in_one_statement(conn: sa.Connection, settings: Settings, ctx: Reques
             params[f"b_uuid_{i}_{j}"] = str(uuidlib.uuid4())
     params.update(c_network_info=[], c_now=now, a_now=utcnow(), a_action="create",
                   a_request=ctx.request_id, a_user=ctx.user_id, a_project=ctx.project_id)
-    result = _CREATE.execute(conn, (count, len(bdms)), params).fetchall()
+    if ports_each:
+        params.update(p_want=ports_each * count, p_default=int(settings.quota_ports))
+    result = _CREATE.execute(conn, (count, len(bdms), bool(ports_each)), params).fetchall()
     ids = {uuid: id_ for *_, uuid, id_ in result if id_ is not None}
     if len(ids) != count:  # refused: nothing was written
+        if ports_each:  # the quota's columns, then the ports' two
+            own, used = result[0][2 * len(quotas.INSTANCE_RESOURCES):][:2]
+            if validate.ports_fit_in(port_quotas.limit_of_own(settings, own), int(used),
+                                     ports_each, count) < count:
+                raise PortLimitExceeded()
         quota = quotas.InstanceQuota(None, settings, ctx.project_id, flavor, row=result[0])
         quota.allowed(count, count)  # raises TooManyInstances
         raise AssertionError("the quota statement refused a create its check allows")

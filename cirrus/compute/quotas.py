@@ -23,7 +23,7 @@ so concurrent creates cannot both pass:
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import sqlalchemy as sa
 
@@ -115,7 +115,8 @@ _LOCK_USAGE = Prepared(postgresql.insert(project_usages).values(
     *(project_usages.c[r] for r in INSTANCE_RESOURCES)))
 
 
-def locked_gate() -> tuple[sa.CTE, sa.CTE]:
+def locked_gate(extra: list[Any] | None = None,
+                extra_fits: Callable[[sa.CTE], Any] | None = None) -> tuple[sa.CTE, sa.CTE]:
     """PostgreSQL, for a create of a fixed count as one statement: the CTE
     ``quota`` (the project's usage row locked as by :data:`_LOCK_USAGE`, the
     committed usage and the limits: the project's own, else the default
@@ -123,13 +124,15 @@ def locked_gate() -> tuple[sa.CTE, sa.CTE]:
     CTE ``gate``, one row if ``q_want_<resource>`` more (count × the
     flavor's amount) fit, as :meth:`InstanceQuota.allowed` of the count says
     it, else none. Parameters: ``v_project`` and those above. The row stays
-    locked for the statement only (in autocommit, it is its transaction)."""
+    locked for the statement only (in autocommit, it is its transaction).
+    ``extra``: more columns of ``quota`` (after those), ``extra_fits`` a
+    condition on them the gate also needs (the port quota's first look)."""
     locked = _LOCK_USAGE.stmt.cte("locked")
     quota = sa.select(
         *(locked.c[r] for r in INSTANCE_RESOURCES),
         *(sa.func.coalesce(_own_limit(r, "v_project"),
                            sa.bindparam(f"q_default_{r}", type_=sa.Integer)).label(f"limit_{r}")
-          for r in INSTANCE_RESOURCES)).cte("quota")
+          for r in INSTANCE_RESOURCES), *(extra or ())).cte("quota")
     zero = sa.literal_column("0", sa.Integer)
     # As allowed(): an unlimited resource, or one the flavor takes none of
     # (even if the project is over its limit already), does not count.
@@ -138,6 +141,8 @@ def locked_gate() -> tuple[sa.CTE, sa.CTE]:
                    quota.c[r] + sa.bindparam(f"q_want_{r}", type_=sa.Integer)
                    <= quota.c[f"limit_{r}"])
             for r in INSTANCE_RESOURCES]
+    if extra_fits is not None:
+        fits.append(extra_fits(quota))
     return quota, sa.select(sa.literal_column("1").label("fits")).select_from(quota).where(
         *fits).cte("gate")
 

@@ -63,9 +63,20 @@ class API:
             await self.binder.backend.stop()
 
     # -- checks at create time --------------------------------------------------
+    @staticmethod
+    def ports_a_create_can_check(requested_networks: Any) -> int:
+        """The new ports each server of a create needs, where the create's
+        own statement can check the port quota (PostgreSQL's one-statement
+        create: ``quotas.port_use_columns``, ``validate.ports_fit_in``) so
+        that :meth:`validate_networks` reads nothing for it: 1 for ``auto``;
+        0 where it must read anyway (other requests: their networks)."""
+        first = requested_networks[0].get("network_id") if requested_networks else None
+        return 1 if first == "auto" else 0
+
     async def validate_networks(self, ctx: RequestContext, requested_networks: Any,
                                 num_instances: int,
-                                security_groups: list[str] | None = None) -> int:
+                                security_groups: list[str] | None = None,
+                                ports_checked_later: bool = False) -> int:
         """Fail early (before the 202) for requests that can never work; the
         number of instances the requested ports and the project's port quota
         allow (seed 000: 0 is PortLimitExceeded for the caller).
@@ -74,24 +85,29 @@ class API:
         (PortInUse), a fixed IP no subnet of its network can give, the
         gateway, in use or asked twice (InvalidFixedIp, FixedIpAlreadyInUse),
         and ``security_groups`` the project has no group of that name or id
-        for (SecurityGroupNotFound, NoUniqueMatch)."""
+        for (SecurityGroupNotFound, NoUniqueMatch). ``ports_checked_later``:
+        the create checks the port quota itself (:meth:`ports_a_create_can_check`)."""
         if security_groups and any(name != "default" for name in security_groups):
             await self.db.read(sg_db.check_groups, ctx.project_id or "", security_groups)
         first = requested_networks[0].get("network_id") if requested_networks else None
         if first == "none":
             return num_instances
         if first == "auto":
-            return await self._within_port_quota(ctx, 1, num_instances)
+            if ports_checked_later:
+                return num_instances
+            return await self.within_port_quota(ctx, 1, num_instances)
         if not requested_networks:
             nets = await self.db.read(available_networks, ctx, ctx.project_id or "", None)
             if len(nets) > 1:
                 raise exc.NetworkAmbiguous()
-            return await self._within_port_quota(ctx, len(nets), num_instances)
+            return await self.within_port_quota(ctx, len(nets), num_instances)
         return await self.db.read(validate.check_requests, self.settings, ctx,
                                   requested_networks, num_instances)
 
-    async def _within_port_quota(self, ctx: RequestContext, per_instance: int,
-                                 num_instances: int) -> int:
+    async def within_port_quota(self, ctx: RequestContext, per_instance: int,
+                                num_instances: int) -> int:
+        """How many of ``num_instances`` servers of ``per_instance`` new ports
+        each the project's port quota has room for (``validate.ports_fit``)."""
         if not per_instance:
             return num_instances  # nothing to count
         return await read_here(self.db, validate.ports_fit, self.settings, ctx.project_id or "",

@@ -116,6 +116,23 @@ def ports_over_limit(conn: sa.Connection, settings: Settings, project_id: str,
     return 0 <= limit < used
 
 
+def port_use_columns(project: Any) -> list[Any]:
+    """SQL: the project's own port limit (``own_limit``, NULL: the default)
+    and its committed ports (``ports``), read without a lock: what
+    ``validate.ports_fit`` reads, as columns of another statement (a
+    server create's, on PostgreSQL). ``project``: the project's bind."""
+    own = sa.select(network_quotas.c.limit).where(
+        network_quotas.c.project_id == project, network_quotas.c.resource == "port")
+    used = sa.select(sa.func.coalesce(sa.func.max(port_usages.c.ports), 0)).where(
+        port_usages.c.project_id == project)
+    return [own.scalar_subquery().label("own_limit"), used.scalar_subquery().label("ports")]
+
+
+def limit_of_own(settings: Settings, own: Any) -> int:
+    """The project's port limit: its ``own`` (None: none set) or the default."""
+    return _limit(settings, own)
+
+
 def locked_port_room(source: Any) -> Any:
     """PostgreSQL: a CTE ``port_room`` of the project's own port limit
     (``own_limit``, NULL: the default) and its committed ports (``ports``),
@@ -133,10 +150,11 @@ def locked_port_room(source: Any) -> Any:
     return sa.select(_OWN_PORT_LIMIT.label("own_limit"), locked.c.ports).cte("port_room")
 
 
-def ports_fit(room: Any, added: int, default_limit: Any) -> Any:
-    """SQL: whether ``added`` more ports fit in ``room``
-    (:func:`locked_port_room`), ``default_limit`` the limit where the project
-    has none of its own; as :func:`over_limit` decides."""
+def ports_fit(room: Any, added: Any, default_limit: Any) -> Any:
+    """SQL: whether ``added`` (a number or a bind) more ports fit in ``room``
+    (:func:`locked_port_room`, or columns of :func:`port_use_columns`),
+    ``default_limit`` the limit where the project has none of its own; as
+    :func:`over_limit` decides."""
     limit = sa.func.coalesce(room.c.own_limit, default_limit)
     return sa.or_(limit < 0, room.c.ports + added <= limit)
 

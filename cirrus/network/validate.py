@@ -55,6 +55,12 @@ def ports_fit(conn: sa.Connection, settings: Settings, project_id: str, per_inst
     # The project's own limit when an admin set one: read even when the
     # default is unlimited.
     limit, used = quotas.port_limit_and_use(conn, settings, project_id)
+    return ports_fit_in(limit, used, per_instance, num_instances)
+
+
+def ports_fit_in(limit: int, used: int, per_instance: int, num_instances: int) -> int:
+    """:func:`ports_fit` of the project's port ``limit`` and ``used`` ports,
+    read already (a create's statement carries the read on PostgreSQL)."""
     if limit < 0:
         return num_instances
     if used > limit:
