@@ -131,7 +131,7 @@ class CreateActions(Lookups):
             raise exc.SecurityGroupNotUnique(name=error.kwargs.get("name", "")) from None
         except NotFound as error:  # a missing network or port is a bad request here
             raise exc.InvalidRequest(reason=error.format_message()) from None
-        if max_net < req.min_count:  # seed 000: not ports for as many as asked (Nova's rule)
+        if max_net < req.min_count:  # seed 000: fewer free ports than servers asked (Nova's rule)
             raise PortLimitExceeded()
         if isinstance(found.quota_fit, Exception):
             raise found.quota_fit  # before a single record is built

@@ -177,8 +177,8 @@ class API:
             if plan is not None:
                 attempt = await self.db.run(self._port_again, instance, plan)
         if plan is None or attempt.seq is None:
-            # Nothing written: the transaction guesses afresh, as if alone
-            # (a hole below the count filled by its walk, not passed).
+            # Nothing written: its guesses let go, the transaction guesses
+            # afresh, as if alone.
             progress.claims.release()
             return None
         plan.row["seq"] = attempt.seq

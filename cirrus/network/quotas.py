@@ -43,15 +43,27 @@ _OVERRIDE = sa.select(network_quotas.c.limit).where(
     network_quotas.c.resource == sa.bindparam("w_resource"))
 
 
+def _own_port_limit(project: Any) -> Any:
+    """SQL: the project's own port limit (NULL: none set)."""
+    return sa.select(network_quotas.c.limit).where(
+        network_quotas.c.project_id == project, network_quotas.c.resource == "port"
+    ).scalar_subquery()
+
+
+def port_use_columns(project: Any) -> list[Any]:
+    """SQL: the project's own port limit (``own_limit``, NULL: the default)
+    and its committed ports (``ports``, 0 for none), read without a lock:
+    what :func:`port_limit_and_use` reads, as columns of any statement (a
+    server create's carries them on PostgreSQL). ``project``: its bind."""
+    used = sa.select(sa.func.coalesce(sa.func.max(port_usages.c.ports), 0)).where(
+        port_usages.c.project_id == project)
+    return [_own_port_limit(project).label("own_limit"), used.scalar_subquery().label("ports")]
+
+
 # Built once: every server create reads the project's port limit and use, in
 # one statement (its own limit, NULL for none; its port counter, 0 for none).
-_OWN_PORT_LIMIT = sa.select(network_quotas.c.limit).where(
-    network_quotas.c.project_id == sa.bindparam("w_project"),
-    network_quotas.c.resource == "port").scalar_subquery()
-_PORT_LIMIT_AND_USE = Prepared(sa.select(
-    _OWN_PORT_LIMIT,
-    sa.select(sa.func.coalesce(sa.func.max(port_usages.c.ports), 0)).where(
-        port_usages.c.project_id == sa.bindparam("w_project")).scalar_subquery()))
+_OWN_PORT_LIMIT = _own_port_limit(sa.bindparam("w_project"))
+_PORT_LIMIT_AND_USE = Prepared(sa.select(*port_use_columns(sa.bindparam("w_project"))))
 # PostgreSQL: the same, with the project's port counter row locked (made if it
 # has none) by a no-op upsert; its count is the committed ports, without this
 # transaction's (the counter changes at COMMIT, migration 0032).
@@ -116,23 +128,6 @@ def ports_over_limit(conn: sa.Connection, settings: Settings, project_id: str,
     return 0 <= limit < used
 
 
-def port_use_columns(project: Any) -> list[Any]:
-    """SQL: the project's own port limit (``own_limit``, NULL: the default)
-    and its committed ports (``ports``), read without a lock: what
-    ``validate.ports_fit`` reads, as columns of another statement (a
-    server create's, on PostgreSQL). ``project``: the project's bind."""
-    own = sa.select(network_quotas.c.limit).where(
-        network_quotas.c.project_id == project, network_quotas.c.resource == "port")
-    used = sa.select(sa.func.coalesce(sa.func.max(port_usages.c.ports), 0)).where(
-        port_usages.c.project_id == project)
-    return [own.scalar_subquery().label("own_limit"), used.scalar_subquery().label("ports")]
-
-
-def limit_of_own(settings: Settings, own: Any) -> int:
-    """The project's port limit: its ``own`` (None: none set) or the default."""
-    return _limit(settings, own)
-
-
 def locked_port_room(source: Any) -> Any:
     """PostgreSQL: a CTE ``port_room`` of the project's own port limit
     (``own_limit``, NULL: the default) and its committed ports (``ports``),
@@ -162,7 +157,7 @@ def ports_fit(room: Any, added: Any, default_limit: Any) -> Any:
 def over_limit(settings: Settings, own: Any, in_use: int, added: int) -> bool:
     """Whether ``added`` ports more than ``in_use`` exceed the project's limit
     (its ``own``, None for the default)."""
-    return 0 <= _limit(settings, own) < in_use + added
+    return 0 <= limit_of_own(settings, own) < in_use + added
 
 
 def locked_use_with(column: Any) -> Prepared[Any]:
@@ -185,11 +180,11 @@ def ports_over_limit_with(conn: sa.Connection, settings: Settings, project_id: s
 
 def _limit_and_use(settings: Settings, result: Any) -> tuple[int, int]:
     limit, in_use = result.fetchone()
-    return _limit(settings, limit), int(in_use)
+    return limit_of_own(settings, limit), int(in_use)
 
 
-def _limit(settings: Settings, own: Any) -> int:
-    """The project's own port limit (None: none set) or the default."""
+def limit_of_own(settings: Settings, own: Any) -> int:
+    """The project's port limit: its ``own`` (None: none set) or the default."""
     return int(own) if own is not None else int(settings.quota_ports)
 
 
