@@ -30,6 +30,7 @@ from cirrus.network.auto_allocate import get_or_create_auto_network
 from cirrus.network.backends.noop import NoopBackend
 from cirrus.network.binding import Binder
 from cirrus.network.models import ip_allocations, ports, subnets
+from cirrus.network.networks import create_subnet
 from cirrus.network.segments import SegmentConfig
 from tests.databases import scratch_postgres
 from tests.unit.test_compute_rules import insert_instance
@@ -51,15 +52,16 @@ def db(url: str) -> Iterator[Database]:
     database.close()
 
 
-def _project(db: Database, cidr: str = "10.8.0.0/24") -> str:
+def _project(db: Database, cidr: str = "10.8.0.0/24", default_group: bool = True) -> str:
     """A new project with its auto network (one subnet of ``cidr``) and its
-    default security group."""
+    default security group (made on a boot's first use: unless ``default_group``)."""
     project = f"p-{uuid.uuid4().hex[:8]}"
 
     def make(conn: sa.Connection) -> None:
         get_or_create_auto_network(conn, Settings(auto_allocate_cidr=cidr), project,
                                    SegmentConfig())
-        sg_db.resolve(conn, project, ["default"])
+        if default_group:
+            sg_db.resolve(conn, project, ["default"])
     db.run_sync(make)
     return project
 
@@ -92,7 +94,7 @@ def _plan(db: Database, api: API, instance: dict[str, Any],
           claims: ipam.Claims | None = None) -> OnePort:
     ctx = _ctx(instance["project_id"])
     plan = db.run_sync(lambda conn: api.allocator.plan_one_port(
-        conn, ctx, instance, AUTO, ["default"], "h1", claims or ipam.Claims(ipam.InFlight())))
+        conn, ctx, instance, AUTO, ["default"], "h1", claims or _claims()))
     assert plan is not None
     return plan
 
@@ -334,11 +336,16 @@ def test_other_requests_take_the_transaction(db: Database) -> None:
     assert plan(AUTO, ["default", "other"]) is None
     assert plan(AUTO + AUTO, ["default"]) is None
     assert plan(AUTO, ["default"]) is not None
-    assert plan(AUTO, ["default"]) is not None
-    no_network = _instance(db, f"none-{uuid.uuid4().hex[:6]}")
-    assert db.run_sync(lambda conn: api.allocator.plan_one_port(
-        conn, _ctx(no_network["project_id"]), no_network, AUTO, ["default"], "h1",
-        _claims())) is None
+    # No auto network yet, no default group yet: the transaction makes them.
+    for other in (f"none-{uuid.uuid4().hex[:6]}", _project(db, default_group=False)):
+        inst = _instance(db, other)
+        assert db.run_sync(lambda conn: api.allocator.plan_one_port(
+            conn, _ctx(other), inst, AUTO, ["default"], "h1", _claims())) is None
+    # Two subnets on the auto network: the transaction chooses.
+    db.run_sync(lambda conn: create_subnet(conn, RequestContext(project_id=project, roles=[
+        "admin"]), {"network_id": net_id, "cidr": "10.18.0.0/24", "ip_version": 4,
+                    "project_id": project}))
+    assert plan(AUTO, ["default"]) is None
 
 
 def test_racing_computes_never_share_an_address(db: Database) -> None:
