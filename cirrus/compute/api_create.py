@@ -131,13 +131,13 @@ class CreateActions(Lookups):
             raise exc.SecurityGroupNotUnique(name=error.kwargs.get("name", "")) from None
         except NotFound as error:  # a missing network or port is a bad request here
             raise exc.InvalidRequest(reason=error.format_message()) from None
-        if max_net < req.min_count:  # seed 000: fewer free ports than servers asked (Nova's rule)
+        if max_net == 0:  # seed 000: no port left for even one server
             raise PortLimitExceeded()
         if isinstance(found.quota_fit, Exception):
             raise found.quota_fit  # before a single record is built
         max_count = min(req.max_count, max_net, found.quota_fit or req.max_count)
         if max_count < req.min_count:
-            max_count = req.min_count  # the create's quota check raises if truly impossible
+            max_count = req.min_count  # the network API raises if truly impossible
         reservation_id = "r-" + uuidlib.uuid4().hex[:8]
         # The scheduler gets the zone asked for (none: any host will do, as in
         # Nova); the record the default until a host's zone replaces it.
@@ -152,8 +152,8 @@ class CreateActions(Lookups):
                 rows = await self.db.run(create_in_one_statement, self.settings, ctx, req,
                                          flavor, image, prepared, ports_each)
             else:
-                if ports_each and await self.network.within_port_quota(
-                        ctx, ports_each, max_count) < max_count:  # left to the statement
+                if ports_each and not await self.network.within_port_quota(
+                        ctx, ports_each, max_count):  # the check left to the statement
                     raise PortLimitExceeded()
                 rows = await self.db.run(self._provision_instances, ctx, req, flavor, image, az,
                                          key_data, group, reservation_id, max_count, prepared)

@@ -131,8 +131,8 @@ def _uuid(i: int) -> str:
 
 def _create_statement(key: tuple[int, int, bool]) -> sa.Select[Any]:
     """``count`` servers with ``bdm_count`` mappings each, if the quota passes
-    (with ``ports``, the port quota's first look as well: ``p_want`` new
-    ports, ``p_default`` the limit where the project has none)."""
+    (with ``ports``, the port quota's first look as well: room for
+    ``p_want`` new ports, ``p_default`` the limit where the project has none)."""
     count, bdm_count, ports = key
     quota, gate = quotas.locked_gate(
         port_quotas.port_use_columns(sa.bindparam("v_project", type_=sa.String)),
@@ -201,10 +201,11 @@ def create_in_one_statement(conn: sa.Connection, settings: Settings, ctx: Reques
     tags): the quota and the records in one statement, in autocommit. Over
     quota, nothing is written and TooManyInstances says so as
     :meth:`quotas.InstanceQuota.allowed` of the count does. ``ports_each``:
-    the new ports each server needs, checked against the port quota here
-    (the network API's ``validate_networks`` left it to this statement);
-    PortLimitExceeded as ``validate.ports_fit`` says it, before the
-    instances' quota, as Nova checks the networks first."""
+    the new ports each server needs, the port quota's first look made here
+    (the network API's ``validate_networks`` left it to this statement):
+    PortLimitExceeded where not one server's ports fit, as
+    ``validate.ports_fit`` says it, before the instances' quota (the
+    networks are checked first, as in Nova)."""
     assert ctx.project_id is not None
     count = len(rows)
     now = rows[0]["created_at"]
@@ -218,15 +219,15 @@ def create_in_one_statement(conn: sa.Connection, settings: Settings, ctx: Reques
             params[f"b_uuid_{i}_{j}"] = str(uuidlib.uuid4())
     params.update(c_network_info=[], c_now=now, a_now=utcnow(), a_action="create",
                   a_request=ctx.request_id, a_user=ctx.user_id, a_project=ctx.project_id)
-    if ports_each:
-        params.update(p_want=ports_each * count, p_default=int(settings.quota_ports))
+    if ports_each:  # room for one server's ports, as validate_networks asks
+        params.update(p_want=ports_each, p_default=int(settings.quota_ports))
     result = _CREATE.execute(conn, (count, len(bdms), bool(ports_each)), params).fetchall()
     ids = {uuid: id_ for *_, uuid, id_ in result if id_ is not None}
     if len(ids) != count:  # refused: nothing was written
         if ports_each:  # the quota's columns, then the ports' two
             own, used = result[0][2 * len(quotas.INSTANCE_RESOURCES):][:2]
-            if validate.ports_fit_in(port_quotas.limit_of_own(settings, own), int(used),
-                                     ports_each, count) < count:
+            if not validate.ports_fit_in(port_quotas.limit_of_own(settings, own), int(used),
+                                         ports_each, count):
                 raise PortLimitExceeded()
         quota = quotas.InstanceQuota(None, settings, ctx.project_id, flavor, row=result[0])
         quota.allowed(count, count)  # raises TooManyInstances
