@@ -5,8 +5,9 @@ subnet, the address the subnet's counter guesses — took a transaction of five
 round trips: BEGIN, the network's read, the port with its address, the info
 cache stored by the port quota's recheck (holding the project's counter row
 to COMMIT), COMMIT. Everything those writes need is known once the network
-is read: the port's row is built here (id, MAC, binding), its address is the
-guess, and the info cache follows from both (``info_cache.fresh_network_info``).
+is read: the port's row is built client-side (``ports.new_port_row``: id,
+MAC, binding), its address is the guess, and the info cache follows from
+both (``info_cache.fresh_network_info``).
 So after the read, one statement in autocommit does it all or nothing:
 
 * takes the guess's advisory lock (``ipam.guess_lock``) and checks that the
@@ -44,12 +45,11 @@ from cirrus.network import ports as port_db
 from cirrus.network.model import NetworkInfo
 from cirrus.network.models import ip_allocations, ports, subnets
 
-# How many guesses the one statement tries before the transaction takes over
-# (each a statement; the processes' computes, each with its own in-flight
-# claims, meet each other's guesses: 1.57 statements a boot, 0.02 left to
-# the transaction at 8, 0.26 at 3):
-# a busy guess (another allocation in flight on it) or one taken since the
-# counter was read.
+# How many guesses (each its own statement) are tried before the transaction
+# takes over, past a busy guess (another allocation in flight on it) or one
+# taken since the counter was read. The processes' computes, each with its own
+# in-flight claims, meet each other's guesses: 1.57 tries a boot, 0.02 boots
+# left to the transaction at 8, 0.26 at 3.
 GUESSES = 8
 
 _LOCK = ipam.guess_lock(sa.bindparam("a_subnet", type_=sa.String),
