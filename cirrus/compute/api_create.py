@@ -20,7 +20,8 @@ from cirrus.compute import exception as exc
 from cirrus.compute.admission import BuildAdmission
 from cirrus.compute.api_lookups import MAX_METADATA_ITEMS, Lookups, parse_availability_zone
 from cirrus.compute.provision import (create_in_one_statement, destroy_records,
-                                      one_statement_fits, provision_instances)
+                                      one_statement_fits, one_statement_shape,
+                                      provision_instances)
 from cirrus.compute.records import CreateRequest
 from cirrus.compute.scope import require_project
 from cirrus.conductor.rpcapi import ComputeTaskAPI
@@ -117,9 +118,8 @@ class CreateActions(Lookups):
         image = await self._validate_bdm(ctx, req, flavor, image, az)
         # PostgreSQL's one-statement create (a fixed count, no group, no tags)
         # checks an ``auto`` request's port quota in its statement: no read here.
-        ports_each = self.network.ports_a_create_can_check(req.requested_networks) if (
-            self.db.is_postgresql and req.min_count == req.max_count and group is None
-            and not req.tags) else 0
+        ports_each = self.network.ports_a_create_can_check(req.requested_networks) \
+            if one_statement_shape(self.db.is_postgresql, req, group) else 0
         try:  # an unknown group is a 400 now, not a build rescheduled on every host
             max_net = await self.network.validate_networks(
                 ctx, req.requested_networks, req.max_count,

@@ -188,8 +188,16 @@ def one_statement_fits(postgresql: bool, req: CreateRequest, group: dict[str, An
     a fixed count (``min_count`` = ``max_count``, its records built), no
     server group, no tags. Anything else takes :func:`provision_instances`'
     transaction (a count that may shrink, the group's member quota, tags)."""
-    return (postgresql and prepared is not None and len(prepared) == max_count == req.min_count
-            and group is None and not req.tags)
+    return (one_statement_shape(postgresql, req, group) and prepared is not None
+            and len(prepared) == max_count == req.min_count)
+
+
+def one_statement_shape(postgresql: bool, req: CreateRequest,
+                        group: dict[str, Any] | None) -> bool:
+    """What :func:`one_statement_fits` asks of the request itself, known
+    before the count is settled: PostgreSQL, ``min_count`` = ``max_count``,
+    no server group, no tags."""
+    return postgresql and req.min_count == req.max_count and group is None and not req.tags
 
 
 @one_statement

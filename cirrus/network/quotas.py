@@ -67,10 +67,16 @@ _PORT_LIMIT_AND_USE = Prepared(sa.select(*port_use_columns(sa.bindparam("w_proje
 # PostgreSQL: the same, with the project's port counter row locked (made if it
 # has none) by a no-op upsert; its count is the committed ports, without this
 # transaction's (the counter changes at COMMIT, migration 0032).
-_LOCKED_PORTS = postgresql.insert(port_usages).values(
-    project_id=sa.bindparam("w_project")).on_conflict_do_update(
-    index_elements=[port_usages.c.project_id], set_={"ports": port_usages.c.ports}).returning(
-    port_usages.c.ports).cte("locked_ports")
+def _lock_counter(insert: Any, name: str) -> Any:
+    """The CTE ``name``: ``insert`` of the project's counter row made a no-op
+    upsert, which locks the row and returns its ``ports``."""
+    return insert.on_conflict_do_update(
+        index_elements=[port_usages.c.project_id], set_={"ports": port_usages.c.ports}
+    ).returning(port_usages.c.ports).cte(name)
+
+
+_LOCKED_PORTS = _lock_counter(postgresql.insert(port_usages).values(
+    project_id=sa.bindparam("w_project")), "locked_ports")
 _PORT_LIMIT_AND_LOCKED_USE = Prepared(sa.select(_OWN_PORT_LIMIT, _LOCKED_PORTS.c.ports))
 
 
@@ -137,11 +143,9 @@ def locked_port_room(source: Any) -> Any:
     a racer's row, as the allocation's transaction takes it last: holding
     the counter while waiting on a row whose transaction updates the counter
     at its COMMIT would be a deadlock (``allocate_at_once``)."""
-    locked = postgresql.insert(port_usages).from_select(
+    locked = _lock_counter(postgresql.insert(port_usages).from_select(
         ["project_id"], sa.select(sa.bindparam("w_project", type_=sa.String)).select_from(
-            source).limit(1)).on_conflict_do_update(
-        index_elements=[port_usages.c.project_id], set_={"ports": port_usages.c.ports}
-    ).returning(port_usages.c.ports).cte("locked_after")
+            source).limit(1)), "locked_after")
     return sa.select(_OWN_PORT_LIMIT.label("own_limit"), locked.c.ports).cte("port_room")
 
 
