@@ -173,6 +173,24 @@ async def ensure_image(client: httpx.AsyncClient) -> str:
     return image_id
 
 
+BENCH_NETWORK = "bench-net"
+
+
+async def ensure_network(client: httpx.AsyncClient) -> str:
+    """``--network explicit``: the project's network ``bench-net`` (made once,
+    a /16 subnet: room for any run's addresses), booted by its id as the
+    ``openstack`` CLI's ``--network`` boots."""
+    resp = await client.get("/network/v2.0/networks", params={"name": BENCH_NETWORK})
+    found = resp.json().get("networks", [])
+    if found:
+        return str(found[0]["id"])
+    resp = await client.post("/network/v2.0/networks", json={"network": {"name": BENCH_NETWORK}})
+    net_id = str(resp.json()["network"]["id"])
+    await client.post("/network/v2.0/subnets", json={"subnet": {
+        "name": BENCH_NETWORK, "network_id": net_id, "ip_version": 4, "cidr": "10.99.0.0/16"}})
+    return net_id
+
+
 async def boot_all(url: str, headers: dict[str, str], image: str, n: int, c: int,
                    network: Any, posted: dict[str, float]) -> tuple[list[float], float]:
     """POST n servers with c workers, a connection each; returns (post
@@ -354,6 +372,8 @@ async def run(url: str, n: int, c: int, network: Any, pids: list[int],
     headers = {"X-Auth-Token": token(url), "OpenStack-API-Version": "compute 2.37"}
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120) as client:
         image = await ensure_image(client)
+        if network == "explicit":
+            network = [{"uuid": await ensure_network(client)}]
     api = await Lean(url, headers).open()
     cpu = CpuMeter(pids)
     try:
@@ -475,7 +495,8 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=1000)
     parser.add_argument("--c", type=int, default=50)
     parser.add_argument("--k", type=int, default=10, help="compute hosts (simulated, or processes)")
-    parser.add_argument("--network", default="auto", help="auto, none")
+    parser.add_argument("--network", default="auto", help="auto, none, or explicit (a network of the project's "
+                        "own, by its id)")
     parser.add_argument("--transport", choices=("inprocess", "amqp"), default="inprocess",
                         help="amqp: services as processes on RabbitMQ + PostgreSQL, then "
                              "all-in-one, side by side")

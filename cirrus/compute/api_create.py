@@ -117,7 +117,7 @@ class CreateActions(Lookups):
             raise group
         image = await self._validate_bdm(ctx, req, flavor, image, az)
         # PostgreSQL's one-statement create (a fixed count, no group, no tags)
-        # checks an ``auto`` request's port quota in its statement: no read here.
+        # checks the port quota of network requests in its statement: no read here.
         ports_each = self.network.ports_a_create_can_check(req.requested_networks) \
             if one_statement_shape(self.db.is_postgresql, req, group) else 0
         try:  # an unknown group is a 400 now, not a build rescheduled on every host

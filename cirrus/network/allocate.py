@@ -28,8 +28,8 @@ from cirrus.network.binding import Binder
 from cirrus.network.auto_allocate import find_auto_network_and_subnets, get_or_create_auto_network
 from cirrus.network.model import NetworkInfo
 from cirrus.network.models import networks
-from cirrus.network.networks import (counts_to_allocate, network_by_id, subnets_of,
-                                     subnets_to_allocate)
+from cirrus.network.networks import (BootRead, counts_to_allocate, network_by_id,
+                                     network_for_boot, subnets_of, subnets_to_allocate)
 from cirrus.network.segments import SegmentConfig
 
 # Built once: the project's own networks and the shared ones, in one read.
@@ -82,7 +82,7 @@ class Progress:
 @dataclass
 class Known:
     """What an allocation's checks read that its port creation needs too
-    (an ``auto`` boot's one read): subnets by network id with the addresses
+    (a boot's one read of its network): subnets by network id with the addresses
     allocated per subnet id (``networks.subnets_to_allocate``), and the
     resolved ``default`` security group (None: resolve it)."""
 
@@ -90,10 +90,16 @@ class Known:
     taken: dict[str, int] = field(default_factory=dict)
     default_groups: list[str] | None = None
 
+    def learn(self, conn: sa.Connection, read: BootRead) -> None:
+        """What a boot's read of its network (``networks.boot_read``) found."""
+        self.subnets[read.network["id"]] = read.subnets
+        self.taken.update(counts_to_allocate(conn, read.subnets))
+        self.default_groups = read.default_groups
+
 
 @dataclass
 class OnePort:
-    """An ``auto`` boot's port as ``allocate_at_once`` writes it: the network
+    """A boot's one new port as ``allocate_at_once`` writes it: the network
     and its one subnet (as read), the port's row, the pool index its address
     is guessed at (held in the allocation's claims) and the subnet's counter
     the guess came from."""
@@ -161,19 +167,32 @@ class PortAllocator:
     def plan_one_port(self, conn: sa.Connection, ctx: RequestContext, instance: dict[str, Any],
                       requests: list[dict[str, Any]], security_groups: list[str],
                       host: str | None, claims: ipam.Claims) -> OnePort | None:
-        """An ``auto`` request's port as one statement writes it, after the
-        network's one read: the project's auto network existing, with one
+        """A boot's one new port on one network (``auto``, or a network by
+        id without a fixed IP) as one statement writes it, after the
+        network's one read: the network usable by the project, with one
         subnet of guessed addresses, its ``default`` group the one asked for.
         None for any other case, and for whatever the transaction's checks
         would refuse (they run there, and say why)."""
-        if [r.get("network_id") for r in requests] != ["auto"] or security_groups != ["default"]:
+        if len(requests) != 1 or security_groups != ["default"]:
+            return None
+        request = requests[0]
+        net_id = request.get("network_id")
+        if not net_id or net_id == "none" or request.get("port_id") or request.get("fixed_ip"):
             return None
         known = Known()
-        found = self._auto_requests_and_networks(conn, ctx, instance, known)
-        if found is None or known.default_groups is None:
+        if net_id == "auto":
+            found = self._auto_requests_and_networks(conn, ctx, instance, known)
+            if found is None:
+                return None
+            network = found[1][2][0]
+        else:
+            read = network_for_boot(conn, instance["project_id"], net_id)
+            if read is None or not usable(ctx, instance["project_id"], read.network):
+                return None
+            network = read.network
+            known.learn(conn, read)
+        if known.default_groups is None:
             return None
-        _, (_, _, nets) = found
-        network = nets[0]
         subnets = known.subnets[network["id"]]
         sg_ids = known.default_groups
         if len(subnets) != 1 or ipam.is_auto_address(subnets[0]) or (
@@ -253,9 +272,7 @@ class PortAllocator:
         if auto is None:
             return None
         net = auto.network
-        known.subnets[net["id"]] = auto.subnets
-        known.taken.update(counts_to_allocate(conn, auto.subnets))
-        known.default_groups = auto.default_groups
+        known.learn(conn, auto)
         requests = [{"network_id": net["id"], "port_id": None, "fixed_ip": None}]
         # No port requested, one network, its row just read: what
         # _requests_and_networks would give, without reading it again.

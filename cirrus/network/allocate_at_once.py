@@ -1,8 +1,9 @@
 """A boot's one port in one statement (PostgreSQL).
 
-The common allocation — one new port on the project's ``auto`` network, one
-subnet, the address the subnet's counter guesses — took a transaction of five
-round trips: BEGIN, the network's read, the port with its address, the info
+The common allocation — one new port on one network (the project's ``auto``
+network, or one asked for by id without a fixed IP), one subnet, the address
+the subnet's counter guesses — took a transaction of five round trips or
+more: BEGIN, the network's read(s), the port with its address, the info
 cache stored by the port quota's recheck (holding the project's counter row
 to COMMIT), COMMIT. Everything those writes need is known once the network
 is read: the port's row is built client-side (``ports.new_port_row``: id,

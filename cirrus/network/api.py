@@ -68,10 +68,14 @@ class API:
         """The new ports each server of a create needs, where the create's
         own statement can check the port quota (PostgreSQL's one-statement
         create: ``quotas.port_use_columns``, ``validate.ports_fit_in``) so
-        that :meth:`validate_networks` reads nothing for it: 1 for ``auto``;
-        0 where it must read anyway (other requests: their networks)."""
+        that :meth:`validate_networks` reads nothing for it: 1 for ``auto``,
+        one per network for networks asked by id (their checks still read
+        them); 0 where it must read anyway (ports asked for, or nothing asked:
+        the networks available are counted)."""
         first = requested_networks[0].get("network_id") if requested_networks else None
-        return 1 if first == "auto" else 0
+        if first in (None, "none") or any(r.get("port_id") for r in requested_networks):
+            return 0
+        return len(requested_networks)
 
     async def validate_networks(self, ctx: RequestContext, requested_networks: Any,
                                 num_instances: int,
@@ -102,7 +106,8 @@ class API:
                 raise exc.NetworkAmbiguous()
             return await self.within_port_quota(ctx, len(nets), num_instances)
         return await self.db.read(validate.check_requests, self.settings, ctx,
-                                  requested_networks, num_instances)
+                                  requested_networks, num_instances,
+                                  count_ports=not ports_checked_later)
 
     async def within_port_quota(self, ctx: RequestContext, per_instance: int,
                                 num_instances: int) -> int:
@@ -126,9 +131,9 @@ class API:
         no read of its own before the write (a hop to a DB thread and back
         cost more than the read). A request that fails its checks changes
         nothing and rolls nothing back; any later failure rolls back as before.
-        On PostgreSQL an ``auto`` boot's one port is first tried as a read and
-        one statement (``allocate_at_once``), the transaction only where that
-        wrote nothing.
+        On PostgreSQL a boot's one port on one network (``auto``, or a network
+        by id) is first tried as a read and one statement
+        (``allocate_at_once``), the transaction only where that wrote nothing.
         """
         requests = list(requested_networks or [])
         if requests and requests[0].get("network_id") == "none":
@@ -164,7 +169,7 @@ class API:
                                 requests: list[dict[str, Any]], security_groups: list[str],
                                 host: str | None, progress: Progress
                                 ) -> tuple[list[tuple[Any, Any, Any]], NetworkInfo] | None:
-        """PostgreSQL, an ``auto`` boot's one port: the network's read and one
+        """PostgreSQL, a boot's one port on one network: the network's read and one
         statement (``allocate_at_once``), a few guesses at most, each its
         own statement; None (nothing written) where the transaction must run."""
         plan, attempt = await self.db.run(self._first_port, ctx, instance, requests,

@@ -1,56 +1,30 @@
 """get-me-a-network: the project's auto-allocated network and subnet."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
 from cirrus.context import RequestContext
-from cirrus.db.rows import PreparedRead
-from cirrus.network.models import auto_allocated_networks, networks, subnets
-from cirrus.network.networks import create_network, create_subnet, network_by_id
-from cirrus.network.security_groups import DEFAULT_GROUP_COLUMNS, resolved_default
+from cirrus.network.models import auto_allocated_networks, networks
+from cirrus.network.networks import (BootRead, boot_read, boot_read_of, create_network,
+                                     create_subnet, network_by_id)
 from cirrus.network.segments import SegmentConfig
 
 AUTO_NAME = "auto_allocated_network"
 
 
-# Built once: an ``auto`` boot's first read. The network, each of its subnets
-# (a row each, the subnet's columns as ``subnet_<name>``; one row of NULLs
-# without any), and the project's default group (security_groups.resolved_default).
-_SUBNET_PREFIX = "subnet_"
-_AUTO_NETWORK_AND_SUBNETS = PreparedRead(
-    sa.select(networks, *(c.label(_SUBNET_PREFIX + c.name) for c in subnets.c),
-              *DEFAULT_GROUP_COLUMNS)
-    .select_from(auto_allocated_networks.join(
-        networks, auto_allocated_networks.c.network_id == networks.c.id).outerjoin(
-        subnets, subnets.c.network_id == networks.c.id))
-    .where(auto_allocated_networks.c.project_id == sa.bindparam("w_project"))
-    .order_by(subnets.c.created_at, subnets.c.id))
+# Built once: an ``auto`` boot's first read (networks.boot_read_of).
+_AUTO_NETWORK_FOR_BOOT = boot_read_of(
+    auto_allocated_networks.join(networks, auto_allocated_networks.c.network_id == networks.c.id),
+    auto_allocated_networks.c.project_id == sa.bindparam("w_project"))
 
 
-@dataclass
-class AutoNetwork:
-    """The project's auto-allocated network as a boot reads it, in one statement."""
-
-    network: dict[str, Any]
-    subnets: list[dict[str, Any]]  # as networks.subnets_of gives them
-    # resolve(["default"]): the default group's id (None: not made yet)
-    default_groups: list[str] | None
-
-
-def find_auto_network_and_subnets(conn: sa.Connection, project_id: str) -> AutoNetwork | None:
+def find_auto_network_and_subnets(conn: sa.Connection, project_id: str) -> BootRead | None:
     """The project's auto-allocated network, its subnets and the project's
     default security group, in one read; None if the project has no auto
     network yet."""
-    rows = _AUTO_NETWORK_AND_SUBNETS.all(conn, w_project=project_id)
-    if not rows:
-        return None
-    network = {c.name: rows[0][c.name] for c in networks.c}
-    found = [{c.name: row[_SUBNET_PREFIX + c.name] for c in subnets.c} for row in rows
-             if row[_SUBNET_PREFIX + "id"] is not None]
-    return AutoNetwork(network, found, resolved_default(rows[0]))
+    return boot_read(_AUTO_NETWORK_FOR_BOOT, conn, w_project=project_id)
 
 
 def get_or_create_auto_network(conn: sa.Connection, settings: Any, project_id: str,

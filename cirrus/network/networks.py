@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ipaddress
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -13,6 +14,7 @@ from cirrus.db.rows import PreparedRead
 from cirrus.network import authz
 from cirrus.network import exception as exc
 from cirrus.network import ipam, subnet_rules, subnetpools, tags
+from cirrus.network import security_groups as sg_db
 from cirrus.network.common import new_id, owned, timestamps_view
 from cirrus.network.models import floatingips, ip_allocations, networks, ports, subnets
 from cirrus.network.segments import Segment, SegmentConfig, allocate, check_mtu
@@ -77,6 +79,52 @@ def get_network(conn: sa.Connection, ctx: RequestContext, net_id: str) -> dict[s
 # Built once: a boot reads its network's subnets.
 _SUBNETS_OF_ONE = PreparedRead(sa.select(subnets).where(
     subnets.c.network_id == sa.bindparam("w_network")).order_by(subnets.c.created_at, subnets.c.id))
+
+
+# A boot's one read of its network (``BootRead``): the network, each of its
+# subnets (a row each, the subnet's columns as ``subnet_<name>``; one row of
+# NULLs without any) and the project's default group (DEFAULT_GROUP_COLUMNS).
+_SUBNET_PREFIX = "subnet_"
+
+
+def boot_read_of(source: Any, where: Any) -> PreparedRead:
+    """The read of a boot's network from ``source`` (joined to ``networks``)
+    where ``where``, its subnets and the project's (``w_project``) default group."""
+    return PreparedRead(
+        sa.select(networks, *(c.label(_SUBNET_PREFIX + c.name) for c in subnets.c),
+                  *sg_db.DEFAULT_GROUP_COLUMNS)
+        .select_from(source.outerjoin(subnets, subnets.c.network_id == networks.c.id))
+        .where(where).order_by(subnets.c.created_at, subnets.c.id))
+
+
+@dataclass
+class BootRead:
+    """A boot's network as its allocation reads it, in one statement."""
+
+    network: dict[str, Any]
+    subnets: list[dict[str, Any]]  # as subnets_of gives them
+    # resolve(["default"]): the default group's id (None: not made yet)
+    default_groups: list[str] | None
+
+
+def boot_read(read: PreparedRead, conn: sa.Connection, **params: Any) -> BootRead | None:
+    """``read`` (built by :func:`boot_read_of`) run; None without a network."""
+    rows = read.all(conn, **params)
+    if not rows:
+        return None
+    network = {c.name: rows[0][c.name] for c in networks.c}
+    found = [{c.name: row[_SUBNET_PREFIX + c.name] for c in subnets.c} for row in rows
+             if row[_SUBNET_PREFIX + "id"] is not None]
+    return BootRead(network, found, sg_db.resolved_default(rows[0]))
+
+
+_NETWORK_FOR_BOOT = boot_read_of(networks, networks.c.id == sa.bindparam("w_network"))
+
+
+def network_for_boot(conn: sa.Connection, project_id: str, network_id: str) -> BootRead | None:
+    """A boot's network by id (no visibility check), its subnets and
+    ``project_id``'s default group, in one read; None if there is no such network."""
+    return boot_read(_NETWORK_FOR_BOOT, conn, w_project=project_id, w_network=network_id)
 
 
 def subnets_to_allocate(conn: sa.Connection, network_id: str

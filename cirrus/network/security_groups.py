@@ -273,7 +273,7 @@ _GROUPS_OF_PROJECT = PreparedRead(sa.select(security_groups.c.id, security_group
 
 
 # ``resolve(["default"])`` as three columns a boot's first read carries
-# (``auto_allocate.find_auto_network_and_subnets``) instead of a read of its
+# (``networks.boot_read_of``) instead of a read of its
 # own: whether the project has its default group yet, and its groups named
 # ``default`` (one, unless made behind the API's back).
 _NAMED_DEFAULT = sa.and_(security_groups.c.project_id == sa.bindparam("w_project"),

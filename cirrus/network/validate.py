@@ -22,10 +22,12 @@ from cirrus.network.validators import shown
 
 
 def check_requests(conn: sa.Connection, settings: Settings, ctx: RequestContext,
-                   requested_networks: Any, num_instances: int) -> int:
+                   requested_networks: Any, num_instances: int,
+                   count_ports: bool = True) -> int:
     """The requested ports and networks checked (PortInUse, NetworkNotFound,
     ExternalNetworkAttachForbidden, the fixed IPs); how many of
-    ``num_instances`` the port quota leaves room for."""
+    ``num_instances`` the port quota leaves room for (all of them unless
+    ``count_ports``: the create's statement checks it)."""
     net_ids, port_count = [], 0
     for req in requested_networks:
         if req.get("port_id"):
@@ -41,6 +43,8 @@ def check_requests(conn: sa.Connection, settings: Settings, ctx: RequestContext,
             raise exc.ExternalNetworkAttachForbidden(network_uuid=net["id"])
     _check_fixed_ips(conn, [(r["network_id"], r["fixed_ip"]) for r in requested_networks
                             if r.get("fixed_ip") and not r.get("port_id")])
+    if not count_ports:
+        return num_instances
     count = 1 if port_count else num_instances
     return ports_fit(conn, settings, ctx.project_id or "", len(net_ids), count)
 

@@ -216,30 +216,45 @@ async def test_concurrent_fixed_creates_keep_the_quota(cloud: Cloud, demo: httpx
     assert actions == 4
 
 
+async def _own_network(client: httpx.AsyncClient) -> str:
+    net = (await client.post("/network/v2.0/networks", json={"network": {"name": "own"}}))
+    assert net.status_code == 201, net.text
+    net_id = str(net.json()["network"]["id"])
+    sub = await client.post("/network/v2.0/subnets", json={"subnet": {
+        "network_id": net_id, "ip_version": 4, "cidr": "10.77.0.0/24"}})
+    assert sub.status_code == 201, sub.text
+    return net_id
+
+
 @pytest.mark.parametrize("settings_overrides", [{"quota_ports": 1, "quota_instances": 1}])
+@pytest.mark.parametrize("by_id", [False, True], ids=["auto", "by-id"])
 async def test_the_port_quota_is_checked_before_the_instances(cloud: Cloud,
-                                                              demo: httpx.AsyncClient) -> None:
-    """An ``auto`` create's port quota (on PostgreSQL checked by the create's
-    own statement, no read before it): no port free is PortLimitExceeded,
-    before the instances' quota (the networks are checked first, as in
-    Nova), nothing made; a project over its port limit is told by how much."""
+                                                              demo: httpx.AsyncClient,
+                                                              by_id: bool) -> None:
+    """A create's port quota, its networks ``auto`` or asked by id (on
+    PostgreSQL checked by the create's own statement, no read before it): no
+    port free is PortLimitExceeded, before the instances' quota (the
+    networks are checked first, as in Nova), nothing made; a project over
+    its port limit is told by how much."""
     from cirrus.network import quotas as port_quotas
     from cirrus.network.ports import ports_of_project
 
     image = await upload_image(demo)
-    resp = await demo.post(SERVERS, json=server_body(image))
+    networks: Any = [{"uuid": await _own_network(demo)}] if by_id else "auto"
+    resp = await demo.post(SERVERS, json=server_body(image, networks=networks))
     assert resp.status_code == 202, resp.text
     server = (await demo.get(f"{SERVERS}/{resp.json()['server']['id']}")).json()["server"]
     for _ in range(200):  # the build's port, counted at its commit
         if await cloud.db.read(ports_of_project, server["tenant_id"]) == 1:
             break
         await asyncio.sleep(0.05)
-    resp = await demo.post(SERVERS, json=server_body(image))  # both quotas used up
+    # both quotas used up
+    resp = await demo.post(SERVERS, json=server_body(image, networks=networks))
     assert resp.status_code == 403, resp.text
     assert resp.json()["forbidden"]["message"] == "Maximum number of ports exceeded"
     await cloud.db.run(port_quotas.update, cloud.settings, server["tenant_id"], {"port": 0},
                        True)
-    resp = await demo.post(SERVERS, json=server_body(image))
+    resp = await demo.post(SERVERS, json=server_body(image, networks=networks))
     assert resp.status_code == 403, resp.text
     assert resp.json()["forbidden"]["message"] == \
         "The number of defined ports: 1 is over the limit: 0"

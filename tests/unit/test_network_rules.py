@@ -359,6 +359,28 @@ def test_the_auto_read_resolves_the_default_group_as_resolve_does(
         find_auto_network_and_subnets(conn, "p")
 
 
+def test_a_network_read_by_id_for_a_boot_is_its_rows_and_the_default_group(
+        conn: sa.Connection) -> None:
+    """networks.network_for_boot: the network's row and its subnets as their
+    own reads give them (none yet: no subnet), and the asking project's
+    default group as resolve gives it; None for a network that is not there."""
+    from cirrus.network import security_groups as sg_db
+    from cirrus.network.networks import network_for_boot
+    ctx = RequestContext(project_id="owner", roles=["admin"])
+    net = create_network(conn, ctx, {"name": "n", "project_id": "owner"})
+    read = network_for_boot(conn, "p", net["id"])
+    assert read is not None and read.network == network_by_id(conn, net["id"])
+    assert read.subnets == [] and read.default_groups is None
+    for cidr in ("10.6.0.0/24", "10.7.0.0/24"):
+        create_subnet(conn, ctx, {"network_id": net["id"], "cidr": cidr, "ip_version": 4,
+                                  "project_id": "owner"})
+    expected = sg_db.resolve(conn, "p", ["default"])
+    read = network_for_boot(conn, "p", net["id"])
+    assert read is not None and read.subnets == subnets_of(conn, [net["id"]])
+    assert len(read.subnets) == 2 and read.default_groups == expected
+    assert network_for_boot(conn, "p", "no-such-network") is None
+
+
 def _instance_row(conn: sa.Connection, name: str) -> dict[str, Any]:
     from cirrus.compute.models import instance_info_caches, instances
     from cirrus.db.base import utcnow
@@ -418,3 +440,21 @@ def test_an_auto_allocation_runs_five_statements(conn: sa.Connection, tmp_path: 
     assert [s for s in counted if "FROM port_usages" in s], counted  # one row, any size
     assert [vif["network"]["subnets"][0]["ips"][0]["address"]
             for vif in (first + second + third)] == ["10.0.0.2", "10.0.0.3", "10.0.0.4"]
+
+
+@pytest.mark.parametrize("requested, each", [
+    ([{"network_id": "auto"}], 1),
+    ([{"network_id": "n1", "port_id": None, "fixed_ip": None}], 1),
+    ([{"network_id": "n1", "port_id": None, "fixed_ip": "10.0.0.5"}], 1),
+    ([{"network_id": "n1", "port_id": None}, {"network_id": "n2", "port_id": None}], 2),
+    ([{"network_id": "n1", "port_id": None}, {"network_id": None, "port_id": "p1"}], 0),
+    ([{"network_id": "none"}], 0),
+    ([], 0),
+    (None, 0),
+])
+def test_the_ports_a_create_can_check_in_its_statement(requested: Any, each: int) -> None:
+    """Networks asked for (``auto`` or by id): a new port each per server, the
+    create's statement can count them; a port asked for (Nova counts a
+    create's ports differently then), nothing, or no request: the read."""
+    from cirrus.network.api import API
+    assert API.ports_a_create_can_check(requested) == each

@@ -1,4 +1,4 @@
-"""An ``auto`` boot's port in one statement on PostgreSQL
+"""A boot's one port on one network in one statement on PostgreSQL
 (``cirrus.network.allocate_at_once``): what it stores is what the
 transaction would, it writes all or nothing, and every case it does not
 handle reaches the transaction with nothing written."""
@@ -24,7 +24,7 @@ from cirrus.network import exception as exc
 from cirrus.network import info_cache, ipam
 from cirrus.network import ports as port_db
 from cirrus.network import security_groups as sg_db
-from cirrus.network.allocate import OnePort
+from cirrus.network.allocate import OnePort, Progress
 from cirrus.network.api import API
 from cirrus.network.auto_allocate import get_or_create_auto_network
 from cirrus.network.backends.noop import NoopBackend
@@ -91,10 +91,11 @@ def _ctx(project: str) -> RequestContext:
 
 
 def _plan(db: Database, api: API, instance: dict[str, Any],
-          claims: ipam.Claims | None = None) -> OnePort:
+          claims: ipam.Claims | None = None,
+          requests: list[dict[str, Any]] | None = None) -> OnePort:
     ctx = _ctx(instance["project_id"])
     plan = db.run_sync(lambda conn: api.allocator.plan_one_port(
-        conn, ctx, instance, AUTO, ["default"], "h1", claims or _claims()))
+        conn, ctx, instance, requests or AUTO, ["default"], "h1", claims or _claims()))
     assert plan is not None
     return plan
 
@@ -129,13 +130,23 @@ def _nothing_written(db: Database, instance: dict[str, Any], plan: OnePort,
     assert _cached(db, instance["uuid"]) == []
 
 
-def test_the_statement_stores_what_the_general_build_reads_back(db: Database) -> None:
+def _by_id(db: Database, project: str) -> list[dict[str, Any]]:
+    """The request of the project's (auto) network asked for by its id, as
+    ``openstack server create --network`` asks."""
+    net_id = db.run_sync(lambda conn: conn.execute(sa.select(subnets.c.network_id).where(
+        subnets.c.project_id == project)).scalar_one())
+    return [{"network_id": net_id, "port_id": None, "fixed_ip": None}]
+
+
+@pytest.mark.parametrize("by_id", [False, True], ids=["auto", "by-id"])
+def test_the_statement_stores_what_the_general_build_reads_back(db: Database,
+                                                                 by_id: bool) -> None:
     """The port, its address and the info cache in one statement; the cache
     equals the general build from the stored rows (what the transaction's
     fallback would store), and the counters count the port and address."""
     project = _project(db)
     api, instance = _api(db), _instance(db, project)
-    plan = _plan(db, api, instance)
+    plan = _plan(db, api, instance, requests=_by_id(db, project) if by_id else AUTO)
     attempt = _write(db, api, instance, plan)
     assert attempt.outcome is at_once.Outcome.STORED and attempt.seq is not None
     stored = _cached(db, instance["uuid"])
@@ -148,6 +159,40 @@ def test_the_statement_stores_what_the_general_build_reads_back(db: Database) ->
     row = db.run_sync(port_db.port_by_id, plan.row["id"])
     assert row["binding_host_id"] == "h1" and row["status"] == "ACTIVE"
     assert row["device_id"] == instance["uuid"] and row["seq"] == attempt.seq
+
+
+def test_a_network_by_id_stores_what_the_transaction_stores(db: Database) -> None:
+    """Two instances on one network asked by id, one through the one
+    statement, one through the transaction (the statement not tried): the
+    same port columns but id, MAC, device and address, the same cache but those."""
+    project = _project(db)
+    api = _api(db)
+    ctx = _ctx(project)
+    requests = _by_id(db, project)
+    fast, slow = _instance(db, project), _instance(db, project)
+    fast_info = asyncio.run(api.allocate_for_instance(ctx, fast, requested_networks=requests,
+                                                      bind_host_id="h1"))
+    progress = Progress(_claims())
+    slow_info = db.run_sync(lambda conn: api.allocator.allocate(
+        conn, ctx, slow, [dict(r) for r in requests], ["default"], "h1", progress))[1]
+    varying = ("id", "mac_address", "device_id", "fixed_ips", "seq", "created_at",
+               "updated_at", "name")
+
+    def port_of(inst: dict[str, Any]) -> dict[str, Any]:
+        row = db.run_sync(port_db.port_by_id, _ports_of(db, inst["uuid"])[0])
+        return {k: v for k, v in row.items() if k not in varying}
+    assert port_of(fast) == port_of(slow)
+
+    def shape(info: Any) -> Any:
+        vif = dict(info[0])
+        for key in ("id", "address", "devname"):  # the port's id and MAC
+            vif.pop(key)
+        vif["network"] = {**vif["network"], "subnets": [
+            {**sub, "ips": [{**ip, "address": None} for ip in sub["ips"]]}
+            for sub in vif["network"]["subnets"]]}
+        return vif
+    assert shape(fast_info) == shape(slow_info)
+    assert _cached(db, fast["uuid"]) == list(fast_info)
 
 
 def test_over_the_port_quota_the_port_is_undone(db: Database) -> None:
@@ -323,19 +368,30 @@ def test_an_instance_with_a_port_already_gets_the_transaction(db: Database) -> N
 
 
 def test_other_requests_take_the_transaction(db: Database) -> None:
-    """Only an ``auto`` request of the ``default`` group is planned."""
+    """Only one new port on one usable network (``auto``, or by id without
+    a fixed IP) of the ``default`` group is planned."""
     project = _project(db)
     api, instance = _api(db), _instance(db, project)
     ctx = _ctx(project)
 
-    def plan(requests: list[dict[str, Any]], groups: list[str]) -> OnePort | None:
+    def plan(requests: list[dict[str, Any]], groups: list[str],
+             inst: dict[str, Any] = instance, context: RequestContext = ctx) -> OnePort | None:
         return db.run_sync(lambda conn: api.allocator.plan_one_port(
-            conn, ctx, instance, requests, groups, "h1", _claims()))
+            conn, context, inst, requests, groups, "h1", _claims()))
     net_id = _plan(db, api, instance).network["id"]
-    assert plan([{"network_id": net_id}], ["default"]) is None
+    assert plan([{"network_id": net_id}], ["default"]) is not None
+    assert plan([{"network_id": net_id, "fixed_ip": "10.8.0.9"}], ["default"]) is None
+    assert plan([{"network_id": net_id, "port_id": str(uuid.uuid4())}], ["default"]) is None
+    assert plan([{"network_id": str(uuid.uuid4())}], ["default"]) is None  # NetworkNotFound
+    assert plan([{"network_id": "none"}], ["default"]) is None
+    assert plan([{"network_id": net_id}] * 2, ["default"]) is None
     assert plan(AUTO, ["default", "other"]) is None
     assert plan(AUTO + AUTO, ["default"]) is None
     assert plan(AUTO, ["default"]) is not None
+    # Another project's network: not its to use (the transaction says so).
+    stranger = _project(db)
+    inst = _instance(db, stranger)
+    assert plan([{"network_id": net_id}], ["default"], inst, _ctx(stranger)) is None
     # No auto network yet, no default group yet: the transaction makes them.
     for other in (f"none-{uuid.uuid4().hex[:6]}", _project(db, default_group=False)):
         inst = _instance(db, other)
@@ -346,9 +402,11 @@ def test_other_requests_take_the_transaction(db: Database) -> None:
         "admin"]), {"network_id": net_id, "cidr": "10.18.0.0/24", "ip_version": 4,
                     "project_id": project}))
     assert plan(AUTO, ["default"]) is None
+    assert plan([{"network_id": net_id}], ["default"]) is None
 
 
-def test_racing_computes_never_share_an_address(db: Database) -> None:
+@pytest.mark.parametrize("by_id", [False, True], ids=["auto", "by-id"])
+def test_racing_computes_never_share_an_address(db: Database, by_id: bool) -> None:
     """Sixteen allocations at once from four computes, each its own process's
     in-flight claims (they cannot see each other's guesses): every port its
     own address, each instance's cache its port's, the counter exact."""
@@ -356,11 +414,12 @@ def test_racing_computes_never_share_an_address(db: Database) -> None:
     apis = [_api(db, in_flight=ipam.InFlight()) for _ in range(4)]
     insts = [_instance(db, project) for _ in range(16)]
     ctx = _ctx(project)
+    requests = _by_id(db, project) if by_id else AUTO
 
     async def race() -> list[Any]:
         return await asyncio.gather(*(
-            apis[i % 4].allocate_for_instance(ctx, inst, requested_networks=AUTO,
-                                              bind_host_id="h1")
+            apis[i % 4].allocate_for_instance(ctx, inst, requested_networks=[
+                dict(r) for r in requests], bind_host_id="h1")
             for i, inst in enumerate(insts)))
     infos = asyncio.run(race())
     addresses = [info[0]["network"]["subnets"][0]["ips"][0]["address"] for info in infos]
