@@ -82,19 +82,24 @@ class Progress:
 @dataclass
 class Known:
     """What an allocation's checks read that its port creation needs too
-    (a boot's one read of its network): subnets by network id with the addresses
-    allocated per subnet id (``networks.subnets_to_allocate``), and the
-    resolved ``default`` security group (None: resolve it)."""
+    (a boot's one read of its network): subnets by network id with the
+    addresses allocated per subnet id (``networks.subnets_to_allocate``),
+    and the read that holds the project's ``default`` group."""
 
     subnets: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     taken: dict[str, int] = field(default_factory=dict)
-    default_groups: list[str] | None = None
+    read: BootRead | None = None
 
     def learn(self, conn: sa.Connection, read: BootRead) -> None:
         """What a boot's read of its network (``networks.boot_read``) found."""
         self.subnets[read.network["id"]] = read.subnets
         self.taken.update(counts_to_allocate(conn, read.subnets))
-        self.default_groups = read.default_groups
+        self.read = read
+
+    def default_groups(self) -> list[str] | None:
+        """``resolve(["default"])`` from the read (its errors too); None
+        without one, or before the group is made (``resolve`` makes it)."""
+        return self.read.default_groups if self.read is not None else None
 
 
 @dataclass
@@ -169,11 +174,12 @@ class PortAllocator:
                       host: str | None, claims: ipam.Claims) -> OnePort | None:
         """A boot's one new port on one network (``auto``, or a network by
         id without a fixed IP) as one statement writes it, after the
-        network's one read: the network usable by the project, with one
-        subnet of guessed addresses, its ``default`` group the one asked for.
-        None for any other case, and for whatever the transaction's checks
-        would refuse (they run there, and say why)."""
-        if len(requests) != 1 or security_groups != ["default"]:
+        network's one read (and the project's groups', when others than
+        ``default`` are asked for): the network usable by the project, with
+        one subnet of guessed addresses. None for any other case, before the
+        project's default group is made, and for whatever the transaction's
+        checks would refuse (they run there, and say why)."""
+        if len(requests) != 1:
             return None
         request = requests[0]
         net_id = request.get("network_id")
@@ -191,10 +197,11 @@ class PortAllocator:
                 return None
             network = read.network
             known.learn(conn, read)
-        if known.default_groups is None:
+        sg_ids = known.default_groups() if security_groups == ["default"] else \
+            sg_db.resolve_made(conn, instance["project_id"], security_groups)
+        if sg_ids is None:
             return None
         subnets = known.subnets[network["id"]]
-        sg_ids = known.default_groups
         if len(subnets) != 1 or ipam.is_auto_address(subnets[0]) or (
                 network["router_external"] and not network["shared"] and not ctx.is_admin) or (
                 sg_ids and not network["port_security_enabled"]):
@@ -296,10 +303,9 @@ class PortAllocator:
                                  progress: Progress, known: Known
                                  ) -> tuple[list[tuple[Any, Any, Any]], NetworkInfo]:
         preserve = set(progress.preexisting or [])
-        if security_groups == ["default"] and known.default_groups is not None:
-            sg_ids = known.default_groups
-        else:
-            sg_ids = sg_db.resolve(conn, instance["project_id"], security_groups)
+        defaults = known.default_groups() if security_groups == ["default"] else None
+        sg_ids = defaults if defaults is not None else sg_db.resolve(
+            conn, instance["project_id"], security_groups)
         binding = self._binding(instance, host)
         subnets = dict(known.subnets)  # network id → its subnets, read once
         mine: list[str] = []

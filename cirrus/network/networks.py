@@ -103,8 +103,13 @@ class BootRead:
 
     network: dict[str, Any]
     subnets: list[dict[str, Any]]  # as subnets_of gives them
-    # resolve(["default"]): the default group's id (None: not made yet)
-    default_groups: list[str] | None
+    groups: dict[str, Any]  # the project's DEFAULT_GROUP_COLUMNS
+
+    @property
+    def default_groups(self) -> list[str] | None:
+        """``resolve(["default"])``: the default group's id (None: not made
+        yet), or its error — raised only when asked, where resolve would."""
+        return sg_db.resolved_default(self.groups)
 
 
 def boot_read(read: PreparedRead, conn: sa.Connection, **params: Any) -> BootRead | None:
@@ -115,7 +120,8 @@ def boot_read(read: PreparedRead, conn: sa.Connection, **params: Any) -> BootRea
     network = {c.name: rows[0][c.name] for c in networks.c}
     found = [{c.name: row[_SUBNET_PREFIX + c.name] for c in subnets.c} for row in rows
              if row[_SUBNET_PREFIX + "id"] is not None]
-    return BootRead(network, found, sg_db.resolved_default(rows[0]))
+    return BootRead(network, found, {c.name: rows[0][c.name]
+                                     for c in sg_db.DEFAULT_GROUP_COLUMNS})
 
 
 _NETWORK_FOR_BOOT = boot_read_of(networks, networks.c.id == sa.bindparam("w_network"))

@@ -251,6 +251,15 @@ def resolve(conn: sa.Connection, project_id: str, requested: list[str]) -> list[
     return _match(_project_groups(conn, project_id), requested)
 
 
+def resolve_made(conn: sa.Connection, project_id: str, requested: list[str]) -> list[str] | None:
+    """:func:`resolve` without writing: None while the project has no
+    default group yet (``resolve`` makes it)."""
+    rows = _GROUPS_WITH_DEFAULT.all(conn, w_project=project_id)
+    if not rows:
+        return None
+    return _match([r for r in rows if r["id"] is not None], requested)
+
+
 def _match(groups: list[dict[str, Any]], requested: list[str]) -> list[str]:
     """The ids of ``requested`` (names or ids) among ``groups``, each once; a
     name matching two groups is NoUniqueMatch, one matching none SecurityGroupNotFound."""

@@ -355,8 +355,10 @@ def test_the_auto_read_resolves_the_default_group_as_resolve_does(
         return
     with pytest.raises(outcome):
         sg_db.resolve(conn, "p", ["default"])
-    with pytest.raises(outcome):
-        find_auto_network_and_subnets(conn, "p")
+    auto = find_auto_network_and_subnets(conn, "p")
+    assert auto is not None
+    with pytest.raises(outcome):  # asked for, not read: as resolve would raise
+        auto.default_groups  # noqa: B018
 
 
 def test_a_network_read_by_id_for_a_boot_is_its_rows_and_the_default_group(

@@ -161,20 +161,26 @@ def test_the_statement_stores_what_the_general_build_reads_back(db: Database,
     assert row["device_id"] == instance["uuid"] and row["seq"] == attempt.seq
 
 
-def test_a_network_by_id_stores_what_the_transaction_stores(db: Database) -> None:
+@pytest.mark.parametrize("groups", [["default"], ["web", "default"]])
+def test_a_network_by_id_stores_what_the_transaction_stores(db: Database,
+                                                            groups: list[str]) -> None:
     """Two instances on one network asked by id, one through the one
     statement, one through the transaction (the statement not tried): the
-    same port columns but id, MAC, device and address, the same cache but those."""
+    same port columns but id, MAC, device and address (its groups those
+    asked for), the same cache but those."""
     project = _project(db)
     api = _api(db)
     ctx = _ctx(project)
+    web = db.run_sync(lambda conn: sg_db.create_group(conn, ctx, "web"))["id"]
     requests = _by_id(db, project)
     fast, slow = _instance(db, project), _instance(db, project)
-    fast_info = asyncio.run(api.allocate_for_instance(ctx, fast, requested_networks=requests,
-                                                      bind_host_id="h1"))
+    assert db.run_sync(lambda conn: api.allocator.plan_one_port(
+        conn, ctx, fast, requests, groups, "h1", _claims())) is not None
+    fast_info = asyncio.run(api.allocate_for_instance(
+        ctx, fast, requested_networks=requests, security_groups=groups, bind_host_id="h1"))
     progress = Progress(_claims())
     slow_info = db.run_sync(lambda conn: api.allocator.allocate(
-        conn, ctx, slow, [dict(r) for r in requests], ["default"], "h1", progress))[1]
+        conn, ctx, slow, [dict(r) for r in requests], groups, "h1", progress))[1]
     varying = ("id", "mac_address", "device_id", "fixed_ips", "seq", "created_at",
                "updated_at", "name")
 
@@ -182,6 +188,7 @@ def test_a_network_by_id_stores_what_the_transaction_stores(db: Database) -> Non
         row = db.run_sync(port_db.port_by_id, _ports_of(db, inst["uuid"])[0])
         return {k: v for k, v in row.items() if k not in varying}
     assert port_of(fast) == port_of(slow)
+    assert (web in port_of(fast)["security_groups"]) == ("web" in groups)
 
     def shape(info: Any) -> Any:
         vif = dict(info[0])
@@ -369,7 +376,7 @@ def test_an_instance_with_a_port_already_gets_the_transaction(db: Database) -> N
 
 def test_other_requests_take_the_transaction(db: Database) -> None:
     """Only one new port on one usable network (``auto``, or by id without
-    a fixed IP) of the ``default`` group is planned."""
+    a fixed IP) is planned, its groups those the project has."""
     project = _project(db)
     api, instance = _api(db), _instance(db, project)
     ctx = _ctx(project)
@@ -385,7 +392,10 @@ def test_other_requests_take_the_transaction(db: Database) -> None:
     assert plan([{"network_id": str(uuid.uuid4())}], ["default"]) is None  # NetworkNotFound
     assert plan([{"network_id": "none"}], ["default"]) is None
     assert plan([{"network_id": net_id}] * 2, ["default"]) is None
-    assert plan(AUTO, ["default", "other"]) is None
+    with pytest.raises(exc.SecurityGroupNotFound):  # as the transaction would
+        plan(AUTO, ["default", "other"])
+    db.run_sync(lambda conn: sg_db.create_group(conn, ctx, "other"))
+    assert plan(AUTO, ["default", "other"]) is not None
     assert plan(AUTO + AUTO, ["default"]) is None
     assert plan(AUTO, ["default"]) is not None
     # Another project's network: not its to use (the transaction says so).
