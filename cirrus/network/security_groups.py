@@ -254,10 +254,8 @@ def resolve(conn: sa.Connection, project_id: str, requested: list[str]) -> list[
 def resolve_made(conn: sa.Connection, project_id: str, requested: list[str]) -> list[str] | None:
     """:func:`resolve` without writing: None while the project has no
     default group yet (``resolve`` makes it)."""
-    rows = _GROUPS_WITH_DEFAULT.all(conn, w_project=project_id)
-    if not rows:
-        return None
-    return _match([r for r in rows if r["id"] is not None], requested)
+    groups = _groups_once_made(conn, project_id)
+    return None if groups is None else _match(groups, requested)
 
 
 def _match(groups: list[dict[str, Any]], requested: list[str]) -> list[str]:
@@ -316,11 +314,18 @@ def check_groups(conn: sa.Connection, project_id: str, requested: list[str]) -> 
         _match(_GROUPS_OF_PROJECT.all(conn, w_project=project_id), others)
 
 
+def _groups_once_made(conn: sa.Connection, project_id: str) -> list[dict[str, Any]] | None:
+    """Id and name of each group of the project; None while it has no
+    default group yet."""
+    rows = _GROUPS_WITH_DEFAULT.all(conn, w_project=project_id)
+    return [r for r in rows if r["id"] is not None] if rows else None
+
+
 def _project_groups(conn: sa.Connection, project_id: str) -> list[dict[str, Any]]:
     """Id and name of each group of the project, its default group ensured:
     one read once the default exists (every boot but a project's first)."""
-    rows = _GROUPS_WITH_DEFAULT.all(conn, w_project=project_id)
-    if not rows:
+    groups = _groups_once_made(conn, project_id)
+    if groups is None:
         ensure_default_id(conn, project_id)
-        rows = _GROUPS_WITH_DEFAULT.all(conn, w_project=project_id)
-    return [r for r in rows if r["id"] is not None]
+        groups = _groups_once_made(conn, project_id) or []
+    return groups
