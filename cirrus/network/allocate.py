@@ -254,7 +254,8 @@ class PortAllocator:
         if found is not None:
             requests, (ordered, preexisting, nets) = found
         else:
-            ordered, preexisting, nets = self._requests_and_networks(conn, ctx, instance, requests)
+            ordered, preexisting, nets = self._requests_and_networks(conn, ctx, instance, requests,
+                                                                     known)
         if not requests:
             if not nets:
                 return None
@@ -288,11 +289,20 @@ class PortAllocator:
         return requests, ([None], [], [net])
 
     def _requests_and_networks(self, conn: sa.Connection, ctx: RequestContext,
-                               instance: dict[str, Any], requests: list[dict[str, Any]]
+                               instance: dict[str, Any], requests: list[dict[str, Any]],
+                               known: Known
                                ) -> tuple[list[str | None], list[str], list[dict[str, Any]]]:
-        """Requested ports checked, and the networks to use (one read)."""
+        """Requested ports checked, and the networks to use (one read; for
+        one network, ``known`` gets its subnets and the project's default
+        group, read with it)."""
         ordered, preexisting = self._validate_requested_port_ids(conn, ctx, instance, requests)
         net_ids = [r["network_id"] for r in requests if r.get("network_id") and not r.get("port_id")]
+        if len(net_ids) == 1:
+            read = network_for_boot(conn, instance["project_id"], net_ids[0])
+            if read is None or not usable(ctx, instance["project_id"], read.network):
+                raise exc.NetworkNotFound(net_id=net_ids[0])
+            known.learn(conn, read)
+            return ordered, preexisting, [read.network]
         return ordered, preexisting, available_networks(conn, ctx, instance["project_id"],
                                                          net_ids or None)
 

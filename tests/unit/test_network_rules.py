@@ -460,3 +460,43 @@ def test_the_ports_a_create_can_check_in_its_statement(requested: Any, each: int
     create's ports differently then), nothing, or no request: the read."""
     from cirrus.network.api import API
     assert API.ports_a_create_can_check(requested) == each
+
+
+def test_a_network_asked_for_is_read_once_with_its_subnets_and_groups(
+        conn: sa.Connection) -> None:
+    """The allocation's transaction (SQLite's, PostgreSQL's fallback) reads a
+    network asked for by id, its subnets and the project's default group in
+    one statement (networks.network_for_boot), not three; the port gets the
+    network's one subnet and the default group."""
+    from cirrus.compute.models import instance_info_caches
+    from cirrus.config import Settings
+    from cirrus.db.base import utcnow
+    from cirrus.network import security_groups as sg_db
+    from cirrus.network.allocate import PortAllocator, Progress
+    from cirrus.network.segments import SegmentConfig
+    from tests.unit.test_compute_rules import insert_instance
+
+    subnet = _subnet(conn)
+    default = sg_db.resolve(conn, "p", ["default"])
+    insert_instance(conn, "i-1", project="p")
+    conn.execute(instance_info_caches.insert().values(instance_uuid="i-1", network_info=[],
+                                                      created_at=utcnow()))
+    allocator = PortAllocator(Settings(), SegmentConfig(), Binder(None, NoopBackend()))
+    seen: list[str] = []
+    driver = conn.connection.driver_connection
+    driver.set_trace_callback(seen.append)
+    try:
+        bound, info = allocator.allocate(
+            conn, RequestContext(project_id="p", user_id="u", roles=["member"]),
+            {"uuid": "i-1", "project_id": "p", "hostname": "vm", "availability_zone": "nova"},
+            [{"network_id": subnet["network_id"], "port_id": None, "fixed_ip": None}],
+            ["default"], "h1", Progress(ipam.Claims(ipam.InFlight())))
+    finally:
+        driver.set_trace_callback(None)
+    reads = [s for s in seen if s.lstrip().upper().startswith("SELECT")
+             and ("FROM networks" in s or "FROM subnets" in s or "security_group" in s)]
+    assert len(reads) == 1, reads
+    [(port, network, subnets)] = bound
+    assert network["id"] == subnet["network_id"] and subnets == [subnet]
+    assert port["security_groups"] == default
+    assert info[0]["network"]["subnets"][0]["ips"][0]["address"] == "10.9.0.2"
