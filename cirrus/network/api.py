@@ -105,9 +105,12 @@ class API:
             if len(nets) > 1:
                 raise exc.NetworkAmbiguous()
             return await self.within_port_quota(ctx, len(nets), num_instances)
-        return await self.db.read(validate.check_requests, self.settings, ctx,
-                                  requested_networks, num_instances,
-                                  count_ports=not ports_checked_later)
+        args = (self.settings, ctx, requested_networks, num_instances, not ports_checked_later)
+        if len(requested_networks) == 1:
+            # One network or port asked for (most creates): a point read or
+            # two, on the loop on SQLite (read_here); more, on a DB thread.
+            return await read_here(self.db, validate.check_requests, *args)
+        return await self.db.read(validate.check_requests, *args)
 
     async def within_port_quota(self, ctx: RequestContext, per_instance: int,
                                 num_instances: int) -> int:
