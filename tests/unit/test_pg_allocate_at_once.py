@@ -29,7 +29,7 @@ from cirrus.network.api import API
 from cirrus.network.auto_allocate import get_or_create_auto_network
 from cirrus.network.backends.noop import NoopBackend
 from cirrus.network.binding import Binder
-from cirrus.network.models import ip_allocations, ports, subnets
+from cirrus.network.models import ip_allocations, networks, ports, subnets
 from cirrus.network.networks import create_subnet
 from cirrus.network.segments import SegmentConfig
 from tests.databases import scratch_postgres
@@ -402,6 +402,15 @@ def test_other_requests_take_the_transaction(db: Database) -> None:
     stranger = _project(db)
     inst = _instance(db, stranger)
     assert plan([{"network_id": net_id}], ["default"], inst, _ctx(stranger)) is None
+    # Shared with every project: the stranger's port on it, in the stranger's project.
+    db.run_sync(lambda conn: conn.execute(sa.update(networks).where(
+        networks.c.id == net_id).values(shared=True)))
+    shared = plan([{"network_id": net_id}], ["default"], inst, _ctx(stranger))
+    assert shared is not None and shared.row["project_id"] == stranger
+    assert _write(db, api, inst, shared).outcome is at_once.Outcome.STORED
+    assert db.run_sync(port_db.ports_of_project, stranger) == 1
+    db.run_sync(lambda conn: conn.execute(sa.update(networks).where(
+        networks.c.id == net_id).values(shared=False)))
     # No auto network yet, no default group yet: the transaction makes them.
     for other in (f"none-{uuid.uuid4().hex[:6]}", _project(db, default_group=False)):
         inst = _instance(db, other)
