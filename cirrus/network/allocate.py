@@ -178,7 +178,7 @@ class PortAllocator:
         ``default`` are asked for): the network usable by the project, with
         one subnet of guessed addresses. None for any other case, before the
         project's default group is made, and for whatever the transaction's
-        checks would refuse (they run there, and say why)."""
+        port creation would refuse (it runs then, and says why)."""
         if len(requests) != 1:
             return None
         request = requests[0]
@@ -191,12 +191,8 @@ class PortAllocator:
             if found is None:
                 return None
             network = found[1][2][0]
-        else:
-            read = network_for_boot(conn, instance["project_id"], net_id)
-            if read is None or not usable(ctx, instance["project_id"], read.network):
-                return None
-            network = read.network
-            known.learn(conn, read)
+        else:  # NetworkNotFound as the transaction's checks raise it
+            network = self._requests_and_networks(conn, ctx, instance, requests, known)[2][0]
         sg_ids = known.default_groups() if security_groups == ["default"] else \
             sg_db.resolve_made(conn, instance["project_id"], security_groups)
         if sg_ids is None:

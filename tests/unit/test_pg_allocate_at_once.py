@@ -389,7 +389,8 @@ def test_other_requests_take_the_transaction(db: Database) -> None:
     assert plan([{"network_id": net_id}], ["default"]) is not None
     assert plan([{"network_id": net_id, "fixed_ip": "10.8.0.9"}], ["default"]) is None
     assert plan([{"network_id": net_id, "port_id": str(uuid.uuid4())}], ["default"]) is None
-    assert plan([{"network_id": str(uuid.uuid4())}], ["default"]) is None  # NetworkNotFound
+    with pytest.raises(exc.NetworkNotFound):  # as the transaction's checks
+        plan([{"network_id": str(uuid.uuid4())}], ["default"])
     assert plan([{"network_id": "none"}], ["default"]) is None
     assert plan([{"network_id": net_id}] * 2, ["default"]) is None
     with pytest.raises(exc.SecurityGroupNotFound):  # as the transaction would
@@ -398,10 +399,11 @@ def test_other_requests_take_the_transaction(db: Database) -> None:
     assert plan(AUTO, ["default", "other"]) is not None
     assert plan(AUTO + AUTO, ["default"]) is None
     assert plan(AUTO, ["default"]) is not None
-    # Another project's network: not its to use (the transaction says so).
+    # Another project's network: not its to use.
     stranger = _project(db)
     inst = _instance(db, stranger)
-    assert plan([{"network_id": net_id}], ["default"], inst, _ctx(stranger)) is None
+    with pytest.raises(exc.NetworkNotFound):
+        plan([{"network_id": net_id}], ["default"], inst, _ctx(stranger))
     # Shared with every project: the stranger's port on it, in the stranger's project.
     db.run_sync(lambda conn: conn.execute(sa.update(networks).where(
         networks.c.id == net_id).values(shared=True)))
