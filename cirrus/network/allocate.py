@@ -96,10 +96,19 @@ class Known:
         self.taken.update(counts_to_allocate(conn, read.subnets))
         self.read = read
 
-    def default_groups(self) -> list[str] | None:
-        """``resolve(["default"])`` from the read (its errors too); None
-        without one, or before the group is made (``resolve`` makes it)."""
-        return self.read.default_groups if self.read is not None else None
+    def group_ids(self, conn: sa.Connection, project_id: str, requested: list[str], *,
+                  make: bool) -> list[str] | None:
+        """``sg_db.resolve(requested)``: ``default`` from the read when it
+        found the group made, else the project's groups read (the default
+        group made first if ``make``; None without it if not), errors as
+        ``resolve``'s."""
+        if requested == ["default"] and self.read is not None:
+            found = self.read.default_groups
+            if found is not None or not make:
+                return found
+        if make:
+            return sg_db.resolve(conn, project_id, requested)
+        return sg_db.resolve_made(conn, project_id, requested)
 
 
 @dataclass
@@ -190,11 +199,11 @@ class PortAllocator:
             found = self._auto_requests_and_networks(conn, ctx, instance, known)
             if found is None:
                 return None
-            network = found[1][2][0]
+            _, (_, _, nets) = found
         else:  # NetworkNotFound as the transaction's checks raise it
-            network = self._requests_and_networks(conn, ctx, instance, requests, known)[2][0]
-        sg_ids = known.default_groups() if security_groups == ["default"] else \
-            sg_db.resolve_made(conn, instance["project_id"], security_groups)
+            _, _, nets = self._requests_and_networks(conn, ctx, instance, requests, known)
+        network = nets[0]
+        sg_ids = known.group_ids(conn, instance["project_id"], security_groups, make=False)
         if sg_ids is None:
             return None
         subnets = known.subnets[network["id"]]
@@ -309,9 +318,8 @@ class PortAllocator:
                                  progress: Progress, known: Known
                                  ) -> tuple[list[tuple[Any, Any, Any]], NetworkInfo]:
         preserve = set(progress.preexisting or [])
-        defaults = known.default_groups() if security_groups == ["default"] else None
-        sg_ids = defaults if defaults is not None else sg_db.resolve(
-            conn, instance["project_id"], security_groups)
+        sg_ids = known.group_ids(conn, instance["project_id"], security_groups, make=True)
+        assert sg_ids is not None  # made if it was not
         binding = self._binding(instance, host)
         subnets = dict(known.subnets)  # network id → its subnets, read once
         mine: list[str] = []
