@@ -27,6 +27,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine.default import DefaultDialect
 from sqlalchemy.sql.compiler import SQLCompiler
 
+from cirrus.db import pgdirect
+
 
 @dataclass(frozen=True)
 class _Plan:
@@ -112,15 +114,20 @@ class Prepared(Generic[S]):
         assert driver is not None, "a checked-out connection has its driver's"
         cursor: Any
         raw = plan.raw
-        if raw is not None and driver.cursor_factory is raw_cursor.plain:
-            # Not with another cursor factory (the one-statement check's):
-            # that one sees the text it was given.
+        # Not with another cursor factory (the one-statement check's): that
+        # one sees the text it was given.
+        psycopg_raw = raw is not None and driver.cursor_factory is raw_cursor.plain
+        if raw is not None and psycopg_raw:
             plan = raw
-            cursor = raw_cursor.raw(driver)
-        else:
-            cursor = driver.cursor()
         args = plan.bind(params)
         try:
+            if not psycopg_raw:
+                cursor = driver.cursor()
+            elif pgdirect.usable(driver) and (
+                    done := pgdirect.execute(fairy.info, driver, plan.sql, args)) is not None:
+                return done  # no cursor: straight to libpq
+            else:
+                cursor = raw_cursor.raw(driver)
             cursor.execute(plan.sql, args)
         except dialect.loaded_dbapi.Error as error:
             raise sa.exc.DBAPIError.instance(plan.sql, args, error,
