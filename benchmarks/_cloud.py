@@ -124,9 +124,29 @@ def fresh_database() -> Iterator[str]:
     try:
         yield BENCH_PG.rsplit("/", 1)[0] + "/" + name
     finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        _drop_database(admin, name)
         admin.dispose()
+
+
+def _drop_database(admin: Any, name: str, tries: int = 10) -> None:
+    """Drop ``name``; a database left behind is reported, never the run's
+    failure. ``WITH (FORCE)`` ends our own leftover connections, but cannot
+    end an autovacuum worker there (a superuser's backend: seen after a heavy
+    run, the run's figures lost with the traceback); a plain DROP stops
+    autovacuum itself, so that is tried next, a second apart."""
+    import sqlalchemy as sa
+
+    error: Any = None
+    for attempt in range(tries):
+        force = " WITH (FORCE)" if attempt % 2 == 0 else ""
+        try:
+            with admin.connect() as conn:
+                conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name}{force}"))
+            return
+        except sa.exc.DBAPIError as exc:
+            error = exc.orig
+            time.sleep(1.0)
+    print(f"benchmark database {name} left behind: {error}", file=sys.stderr)
 
 
 @contextlib.contextmanager
