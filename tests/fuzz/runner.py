@@ -212,7 +212,7 @@ class Fuzzer:
         refusal changes nothing, so it may be). The CPU measured is the
         process's: a cost paid once beside it — a freshly rebuilt cloud's
         start-up work, a first use — is not the request's (seen in CI: a 400
-        at 2.5 s of CPU right after a rebuild, 0.0x s when sent again)."""
+        at 2.5 s of CPU that Hypothesis, sending it again, did not see again)."""
         assert self.world.client is not None
         cpu = time.process_time()
         await self.world.client.request(sent.method, sent.url, content=sent.body,
