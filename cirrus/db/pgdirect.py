@@ -96,12 +96,16 @@ class _Libpq:
 _libpq: _Libpq | None = None
 
 
-def usable(driver: Any) -> bool:
-    """Whether a statement can go straight to libpq on ``driver`` (a psycopg
-    connection) now: in autocommit, not in pipeline mode."""
+def _parts() -> _Libpq:
     global _libpq
     if _libpq is None:
         _libpq = _Libpq()
+    return _libpq
+
+
+def usable(driver: Any) -> bool:
+    """Whether a statement can go straight to libpq on ``driver`` (a psycopg
+    connection) now: in autocommit, not in pipeline mode."""
     return bool(driver.autocommit) and driver._pipeline is None
 
 
@@ -110,8 +114,7 @@ def execute(info: dict[str, Any], driver: Any, sql: str, args: list[Any]) -> Res
     on it once; ``info``: the connection's pool record's. None when this
     connection has prepared ``PREPARED_MAX`` statements already (the caller
     uses the cursor). Raises psycopg's errors."""
-    libpq = _libpq
-    assert libpq is not None, "usable() was asked first"
+    libpq = _parts()
     state: _Connection | None = info.get(_STATE)
     if state is None or state.transformer.connection is not driver:
         state = info[_STATE] = _Connection(libpq.transformer(driver))

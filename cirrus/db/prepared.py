@@ -113,15 +113,15 @@ class Prepared(Generic[S]):
         driver = fairy.dbapi_connection if plan.plain_driver else fairy.driver_connection
         assert driver is not None, "a checked-out connection has its driver's"
         cursor: Any
-        raw = plan.raw
-        # Not with another cursor factory (the one-statement check's): that
-        # one sees the text it was given.
-        psycopg_raw = raw is not None and driver.cursor_factory is raw_cursor.plain
-        if raw is not None and psycopg_raw:
+        # psycopg's $n form, not with another cursor factory (the one-statement
+        # check's): that one sees the text it was given.
+        raw = plan.raw if plan.raw is not None and \
+            driver.cursor_factory is raw_cursor.plain else None
+        if raw is not None:
             plan = raw
         args = plan.bind(params)
         try:
-            if not psycopg_raw:
+            if raw is None:
                 cursor = driver.cursor()
             elif pgdirect.usable(driver) and (
                     done := pgdirect.execute(fairy.info, driver, plan.sql, args)) is not None:
