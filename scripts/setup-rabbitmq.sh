@@ -35,6 +35,12 @@ if ! ctl await_startup >/dev/null 2>&1; then
         echo "setup-rabbitmq: broker did not start (see /tmp/cirrus-rabbitmq.log)" >&2; exit 0
     fi
 fi
+# Vhosts that tests and benchmarks make for themselves (cirrus_mh_*, cirrus_bench_*)
+# and a killed run left behind: their durable queues and messages are recovered
+# at every broker start (a test restarts the broker), however old.
+for vhost in $(ctl -q list_vhosts name 2>/dev/null | grep -E '^cirrus_(mh|bench)_[0-9a-f]+$'); do
+    ctl delete_vhost "$vhost" >/dev/null 2>&1 || true
+done
 ctl add_vhost cirrus >/dev/null 2>&1 || true
 ctl add_user cirrus cirrus >/dev/null 2>&1 || true
 ctl set_permissions -p cirrus cirrus ".*" ".*" ".*" >/dev/null 2>&1 || true

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import os
-import queue
 import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterable, TypeVar
@@ -119,15 +118,11 @@ def new_unit(fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]
     return unit
 
 
-def fail_left(units: "queue.SimpleQueue[Any]") -> None:
-    """Fail with DatabaseClosed every unit left in a stopped thread's queue
+def fail_left(items: Iterable[Any]) -> None:
+    """Fail with DatabaseClosed every unit left in a stopped pool's queue
     (its stop markers skipped): what slipped in behind the stop."""
-    late: list[Delivery] = []
-    while not units.empty():
-        item = units.get_nowait()
-        if isinstance(item, Unit):
-            late.append((item.loop, item.future, False, DatabaseClosed()))
-    deliver(late)
+    deliver([(item.loop, item.future, False, DatabaseClosed())
+             for item in items if isinstance(item, Unit)])
 
 
 def settle(outcomes: Iterable[Outcome]) -> None:

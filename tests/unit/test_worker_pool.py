@@ -1,0 +1,112 @@
+"""The DB threads' pool: which thread takes a unit, batches, shutdown."""
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+
+from cirrus.db import handoff
+from cirrus.db.handoff import DatabaseClosed, Unit
+from cirrus.db.workers import _STOP, WorkerPool
+
+
+def _call(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    return fn(*args, **kwargs)
+
+
+def _thread_name() -> str:
+    return threading.current_thread().name
+
+
+async def test_units_one_at_a_time_stay_on_the_thread_that_went_idle_last() -> None:
+    """An idle pool hands each unit to its warmest thread: a process booting
+    one server at a time uses one connection, not each in turn."""
+    pool = WorkerPool(_call, threads=4, name="t-lifo")
+    try:
+        names = [await pool.submit(_thread_name, (), {}) for _ in range(20)]
+    finally:
+        pool.shutdown()
+    assert len(set(names)) == 1, names
+
+
+async def test_units_at_once_still_run_side_by_side() -> None:
+    """Four units that each wait for the others: they finish only if four
+    threads run them together."""
+    pool = WorkerPool(_call, threads=4, name="t-side")
+    barrier = threading.Barrier(4, timeout=10)
+    try:
+        results = await asyncio.gather(*[pool.submit(barrier.wait, (), {}) for _ in range(4)])
+    finally:
+        pool.shutdown()
+    assert sorted(results) == [0, 1, 2, 3]
+
+
+async def test_after_a_burst_the_last_thread_to_finish_takes_the_next_unit() -> None:
+    pool = WorkerPool(_call, threads=3, name="t-after")
+    barrier = threading.Barrier(3, timeout=10)
+    try:
+        await asyncio.gather(*[pool.submit(barrier.wait, (), {}) for _ in range(3)])
+        await asyncio.sleep(0.05)  # every thread idle again
+        names = [await pool.submit(_thread_name, (), {}) for _ in range(10)]
+    finally:
+        pool.shutdown()
+    assert len(set(names)) == 1, names
+
+
+async def test_a_batch_takes_its_share_of_the_backlog() -> None:
+    """One thread, at most four units a batch: the first unit alone (nothing
+    queued behind it yet), then four, then the two left."""
+    sizes: list[int] = []
+    release = threading.Event()
+
+    def batch(units: list[Unit[Any]]) -> list[tuple[bool, Any]]:
+        sizes.append(len(units))
+        release.wait(10)
+        return [(True, unit.fn(*unit.args)) for unit in units]
+
+    pool = WorkerPool(_call, threads=1, name="t-batch", batch=batch, max_batch=4)
+    try:
+        first = pool.submit(pow, (2, 1), {})
+        while not sizes:  # the thread holds the first unit
+            await asyncio.sleep(0.001)
+        rest = [pool.submit(pow, (2, i), {}) for i in range(2, 8)]
+        release.set()
+        results = await asyncio.gather(first, *rest)
+    finally:
+        pool.shutdown()
+    assert sizes == [1, 4, 2]
+    assert results == [2 ** i for i in range(1, 8)]
+
+
+async def test_shutdown_finishes_what_is_queued_and_refuses_what_comes_later() -> None:
+    started, release = threading.Event(), threading.Event()
+
+    def blocked() -> str:
+        started.set()
+        release.wait(10)
+        return "done"
+
+    pool = WorkerPool(_call, threads=1, name="t-stop")
+    first = pool.submit(blocked, (), {})
+    queued = pool.submit(pow, (3, 2), {})
+    assert await asyncio.to_thread(started.wait, 10)
+    stopping = asyncio.get_running_loop().run_in_executor(None, pool.shutdown)
+    release.set()
+    await stopping
+    assert await first == "done"
+    assert await queued == 9
+    late = pool.submit(pow, (3, 3), {})
+    with pytest.raises(DatabaseClosed):
+        await late
+
+
+async def test_units_left_behind_the_stop_markers_fail() -> None:
+    loop = asyncio.get_running_loop()
+    handoff.inbox_for(loop)
+    units = [Unit(pow, (2, 2), {}, loop, loop.create_future()) for _ in range(2)]
+    handoff.fail_left([_STOP, units[0], _STOP, units[1]])
+    for unit in units:
+        with pytest.raises(DatabaseClosed):
+            await unit.future
