@@ -98,7 +98,8 @@ def report(rows: list[dict[str, float]]) -> None:
 
 def statements(url: str, boots: int) -> None:
     """pg_stat_statements of the run's database, per boot (deletes and polls too)."""
-    engine = sa.create_engine(sa.make_url(url).set(database="postgres"))
+    # The server-wide view, read where setup-postgres.sh created the extension.
+    engine = sa.create_engine(_cloud.BENCH_PG)
     try:
         with engine.connect() as conn:
             rows = conn.execute(sa.text(
