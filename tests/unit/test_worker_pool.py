@@ -20,11 +20,19 @@ def _thread_name() -> str:
     return threading.current_thread().name
 
 
+async def _all_idle(pool: WorkerPool, threads: int) -> None:
+    """Until every thread waits for work (a thread that started late would
+    otherwise go idle after the others, on top of the stack)."""
+    while len(pool._idle) < threads:
+        await asyncio.sleep(0.001)
+
+
 async def test_units_one_at_a_time_stay_on_the_thread_that_went_idle_last() -> None:
     """An idle pool hands each unit to its warmest thread: a process booting
     one server at a time uses one connection, not each in turn."""
     pool = WorkerPool(_call, threads=4, name="t-lifo")
     try:
+        await _all_idle(pool, 4)
         names = [await pool.submit(_thread_name, (), {}) for _ in range(20)]
     finally:
         pool.shutdown()
@@ -48,7 +56,7 @@ async def test_after_a_burst_the_last_thread_to_finish_takes_the_next_unit() -> 
     barrier = threading.Barrier(3, timeout=10)
     try:
         await asyncio.gather(*[pool.submit(barrier.wait, (), {}) for _ in range(3)])
-        await asyncio.sleep(0.05)  # every thread idle again
+        await _all_idle(pool, 3)
         names = [await pool.submit(_thread_name, (), {}) for _ in range(10)]
     finally:
         pool.shutdown()
