@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 
@@ -27,39 +28,48 @@ async def _all_idle(pool: WorkerPool, threads: int) -> None:
         await asyncio.sleep(0.001)
 
 
+@contextlib.contextmanager
+def _pool(threads: int) -> Iterator[WorkerPool]:
+    pool = WorkerPool(_call, threads=threads, name=f"t-pool{threads}")
+    try:
+        yield pool
+    finally:
+        pool.shutdown()
+
+
+async def _names_one_at_a_time(pool: WorkerPool, count: int) -> list[str]:
+    """The threads that ran ``count`` units queued one after the other's end."""
+    return [await pool.submit(_thread_name, (), {}) for _ in range(count)]
+
+
+async def _all_at_once(pool: WorkerPool, count: int) -> list[int]:
+    """``count`` units that each wait for all the others (a thread each)."""
+    barrier = threading.Barrier(count, timeout=10)
+    return await asyncio.gather(*[pool.submit(barrier.wait, (), {}) for _ in range(count)])
+
+
 async def test_units_one_at_a_time_stay_on_the_thread_that_went_idle_last() -> None:
     """An idle pool hands each unit to its warmest thread: a process booting
     one server at a time uses one connection, not each in turn."""
-    pool = WorkerPool(_call, threads=4, name="t-lifo")
-    try:
+    with _pool(4) as pool:
         await _all_idle(pool, 4)
-        names = [await pool.submit(_thread_name, (), {}) for _ in range(20)]
-    finally:
-        pool.shutdown()
+        names = await _names_one_at_a_time(pool, 20)
     assert len(set(names)) == 1, names
 
 
 async def test_units_at_once_still_run_side_by_side() -> None:
     """Four units that each wait for the others: they finish only if four
     threads run them together."""
-    pool = WorkerPool(_call, threads=4, name="t-side")
-    barrier = threading.Barrier(4, timeout=10)
-    try:
-        results = await asyncio.gather(*[pool.submit(barrier.wait, (), {}) for _ in range(4)])
-    finally:
-        pool.shutdown()
+    with _pool(4) as pool:
+        results = await _all_at_once(pool, 4)
     assert sorted(results) == [0, 1, 2, 3]
 
 
 async def test_after_a_burst_the_last_thread_to_finish_takes_the_next_unit() -> None:
-    pool = WorkerPool(_call, threads=3, name="t-after")
-    barrier = threading.Barrier(3, timeout=10)
-    try:
-        await asyncio.gather(*[pool.submit(barrier.wait, (), {}) for _ in range(3)])
+    with _pool(3) as pool:
+        await _all_at_once(pool, 3)
         await _all_idle(pool, 3)
-        names = [await pool.submit(_thread_name, (), {}) for _ in range(10)]
-    finally:
-        pool.shutdown()
+        names = await _names_one_at_a_time(pool, 10)
     assert len(set(names)) == 1, names
 
 
